@@ -1,0 +1,84 @@
+"""Retry delay policy (pure: no Redis).
+
+A job's ``backoff`` is stored as JSON data, never as code:
+``true`` (retry after the job's own ``delay``), ``{"type": "fixed", "delay": ms}`` or
+``{"type": "exponential", "delay": ms, "maxDelay": ms, "jitter": 0..1}``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+from .errors import InvalidJob
+
+Backoff: TypeAlias = bool | dict[str, Any] | None
+
+KINDS = ("fixed", "exponential")
+
+
+def _ms(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidJob(f"backoff.{name} must be a number of milliseconds, got {value!r}")
+    if value < 0:
+        raise InvalidJob(f"backoff.{name} must not be negative, got {value!r}")
+    return int(value)
+
+
+def normalize(value: object) -> Backoff:
+    """Validate a backoff option; return it in the stored form (or None for no backoff)."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return True
+    if not isinstance(value, dict):
+        raise InvalidJob(f"backoff must be true or an object with a type, got {value!r}")
+    kind = value.get("type")
+    if kind not in KINDS:
+        raise InvalidJob(f"backoff.type must be one of {', '.join(KINDS)}, got {kind!r}")
+    unknown = set(value) - {"type", "delay", "maxDelay", "max_delay", "jitter"}
+    if unknown:
+        raise InvalidJob(f"backoff has unknown option(s): {', '.join(sorted(map(str, unknown)))}")
+    out: dict[str, Any] = {"type": kind}
+    if value.get("delay") is not None:
+        out["delay"] = _ms(value["delay"], "delay")
+    cap = value.get("maxDelay", value.get("max_delay"))
+    if cap is not None:
+        out["maxDelay"] = _ms(cap, "maxDelay")
+    jitter = value.get("jitter")
+    if jitter is not None:
+        if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not 0 <= jitter <= 1:
+            raise InvalidJob(f"backoff.jitter must be a number from 0 to 1, got {jitter!r}")
+        out["jitter"] = float(jitter)
+    return out
+
+
+def retry_delay(
+    backoff: Backoff,
+    attempts_made: int,
+    job_delay: int = 0,
+    rand: Callable[[], float] = random.random,
+) -> int | None:
+    """Milliseconds to wait before the next attempt, or None to retry at once.
+
+    ``attempts_made`` counts the failed attempts so far (1 after the first failure).
+    Exponential is Kue's formula ``delay/2 * (2^n - 1)``, capped at ``maxDelay``.
+    """
+    if backoff is None or backoff is False:
+        return None
+    if backoff is True:
+        return job_delay
+    delay = int(backoff.get("delay", job_delay) or 0)
+    if backoff["type"] == "fixed":
+        out = float(delay)
+    else:
+        out = delay / 2 * (2 ** min(attempts_made, 62) - 1)
+        cap = backoff.get("maxDelay")
+        if cap:
+            out = min(out, cap - delay / 2)
+    jitter = float(backoff.get("jitter", 0))
+    if jitter:
+        out = out * (1 - jitter) + out * jitter * rand()
+    return max(0, round(out))

@@ -1,0 +1,34 @@
+"""Every default of kue_core, in one place, with the reason for its value."""
+
+from __future__ import annotations
+
+#: Key prefix; Kue's default. Use a hash tag (``"{q}"``) to keep every key in one Cluster slot.
+PREFIX = "q"
+
+#: Environment variable naming the Redis URL when ``Queue(redis_url=...)`` is not given.
+REDIS_URL_ENV = "KUE_REDIS_URL"
+
+#: Where the embedded Redis keeps its data when no URL is configured (relative to the cwd).
+DATA_DIR = ".kue"
+
+#: File name of the embedded Redis's RDB snapshot inside ``DATA_DIR``.
+EMBEDDED_DB_FILE = "kue.rdb"
+
+#: Kue's default: one attempt, no retry.
+MAX_ATTEMPTS = 1
+
+#: Number of transitions kept per job in ``<prefix>:job:<id>:history``.
+HISTORY_LENGTH = 50
+
+#: Jobs per Lua call in ``save_many``: large enough to amortise the round trip, small enough that
+#: one call does not block Redis for long (about a millisecond per thousand jobs).
+SAVE_CHUNK = 1000
+
+#: Longest accepted job type name, in characters (type names are part of Redis keys).
+MAX_TYPE_LENGTH = 256
+
+#: Seconds to wait for Redis to accept a TCP connection before reporting it unreachable.
+CONNECT_TIMEOUT = 5.0
+
+#: Seconds a started event subscriber may take to confirm its subscription.
+SUBSCRIBE_TIMEOUT = 5.0

@@ -1,0 +1,35 @@
+"""The ``KueError`` hierarchy: every error kue_core raises on purpose is one of these."""
+
+from __future__ import annotations
+
+
+class KueError(Exception):
+    """Base class of every error raised by kue_core."""
+
+
+class InvalidJob(KueError, ValueError):
+    """A job option or argument is invalid; nothing was written to Redis."""
+
+
+class JobNotFound(KueError, LookupError):
+    """No job with this id exists."""
+
+    def __init__(self, job_id: object) -> None:
+        super().__init__(f'job "{job_id}" doesnt exist')
+        self.job_id = job_id
+
+
+class InvalidTransition(KueError):
+    """The job cannot move to the requested state from the state it is in."""
+
+
+class ConnectionFailed(KueError, ConnectionError):
+    """Redis could not be reached, or the embedded Redis could not be started."""
+
+
+#: Error codes returned by the Lua scripts (first word of the error reply) -> exception class.
+SCRIPT_ERRORS: dict[str, type[KueError]] = {
+    "KUE_NOT_FOUND": JobNotFound,
+    "KUE_INVALID_TRANSITION": InvalidTransition,
+    "KUE_INVALID": InvalidJob,
+}

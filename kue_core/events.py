@@ -1,0 +1,178 @@
+"""Kue's events as blinker signals, fed from the ``<prefix>:events`` pub/sub channel.
+
+Every event goes through Redis, also the ones this process caused, so a listener hears the
+same thing whichever process (or Node Kue worker) made the change. A listener thread is
+started by the first ``on()``; receivers run in that thread.
+
+* job level: ``job.on("complete", fn)`` calls ``fn(result)``;
+* queue level: ``queue.on("job complete", fn)`` calls ``fn(job_id, result)``, as Kue;
+* ``queue.on("error", fn)`` hears problems of the listener itself (``fn(exception)``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from blinker import NamedSignal, Namespace
+
+from . import defaults
+from .errors import InvalidJob
+
+log = logging.getLogger("kue_core.events")
+
+#: Kue's job events, in the order of a job's life.
+EVENTS = (
+    "enqueue",
+    "start",
+    "promotion",
+    "progress",
+    "failed attempt",
+    "failed",
+    "complete",
+    "remove",
+    "error",
+)
+#: After these a job has no more events to give: its job-level receivers are dropped.
+FINAL_EVENTS = frozenset({"complete", "failed", "remove"})
+
+Receiver = Callable[..., Any]
+
+
+class EventBus:
+    """Signals of one queue and the thread that feeds them from Redis pub/sub."""
+
+    def __init__(self, client: redis.Redis, channel: str) -> None:
+        self._client = client
+        self._channel = channel
+        self._job_signals = Namespace()
+        self._queue_signals = Namespace()
+        self._wrappers: dict[tuple[str, Receiver], Receiver] = {}
+        self._per_job: dict[int, list[tuple[str, Receiver]]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- signals --------------------------------------------------------------------------
+    def job_signal(self, event: str) -> NamedSignal:
+        """The signal of a job-level event; the sender is the job id."""
+        if event not in EVENTS:
+            raise InvalidJob(f"unknown event {event!r}; events are: {', '.join(EVENTS)}")
+        return self._job_signals.signal(event)
+
+    def queue_signal(self, name: str) -> NamedSignal:
+        """The signal of a queue-level event: ``"job <event>"`` or ``"error"``."""
+        if name != "error" and not (name.startswith("job ") and name[4:] in EVENTS):
+            known = ", ".join(f"job {e}" for e in EVENTS)
+            raise InvalidJob(f"unknown queue event {name!r}; events are: {known}, error")
+        return self._queue_signals.signal(name)
+
+    def on(self, name: str, fn: Receiver) -> None:
+        """Call ``fn(job_id, *args)`` for ``"job <event>"``, ``fn(exception)`` for ``"error"``."""
+        signal = self.queue_signal(name)
+
+        def receiver(sender: Any, args: tuple[Any, ...] = ()) -> None:
+            fn(*args) if name == "error" else fn(sender, *args)
+
+        with self._lock:
+            self._wrappers[(name, fn)] = receiver
+        signal.connect(receiver, weak=False)
+        self.start()
+
+    def off(self, name: str, fn: Receiver) -> None:
+        with self._lock:
+            receiver = self._wrappers.pop((name, fn), None)
+        if receiver is not None:
+            self.queue_signal(name).disconnect(receiver)
+
+    def on_job(self, job_id: int, event: str, fn: Receiver) -> None:
+        """Call ``fn(*args)`` when job ``job_id`` emits ``event``."""
+        signal = self.job_signal(event)
+
+        def receiver(sender: Any, args: tuple[Any, ...] = ()) -> None:
+            fn(*args)
+
+        with self._lock:
+            self._per_job.setdefault(job_id, []).append((event, receiver))
+        signal.connect(receiver, sender=job_id, weak=False)
+        self.start()
+
+    # -- dispatch -------------------------------------------------------------------------
+    def dispatch(self, message: str) -> None:
+        """Turn one pub/sub message into signals; a bad message is logged and skipped."""
+        try:
+            msg = json.loads(message)
+            event = msg["event"]
+            job_id = int(msg["id"])
+            args = tuple(msg.get("args", [event])[1:])
+        except (ValueError, KeyError, TypeError, IndexError):
+            log.warning("ignoring a malformed event message: %.200r", message)
+            return
+        if event not in EVENTS:
+            return  # an event of a newer or foreign version: not ours to interpret
+        self._send(self._job_signals.signal(event), job_id, args)
+        self._send(self._queue_signals.signal("job " + event), job_id, args)
+        if event in FINAL_EVENTS:
+            with self._lock:
+                receivers = self._per_job.pop(job_id, [])
+            for name, receiver in receivers:
+                self._job_signals.signal(name).disconnect(receiver, sender=job_id)
+
+    def _send(self, signal: NamedSignal, sender: Any, args: tuple[Any, ...]) -> None:
+        if not signal.receivers:
+            return
+        try:
+            signal.send(sender, args=args)
+        except Exception:
+            log.exception("an event receiver for %r raised", signal.name)
+
+    def _error(self, error: Exception) -> None:
+        self._send(self._queue_signals.signal("error"), None, (error,))
+
+    # -- listener thread ------------------------------------------------------------------
+    def start(self) -> None:
+        """Start listening (once); returns when the subscription is in place."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            ready = threading.Event()
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._listen, args=(ready,), name="kue-events", daemon=True
+            )
+            self._thread.start()
+        ready.wait(defaults.SUBSCRIBE_TIMEOUT)
+
+    def _listen(self, ready: threading.Event) -> None:
+        delay = 0.1
+        while not self._stop.is_set():
+            pubsub = self._client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            try:
+                pubsub.subscribe(self._channel)
+                # The first reply confirms the subscription: from here no event is missed.
+                while pubsub.get_message(timeout=1.0, ignore_subscribe_messages=False) is None:
+                    if self._stop.is_set():
+                        return
+                ready.set()
+                delay = 0.1
+                while not self._stop.is_set():
+                    msg = pubsub.get_message(timeout=1.0)
+                    if msg is not None and msg["type"] == "message":
+                        self.dispatch(msg["data"])
+            except redis.RedisError as e:
+                self._error(e)
+                self._stop.wait(delay)
+                delay = min(delay * 2, 5.0)
+            finally:
+                pubsub.close()
+
+    def close(self) -> None:
+        """Stop the listener thread."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)

@@ -1,0 +1,419 @@
+"""The Job model: Kue's fluent API, validation, and (de)serialisation of the job hash."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, overload
+
+from . import backoff as backoff_policy
+from . import defaults
+from .errors import InvalidJob, InvalidTransition
+from .events import Receiver
+from .scripts import SAVE_WIDTH
+from .states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState
+
+if TYPE_CHECKING:
+    from .queue import Queue
+
+_UNSET: Any = object()
+
+
+# -- validation (pure) -------------------------------------------------------------------
+def validate_type(job_type: object) -> str:
+    if not isinstance(job_type, str):
+        raise InvalidJob(f"type must be a string, got {type(job_type).__name__}")
+    if not job_type.strip():
+        raise InvalidJob("type must not be empty")
+    if len(job_type) > defaults.MAX_TYPE_LENGTH:
+        raise InvalidJob(f"type must be at most {defaults.MAX_TYPE_LENGTH} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in job_type):
+        raise InvalidJob("type must not contain control characters")
+    _utf8(job_type, "type")
+    return job_type
+
+
+def _utf8(text: str, field: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidJob(f"{field} is not valid unicode (lone surrogate)") from None
+
+
+def to_json(value: Any, field: str) -> str:
+    """Compact JSON text, or InvalidJob naming the field."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidJob(f"{field} must be JSON-serialisable: {e}") from None
+    _utf8(text, field)
+    return text
+
+
+def parse_priority(level: object) -> int:
+    """A priority name (``low`` ... ``critical``) or an integer -> its integer value."""
+    if isinstance(level, str):
+        if level in PRIORITIES:
+            return PRIORITIES[level]
+        names = ", ".join(PRIORITIES)
+        raise InvalidJob(f"priority must be one of {names} or an integer, got {level!r}")
+    if isinstance(level, bool) or not isinstance(level, int):
+        raise InvalidJob(f"priority must be a name or an integer, got {level!r}")
+    if abs(level) >= PRIORITY_LIMIT:
+        raise InvalidJob(f"priority must be between -{PRIORITY_LIMIT} and {PRIORITY_LIMIT}")
+    return level
+
+
+def parse_state(state: object) -> str:
+    value = state.value if isinstance(state, JobState) else state
+    if not isinstance(value, str) or value not in STATES:
+        raise InvalidJob(f"state must be one of {', '.join(STATES)}, got {state!r}")
+    return value
+
+
+def _ms(value: object, field: str, minimum: int) -> int:
+    if isinstance(value, timedelta):
+        value = value.total_seconds() * 1000
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidJob(f"{field} must be a number of milliseconds, got {value!r}")
+    if value < minimum:
+        raise InvalidJob(f"{field} must be at least {minimum}, got {value!r}")
+    return int(value)
+
+
+def _num(text: str | None) -> int | float | None:
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            f = float(text)
+        except ValueError:
+            return None
+        return f if math.isfinite(f) else None
+
+
+def _json_field(text: str | None, fallback: Any) -> Any:
+    if text is None:
+        return fallback
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # stored by another client as plain text: show it as it is
+
+
+class Job:
+    """One job. Create with ``queue.create_job(type, data)``; chain options; ``save()``.
+
+    Option methods are setters when given a value (and return the job, for chaining) and
+    getters when called without one, as in Kue: ``job.priority("high")``, ``job.priority()``.
+    """
+
+    id: int | None
+    data: Any
+    state: str | None
+
+    def __init__(self, queue: Queue, job_type: str, data: Any = None) -> None:
+        self._reset(queue)
+        self.type = validate_type(job_type)
+        self.data = {} if data is None else data
+
+    def _reset(self, queue: Queue) -> None:
+        self.queue = queue
+        self.id = None
+        self.type = ""
+        self.data = {}
+        self.state = None
+        self._priority = 0
+        self._priority_ok = True  # False for a Kue hash whose priority is not a number
+        self._max_attempts = defaults.MAX_ATTEMPTS
+        self._backoff: backoff_policy.Backoff = None
+        self._delay = 0
+        self._ttl = 0
+        self._remove_on_complete = False
+        self._progress: int | float = 0
+        # Set when loaded from Redis.
+        self.created_at: int | None = None
+        self.promote_at: int | None = None
+        self.updated_at: int | None = None
+        self.started_at: int | None = None
+        self.failed_at: int | None = None
+        self.duration: int | None = None
+        self.worker_id: str | None = None
+        self.error: str | None = None
+        self.attempts_made = 0
+        self.result: Any = _UNSET
+        self.progress_data: Any = _UNSET
+        self._listeners: list[tuple[str, Receiver]] = []
+
+    def __repr__(self) -> str:
+        return f"<Job {self.id} {self.type!r} {self.state}>"
+
+    # -- options (fluent) -----------------------------------------------------------------
+    @overload
+    def priority(self) -> int: ...
+    @overload
+    def priority(self, level: str | int) -> Job: ...
+    def priority(self, level: Any = _UNSET) -> Any:
+        """Set the priority: ``low``, ``normal``, ``medium``, ``high``, ``critical`` or an int."""
+        if level is _UNSET:
+            return self._priority
+        self._priority = parse_priority(level)
+        return self
+
+    @overload
+    def attempts(self) -> int: ...
+    @overload
+    def attempts(self, n: int) -> Job: ...
+    def attempts(self, n: Any = _UNSET) -> Any:
+        """Set the maximum number of attempts (at least 1; default 1)."""
+        if n is _UNSET:
+            return self._max_attempts
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InvalidJob(f"attempts must be an integer of at least 1, got {n!r}")
+        self._max_attempts = n
+        return self
+
+    @overload
+    def backoff(self) -> backoff_policy.Backoff: ...
+    @overload
+    def backoff(self, policy: bool | dict[str, Any] | None) -> Job: ...
+    def backoff(self, policy: Any = _UNSET) -> Any:
+        """Retry after a delay: ``True`` (the job's delay) or ``{"type": "fixed"|"exponential",
+        "delay": ms, "maxDelay": ms, "jitter": 0..1}``."""
+        if policy is _UNSET:
+            return self._backoff
+        self._backoff = backoff_policy.normalize(policy)
+        return self
+
+    @overload
+    def delay(self) -> int: ...
+    @overload
+    def delay(self, ms: int | float | timedelta) -> Job: ...
+    def delay(self, ms: Any = _UNSET) -> Any:
+        """Run no sooner than ``ms`` milliseconds (or a timedelta) after saving."""
+        if ms is _UNSET:
+            return self._delay
+        self._delay = _ms(ms, "delay", 0)
+        return self
+
+    @overload
+    def ttl(self) -> int: ...
+    @overload
+    def ttl(self, ms: int | float | timedelta) -> Job: ...
+    def ttl(self, ms: Any = _UNSET) -> Any:
+        """Bound each attempt's run time to ``ms`` milliseconds."""
+        if ms is _UNSET:
+            return self._ttl
+        self._ttl = _ms(ms, "ttl", 1)
+        return self
+
+    @overload
+    def remove_on_complete(self) -> bool: ...
+    @overload
+    def remove_on_complete(self, flag: bool) -> Job: ...
+    def remove_on_complete(self, flag: Any = _UNSET) -> Any:
+        """Delete the job once it completes successfully."""
+        if flag is _UNSET:
+            return self._remove_on_complete
+        if not isinstance(flag, bool):
+            raise InvalidJob(f"remove_on_complete must be true or false, got {flag!r}")
+        self._remove_on_complete = flag
+        return self
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self) -> Job:
+        """Store the job (or, once saved, its changes); returns it with ``id`` set."""
+        if self.id is not None:
+            return self.update()
+        self.queue.save_many([self])
+        return self
+
+    def update(self) -> Job:
+        """Write changed data and options of a saved job; its state is kept."""
+        job_id = self._saved_id()
+        self.state = self.queue.scripts.update(
+            job_id,
+            [
+                to_json(self.data, "data"),
+                self._priority,
+                self._max_attempts,
+                self._backoff_json(),
+                self._ttl,
+                "1" if self._remove_on_complete else "",
+                self._delay,
+            ],
+        )
+        return self
+
+    def remove(self) -> None:
+        """Delete the job, its log and its history."""
+        self.queue.scripts.remove(self._saved_id())
+
+    def set_state(self, state: JobState | str) -> Job:
+        """Move the job to another state (``active`` is a worker's to give)."""
+        target = parse_state(state)
+        if target == JobState.ACTIVE:
+            raise InvalidTransition("only a worker can make a job active")
+        self.queue.scripts.set_state(self._saved_id(), target)
+        self.state = target
+        return self
+
+    def set_priority(self, level: str | int) -> Job:
+        """Change the priority of a saved job and re-order it in its lists."""
+        value = parse_priority(level)
+        self.queue.scripts.set_priority(self._saved_id(), value)
+        self._priority = value
+        return self
+
+    @overload
+    def progress(self) -> int | float: ...
+    @overload
+    def progress(self, done: float, total: float, data: Any = None) -> Job: ...
+    def progress(self, done: Any = _UNSET, total: Any = _UNSET, data: Any = None) -> Any:
+        """Record ``done`` of ``total`` (as a percentage); ``data`` goes to listeners too."""
+        if done is _UNSET:
+            return self._progress
+        for name, v in (("done", done), ("total", total)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise InvalidJob(f"progress {name} must be a number, got {v!r}")
+        if total <= 0 or done < 0:
+            raise InvalidJob("progress needs done >= 0 and total > 0")
+        percent = min(100, int(done * 100 / total))
+        data_json = "" if data is None else to_json(data, "progress data")
+        self.queue.scripts.progress(self._saved_id(), percent, data_json)
+        self._progress = percent
+        if data is not None:
+            self.progress_data = data
+        return self
+
+    def log(self, fmt: Any, *args: Any) -> Job:
+        """Append a line to the job's log: ``job.log("sent %s to %s", n, to)``."""
+        if not isinstance(fmt, str):
+            line = to_json(fmt, "log")
+        elif args:
+            try:
+                line = fmt % args
+            except (TypeError, ValueError):
+                line = " ".join([fmt, *map(str, args)])
+        else:
+            line = fmt
+        _utf8(line, "log")
+        self.queue.scripts.log(self._saved_id(), line)
+        return self
+
+    def history(self) -> list[dict[str, Any]]:
+        """The job's recent transitions, oldest first."""
+        return self.queue.history(self._saved_id())
+
+    def on(self, event: str, fn: Receiver) -> Job:
+        """Call ``fn(*args)`` when this job emits ``event`` (``"complete"``, ``"progress"``...)."""
+        self.queue.events.job_signal(event)  # validates the name now
+        if self.id is None:
+            self._listeners.append((event, fn))
+        else:
+            self.queue.events.on_job(self.id, event, fn)
+        return self
+
+    def _saved_id(self) -> int:
+        if self.id is None:
+            raise InvalidJob("the job is not saved yet")
+        return self.id
+
+    def _backoff_json(self) -> str:
+        return "" if self._backoff is None else to_json(self._backoff, "backoff")
+
+    def _save_row(self) -> list[Any]:
+        """The values ``save.lua`` takes for this job (validated: raises before any write)."""
+        row = [
+            self.type,
+            to_json(self.data, "data"),
+            self._priority,
+            self._delay,
+            self._max_attempts,
+            self._backoff_json(),
+            self._ttl,
+            "1" if self._remove_on_complete else "",
+        ]
+        assert len(row) == SAVE_WIDTH
+        return row
+
+    def _saved(self, job_id: int) -> None:
+        """Called by the queue once ``save.lua`` gave the job its id."""
+        self.id = job_id
+        self.state = JobState.DELAYED.value if self._delay else JobState.INACTIVE.value
+        for event, fn in self._listeners:
+            self.queue.events.on_job(job_id, event, fn)
+        self._listeners.clear()
+
+    # -- (de)serialisation ----------------------------------------------------------------
+    @classmethod
+    def from_hash(cls, queue: Queue, job_id: int, h: dict[str, str]) -> Job:
+        """A job from its Redis hash (written by this library or by Kue)."""
+        job = cls.__new__(cls)
+        job._reset(queue)
+        job.type = h.get("type", "")
+        job.id = job_id
+        job.data = _json_field(h.get("data"), {})
+        job.state = h.get("state")
+        prio = _num(h.get("priority"))
+        job._priority = int(prio) if prio is not None else 0
+        job._priority_ok = prio is not None
+        job._max_attempts = int(_num(h.get("max_attempts")) or defaults.MAX_ATTEMPTS)
+        job.attempts_made = int(_num(h.get("attempts")) or 0)
+        job._delay = int(_num(h.get("delay")) or 0)
+        job._ttl = int(_num(h.get("ttl")) or 0)
+        job._remove_on_complete = h.get("removeOnComplete") == "true"
+        raw_backoff = h.get("backoff")
+        if raw_backoff is not None:
+            # Data only: Kue stored functions as source text; those are never run here.
+            parsed = _json_field(raw_backoff, None)
+            job._backoff = parsed if parsed is True or isinstance(parsed, dict) else None
+        job._progress = _num(h.get("progress")) or 0
+        for attr, field in (
+            ("created_at", "created_at"),
+            ("promote_at", "promote_at"),
+            ("updated_at", "updated_at"),
+            ("started_at", "started_at"),
+            ("failed_at", "failed_at"),
+            ("duration", "duration"),
+        ):
+            value = _num(h.get(field))
+            setattr(job, attr, int(value) if value is not None else None)
+        job.worker_id = h.get("workerId")
+        job.error = h.get("error")
+        if "result" in h:
+            job.result = _json_field(h["result"], None)
+        if "progress_data" in h:
+            job.progress_data = _json_field(h["progress_data"], None)
+        return job
+
+    def to_dict(self) -> dict[str, Any]:
+        """Kue's ``GET /job/:id`` shape (Job#toJSON), with numbers as numbers."""
+        out: dict[str, Any] = {"id": self.id, "type": self.type, "data": self.data}
+        if self.result is not _UNSET:
+            out["result"] = self.result
+        out["priority"] = self._priority if self._priority_ok else None
+        out["progress"] = self._progress
+        if self.progress_data is not _UNSET:
+            out["progress_data"] = self.progress_data
+        out["state"] = self.state
+        optional = (
+            ("error", self.error),
+            ("created_at", self.created_at),
+            ("promote_at", self.promote_at),
+            ("updated_at", self.updated_at),
+            ("failed_at", self.failed_at),
+            ("started_at", self.started_at),
+            ("duration", self.duration),
+            ("delay", self._delay or None),
+            ("workerId", self.worker_id),
+            ("ttl", self._ttl or None),
+        )
+        out.update((k, v) for k, v in optional if v is not None)
+        made, most = self.attempts_made, self._max_attempts
+        remaining = most - made if made > 0 else most
+        out["attempts"] = {"made": made, "remaining": remaining, "max": most}
+        return out

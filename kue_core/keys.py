@@ -1,0 +1,50 @@
+"""Every Redis key kue_core uses, spelled once (Kue 0.11's layout plus our additions).
+
+The Lua scripts receive the prefix and build per-job keys with the helpers in
+``scripts/lib.lua``, which mirror the functions here; ``tests/scripts/test_layout.py`` keeps
+the two in agreement.
+"""
+
+from __future__ import annotations
+
+
+def zid(job_id: int) -> str:
+    """Kue's zset member for a job: two-digit length, ``|``, the id (``7 -> "01|7"``)."""
+    s = str(job_id)
+    return f"{len(s):02d}|{s}"
+
+
+def job_id_from_zid(member: str) -> int:
+    """Inverse of :func:`zid` (Kue's ``stripFIFO``)."""
+    return int(member[member.index("|") + 1 :])
+
+
+class Keys:
+    """Key names under one prefix."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.ids = f"{prefix}:ids"
+        self.jobs = f"{prefix}:jobs"
+        self.types = f"{prefix}:job:types"
+        self.work_time = f"{prefix}:stats:work-time"
+        self.events = f"{prefix}:events"
+
+    def job(self, job_id: int) -> str:
+        return f"{self.prefix}:job:{job_id}"
+
+    def log(self, job_id: int) -> str:
+        return f"{self.prefix}:job:{job_id}:log"
+
+    def history(self, job_id: int) -> str:
+        return f"{self.prefix}:job:{job_id}:history"
+
+    def state(self, state: str) -> str:
+        return f"{self.prefix}:jobs:{state}"
+
+    def type_state(self, job_type: str, state: str) -> str:
+        return f"{self.prefix}:jobs:{job_type}:{state}"
+
+    def tokens(self, job_type: str) -> str:
+        """Kue's wake-up list: one entry pushed per transition to inactive."""
+        return f"{self.prefix}:{job_type}:jobs"

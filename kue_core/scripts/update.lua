@@ -1,0 +1,50 @@
+-- update: rewrite a saved job's data and options (Kue's Job#update); the state is kept.
+-- KEYS[1]  <p>:job:<id>
+-- ARGV[1]  prefix      ARGV[2] id
+-- ARGV[3]  data (JSON) ARGV[4] priority   ARGV[5] max_attempts
+-- ARGV[6]  backoff (JSON, '' = none)      ARGV[7] ttl ms (0 = none)
+-- ARGV[8]  removeOnComplete ('1' or '')   ARGV[9] delay ms (0 = none)
+-- Returns  the job's state.
+-- Events   none (re-scoring changes no state).
+-- Errors   KUE_NOT_FOUND, KUE_INVALID.
+local p, id = ARGV[1], ARGV[2]
+local priority, ttl, delay = tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[9])
+if not priority or not ttl or not delay or not tonumber(ARGV[5]) then
+  return redis.error_reply('KUE_INVALID update arguments are malformed')
+end
+local job = load_job(KEYS[1])
+if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
+
+local now = now_ms()
+local set = {
+  'data', ARGV[3], 'priority', int(priority), 'max_attempts', ARGV[5], 'updated_at', int(now),
+}
+local drop = {}
+local function opt(field, value, keep)
+  if keep then
+    set[#set + 1] = field; set[#set + 1] = value
+  else
+    drop[#drop + 1] = field
+  end
+end
+opt('backoff', ARGV[6], ARGV[6] ~= '')
+opt('ttl', int(ttl), ttl > 0)
+opt('removeOnComplete', 'true', ARGV[8] == '1')
+local promote_at = job.promote_at
+if delay > 0 then
+  -- Kue: a delay counts from the last failure, else from creation.
+  local base = redis.call('HMGET', KEYS[1], 'failed_at', 'created_at')
+  promote_at = (tonumber(base[1]) or tonumber(base[2]) or now) + delay
+  opt('delay', int(delay), true)
+  opt('promote_at', int(promote_at), true)
+end
+redis.call('HSET', KEYS[1], unpack(set))
+if #drop > 0 then redis.call('HDEL', KEYS[1], unpack(drop)) end
+
+local member = zid(id)
+redis.call('ZADD', k_jobs(p), priority, member)
+if STATES[job.state] then
+  redis.call('ZADD', k_state(p, job.state), state_score(job.state, priority, promote_at, ttl, now), member)
+  redis.call('ZADD', k_type_state(p, job.type, job.state), priority, member)
+end
+return job.state

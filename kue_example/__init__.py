@@ -1,0 +1,1 @@
+"""kue_example: the demo and its example handlers (to come)."""
