@@ -1,0 +1,138 @@
+"""The Queue facade against a real Redis: ordering, Kue's range rules, counts, validation."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from kue_core import InvalidJob, JobNotFound, Queue
+
+
+def _save_with_id(queue: Queue, r: redis.Redis, job_id: int, priority: str = "normal") -> int:
+    r.set(queue.keys.ids, job_id - 1)
+    job = queue.create_job("t").priority(priority).save()
+    assert job.id == job_id
+    return job_id
+
+
+def test_priority_then_fifo_across_id_lengths(queue: Queue, r: redis.Redis) -> None:
+    for jid in (9, 10, 100):
+        _save_with_id(queue, r, jid)
+    _save_with_id(queue, r, 200, "low")
+    _save_with_id(queue, r, 300, "critical")
+    assert queue.ids("inactive") == [300, 9, 10, 100, 200]
+    assert queue.ids("inactive", "t") == [300, 9, 10, 100, 200]
+
+
+def test_range_windows_by_score_then_sorts_by_id(queue: Queue, r: redis.Redis) -> None:
+    for jid in (9, 10, 100):
+        _save_with_id(queue, r, jid, "low")
+    _save_with_id(queue, r, 150, "critical")
+    # Window = the two best-scored jobs (150, then 9); page sorted by id.
+    assert [j.id for j in queue.range_by_state("inactive", 0, 1)] == [9, 150]
+    assert [j.id for j in queue.range_by_state("inactive", 0, 1, "desc")] == [150, 9]
+    # desc only reverses the page; it does not pick the lowest-priority window.
+    assert [j.id for j in queue.range_by_state("inactive", 0, 0, "desc")] == [150]
+    assert [j.id for j in queue.range_by_type("t", "inactive", 0, -1)] == [9, 10, 100, 150]
+    assert [j.id for j in queue.range(0, -1)] == [9, 10, 100, 150]
+    assert queue.range_by_state("inactive", 10, 20) == []
+    assert queue.range_by_type("nope", "inactive", 0, -1) == []
+
+
+def test_range_drops_ids_without_a_hash(queue: Queue, r: redis.Redis) -> None:
+    a = queue.create_job("t").save()
+    r.zadd(queue.keys.state("inactive"), {"02|77": 0})
+    assert [j.id for j in queue.range_by_state("inactive", 0, -1)] == [a.id]
+
+
+def test_range_arguments_are_checked(queue: Queue) -> None:
+    with pytest.raises(InvalidJob, match="order"):
+        queue.range(0, 1, "sideways")
+    with pytest.raises(InvalidJob, match="from"):
+        queue.range("0", 1)  # type: ignore[arg-type]
+    with pytest.raises(InvalidJob, match="state"):
+        queue.range_by_state("bogus", 0, 1)
+
+
+def test_counts_types_and_work_time(queue: Queue, r: redis.Redis) -> None:
+    queue.create_job("email").save()
+    queue.create_job("email").delay(5000).save()
+    queue.create_job("video").save().set_state("failed")
+    assert queue.counts() == {"inactive": 1, "active": 0, "complete": 0, "failed": 1, "delayed": 1}
+    assert queue.counts("email") == {"inactive": 1, "active": 0, "complete": 0, "failed": 0, "delayed": 1}
+    assert queue.count("failed", "video") == 1
+    assert queue.types() == ["email", "video"]
+    assert queue.work_time() == 0  # not null on a fresh Redis
+    r.incrby(queue.keys.work_time, 105)
+    assert queue.work_time() == 105
+
+
+def test_get_job_and_to_dict(queue: Queue) -> None:
+    job = queue.create_job("probe", {"title": "p1"}).priority("high").attempts(3).save()
+    got = queue.get_job(job.id).to_dict()  # type: ignore[arg-type]
+    assert list(got) == ["id", "type", "data", "priority", "progress", "state", "created_at",
+                         "promote_at", "updated_at", "attempts"]
+    assert got["id"] == job.id and got["type"] == "probe" and got["data"] == {"title": "p1"}
+    assert got["priority"] == -10 and got["progress"] == 0 and got["state"] == "inactive"
+    assert isinstance(got["created_at"], int)
+    assert got["attempts"] == {"made": 0, "remaining": 3, "max": 3}
+    assert queue.get_job(str(job.id)).id == job.id
+    delayed = queue.get_job(queue.create_job("t").delay(1500).ttl(900).save().id).to_dict()  # type: ignore[arg-type]
+    assert delayed["delay"] == 1500 and delayed["ttl"] == 900
+    assert delayed["promote_at"] == delayed["created_at"] + 1500
+
+
+def test_unknown_and_invalid_ids(queue: Queue) -> None:
+    with pytest.raises(JobNotFound, match='job "424242" doesnt exist'):
+        queue.get_job(424242)
+    for bad in ("abc", -1, 0, 1.5, True, "1e3"):
+        with pytest.raises(InvalidJob):
+            queue.get_job(bad)  # type: ignore[arg-type]
+    assert queue.get_log(424242) == []
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda q: q.create_job(None), "type"),
+        (lambda q: q.create_job(""), "type"),
+        (lambda q: q.create_job("a\x00b"), "type"),
+        (lambda q: q.create_job("t", {"x": {1, 2}}).save(), "data"),
+        (lambda q: q.create_job("t", {"x": float("nan")}).save(), "data"),
+        (lambda q: q.create_job("t").priority("urgent"), "priority"),
+        (lambda q: q.create_job("t").delay(-5), "delay"),
+        (lambda q: q.create_job("t").attempts(0), "attempts"),
+        (lambda q: q.create_job("t").backoff("0; evil()"), "backoff"),
+        (lambda q: q.create_job("t").set_state("bogus"), "state"),
+        (lambda q: q.save_many([q.create_job("t"), q.create_job("t", {"x": object()})]), "data"),
+    ],
+)
+def test_bad_input_names_the_field_and_writes_nothing(queue: Queue, r: redis.Redis, build, field) -> None:  # type: ignore[no-untyped-def]
+    before = r.dbsize()
+    with pytest.raises(InvalidJob, match=field):
+        build(queue)
+    assert r.dbsize() == before
+
+
+def test_save_many_assigns_ids_in_order(queue: Queue, r: redis.Redis, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from kue_core import defaults
+
+    monkeypatch.setattr(defaults, "SAVE_CHUNK", 7)  # several pipelined chunks
+    jobs = queue.save_many(queue.create_job("bulk", {"i": i}) for i in range(30))
+    assert [j.id for j in jobs] == list(range(1, 31))
+    assert queue.count("inactive", "bulk") == 30
+    assert r.llen(queue.keys.tokens("bulk")) == 30
+    assert [j.data["i"] for j in queue.range_by_type("bulk", "inactive", 0, -1)] == list(range(30))
+    with pytest.raises(InvalidJob, match="saved already"):
+        queue.save_many([jobs[0]])
+
+
+def test_save_many_survives_a_flushed_script_cache(queue: Queue, r: redis.Redis, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from kue_core import defaults
+
+    monkeypatch.setattr(defaults, "SAVE_CHUNK", 2)
+    r.script_flush()
+    jobs = queue.save_many([queue.create_job("t") for _ in range(5)])
+    assert [j.id for j in jobs] == [1, 2, 3, 4, 5]
+    r.script_flush()
+    assert queue.create_job("t").save().id == 6

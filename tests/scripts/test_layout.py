@@ -1,0 +1,83 @@
+"""The raw Redis layout: keys.py and lib.lua agree, Kue's shapes, one Cluster slot for {q}."""
+
+from __future__ import annotations
+
+import redis
+from redis.crc import key_slot
+
+from kue_core import Queue
+from kue_core.keys import Keys
+from tests.conftest import keys_under
+
+
+def _exercise(queue: Queue) -> list[int]:
+    """Touch every kind of key: jobs in every reachable state, logs, tokens, history."""
+    a = queue.create_job("email", {"to": "x"}).save()
+    b = queue.create_job("video").delay(10_000).save()
+    c = queue.create_job("email").save()
+    a.log("line")
+    a.progress(1, 2)
+    c.set_state("failed")
+    c.set_state("complete")
+    return [a.id, b.id, c.id]  # type: ignore[list-item]
+
+
+def test_every_key_is_one_keys_py_names(queue: Queue, r: redis.Redis, prefix: str) -> None:
+    ids = _exercise(queue)
+    k = Keys(prefix)
+    expected = {k.ids, k.jobs, k.types}
+    for jid in ids:
+        expected |= {k.job(jid), k.history(jid)}
+    expected.add(k.log(ids[0]))
+    expected |= {k.state("inactive"), k.state("delayed"), k.state("complete")}
+    expected |= {k.type_state("email", "inactive"), k.type_state("video", "delayed"),
+                 k.type_state("email", "complete"), k.tokens("email")}
+    assert keys_under(r, prefix) == expected
+
+
+def test_kue_types_of_every_key(queue: Queue, r: redis.Redis, prefix: str) -> None:
+    _exercise(queue)
+    k = Keys(prefix)
+    assert r.type(k.ids) == "string"
+    assert r.type(k.jobs) == r.type(k.state("inactive")) == r.type(k.type_state("email", "inactive")) == "zset"
+    assert r.type(k.types) == "set"
+    assert r.type(k.tokens("email")) == "list"
+    assert r.type(k.job(1)) == "hash"
+    assert r.type(k.log(1)) == "list"
+
+
+def test_hash_tag_prefix_keeps_every_key_in_one_slot(redis_url: str, r: redis.Redis, prefix: str) -> None:
+    tagged = "{" + prefix + "}"
+    queue = Queue(redis_url, prefix=tagged)
+    try:
+        _exercise(queue)
+        keys = set(r.scan_iter(match="{" + prefix + "}:*"))
+        assert len(keys) > 10
+        assert {key_slot(key.encode()) for key in keys} == {key_slot(tagged.encode())}
+        assert key_slot(queue.keys.events.encode()) == key_slot(tagged.encode())
+    finally:
+        queue.close()
+
+
+def test_a_job_written_as_kue_writes_it_loads(queue: Queue, r: redis.Redis, prefix: str) -> None:
+    """A job hash as Kue 0.11 leaves it after completion (all values strings)."""
+    r.hset(f"{prefix}:job:41", mapping={
+        "type": "email", "data": '{"title":"welcome","to":"a@example.com"}', "priority": "10",
+        "state": "complete", "created_at": "1795281564082", "promote_at": "1795281564082",
+        "updated_at": "1795281564108", "started_at": "1795281564087", "duration": "21",
+        "workerId": "kue:vm:10085:email:1", "max_attempts": "1", "attempts": "1",
+        "progress": "100", "progress_data": '{"step":"rendered"}',
+        "result": '{"delivered":true}', "backoff": "function(){ return 1 }",
+    })
+    r.zadd(f"{prefix}:jobs:complete", {"02|41": 10})
+    job = queue.get_job(41)
+    assert job.to_dict() == {
+        "id": 41, "type": "email", "data": {"title": "welcome", "to": "a@example.com"},
+        "result": {"delivered": True}, "priority": 10, "progress": 100,
+        "progress_data": {"step": "rendered"}, "state": "complete",
+        "created_at": 1795281564082, "promote_at": 1795281564082, "updated_at": 1795281564108,
+        "started_at": 1795281564087, "duration": 21, "workerId": "kue:vm:10085:email:1",
+        "attempts": {"made": 1, "remaining": 0, "max": 1},
+    }
+    assert job.backoff() is None  # stored code is never run
+    assert [j.id for j in queue.range_by_state("complete", 0, -1)] == [41]
