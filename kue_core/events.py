@@ -42,6 +42,17 @@ FINAL_EVENTS = frozenset({"complete", "failed", "remove"})
 
 Receiver = Callable[..., Any]
 
+#: Seconds the listener waits for a message before checking whether it should stop.
+POLL = 0.2
+
+
+def _guarded(fn: Receiver, *args: Any) -> None:
+    """Call one receiver; its exception is logged and does not reach the others."""
+    try:
+        fn(*args)
+    except Exception:
+        log.exception("event receiver %r raised", fn)
+
 
 class EventBus:
     """Signals of one queue and the thread that feeds them from Redis pub/sub."""
@@ -76,7 +87,7 @@ class EventBus:
         signal = self.queue_signal(name)
 
         def receiver(sender: Any, args: tuple[Any, ...] = ()) -> None:
-            fn(*args) if name == "error" else fn(sender, *args)
+            _guarded(fn, *args) if name == "error" else _guarded(fn, sender, *args)
 
         with self._lock:
             self._wrappers[(name, fn)] = receiver
@@ -94,7 +105,7 @@ class EventBus:
         signal = self.job_signal(event)
 
         def receiver(sender: Any, args: tuple[Any, ...] = ()) -> None:
-            fn(*args)
+            _guarded(fn, *args)
 
         with self._lock:
             self._per_job.setdefault(job_id, []).append((event, receiver))
@@ -123,12 +134,8 @@ class EventBus:
                 self._job_signals.signal(name).disconnect(receiver, sender=job_id)
 
     def _send(self, signal: NamedSignal, sender: Any, args: tuple[Any, ...]) -> None:
-        if not signal.receivers:
-            return
-        try:
+        if signal.receivers:
             signal.send(sender, args=args)
-        except Exception:
-            log.exception("an event receiver for %r raised", signal.name)
 
     def _error(self, error: Exception) -> None:
         self._send(self._queue_signals.signal("error"), None, (error,))
@@ -150,17 +157,17 @@ class EventBus:
     def _listen(self, ready: threading.Event) -> None:
         delay = 0.1
         while not self._stop.is_set():
-            pubsub = self._client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            pubsub = self._client.pubsub()  # type: ignore[no-untyped-call]
             try:
                 pubsub.subscribe(self._channel)
                 # The first reply confirms the subscription: from here no event is missed.
-                while pubsub.get_message(timeout=1.0, ignore_subscribe_messages=False) is None:
+                while pubsub.get_message(timeout=POLL) is None:
                     if self._stop.is_set():
                         return
                 ready.set()
                 delay = 0.1
                 while not self._stop.is_set():
-                    msg = pubsub.get_message(timeout=1.0)
+                    msg = pubsub.get_message(timeout=POLL)
                     if msg is not None and msg["type"] == "message":
                         self.dispatch(msg["data"])
             except redis.RedisError as e:
