@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, overload
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from .queue import Queue
 
 _UNSET: Any = object()
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 # -- validation (pure) -------------------------------------------------------------------
@@ -28,7 +30,7 @@ def validate_type(job_type: object) -> str:
         raise InvalidJob("type must not be empty")
     if len(job_type) > defaults.MAX_TYPE_LENGTH:
         raise InvalidJob(f"type must be at most {defaults.MAX_TYPE_LENGTH} characters")
-    if any(ord(c) < 32 or ord(c) == 127 for c in job_type):
+    if _CONTROL.search(job_type):
         raise InvalidJob("type must not contain control characters")
     _utf8(job_type, "type")
     return job_type
@@ -42,13 +44,11 @@ def _utf8(text: str, field: str) -> None:
 
 
 def to_json(value: Any, field: str) -> str:
-    """Compact JSON text, or InvalidJob naming the field."""
+    """Compact JSON text (ASCII, so any Python string stores safely), or InvalidJob."""
     try:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as e:
         raise InvalidJob(f"{field} must be JSON-serialisable: {e}") from None
-    _utf8(text, field)
-    return text
 
 
 def parse_priority(level: object) -> int:
@@ -228,7 +228,7 @@ class Job:
         """Store the job (or, once saved, its changes); returns it with ``id`` set."""
         if self.id is not None:
             return self.update()
-        self.queue.save_many([self])
+        self._saved(self.queue.scripts.save([self._save_row()])[0])
         return self
 
     def update(self) -> Job:

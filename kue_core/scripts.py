@@ -7,13 +7,17 @@ matching :mod:`kue_core.errors` exception.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+import hiredis
 import redis
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError, ResponseError
+from redis.connection import AbstractConnection
+from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
 from .errors import SCRIPT_ERRORS, JobNotFound
 from .keys import Keys
@@ -43,21 +47,63 @@ def translate(error: ResponseError) -> Exception:
     return cls(detail)
 
 
+class _Held:
+    """A connection held by one thread; given back to the pool when the thread ends."""
+
+    def __init__(self, pool: redis.ConnectionPool) -> None:
+        self.conn: AbstractConnection = pool.get_connection()
+        weakref.finalize(self, pool.release, self.conn)
+
+
 class Scripts:
-    """The transition scripts, bound to one Redis client and one key prefix."""
+    """The transition scripts, bound to one Redis client and one key prefix.
+
+    Transitions are the hot path (one per save, claim, complete...), so each thread keeps one
+    pooled connection and talks to it directly, skipping the pool's per-command checkout:
+    this is a third of the cost of a ``save()`` on loopback.
+    """
 
     def __init__(self, client: redis.Redis, keys: Keys) -> None:
         self._client = client
         self._keys = keys
+        self._local = threading.local()
         self._scripts: dict[str, Script] = {
             name: client.register_script(script_source(name)) for name in SCRIPT_NAMES
         }
 
+    def _connection(self) -> AbstractConnection:
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is None:
+            held = self._local.held = _Held(self._client.connection_pool)
+        return held.conn
+
     def _run(self, name: str, key: str, *args: Any) -> Any:
-        try:
-            return self._scripts[name](keys=[key], args=[self._keys.prefix, *args])
-        except ResponseError as e:
-            raise translate(e) from None
+        script = self._scripts[name]
+        conn = self._connection()
+        # Every argument is an int or a valid str (validated or ASCII JSON): hiredis packs
+        # them in C, which is most of the client-side cost of a call.
+        packed = hiredis.pack_command(("EVALSHA", script.sha, 1, key, self._keys.prefix, *args))
+        for attempt in range(3):
+            try:
+                conn.send_packed_command([packed])
+            except ConnectionError:
+                # Nothing reached Redis: safe to send again on a fresh connection.
+                conn.disconnect()
+                if attempt == 2:
+                    raise
+                continue
+            try:
+                return conn.read_response()
+            except NoScriptError:
+                # The server lost its script cache (restart, SCRIPT FLUSH): load and resend.
+                self._client.script_load(script.script)
+            except ResponseError as e:
+                raise translate(e) from None
+            except BaseException:
+                # The reply is unknown (and may still arrive): never reuse this connection.
+                conn.disconnect()
+                raise
+        raise ConnectionError(f"could not run the {name} script")
 
     def save(self, rows: Sequence[Sequence[Any]]) -> list[int]:
         """Store jobs given as rows of ``SAVE_WIDTH`` values in one call; returns their ids."""

@@ -1,0 +1,62 @@
+#!/usr/bin/env python
+"""kue_core driver for the shared benchmark harness (../shared/bench, see its README).
+
+Producer side: ``queue.create_job(type, data).save()`` (W1, one round trip per job) and
+``queue.save_many(jobs)`` (W1 bulk, one round trip per chunk of 1000). Workers
+(``queue.process``) are not part of kue_core yet: run this driver with
+``--workloads w1_enqueue,w1_enqueue_bulk`` until they are; other workloads record an error line.
+"""
+
+import os
+import signal
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (the harness, copied beside this file by setup.sh)
+
+from kue_core import Queue  # noqa: E402
+
+TYPE = "bench"
+
+
+def handler(job):
+    common.record(job.data["t"])
+
+
+class KueCoreAdapter(common.Adapter):
+    system = "kue_core"
+
+    def conc_model(self, conc):
+        return "queue.process(type, %d, handler) in 1 process" % conc
+
+    def setup(self, args):
+        super().setup(args)
+        self.queue = Queue(args.redis)
+
+    def teardown(self):
+        self.queue.close()
+
+    def enqueue(self, i, t):
+        self.queue.create_job(TYPE, {"i": i, "t": t}).save()
+
+    def enqueue_bulk(self, items):
+        create = self.queue.create_job
+        self.queue.save_many([create(TYPE, {"i": i, "t": t}) for i, t in items])
+
+    def enqueue_delayed(self, i, due, delay_s):
+        self.queue.create_job(TYPE, {"i": i, "t": due}).delay(int(delay_s * 1000)).save()
+
+    def run_worker(self, conc, delayed):
+        if not hasattr(self.queue, "process"):
+            raise SystemExit("kue_core has no workers yet (queue.process)")
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        self.queue.process(TYPE, conc, handler)
+        stop.wait()
+        self.queue.shutdown(timeout=5)
+
+
+if __name__ == "__main__":
+    common.main(KueCoreAdapter)
