@@ -13,9 +13,9 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (the harness, copied beside this file by setup.sh)
+import common
 
-from kue_core import Queue  # noqa: E402
+from kue_core import Queue
 
 TYPE = "bench"
 
@@ -28,7 +28,7 @@ class KueCoreAdapter(common.Adapter):
     system = "kue_core"
 
     def conc_model(self, conc):
-        return "queue.process(type, %d, handler) in 1 process" % conc
+        return f"queue.process(type, {conc}, handler) in 1 process"
 
     def setup(self, args):
         super().setup(args)

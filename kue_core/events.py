@@ -66,7 +66,13 @@ class EventBus:
         self._per_job: dict[int, list[tuple[str, Receiver]]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._listening = threading.Event()
         self._thread: threading.Thread | None = None
+
+    @property
+    def listening(self) -> bool:
+        """True while the subscription to the events channel is in place."""
+        return self._listening.is_set()
 
     # -- signals --------------------------------------------------------------------------
     def job_signal(self, event: str) -> NamedSignal:
@@ -146,15 +152,12 @@ class EventBus:
         with self._lock:
             if self._thread is not None:
                 return
-            ready = threading.Event()
             self._stop.clear()
-            self._thread = threading.Thread(
-                target=self._listen, args=(ready,), name="kue-events", daemon=True
-            )
+            self._thread = threading.Thread(target=self._listen, name="kue-events", daemon=True)
             self._thread.start()
-        ready.wait(defaults.SUBSCRIBE_TIMEOUT)
+        self._listening.wait(defaults.SUBSCRIBE_TIMEOUT)
 
-    def _listen(self, ready: threading.Event) -> None:
+    def _listen(self) -> None:
         delay = 0.1
         while not self._stop.is_set():
             pubsub = self._client.pubsub()  # type: ignore[no-untyped-call]
@@ -164,17 +167,19 @@ class EventBus:
                 while pubsub.get_message(timeout=POLL) is None:
                     if self._stop.is_set():
                         return
-                ready.set()
+                self._listening.set()
                 delay = 0.1
                 while not self._stop.is_set():
                     msg = pubsub.get_message(timeout=POLL)
                     if msg is not None and msg["type"] == "message":
                         self.dispatch(msg["data"])
             except redis.RedisError as e:
+                self._listening.clear()
                 self._error(e)
                 self._stop.wait(delay)
                 delay = min(delay * 2, 5.0)
             finally:
+                self._listening.clear()
                 pubsub.close()
 
     def close(self) -> None:

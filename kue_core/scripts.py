@@ -75,7 +75,16 @@ class Scripts:
         held: _Held | None = getattr(self._local, "held", None)
         if held is None:
             held = self._local.held = _Held(self._client.connection_pool)
-        return held.conn
+        conn = held.conn
+        try:
+            # Readable before we asked anything: the server closed it (restart, timeout,
+            # CLIENT KILL) or left a stray reply. Either way, start on a fresh connection.
+            stale = conn.can_read(timeout=0)
+        except ConnectionError:
+            stale = True
+        if stale:
+            conn.disconnect()  # type: ignore[no-untyped-call]
+        return conn
 
     def _run(self, name: str, key: str, *args: Any) -> Any:
         script = self._scripts[name]
@@ -85,10 +94,10 @@ class Scripts:
         packed = hiredis.pack_command(("EVALSHA", script.sha, 1, key, self._keys.prefix, *args))
         for attempt in range(3):
             try:
-                conn.send_packed_command([packed])
+                conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
             except ConnectionError:
                 # Nothing reached Redis: safe to send again on a fresh connection.
-                conn.disconnect()
+                conn.disconnect()  # type: ignore[no-untyped-call]
                 if attempt == 2:
                     raise
                 continue
@@ -101,7 +110,7 @@ class Scripts:
                 raise translate(e) from None
             except BaseException:
                 # The reply is unknown (and may still arrive): never reuse this connection.
-                conn.disconnect()
+                conn.disconnect()  # type: ignore[no-untyped-call]
                 raise
         raise ConnectionError(f"could not run the {name} script")
 

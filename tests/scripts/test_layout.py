@@ -30,8 +30,12 @@ def test_every_key_is_one_keys_py_names(queue: Queue, r: redis.Redis, prefix: st
         expected |= {k.job(jid), k.history(jid)}
     expected.add(k.log(ids[0]))
     expected |= {k.state("inactive"), k.state("delayed"), k.state("complete")}
-    expected |= {k.type_state("email", "inactive"), k.type_state("video", "delayed"),
-                 k.type_state("email", "complete"), k.tokens("email")}
+    expected |= {
+        k.type_state("email", "inactive"),
+        k.type_state("video", "delayed"),
+        k.type_state("email", "complete"),
+        k.tokens("email"),
+    }
     assert keys_under(r, prefix) == expected
 
 
@@ -39,14 +43,21 @@ def test_kue_types_of_every_key(queue: Queue, r: redis.Redis, prefix: str) -> No
     _exercise(queue)
     k = Keys(prefix)
     assert r.type(k.ids) == "string"
-    assert r.type(k.jobs) == r.type(k.state("inactive")) == r.type(k.type_state("email", "inactive")) == "zset"
+    assert (
+        r.type(k.jobs)
+        == r.type(k.state("inactive"))
+        == r.type(k.type_state("email", "inactive"))
+        == "zset"
+    )
     assert r.type(k.types) == "set"
     assert r.type(k.tokens("email")) == "list"
     assert r.type(k.job(1)) == "hash"
     assert r.type(k.log(1)) == "list"
 
 
-def test_hash_tag_prefix_keeps_every_key_in_one_slot(redis_url: str, r: redis.Redis, prefix: str) -> None:
+def test_hash_tag_prefix_keeps_every_key_in_one_slot(
+    redis_url: str, r: redis.Redis, prefix: str
+) -> None:
     tagged = "{" + prefix + "}"
     queue = Queue(redis_url, prefix=tagged)
     try:
@@ -61,22 +72,44 @@ def test_hash_tag_prefix_keeps_every_key_in_one_slot(redis_url: str, r: redis.Re
 
 def test_a_job_written_as_kue_writes_it_loads(queue: Queue, r: redis.Redis, prefix: str) -> None:
     """A job hash as Kue 0.11 leaves it after completion (all values strings)."""
-    r.hset(f"{prefix}:job:41", mapping={
-        "type": "email", "data": '{"title":"welcome","to":"a@example.com"}', "priority": "10",
-        "state": "complete", "created_at": "1795281564082", "promote_at": "1795281564082",
-        "updated_at": "1795281564108", "started_at": "1795281564087", "duration": "21",
-        "workerId": "kue:vm:10085:email:1", "max_attempts": "1", "attempts": "1",
-        "progress": "100", "progress_data": '{"step":"rendered"}',
-        "result": '{"delivered":true}', "backoff": "function(){ return 1 }",
-    })
+    r.hset(
+        f"{prefix}:job:41",
+        mapping={
+            "type": "email",
+            "data": '{"title":"welcome","to":"a@example.com"}',
+            "priority": "10",
+            "state": "complete",
+            "created_at": "1795281564082",
+            "promote_at": "1795281564082",
+            "updated_at": "1795281564108",
+            "started_at": "1795281564087",
+            "duration": "21",
+            "workerId": "kue:vm:10085:email:1",
+            "max_attempts": "1",
+            "attempts": "1",
+            "progress": "100",
+            "progress_data": '{"step":"rendered"}',
+            "result": '{"delivered":true}',
+            "backoff": "function(){ return 1 }",
+        },
+    )
     r.zadd(f"{prefix}:jobs:complete", {"02|41": 10})
     job = queue.get_job(41)
     assert job.to_dict() == {
-        "id": 41, "type": "email", "data": {"title": "welcome", "to": "a@example.com"},
-        "result": {"delivered": True}, "priority": 10, "progress": 100,
-        "progress_data": {"step": "rendered"}, "state": "complete",
-        "created_at": 1795281564082, "promote_at": 1795281564082, "updated_at": 1795281564108,
-        "started_at": 1795281564087, "duration": 21, "workerId": "kue:vm:10085:email:1",
+        "id": 41,
+        "type": "email",
+        "data": {"title": "welcome", "to": "a@example.com"},
+        "result": {"delivered": True},
+        "priority": 10,
+        "progress": 100,
+        "progress_data": {"step": "rendered"},
+        "state": "complete",
+        "created_at": 1795281564082,
+        "promote_at": 1795281564082,
+        "updated_at": 1795281564108,
+        "started_at": 1795281564087,
+        "duration": 21,
+        "workerId": "kue:vm:10085:email:1",
         "attempts": {"made": 1, "remaining": 0, "max": 1},
     }
     assert job.backoff() is None  # stored code is never run

@@ -45,8 +45,13 @@ def _wait_events(got: list[dict], n: int) -> list[dict]:
 
 def test_save_writes_kues_layout(queue: Queue, r: redis.Redis, prefix: str, events: list) -> None:
     job = (
-        queue.create_job("email", {"to": "a@b.c"}).priority("high").attempts(3)
-        .backoff({"type": "exponential", "delay": 1000}).ttl(5000).remove_on_complete(True).save()
+        queue.create_job("email", {"to": "a@b.c"})
+        .priority("high")
+        .attempts(3)
+        .backoff({"type": "exponential", "delay": 1000})
+        .ttl(5000)
+        .remove_on_complete(True)
+        .save()
     )
     assert isinstance(job.id, int) and job.state == "inactive"
     h = r.hgetall(f"{prefix}:job:{job.id}")
@@ -71,7 +76,9 @@ def test_save_writes_kues_layout(queue: Queue, r: redis.Redis, prefix: str, even
     ]
 
 
-def test_delayed_save_scores_by_due_time(queue: Queue, r: redis.Redis, prefix: str, events: list) -> None:
+def test_delayed_save_scores_by_due_time(
+    queue: Queue, r: redis.Redis, prefix: str, events: list
+) -> None:
     job = queue.create_job("reminder").delay(60_000).save()
     h = r.hgetall(f"{prefix}:job:{job.id}")
     assert h["state"] == job.state == "delayed" and h["delay"] == "60000"
@@ -120,7 +127,9 @@ def test_update_of_delayed_job_moves_due_time(queue: Queue, r: redis.Redis, pref
     assert r.zscore(f"{prefix}:jobs:delayed", zid(job.id)) == created + 90_000
 
 
-def test_set_state_moves_every_index(queue: Queue, r: redis.Redis, prefix: str, events: list) -> None:
+def test_set_state_moves_every_index(
+    queue: Queue, r: redis.Redis, prefix: str, events: list
+) -> None:
     job = queue.create_job("video").priority("low").save()
     job.set_state("failed")
     member = zid(job.id)
@@ -138,7 +147,12 @@ def test_set_state_moves_every_index(queue: Queue, r: redis.Redis, prefix: str, 
     assert r.zscore(f"{prefix}:jobs:delayed", member) == int(
         r.hget(f"{prefix}:job:{job.id}", "promote_at")
     )
-    assert [h["state"] for h in queue.history(job.id)] == ["inactive", "failed", "inactive", "delayed"]
+    assert [h["state"] for h in queue.history(job.id)] == [
+        "inactive",
+        "failed",
+        "inactive",
+        "delayed",
+    ]
     assert [e["event"] for e in _wait_events(events, 2)] == ["enqueue", "enqueue"]
 
 
@@ -204,7 +218,9 @@ def test_progress_and_log(queue: Queue, r: redis.Redis, prefix: str, events: lis
         job.progress(1, 0)
 
 
-def test_progress_and_log_of_removed_job_write_nothing(queue: Queue, r: redis.Redis, prefix: str) -> None:
+def test_progress_and_log_of_removed_job_write_nothing(
+    queue: Queue, r: redis.Redis, prefix: str
+) -> None:
     job = queue.create_job("t").save()
     job.remove()
     with pytest.raises(JobNotFound):
@@ -225,8 +241,9 @@ def test_remove_clears_every_index(queue: Queue, r: redis.Redis, prefix: str, ev
     for key in r.scan_iter(match=f"{prefix}:jobs*"):
         if r.type(key) == "zset":
             assert r.zscore(key, zid(job.id)) is None, key
-    assert not r.exists(f"{prefix}:job:{job.id}", f"{prefix}:job:{job.id}:log",
-                        f"{prefix}:job:{job.id}:history")
+    assert not r.exists(
+        f"{prefix}:job:{job.id}", f"{prefix}:job:{job.id}:log", f"{prefix}:job:{job.id}:history"
+    )
     assert r.zscore(f"{prefix}:jobs:inactive", zid(other.id)) == 0
     assert _wait_events(events, 3)[2] == {"id": job.id, "event": "remove", "args": ["remove", "t"]}
     with pytest.raises(JobNotFound):

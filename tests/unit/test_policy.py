@@ -24,7 +24,11 @@ def test_zid_is_kues_fifo_member() -> None:
 def test_keys_follow_kue_layout() -> None:
     k = Keys("q")
     assert (k.ids, k.jobs, k.types, k.work_time, k.events) == (
-        "q:ids", "q:jobs", "q:job:types", "q:stats:work-time", "q:events",
+        "q:ids",
+        "q:jobs",
+        "q:job:types",
+        "q:stats:work-time",
+        "q:events",
     )
     assert k.job(5) == "q:job:5" and k.log(5) == "q:job:5:log"
     assert k.state("inactive") == "q:jobs:inactive"
@@ -34,7 +38,15 @@ def test_keys_follow_kue_layout() -> None:
 
 @pytest.mark.parametrize(
     ("level", "value"),
-    [("low", 10), ("normal", 0), ("medium", -5), ("high", -10), ("critical", -15), (7, 7), (-99, -99)],
+    [
+        ("low", 10),
+        ("normal", 0),
+        ("medium", -5),
+        ("high", -10),
+        ("critical", -15),
+        (7, 7),
+        (-99, -99),
+    ],
 )
 def test_priorities(level: str | int, value: int) -> None:
     assert parse_priority(level) == value
@@ -74,10 +86,19 @@ def test_backoff_normalize() -> None:
     assert normalize(True) is True
     assert normalize({"type": "fixed", "delay": 500}) == {"type": "fixed", "delay": 500}
     assert normalize({"type": "exponential", "delay": 100, "max_delay": 900, "jitter": 0.5}) == {
-        "type": "exponential", "delay": 100, "maxDelay": 900, "jitter": 0.5,
+        "type": "exponential",
+        "delay": 100,
+        "maxDelay": 900,
+        "jitter": 0.5,
     }
-    for bad in ("0; require('fs')", {"type": "linear"}, {"type": "fixed", "delay": -1},
-                {"type": "fixed", "jitter": 2}, {"type": "fixed", "extra": 1}, 5):
+    for bad in (
+        "0; require('fs')",
+        {"type": "linear"},
+        {"type": "fixed", "delay": -1},
+        {"type": "fixed", "jitter": 2},
+        {"type": "fixed", "extra": 1},
+        5,
+    ):
         with pytest.raises(InvalidJob, match="backoff"):
             normalize(bad)
 
