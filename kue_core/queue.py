@@ -58,6 +58,9 @@ class Queue:
         if not isinstance(prefix, str) or not prefix or any(c.isspace() for c in prefix):
             raise InvalidJob(f"prefix must be a non-empty string without spaces, got {prefix!r}")
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
+        # Only a client made from a URL is ours to close: the embedded one is shared by every
+        # queue of this process, and a client passed in belongs to the caller.
+        self._owns_client = client is None and bool(url)
         if client is not None:
             self.client = client
         elif url:
@@ -75,6 +78,8 @@ class Queue:
     def close(self) -> None:
         """Stop listening for events and release this queue's connections."""
         self.events.close()
+        if self._owns_client:
+            self.client.connection_pool.disconnect()
 
     def __enter__(self) -> Queue:
         return self
