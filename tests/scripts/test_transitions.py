@@ -11,6 +11,7 @@ import redis
 
 from kue_core import InvalidJob, InvalidTransition, JobNotFound, Queue
 from kue_core.keys import zid
+from tests.conftest import keys_under, wait_for
 
 
 @pytest.fixture
@@ -37,8 +38,6 @@ def events(r: redis.Redis, prefix: str) -> Iterator[list[dict]]:
 
 
 def _wait_events(got: list[dict], n: int) -> list[dict]:
-    from tests.conftest import wait_for
-
     wait_for(lambda: len(got) >= n)
     return got
 
@@ -258,6 +257,3 @@ def test_history_is_capped(queue: Queue) -> None:
     history = queue.history(job.id)
     assert len(history) == 50
     assert history[-1]["state"] == "inactive" and history[-1]["from"] == "failed"
-
-
-from tests.conftest import keys_under  # noqa: E402
