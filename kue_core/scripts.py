@@ -47,6 +47,11 @@ def translate(error: ResponseError) -> Exception:
     return cls(detail)
 
 
+def _flat(rows: Sequence[Sequence[Any]]) -> list[Any]:
+    """``save.lua``'s ARGV tail: the rows' values one after another."""
+    return [v for row in rows for v in row]
+
+
 class _Held:
     """A connection held by one thread; given back to the pool when the thread ends."""
 
@@ -116,8 +121,7 @@ class Scripts:
 
     def save(self, rows: Sequence[Sequence[Any]]) -> list[int]:
         """Store jobs given as rows of ``SAVE_WIDTH`` values in one call; returns their ids."""
-        flat = [v for row in rows for v in row]
-        ids: list[int] = self._run("save", self._keys.ids, len(rows), *flat)
+        ids: list[int] = self._run("save", self._keys.ids, len(rows), *_flat(rows))
         return ids
 
     def save_chunks(self, chunks: Sequence[Sequence[Sequence[Any]]]) -> list[int]:
@@ -143,8 +147,7 @@ class Scripts:
     def _pipelined(self, script: Script, chunks: Sequence[Sequence[Sequence[Any]]]) -> list[Any]:
         pipe = self._client.pipeline(transaction=False)
         for rows in chunks:
-            flat = [v for row in rows for v in row]
-            pipe.evalsha(script.sha, 1, self._keys.ids, self._keys.prefix, len(rows), *flat)
+            pipe.evalsha(script.sha, 1, self._keys.ids, self._keys.prefix, len(rows), *_flat(rows))
         return pipe.execute(raise_on_error=False)
 
     def update(self, job_id: int, fields: Sequence[Any]) -> str:
