@@ -20,10 +20,17 @@ if TYPE_CHECKING:
 
 _UNSET: Any = object()
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# One encoder for every call: ``json.dumps`` with options builds a new one each time.
+_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+# Types that passed validation, so the common case (a handful of types) is a set lookup.
+_VALID_TYPES: set[str] = set()
+_VALID_TYPES_MAX = 1024
 
 
 # -- validation (pure) -------------------------------------------------------------------
 def validate_type(job_type: object) -> str:
+    if job_type.__class__ is str and job_type in _VALID_TYPES:
+        return job_type
     if not isinstance(job_type, str):
         raise InvalidJob(f"type must be a string, got {type(job_type).__name__}")
     if not job_type.strip():
@@ -33,6 +40,8 @@ def validate_type(job_type: object) -> str:
     if _CONTROL.search(job_type):
         raise InvalidJob("type must not contain control characters")
     _utf8(job_type, "type")
+    if len(_VALID_TYPES) < _VALID_TYPES_MAX:
+        _VALID_TYPES.add(job_type)
     return job_type
 
 
@@ -46,7 +55,7 @@ def _utf8(text: str, field: str) -> None:
 def to_json(value: Any, field: str) -> str:
     """Compact JSON text (ASCII, so any Python string stores safely), or InvalidJob."""
     try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+        return _JSON.encode(value)
     except (TypeError, ValueError) as e:
         raise InvalidJob(f"{field} must be JSON-serialisable: {e}") from None
 
@@ -111,42 +120,39 @@ class Job:
     getters when called without one, as in Kue: ``job.priority("high")``, ``job.priority()``.
     """
 
-    id: int | None
-    data: Any
-    state: str | None
+    # Defaults as class attributes: a new job sets only what differs, which keeps
+    # ``create_job(...).save()`` cheap. Loaded jobs override them from the hash.
+    id: int | None = None
+    type: str = ""
+    data: Any = None
+    state: str | None = None
+    _priority = 0
+    _priority_ok = True  # False for a Kue hash whose priority is not a number
+    _max_attempts = defaults.MAX_ATTEMPTS
+    _backoff: backoff_policy.Backoff = None
+    _delay = 0
+    _ttl = 0
+    _remove_on_complete = False
+    _progress: int | float = 0
+    # Set when loaded from Redis.
+    created_at: int | None = None
+    promote_at: int | None = None
+    updated_at: int | None = None
+    started_at: int | None = None
+    failed_at: int | None = None
+    duration: int | None = None
+    worker_id: str | None = None
+    error: str | None = None
+    attempts_made = 0
+    result: Any = _UNSET
+    progress_data: Any = _UNSET
+    # Listeners added before the job has an id.
+    _listeners: list[tuple[str, Receiver]] | None = None
 
     def __init__(self, queue: Queue, job_type: str, data: Any = None) -> None:
-        self._reset(queue)
+        self.queue = queue
         self.type = validate_type(job_type)
         self.data = {} if data is None else data
-
-    def _reset(self, queue: Queue) -> None:
-        self.queue = queue
-        self.id = None
-        self.type = ""
-        self.data = {}
-        self.state = None
-        self._priority = 0
-        self._priority_ok = True  # False for a Kue hash whose priority is not a number
-        self._max_attempts = defaults.MAX_ATTEMPTS
-        self._backoff: backoff_policy.Backoff = None
-        self._delay = 0
-        self._ttl = 0
-        self._remove_on_complete = False
-        self._progress: int | float = 0
-        # Set when loaded from Redis.
-        self.created_at: int | None = None
-        self.promote_at: int | None = None
-        self.updated_at: int | None = None
-        self.started_at: int | None = None
-        self.failed_at: int | None = None
-        self.duration: int | None = None
-        self.worker_id: str | None = None
-        self.error: str | None = None
-        self.attempts_made = 0
-        self.result: Any = _UNSET
-        self.progress_data: Any = _UNSET
-        self._listeners: list[tuple[str, Receiver]] = []
 
     def __repr__(self) -> str:
         return f"<Job {self.id} {self.type!r} {self.state}>"
@@ -312,6 +318,8 @@ class Job:
         """Call ``fn(*args)`` when this job emits ``event`` (``"complete"``, ``"progress"``...)."""
         self.queue.events.job_signal(event)  # validates the name now
         if self.id is None:
+            if self._listeners is None:
+                self._listeners = []
             self._listeners.append((event, fn))
         else:
             self.queue.events.on_job(self.id, event, fn)
@@ -344,16 +352,17 @@ class Job:
         """Called by the queue once ``save.lua`` gave the job its id."""
         self.id = job_id
         self.state = JobState.DELAYED.value if self._delay else JobState.INACTIVE.value
-        for event, fn in self._listeners:
-            self.queue.events.on_job(job_id, event, fn)
-        self._listeners.clear()
+        if self._listeners:
+            for event, fn in self._listeners:
+                self.queue.events.on_job(job_id, event, fn)
+            self._listeners = None
 
     # -- (de)serialisation ----------------------------------------------------------------
     @classmethod
     def from_hash(cls, queue: Queue, job_id: int, h: dict[str, str]) -> Job:
         """A job from its Redis hash (written by this library or by Kue)."""
         job = cls.__new__(cls)
-        job._reset(queue)
+        job.queue = queue
         job.type = h.get("type", "")
         job.id = job_id
         job.data = _json_field(h.get("data"), {})

@@ -7,6 +7,7 @@ matching :mod:`kue_core.errors` exception.
 
 from __future__ import annotations
 
+import select
 import threading
 import weakref
 from collections.abc import Sequence
@@ -52,6 +53,25 @@ def _flat(rows: Sequence[Sequence[Any]]) -> list[Any]:
     return [v for row in rows for v in row]
 
 
+def _stale(conn: AbstractConnection) -> bool:
+    """Whether the connection is readable before we asked anything: the server closed it
+    (restart, timeout, CLIENT KILL) or left a stray reply. Either way, it must not be used."""
+    sock = getattr(conn, "_sock", None)
+    if sock is not None:
+        try:
+            # One syscall: the usual answer, "nothing to read", costs a microsecond.
+            if not select.select([sock], [], [], 0)[0]:
+                return False
+        except ValueError:
+            pass  # a descriptor select() cannot watch (above FD_SETSIZE): ask redis-py
+        except OSError:
+            return True
+    try:
+        return bool(conn.can_read(timeout=0))
+    except ConnectionError:
+        return True
+
+
 class _Held:
     """A connection held by one thread; given back to the pool when the thread ends."""
 
@@ -81,13 +101,7 @@ class Scripts:
         if held is None:
             held = self._local.held = _Held(self._client.connection_pool)
         conn = held.conn
-        try:
-            # Readable before we asked anything: the server closed it (restart, timeout,
-            # CLIENT KILL) or left a stray reply. Either way, start on a fresh connection.
-            stale = conn.can_read(timeout=0)
-        except ConnectionError:
-            stale = True
-        if stale:
+        if _stale(conn):
             conn.disconnect()  # type: ignore[no-untyped-call]
         return conn
 
