@@ -32,3 +32,27 @@ CONNECT_TIMEOUT = 5.0
 
 #: Seconds a started event subscriber may take to confirm its subscription.
 SUBSCRIBE_TIMEOUT = 5.0
+
+#: Milliseconds a worker's claim on a job lasts unless renewed. A worker renews its leases every
+#: third of this; a job whose lease expires (its worker died or hung) goes back to the queue.
+LEASE_MS = 30_000
+
+#: Times a job may lose its worker (lease expired) and be requeued; one more and it fails.
+#: BullMQ's default (maxStalledCount 1): a job that kills its worker is not retried forever.
+STALL_LIMIT = 1
+
+#: Jobs moved per promotion or recovery call, to keep one script call short.
+SWEEP_LIMIT = 1000
+
+#: Seconds an idle worker blocks on Redis waiting for work before it checks again.
+IDLE_WAIT = 5.0
+
+#: Longest sleep of the promotion timer when it has heard of no delayed job (a safety net:
+#: saves of delayed jobs wake it at once).
+PROMOTE_MAX_WAIT = 5.0
+
+#: Seconds ``queue.shutdown()`` lets running handlers finish before giving their jobs back.
+SHUTDOWN_TIMEOUT = 10.0
+
+#: Retry pause after a Redis error in a worker: doubles from the first value up to the second.
+RETRY_PAUSE = (0.1, 5.0)

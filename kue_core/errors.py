@@ -27,6 +27,10 @@ class ConnectionFailed(KueError, ConnectionError):
     """Redis could not be reached, or the embedded Redis could not be started."""
 
 
+class NoRetry(KueError):
+    """Raise from a handler to fail the job at once, whatever attempts it has left."""
+
+
 #: Error codes returned by the Lua scripts (first word of the error reply) -> exception class.
 SCRIPT_ERRORS: dict[str, type[KueError]] = {
     "KUE_NOT_FOUND": JobNotFound,

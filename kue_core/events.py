@@ -6,7 +6,8 @@ started by the first ``on()``; receivers run in that thread.
 
 * job level: ``job.on("complete", fn)`` calls ``fn(result)``;
 * queue level: ``queue.on("job complete", fn)`` calls ``fn(job_id, result)``, as Kue;
-* ``queue.on("error", fn)`` hears problems of the listener itself (``fn(exception)``).
+* ``queue.on("error", fn)`` hears Redis troubles of the listener and of workers
+  (``fn(exception)``).
 """
 
 from __future__ import annotations
@@ -143,7 +144,8 @@ class EventBus:
         if signal.receivers:
             signal.send(sender, args=args)
 
-    def _error(self, error: Exception) -> None:
+    def report(self, error: Exception) -> None:
+        """Send ``error`` to the queue's ``error`` receivers (listener and worker troubles)."""
         self._send(self._queue_signals.signal("error"), None, (error,))
 
     # -- listener thread ------------------------------------------------------------------
@@ -175,7 +177,7 @@ class EventBus:
                         self.dispatch(msg["data"])
             except redis.RedisError as e:
                 self._listening.clear()
-                self._error(e)
+                self.report(e)
                 self._stop.wait(delay)
                 delay = min(delay * 2, 5.0)
             finally:

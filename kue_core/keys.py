@@ -29,6 +29,12 @@ class Keys:
         self.types = f"{prefix}:job:types"
         self.work_time = f"{prefix}:stats:work-time"
         self.events = f"{prefix}:events"
+        #: zset of active jobs held under a lease: member zid, score = lease expiry (ms).
+        self.leases = f"{prefix}:leases"
+        #: zset of live worker processes: member worker id, score = last heartbeat (ms).
+        self.workers = f"{prefix}:workers"
+        #: pub/sub channel: the due time (ms) of a job that became delayed, to wake promoters.
+        self.promote = f"{prefix}:promote"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"
@@ -38,6 +44,10 @@ class Keys:
 
     def history(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}:history"
+
+    def worker(self, worker_id: str) -> str:
+        """Hash describing one worker process (host, pid, types, jobs held, heartbeat)."""
+        return f"{self.prefix}:worker:{worker_id}"
 
     def state(self, state: str) -> str:
         return f"{self.prefix}:jobs:{state}"

@@ -1,9 +1,10 @@
-"""The Queue facade: what producers, the dashboard and the API call."""
+"""The Queue facade: what producers, workers, the dashboard and the API call."""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
@@ -16,6 +17,7 @@ from .job import Job, parse_state, validate_type
 from .keys import Keys, job_id_from_zid
 from .scripts import Scripts
 from .states import STATES
+from .worker import Handler, Workers
 
 
 def _job_id(value: object) -> int:
@@ -45,6 +47,7 @@ class Queue:
 
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its
     data under ``data_dir`` (default ``./.kue``), shared by every process that uses it.
+    ``lease_ms`` and ``stall_limit`` tune this process's workers (see ``kue_core.defaults``).
     """
 
     def __init__(
@@ -54,9 +57,19 @@ class Queue:
         *,
         data_dir: str | os.PathLike[str] | None = None,
         client: redis.Redis | None = None,
+        lease_ms: int = defaults.LEASE_MS,
+        stall_limit: int = defaults.STALL_LIMIT,
     ) -> None:
         if not isinstance(prefix, str) or not prefix or any(c.isspace() for c in prefix):
             raise InvalidJob(f"prefix must be a non-empty string without spaces, got {prefix!r}")
+        if isinstance(lease_ms, bool) or not isinstance(lease_ms, int) or lease_ms < 10:
+            raise InvalidJob(f"lease_ms must be an integer of at least 10, got {lease_ms!r}")
+        if isinstance(stall_limit, bool) or not isinstance(stall_limit, int) or stall_limit < 0:
+            raise InvalidJob(f"stall_limit must be an integer of at least 0, got {stall_limit!r}")
+        self.lease_ms = lease_ms
+        self.stall_limit = stall_limit
+        self._workers: Workers | None = None
+        self._workers_lock = threading.Lock()
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
         # Only a client made from a URL is ours to close: the embedded one is shared by every
         # queue of this process, and a client passed in belongs to the caller.
@@ -76,7 +89,8 @@ class Queue:
         return f"<Queue prefix={self.prefix!r}>"
 
     def close(self) -> None:
-        """Stop listening for events and release this queue's connections."""
+        """Shut the workers down, stop listening for events, release the connections."""
+        self.shutdown()
         self.events.close()
         if self._owns_client:
             self.client.connection_pool.disconnect()
@@ -202,6 +216,49 @@ class Queue:
         """Total milliseconds spent on completed jobs."""
         value = self.client.get(self.keys.work_time)
         return int(value) if value else 0
+
+    # -- workers ----------------------------------------------------------------------------
+    def process(self, job_type: str, n: int | Handler = 1, handler: Handler | None = None) -> Queue:
+        """Run ``handler(job)`` on jobs of ``job_type``, ``n`` at a time, in the background.
+
+        ``def`` handlers run in threads, ``async def`` ones on an event loop. The return value
+        (JSON) is the job's result; an exception fails the attempt (``NoRetry``: for good).
+        ``process(type, handler)`` means one at a time, as in Kue.
+        """
+        if handler is None and callable(n):
+            handler, n = n, 1
+        if handler is None or not isinstance(n, int):
+            raise InvalidJob("call process(type, n, handler) or process(type, handler)")
+        with self._workers_lock:
+            if self._workers is None:
+                self._workers = Workers(self, self.lease_ms, self.stall_limit)
+            self._workers.process(job_type, n, handler)
+        return self
+
+    def shutdown(self, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:
+        """Stop this queue's workers: no more claims; running handlers get ``timeout``
+        seconds; the jobs still running then go back to the queue at once."""
+        with self._workers_lock:
+            workers, self._workers = self._workers, None
+        if workers is not None:
+            workers.shutdown(timeout)
+
+    def workers(self) -> list[dict[str, Any]]:
+        """The live worker processes (of any host) on this queue: id, host, pid, types and
+        their concurrency, the ids of the jobs each runs, its last heartbeat (ms)."""
+        ids = cast(list[str], self.client.zrange(self.keys.workers, 0, -1))
+        pipe = self.client.pipeline(transaction=False)
+        for wid in ids:
+            pipe.hgetall(self.keys.worker(wid))
+        out = []
+        for h in pipe.execute():
+            if not h:
+                continue  # expired since: its process is gone
+            info = json.loads(h.get("info") or "{}")
+            info["jobs"] = json.loads(h.get("jobs") or "[]")
+            info["heartbeat"] = int(h.get("heartbeat") or 0)
+            out.append(info)
+        return out
 
     # -- events -----------------------------------------------------------------------------
     def on(self, name: str, fn: Receiver) -> Queue:

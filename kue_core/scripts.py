@@ -10,7 +10,7 @@ from __future__ import annotations
 import select
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
 
@@ -24,7 +24,22 @@ from .errors import SCRIPT_ERRORS, JobNotFound
 from .keys import Keys
 
 #: Every transition script; ``tests/scripts/test_contract.py`` checks this against the files.
-SCRIPT_NAMES = ("save", "update", "set_state", "set_priority", "progress", "log", "remove")
+SCRIPT_NAMES = (
+    "save",
+    "update",
+    "set_state",
+    "set_priority",
+    "progress",
+    "log",
+    "remove",
+    "claim",
+    "complete",
+    "fail",
+    "release",
+    "heartbeat",
+    "recover",
+    "promote",
+)
 
 #: Values per job in a ``save`` call (see the header of ``save.lua``).
 SAVE_WIDTH = 8
@@ -46,6 +61,24 @@ def translate(error: ResponseError) -> Exception:
     if cls is JobNotFound:
         return JobNotFound(int(detail) if detail.isdigit() else detail)
     return cls(detail)
+
+
+#: A claimed job: its id and its hash (see ``claim.lua``).
+Claimed = tuple[int, dict[str, str]]
+
+
+def _claimed(reply: Sequence[Any]) -> Claimed | None:
+    """``{id, field, value, ...}`` -> (id, hash); None for an empty reply."""
+    if not reply:
+        return None
+    it = iter(reply[1:])
+    return int(reply[0]), dict(zip(it, it, strict=True))
+
+
+def _pack(*args: Any) -> bytes:
+    """One command in Redis's protocol, packed in C."""
+    packed: bytes = hiredis.pack_command(args)
+    return packed
 
 
 def _flat(rows: Sequence[Sequence[Any]]) -> list[Any]:
@@ -110,7 +143,7 @@ class Scripts:
         conn = self._connection()
         # Every argument is an int or a valid str (validated or ASCII JSON): hiredis packs
         # them in C, which is most of the client-side cost of a call.
-        packed = hiredis.pack_command(("EVALSHA", script.sha, 1, key, self._keys.prefix, *args))
+        packed = _pack("EVALSHA", script.sha, 1, key, self._keys.prefix, *args)
         for attempt in range(3):
             try:
                 conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
@@ -184,3 +217,76 @@ class Scripts:
 
     def remove(self, job_id: int) -> None:
         self._run("remove", self._keys.job(job_id), job_id)
+
+    def wait_for_token(self, key: str, timeout: float, blocked: Callable[[int], None]) -> bool:
+        """Block until the wake-up list ``key`` has a token or ``timeout`` seconds pass, taking
+        none (claims take them). ``blocked(client_id)`` is called as the wait starts, so that
+        another connection can end it early with ``CLIENT UNBLOCK``. True if woken by work."""
+        conn = self._connection()
+        packed = _pack("CLIENT", "ID") + _pack("BLMOVE", key, key, "RIGHT", "LEFT", timeout)
+        try:
+            conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
+            blocked(int(conn.read_response()))
+            return conn.read_response() is not None
+        except BaseException:
+            conn.disconnect()  # type: ignore[no-untyped-call]
+            raise
+
+    # -- worker transitions ---------------------------------------------------------------
+    def claim(self, job_type: str, worker_id: str, lease_ms: int) -> Claimed | None:
+        """The best inactive job of ``job_type``, now active under a lease, or None."""
+        reply = self._run(
+            "claim", self._keys.type_state(job_type, "inactive"), job_type, worker_id, lease_ms
+        )
+        return _claimed(reply)
+
+    def complete(
+        self, job_id: int, token: str, result_json: str, claim: tuple[str, int] | None
+    ) -> tuple[str, Claimed | None]:
+        """Complete a job held under ``token``; with ``claim`` (worker id, lease ms), also
+        claim the next job of its type in the same call. Returns (outcome, next job)."""
+        nxt = claim or ("", "")
+        reply = self._run("complete", self._keys.job(job_id), job_id, token, result_json, *nxt)
+        return reply[0], _claimed(reply[1:])
+
+    def fail(
+        self,
+        job_id: int,
+        token: str,
+        message: str,
+        text: str,
+        retry_delay: int,
+        claim: tuple[str, int] | None,
+    ) -> tuple[str, Claimed | None]:
+        """Fail an attempt (``retry_delay`` ms before the retry; -1 = never retry); like
+        :meth:`complete` for ``claim``. Returns (outcome, next job)."""
+        nxt = claim or ("", "")
+        reply = self._run(
+            "fail", self._keys.job(job_id), job_id, token, message, text, retry_delay, *nxt
+        )
+        return reply[0], _claimed(reply[1:])
+
+    def release(self, job_id: int, token: str) -> bool:
+        """Give an unfinished job back to inactive (worker shutdown); False if not held."""
+        return bool(self._run("release", self._keys.job(job_id), job_id, token))
+
+    def heartbeat(
+        self, worker_id: str, lease_ms: int, info_json: str, held: Sequence[tuple[int, str]]
+    ) -> list[int]:
+        """Renew the leases in ``held`` (id, token) and register the worker; returns the ids
+        whose lease is lost."""
+        pairs = [v for pair in held for v in pair]
+        lost = self._run(
+            "heartbeat", self._keys.leases, worker_id, lease_ms, info_json, len(held), *pairs
+        )
+        return [int(i) for i in lost]
+
+    def recover(self, stall_limit: int, limit: int) -> tuple[int, int]:
+        """Requeue (or fail, past ``stall_limit``) jobs whose lease expired: (requeued, failed)."""
+        requeued, failed = self._run("recover", self._keys.leases, stall_limit, limit)
+        return int(requeued), int(failed)
+
+    def promote(self, limit: int) -> tuple[int, int, int]:
+        """Move due delayed jobs to inactive: (moved, next due ms or -1, server time ms)."""
+        moved, next_due, now = self._run("promote", self._keys.state("delayed"), limit)
+        return int(moved), int(next_due), int(now)

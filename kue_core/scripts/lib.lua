@@ -2,6 +2,8 @@
 -- Key names mirror kue_core/keys.py; tests/scripts/test_layout.py checks that they agree.
 
 local HISTORY_LENGTH = 50
+-- Characters of an error's text kept in a history entry (the job's `error` keeps it all).
+local HISTORY_ERROR_LENGTH = 4000
 
 -- Milliseconds since the epoch on the Redis server's clock: one clock for every worker.
 local function now_ms()
@@ -25,11 +27,21 @@ local function k_type_state(p, jtype, state) return p .. ':jobs:' .. jtype .. ':
 local function k_types(p) return p .. ':job:types' end
 local function k_tokens(p, jtype) return p .. ':' .. jtype .. ':jobs' end
 local function k_events(p) return p .. ':events' end
+local function k_leases(p) return p .. ':leases' end
+local function k_workers(p) return p .. ':workers' end
+local function k_worker(p, wid) return p .. ':worker:' .. wid end
+local function k_promote(p) return p .. ':promote' end
+local function k_work_time(p) return p .. ':stats:work-time' end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
   local s = tostring(id)
   return string.format('%02d|%s', #s, s)
+end
+
+-- The id in a zid ("01|7" -> "7").
+local function zid_id(member)
+  return string.sub(member, (string.find(member, '|', 1, true) or 0) + 1)
 end
 
 -- Score in the global per-state set, as Kue 0.11 computes it.
@@ -88,4 +100,57 @@ local function load_job(key)
     ttl = tonumber(h[5]) or 0,
     attempts = tonumber(h[6]) or 0,
   }
+end
+
+-- Move an active job out of `active`: drop its lease and its active index entries.
+local function leave_active(p, id, jtype)
+  redis.call('ZREM', k_leases(p), zid(id))
+  index_remove(p, id, jtype, 'active')
+end
+
+-- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score):
+-- move it to active under a new lease and return {id, field, value, ...} of its hash, or
+-- false when there is none. The lease's fencing token is the job's `lease` counter, bumped
+-- on every claim; complete, fail and renew are refused when it no longer matches.
+local function claim(p, jtype, worker, lease_ms, now)
+  local key = k_type_state(p, jtype, 'inactive')
+  for _ = 1, 100 do
+    local top = redis.call('ZPOPMIN', key)
+    if #top == 0 then
+      redis.call('DEL', k_tokens(p, jtype))  -- nothing is waiting: every token left is stale
+      return false
+    end
+    local member = top[1]
+    local id = zid_id(member)
+    local jkey = k_job(p, id)
+    local h = redis.call('HMGET', jkey, 'state', 'priority', 'ttl', 'attempts')
+    if h[1] == 'inactive' then
+      local priority, ttl = tonumber(h[2]) or 0, tonumber(h[3]) or 0
+      redis.call('ZREM', k_state(p, 'inactive'), member)
+      index_add(p, id, jtype, 'active', priority, 0, ttl, now)
+      redis.call('RPOP', k_tokens(p, jtype))
+      local token = redis.call('HINCRBY', jkey, 'lease', 1)
+      redis.call('HSET', jkey, 'state', 'active', 'started_at', int(now), 'updated_at', int(now),
+        'workerId', worker)
+      redis.call('ZADD', k_leases(p), now + lease_ms, member)
+      history(p, id, { state = 'active', at = now, worker = worker,
+        attempt = (tonumber(h[4]) or 0) + 1 })
+      publish(p, id, 'start', cjson.encode(jtype))
+      local out = redis.call('HGETALL', jkey)
+      table.insert(out, 1, id)
+      return out
+    end
+    -- A member without a hash, or of a job in another state (left by an interrupted
+    -- client): it is out of this set now; take it out of the global inactive set too.
+    redis.call('ZREM', k_state(p, 'inactive'), member)
+  end
+  return false  -- only stale members so far; the caller asks again
+end
+
+-- The claim a finishing script makes for its worker, from ARGV[first..first+1] (worker id,
+-- lease ms; '' = claim nothing): the claimed job's fields, or an empty table.
+local function claim_after(p, jtype, first, now)
+  local worker, lease_ms = ARGV[first], tonumber(ARGV[first + 1])
+  if not worker or worker == '' or not lease_ms then return {} end
+  return claim(p, jtype, worker, lease_ms, now) or {}
 end

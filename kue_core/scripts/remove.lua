@@ -15,6 +15,7 @@ for state in pairs(STATES) do
 end
 if not STATES[job.state] then index_remove(p, id, job.type, job.state) end
 redis.call('ZREM', k_jobs(p), zid(id))
+redis.call('ZREM', k_leases(p), zid(id))
 redis.call('DEL', KEYS[1], k_log(p, id), k_history(p, id))
 publish(p, id, 'remove', cjson.encode(job.type))
 return 1

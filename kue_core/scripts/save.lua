@@ -5,7 +5,8 @@
 --          type, data (JSON), priority, delay ms (0 = none), max_attempts,
 --          backoff (JSON, '' = none), ttl ms (0 = none), removeOnComplete ('1' or '')
 -- Returns  the new ids, in order.
--- Events   enqueue [type] for every job that starts inactive (a delayed job publishes none).
+-- Events   enqueue [type] for every job that starts inactive (a delayed job publishes none);
+--          a delayed job's due time (ms) on <p>:promote, for promotion timers.
 -- Errors   KUE_INVALID when a numeric value is not a number (nothing is written).
 local p = ARGV[1]
 local n = tonumber(ARGV[2])
@@ -58,6 +59,8 @@ for i = 0, n - 1 do
   history(p, id, { state = state, at = now })
   if state == 'inactive' then
     publish(p, id, 'enqueue', cjson.encode(jtype))
+  else
+    redis.call('PUBLISH', k_promote(p), int(promote_at))  -- wake promoters due sooner
   end
   ids[#ids + 1] = id
 end

@@ -1,0 +1,39 @@
+-- complete: a worker finished a job; store its result, and optionally claim the next one.
+-- KEYS[1]  <p>:job:<id>
+-- ARGV[1]  prefix   ARGV[2] id   ARGV[3] fencing token   ARGV[4] result (JSON)
+-- ARGV[5]  worker id   ARGV[6] lease ms (both '' = claim nothing)
+-- Returns  {outcome, next...}: outcome 'complete', or 'refused' when the job is not active
+--          under this token (recovered and given to another worker, or moved by hand; nothing
+--          is written); then the next job of the same type claimed for this worker, as
+--          claim.lua returns it (empty when none or not asked).
+-- Events   complete [result]; remove [type] when removeOnComplete; start [type] for the claim.
+local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'started_at',
+  'removeOnComplete', 'workerId', 'attempts')
+local jtype = h[3]
+if not jtype then return { 'refused' } end
+local now = now_ms()
+local outcome = 'refused'
+if h[1] == 'active' and h[2] == token then
+  outcome = 'complete'
+  local duration = math.max(0, now - (tonumber(h[5]) or now))
+  local attempt = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+  leave_active(p, id, jtype)
+  redis.call('INCRBY', k_work_time(p), duration)
+  publish(p, id, 'complete', result)
+  if h[6] == 'true' then
+    for state in pairs(STATES) do index_remove(p, id, jtype, state) end
+    redis.call('ZREM', k_jobs(p), zid(id))
+    redis.call('DEL', KEYS[1], k_log(p, id), k_history(p, id))
+    publish(p, id, 'remove', cjson.encode(jtype))
+  else
+    redis.call('HSET', KEYS[1], 'state', 'complete', 'result', result, 'duration', int(duration),
+      'progress', '100', 'updated_at', int(now))
+    index_add(p, id, jtype, 'complete', tonumber(h[4]) or 0, 0, 0, now)
+    history(p, id, { state = 'complete', at = now, worker = h[7], attempt = attempt,
+      duration = duration })
+  end
+end
+local out = claim_after(p, jtype, 5, now)
+table.insert(out, 1, outcome)
+return out

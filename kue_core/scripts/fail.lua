@@ -1,0 +1,54 @@
+-- fail: a worker's attempt at a job failed; retry it, delay it, or fail it for good.
+-- KEYS[1]  <p>:job:<id>
+-- ARGV[1]  prefix   ARGV[2] id   ARGV[3] fencing token
+-- ARGV[4]  error message (one line)   ARGV[5] error text kept on the job (message, traceback)
+-- ARGV[6]  retry delay ms: 0 = retry at once, > 0 = after this backoff, -1 = never retry
+-- ARGV[7]  worker id   ARGV[8] lease ms (both '' = claim nothing)
+-- Returns  {outcome, next...}: outcome 'inactive' (retry now), 'delayed' (retry after the
+--          delay), 'failed' (no attempts left, or never retry), or 'refused' when the job is
+--          not active under this token (nothing is written); then the next job claimed, as
+--          complete.lua returns it.
+-- Events   error [message]; then failed attempt [message, attempts made] and enqueue [type]
+--          (or nothing more when delayed), or failed [message]; start [type] for the claim.
+local p, id, token, message, text = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local delay = tonumber(ARGV[6])
+if not delay then return redis.error_reply('KUE_INVALID retry delay must be a number') end
+local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'max_attempts',
+  'workerId')
+local jtype = h[3]
+if not jtype then return { 'refused' } end
+local now = now_ms()
+local outcome = 'refused'
+if h[1] == 'active' and h[2] == token then
+  local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+  local priority = tonumber(h[4]) or 0
+  outcome = 'failed'
+  if delay >= 0 and attempts < (tonumber(h[5]) or 1) then
+    outcome = delay > 0 and 'delayed' or 'inactive'
+  end
+  leave_active(p, id, jtype)
+  local fields = { 'state', outcome, 'error', text, 'failed_at', int(now), 'updated_at', int(now) }
+  local promote_at = now + math.max(delay, 0)
+  if outcome == 'delayed' then
+    fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(promote_at)
+  end
+  redis.call('HSET', KEYS[1], unpack(fields))
+  index_add(p, id, jtype, outcome, priority, promote_at, 0, now)
+  history(p, id, { state = outcome, at = now, worker = h[6], attempt = attempts,
+  error = string.sub(text, 1, HISTORY_ERROR_LENGTH) })
+  local msg = cjson.encode(message)
+  publish(p, id, 'error', msg)
+  if outcome == 'failed' then
+    publish(p, id, 'failed', msg)
+  else
+    publish(p, id, 'failed attempt', msg .. ',' .. attempts)
+    if outcome == 'inactive' then
+      publish(p, id, 'enqueue', cjson.encode(jtype))
+    else
+      redis.call('PUBLISH', k_promote(p), int(promote_at))
+    end
+  end
+end
+local out = claim_after(p, jtype, 7, now)
+table.insert(out, 1, outcome)
+return out

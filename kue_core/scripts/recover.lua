@@ -1,0 +1,48 @@
+-- recover: return jobs whose lease expired (their worker died or hung) to the queue.
+-- KEYS[1]  <p>:leases
+-- ARGV[1]  prefix   ARGV[2] stall limit   ARGV[3] most jobs to handle in this call
+-- Returns  {requeued, failed}: jobs sent back to inactive, and jobs failed because they
+--          stalled more than the stall limit.
+-- Events   enqueue [type] per job requeued; error and failed [reason] per job failed.
+-- A recovered job's stall count (`stalls`) goes up by one; its attempts do not, since the
+-- attempt never ended. Several processes may run it at once: each expired lease is handled once.
+local p, limit_stalls, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+if not limit_stalls or limit_stalls < 0 or not limit or limit < 1 then
+  return redis.error_reply('KUE_INVALID recover arguments are malformed')
+end
+local now = now_ms()
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+local requeued, failed = 0, 0
+for _, member in ipairs(expired) do
+  redis.call('ZREM', KEYS[1], member)
+  local id = zid_id(member)
+  local key = k_job(p, id)
+  local h = redis.call('HMGET', key, 'state', 'type', 'priority', 'workerId')
+  if h[1] == 'active' then
+    local stalls = redis.call('HINCRBY', key, 'stalls', 1)
+    index_remove(p, id, h[2], 'active')
+    local priority = tonumber(h[3]) or 0
+    if stalls > limit_stalls then
+      local reason = 'stalled ' .. stalls .. ' times: the worker running it stopped renewing '
+        .. 'its lease (it died, hung, or lost Redis)'
+      local attempts = redis.call('HINCRBY', key, 'attempts', 1)
+      redis.call('HSET', key, 'state', 'failed', 'error', reason, 'failed_at', int(now),
+        'updated_at', int(now))
+      index_add(p, id, h[2], 'failed', priority, 0, 0, now)
+      history(p, id, { state = 'failed', at = now, from = 'active', worker = h[4],
+        attempt = attempts, error = reason })
+      local msg = cjson.encode(reason)
+      publish(p, id, 'error', msg)
+      publish(p, id, 'failed', msg)
+      failed = failed + 1
+    else
+      redis.call('HSET', key, 'state', 'inactive', 'updated_at', int(now))
+      index_add(p, id, h[2], 'inactive', priority, 0, 0, now)
+      history(p, id, { state = 'inactive', at = now, from = 'active', worker = h[4],
+        stalled = stalls })
+      publish(p, id, 'enqueue', cjson.encode(h[2]))
+      requeued = requeued + 1
+    end
+  end
+end
+return { requeued, failed }
