@@ -1,6 +1,13 @@
 """kue_core: a priority job queue on Redis, compatible with Kue 0.11."""
 
-from .errors import ConnectionFailed, InvalidJob, InvalidTransition, JobNotFound, KueError
+from .errors import (
+    ConnectionFailed,
+    InvalidJob,
+    InvalidTransition,
+    JobNotFound,
+    KueError,
+    NoRetry,
+)
 from .events import EVENTS
 from .job import Job
 from .queue import Queue
@@ -16,5 +23,6 @@ __all__ = [
     "JobNotFound",
     "JobState",
     "KueError",
+    "NoRetry",
     "Queue",
 ]

@@ -1,0 +1,220 @@
+"""The worker scripts one by one: claim, complete, fail, release, heartbeat, recover, promote."""
+
+from __future__ import annotations
+
+import json
+
+import redis
+
+from kue_core import Queue
+from kue_core.keys import Keys
+from tests.conftest import wait_for
+
+W = "worker-a"
+LEASE = 60_000
+
+
+def _server_ms(r: redis.Redis) -> int:
+    seconds, micros = r.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def _claim(queue: Queue, job_type: str = "t", worker: str = W) -> tuple[int, dict[str, str]]:
+    claimed = queue.scripts.claim(job_type, worker, LEASE)
+    assert claimed is not None
+    return claimed
+
+
+def test_claim_takes_the_best_job_priority_then_fifo(queue: Queue) -> None:
+    ids = {}
+    for name, prio in [("a", "low"), ("b", "normal"), ("c", "high"), ("d", "high")]:
+        ids[name] = queue.create_job("t", {"n": name}).priority(prio).save().id
+    order = [_claim(queue)[0] for _ in range(4)]
+    assert order == [ids["c"], ids["d"], ids["b"], ids["a"]]
+    assert queue.scripts.claim("t", W, LEASE) is None
+
+
+def test_claim_fifo_across_id_lengths(queue: Queue, r: redis.Redis, prefix: str) -> None:
+    r.set(f"{prefix}:ids", 8)
+    first = [queue.create_job("t").save().id for _ in range(3)]  # 9, 10, 11
+    r.set(f"{prefix}:ids", 99)
+    last = queue.create_job("t").save().id  # 100
+    assert [_claim(queue)[0] for _ in range(4)] == [*first, last]
+
+
+def test_claim_moves_to_active_under_a_lease(queue: Queue, r: redis.Redis, prefix: str) -> None:
+    job = queue.create_job("t", {"x": 1}).ttl(5000).save()
+    k = Keys(prefix)
+    assert r.llen(k.tokens("t")) == 1
+    job_id, fields = _claim(queue)
+    assert job_id == job.id
+    assert fields["state"] == "active" and fields["workerId"] == W and fields["lease"] == "1"
+    assert json.loads(fields["data"]) == {"x": 1}
+    member = f"0{len(str(job_id))}|{job_id}"
+    assert r.zscore(k.state("active"), member) is not None
+    assert r.zscore(k.type_state("t", "active"), member) == 0
+    assert r.zcard(k.state("inactive")) == r.zcard(k.type_state("t", "inactive")) == 0
+    lease_until = r.zscore(k.leases, member)
+    assert lease_until is not None and lease_until >= int(fields["started_at"]) + LEASE
+    assert r.llen(k.tokens("t")) == 0  # the claim took the job's wake-up token
+    assert queue.history(job_id)[-1] | {"at": 0} == {
+        "state": "active",
+        "at": 0,
+        "worker": W,
+        "attempt": 1,
+    }
+
+
+def test_claim_on_an_empty_type_clears_stale_tokens(queue: Queue, r: redis.Redis) -> None:
+    job = queue.create_job("t").save()
+    job.remove()  # Kue leaves the token behind
+    assert r.llen(queue.keys.tokens("t")) == 1
+    assert queue.scripts.claim("t", W, LEASE) is None
+    assert r.exists(queue.keys.tokens("t")) == 0
+
+
+def test_claim_skips_members_without_a_job(queue: Queue, r: redis.Redis) -> None:
+    r.zadd(queue.keys.type_state("t", "inactive"), {"02|77": -100})
+    r.zadd(queue.keys.state("inactive"), {"02|77": -100})
+    job = queue.create_job("t").save()
+    assert _claim(queue)[0] == job.id
+    assert r.zcard(queue.keys.state("inactive")) == 0
+
+
+def test_complete_stores_result_and_claims_next(queue: Queue, r: redis.Redis) -> None:
+    a = queue.create_job("t").save()
+    b = queue.create_job("t").save()
+    job_id, fields = _claim(queue)
+    outcome, nxt = queue.scripts.complete(job_id, fields["lease"], '{"ok":true}', (W, LEASE))
+    assert outcome == "complete"
+    assert nxt is not None and nxt[0] == b.id
+    done = queue.get_job(a.id).to_dict()  # type: ignore[arg-type]
+    assert done["state"] == "complete" and done["result"] == {"ok": True}
+    assert done["progress"] == 100 and done["attempts"]["made"] == 1
+    assert done["duration"] >= 0
+    assert queue.work_time() == done["duration"]
+    assert r.zscore(queue.keys.leases, f"01|{a.id}") is None
+    assert queue.ids("complete") == [a.id]
+
+
+def test_complete_with_a_stale_token_is_refused(queue: Queue) -> None:
+    queue.create_job("t").save()
+    job_id, _fields = _claim(queue)
+    before = queue.get_job(job_id).to_dict()
+    outcome, nxt = queue.scripts.complete(job_id, "999", "1", None)
+    assert (outcome, nxt) == ("refused", None)
+    assert queue.get_job(job_id).to_dict() == before
+
+
+def test_remove_on_complete_deletes_everything(queue: Queue, prefix: str, r: redis.Redis) -> None:
+    job = queue.create_job("t").remove_on_complete(True).save()
+    job.log("a line")
+    job_id, fields = _claim(queue)
+    assert queue.scripts.complete(job_id, fields["lease"], "null", None)[0] == "complete"
+    left = {k for k in r.scan_iter(match=f"{prefix}:*")}
+    assert left <= {queue.keys.ids, queue.keys.types, queue.keys.work_time}
+
+
+def test_fail_retries_delays_or_fails(queue: Queue, r: redis.Redis) -> None:
+    job = queue.create_job("t").attempts(3).save()
+    job_id, f = _claim(queue)
+    assert queue.scripts.fail(job_id, f["lease"], "E: one", "E: one\ntb", 0, None)[0] == "inactive"
+    assert queue.ids("inactive", "t") == [job.id]
+    assert r.llen(queue.keys.tokens("t")) == 1  # a retry wakes a worker
+    job_id, f = _claim(queue)
+    assert queue.scripts.fail(job_id, f["lease"], "E: two", "E: two", 500, None)[0] == "delayed"
+    h = r.hgetall(queue.keys.job(job_id))
+    assert int(h["promote_at"]) == int(h["failed_at"]) + 500
+    assert r.zscore(queue.keys.state("delayed"), f"01|{job_id}") == int(h["promote_at"])
+    r.hset(queue.keys.job(job_id), "state", "inactive")  # as a promotion would, by hand:
+    queue.client.zrem(queue.keys.state("delayed"), f"01|{job_id}")
+    queue.client.zrem(queue.keys.type_state("t", "delayed"), f"01|{job_id}")
+    queue.client.zadd(queue.keys.type_state("t", "inactive"), {f"01|{job_id}": 0})
+    job_id, f = _claim(queue)
+    assert queue.scripts.fail(job_id, f["lease"], "E: 3", "E: 3\ntb", 0, None)[0] == "failed"
+    done = queue.get_job(job_id).to_dict()
+    assert done["state"] == "failed" and done["error"] == "E: 3\ntb"
+    assert done["attempts"] == {"made": 3, "remaining": 0, "max": 3}
+    assert [e["state"] for e in queue.history(job_id)] == [
+        "inactive",
+        "active",
+        "inactive",
+        "active",
+        "delayed",
+        "active",
+        "failed",
+    ]
+
+
+def test_fail_never_retry(queue: Queue) -> None:
+    queue.create_job("t").attempts(5).save()
+    job_id, f = _claim(queue)
+    assert queue.scripts.fail(job_id, f["lease"], "m", "m", -1, None)[0] == "failed"
+
+
+def test_release_gives_back_without_counting(queue: Queue) -> None:
+    queue.create_job("t").save()
+    job_id, f = _claim(queue)
+    assert queue.scripts.release(job_id, "7") is False
+    assert queue.scripts.release(job_id, f["lease"]) is True
+    job = queue.get_job(job_id)
+    assert job.state == "inactive" and job.attempts_made == 0
+    assert _claim(queue)[1]["lease"] == "2"  # a new claim, a new fencing token
+
+
+def test_heartbeat_renews_and_reports_lost(queue: Queue, r: redis.Redis) -> None:
+    queue.create_job("t").save()
+    queue.create_job("t").save()
+    a, fa = _claim(queue)
+    b, fb = _claim(queue)
+    r.zadd(queue.keys.leases, {f"01|{a}": 1})
+    queue.client.hset(queue.keys.job(b), "lease", "99")  # as if recovered and re-claimed
+    lost = queue.scripts.heartbeat(W, LEASE, '{"host":"h"}', [(a, fa["lease"]), (b, fb["lease"])])
+    assert lost == [b]
+    assert r.zscore(queue.keys.leases, f"01|{a}") > 1  # type: ignore[operator]
+    assert r.zrange(queue.keys.workers, 0, -1) == [W]
+    h = r.hgetall(queue.keys.worker(W))
+    assert json.loads(h["jobs"]) == [a] and json.loads(h["info"]) == {"host": "h"}
+    assert 0 < r.pttl(queue.keys.worker(W)) <= 3 * LEASE
+
+
+def test_recover_requeues_then_fails_past_the_stall_limit(queue: Queue, r: redis.Redis) -> None:
+    job = queue.create_job("t").save()
+    member = f"01|{job.id}"
+    job_id, f = _claim(queue)
+    assert queue.scripts.recover(1, 100) == (0, 0)  # lease still valid
+    r.zadd(queue.keys.leases, {member: 1})
+    assert queue.scripts.recover(1, 100) == (1, 0)
+    assert queue.get_job(job_id).state == "inactive"
+    assert r.zscore(queue.keys.leases, member) is None
+    outcome, _ = queue.scripts.complete(job_id, f["lease"], "1", None)
+    assert outcome == "refused"  # the stale worker's late result
+    job_id, f = _claim(queue)
+    r.zadd(queue.keys.leases, {member: 1})
+    assert queue.scripts.recover(1, 100) == (0, 1)
+    done = queue.get_job(job_id)
+    assert done.state == "failed" and "stalled 2 times" in (done.error or "")
+
+
+def test_promote_moves_due_jobs_and_reports_the_next(queue: Queue, r: redis.Redis) -> None:
+    due = queue.create_job("t").delay(1).save()
+    later = queue.create_job("t").delay(60_000).save()
+    due_at = queue.get_job(due.id).promote_at  # type: ignore[arg-type]
+    wait_for(lambda: _server_ms(r) >= due_at)  # type: ignore[operator]
+    moved, next_due, _now = queue.scripts.promote(100)
+    assert moved == 1
+    assert next_due == queue.get_job(later.id).promote_at  # type: ignore[arg-type]
+    assert queue.get_job(due.id).state == "inactive"  # type: ignore[arg-type]
+    assert r.llen(queue.keys.tokens("t")) == 1
+    assert queue.scripts.promote(100)[0] == 0
+
+
+def test_set_state_and_remove_end_a_lease(queue: Queue, r: redis.Redis) -> None:
+    a = queue.create_job("t").save()
+    b = queue.create_job("t").save()
+    _, fa = _claim(queue)
+    _, _fb = _claim(queue)
+    a.set_state("inactive")
+    b.remove()
+    assert r.zcard(queue.keys.leases) == 0
+    assert queue.scripts.complete(a.id, fa["lease"], "1", None)[0] == "refused"  # type: ignore[arg-type]
