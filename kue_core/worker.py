@@ -67,7 +67,6 @@ class _Slot:
     is_async: bool
     thread: threading.Thread | None = None
     blocked_on: int | None = None  # Redis client id while waiting for work
-    attempt: _Attempt | None = None
 
 
 @dataclass
@@ -237,7 +236,6 @@ class Workers:
         attempt = _Attempt(job_id, job, fields.get("lease", ""), deadline)
         with self._lock:
             self._attempts[job_id] = attempt
-            slot.attempt = attempt
         if deadline is not None:
             self._tick.set()  # the keeper watches the deadline
         error: BaseException | None = None
@@ -249,7 +247,6 @@ class Workers:
         with self._lock:
             abandoned, attempt.over = attempt.over, True
             self._attempts.pop(job_id, None)
-            slot.attempt = None
         nxt = None if self._stopping.is_set() else (self.id, self.lease_ms)
         if abandoned:  # ttl exceeded, lease lost or released: someone else ended it
             return self.scripts.claim(slot.job_type, *nxt) if nxt else None
