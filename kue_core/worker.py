@@ -190,10 +190,12 @@ class Workers:
         self._closed.set()
         self._tick.set()
         self._safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # wake promoter
-        for thread in self._threads:
-            thread.join(timeout=5)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self._loop is not None and not self._loop.is_running():
+            self._loop.close()
         self._safely(self._deregister)
 
     # -- slots ----------------------------------------------------------------------------
