@@ -27,7 +27,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -75,7 +75,7 @@ class _Pause:
 
     first: float = defaults.RETRY_PAUSE[0]
     last: float = defaults.RETRY_PAUSE[1]
-    current: float = field(default=defaults.RETRY_PAUSE[0])
+    current: float = defaults.RETRY_PAUSE[0]
 
     def next(self) -> float:
         pause, self.current = self.current, min(self.current * 2, self.last)

@@ -22,10 +22,7 @@ if h[1] == 'active' and h[2] == token then
   redis.call('INCRBY', k_work_time(p), duration)
   publish(p, id, 'complete', result)
   if h[6] == 'true' then
-    for state in pairs(STATES) do index_remove(p, id, jtype, state) end
-    redis.call('ZREM', k_jobs(p), zid(id))
-    redis.call('DEL', KEYS[1], k_log(p, id), k_history(p, id))
-    publish(p, id, 'remove', cjson.encode(jtype))
+    delete_job(p, id, jtype, nil)
   else
     redis.call('HSET', KEYS[1], 'state', 'complete', 'result', result, 'duration', int(duration),
       'progress', '100', 'updated_at', int(now))

@@ -27,27 +27,10 @@ if h[1] == 'active' and h[2] == token then
     outcome = delay > 0 and 'delayed' or 'inactive'
   end
   leave_active(p, id, jtype)
-  local fields = { 'state', outcome, 'error', text, 'failed_at', int(now), 'updated_at', int(now) }
-  local promote_at = now + math.max(delay, 0)
-  if outcome == 'delayed' then
-    fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(promote_at)
-  end
-  redis.call('HSET', KEYS[1], unpack(fields))
-  index_add(p, id, jtype, outcome, priority, promote_at, 0, now)
-  history(p, id, { state = outcome, at = now, worker = h[6], attempt = attempts,
-  error = string.sub(text, 1, HISTORY_ERROR_LENGTH) })
-  local msg = cjson.encode(message)
-  publish(p, id, 'error', msg)
-  if outcome == 'failed' then
-    publish(p, id, 'failed', msg)
-  else
-    publish(p, id, 'failed attempt', msg .. ',' .. attempts)
-    if outcome == 'inactive' then
-      publish(p, id, 'enqueue', cjson.encode(jtype))
-    else
-      redis.call('PUBLISH', k_promote(p), int(promote_at))
-    end
-  end
+  record_failure(p, id, {
+    type = jtype, priority = priority, attempts = attempts, worker = h[6],
+    message = message, text = text, promote_at = now + math.max(delay, 0),
+  }, outcome, now)
 end
 local out = claim_after(p, jtype, 7, now)
 table.insert(out, 1, outcome)

@@ -108,6 +108,47 @@ local function leave_active(p, id, jtype)
   index_remove(p, id, jtype, 'active')
 end
 
+-- Delete a job, its log and history, and every index entry it may have (the sets of every
+-- state, and of `state` when it is not one of Kue's); publish remove.
+local function delete_job(p, id, jtype, state)
+  for s in pairs(STATES) do index_remove(p, id, jtype, s) end
+  if state and not STATES[state] then index_remove(p, id, jtype, state) end
+  redis.call('ZREM', k_jobs(p), zid(id))
+  redis.call('ZREM', k_leases(p), zid(id))
+  redis.call('DEL', k_job(p, id), k_log(p, id), k_history(p, id))
+  publish(p, id, 'remove', cjson.encode(jtype))
+end
+
+-- Record how a failed attempt ends, for a job already out of active. `f` holds type,
+-- priority, attempts (made, this one included), worker, message (one line), text (kept on
+-- the job) and promote_at; `outcome` is 'failed' (for good), 'inactive' (retry now) or
+-- 'delayed' (retry at f.promote_at). Writes state and error, indexes the job, appends
+-- history, and publishes Kue's events: error, then failed, or failed attempt (+ enqueue).
+local function record_failure(p, id, f, outcome, now)
+  local fields = {
+    'state', outcome, 'error', f.text, 'failed_at', int(now), 'updated_at', int(now),
+  }
+  if outcome == 'delayed' then
+    fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(f.promote_at)
+  end
+  redis.call('HSET', k_job(p, id), unpack(fields))
+  index_add(p, id, f.type, outcome, f.priority, f.promote_at, 0, now)
+  history(p, id, { state = outcome, at = now, worker = f.worker, attempt = f.attempts,
+    error = string.sub(f.text, 1, HISTORY_ERROR_LENGTH) })
+  local msg = cjson.encode(f.message)
+  publish(p, id, 'error', msg)
+  if outcome == 'failed' then
+    publish(p, id, 'failed', msg)
+    return
+  end
+  publish(p, id, 'failed attempt', msg .. ',' .. f.attempts)
+  if outcome == 'inactive' then
+    publish(p, id, 'enqueue', cjson.encode(f.type))
+  else
+    redis.call('PUBLISH', k_promote(p), int(f.promote_at))  -- wake promoters due sooner
+  end
+end
+
 -- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score):
 -- move it to active under a new lease and return {id, field, value, ...} of its hash, or
 -- false when there is none. The lease's fencing token is the job's `lease` counter, bumped

@@ -25,15 +25,10 @@ for _, member in ipairs(expired) do
     if stalls > limit_stalls then
       local reason = 'stalled ' .. stalls .. ' times: the worker running it stopped renewing '
         .. 'its lease (it died, hung, or lost Redis)'
-      local attempts = redis.call('HINCRBY', key, 'attempts', 1)
-      redis.call('HSET', key, 'state', 'failed', 'error', reason, 'failed_at', int(now),
-        'updated_at', int(now))
-      index_add(p, id, h[2], 'failed', priority, 0, 0, now)
-      history(p, id, { state = 'failed', at = now, from = 'active', worker = h[4],
-        attempt = attempts, error = reason })
-      local msg = cjson.encode(reason)
-      publish(p, id, 'error', msg)
-      publish(p, id, 'failed', msg)
+      record_failure(p, id, {
+        type = h[2], priority = priority, worker = h[4], message = reason, text = reason,
+        attempts = redis.call('HINCRBY', key, 'attempts', 1), promote_at = 0,
+      }, 'failed', now)
       failed = failed + 1
     else
       redis.call('HSET', key, 'state', 'inactive', 'updated_at', int(now))

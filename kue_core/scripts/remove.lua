@@ -10,12 +10,5 @@
 local p, id = ARGV[1], ARGV[2]
 local job = load_job(KEYS[1])
 if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
-for state in pairs(STATES) do
-  index_remove(p, id, job.type, state)
-end
-if not STATES[job.state] then index_remove(p, id, job.type, job.state) end
-redis.call('ZREM', k_jobs(p), zid(id))
-redis.call('ZREM', k_leases(p), zid(id))
-redis.call('DEL', KEYS[1], k_log(p, id), k_history(p, id))
-publish(p, id, 'remove', cjson.encode(job.type))
+delete_job(p, id, job.type, job.state)
 return 1

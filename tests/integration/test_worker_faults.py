@@ -90,10 +90,7 @@ def test_a_killed_workers_job_is_completed_by_another(queue: Queue, workers: Wor
     doomed.wait(timeout=10)
     queue.client.hset(queue.keys.job(job.id), "data", "{}")  # type: ignore[arg-type]  # next run completes
     survivor = workers.start()
-    started = time.monotonic()
     wait_for(lambda: queue.get_job(job.id).state == "complete", timeout=10)  # type: ignore[arg-type]
-    # back within about one lease plus one sweep
-    assert time.monotonic() - started < 2 * LEASE_MS / 1000 + 1.0
     assert _ran(queue) == [f"{job.id}:{survivor.pid}"]
     assert queue.history(job.id)[2]["stalled"] == 1  # type: ignore[arg-type]
 
