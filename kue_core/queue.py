@@ -218,12 +218,21 @@ class Queue:
         return int(value) if value else 0
 
     # -- workers ----------------------------------------------------------------------------
-    def process(self, job_type: str, n: int | Handler = 1, handler: Handler | None = None) -> Queue:
+    def process(
+        self,
+        job_type: str,
+        n: int | Handler = 1,
+        handler: Handler | None = None,
+        *,
+        isolation: str = "thread",
+    ) -> Queue:
         """Run ``handler(job)`` on jobs of ``job_type``, ``n`` at a time, in the background.
 
         ``def`` handlers run in threads, ``async def`` ones on an event loop. The return value
         (JSON) is the job's result; an exception fails the attempt (``NoRetry``: for good).
-        ``process(type, handler)`` means one at a time, as in Kue.
+        ``process(type, handler)`` means one at a time, as in Kue. With
+        ``isolation="process"`` each of the ``n`` handlers runs in a child process of its own,
+        which is killed when the job outlives its ttl (see :mod:`kue_core.isolation`).
         """
         if handler is None and callable(n):
             handler, n = n, 1
@@ -232,7 +241,7 @@ class Queue:
         with self._workers_lock:
             if self._workers is None:
                 self._workers = Workers(self, self.lease_ms, self.stall_limit)
-            self._workers.process(job_type, n, handler)
+            self._workers.process(job_type, n, handler, isolation)
         return self
 
     def shutdown(self, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:

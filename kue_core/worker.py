@@ -6,6 +6,8 @@ One :class:`Workers` per queue holds everything a worker process runs:
   handler, then completes or fails the job and claims the next one in the same call, so a busy
   slot makes one round trip per job. An idle slot blocks on the type's wake-up list.
   ``async def`` handlers run on one event loop thread; their slot waits for the result.
+  With ``isolation="process"`` each slot runs its handler in a child process instead
+  (:mod:`kue_core.isolation`).
 * a keeper thread: renews the leases of running jobs and registers the process
   (``heartbeat.lua``), returns jobs whose lease expired to the queue (``recover.lua``), and
   fails attempts that outlive their ``ttl``.
@@ -16,7 +18,6 @@ One :class:`Workers` per queue holds everything a worker process runs:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
 import json
 import logging
@@ -34,7 +35,9 @@ import redis
 
 from . import backoff as backoff_policy
 from . import defaults
+from . import isolation as isolation_module
 from .errors import InvalidJob, NoRetry
+from .isolation import ISOLATIONS, Child, Done, Failed, Outcome, check_handler
 from .job import Job, to_json, validate_type
 from .scripts import Claimed
 
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
     from .queue import Queue
 
 log = logging.getLogger("kue_core.worker")
+
+_MACHINERY = frozenset({__file__, isolation_module.__file__})
 
 Handler = Callable[[Job], Any]
 
@@ -54,7 +59,7 @@ class _Attempt:
     job: Job
     token: str
     deadline: float | None  # time.monotonic() past which the ttl is exceeded
-    future: concurrent.futures.Future[Any] | None = None
+    cancel: Callable[[], Any] | None = None  # stops the handler: cancels a coroutine, kills a child
     # Set once, under Workers._lock, by whoever ends the attempt first: the slot when the
     # handler returns, or the keeper (ttl exceeded, lease lost) or shutdown (job released).
     over: bool = False
@@ -65,6 +70,7 @@ class _Slot:
     job_type: str
     handler: Handler
     is_async: bool
+    child: Child | None = None  # isolation="process"
     thread: threading.Thread | None = None
     blocked_on: int | None = None  # Redis client id while waiting for work
 
@@ -98,8 +104,13 @@ def describe(error: BaseException) -> tuple[str, str]:
 
 
 def _ours(filename: str) -> bool:
-    """Frames of the worker machinery (this module, futures) rather than of the handler."""
-    return filename == __file__ or f"{os.sep}concurrent{os.sep}futures{os.sep}" in filename
+    """Frames of the worker machinery (this module, futures, a child's loop) rather than of
+    the handler."""
+    return (
+        filename in _MACHINERY
+        or f"{os.sep}concurrent{os.sep}futures{os.sep}" in filename
+        or f"{os.sep}asyncio{os.sep}" in filename
+    )
 
 
 class Workers:
@@ -121,29 +132,35 @@ class Workers:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._beat_now = True  # register at once (set again when types are added)
         self._clock = (0, 0.0)  # (server ms, local monotonic) of the last promotion call
-        self._threads: list[threading.Thread] = []
-        self._start_thread(self._keep, "kue-keeper")
-        self._start_thread(self._promote, "kue-promoter")
+        self._threads: list[threading.Thread] = []  # keeper, promoter, event loop
 
     # -- public ---------------------------------------------------------------------------
-    def process(self, job_type: str, n: int, handler: Handler) -> None:
+    def process(self, job_type: str, n: int, handler: Handler, isolation: str) -> None:
         validate_type(job_type)
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidJob(f"concurrency must be an integer of at least 1, got {n!r}")
         if not callable(handler):
             raise InvalidJob(f"handler must be callable, got {handler!r}")
+        if isolation not in ISOLATIONS:
+            raise InvalidJob(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
+        if isolation == "process":
+            check_handler(handler)
         if self._stopping.is_set():
             raise InvalidJob("the workers of this queue are shutting down")
+        if not self._threads:  # the first process() call of this queue
+            self._start_thread(self._keep, "kue-keeper")
+            self._start_thread(self._promote, "kue-promoter")
         is_async = inspect.iscoroutinefunction(handler)
-        if is_async:
+        if is_async and isolation == "thread":
             self._event_loop()
         for i in range(n):
+            name = f"kue-{job_type}-{i + 1}"
             slot = _Slot(job_type, handler, is_async)
+            if isolation == "process":
+                slot.child = Child(self.queue, handler, name)
             with self._lock:
                 self._slots.append(slot)
-            slot.thread = threading.Thread(
-                target=self._work, args=(slot,), name=f"kue-{job_type}-{i + 1}", daemon=True
-            )
+            slot.thread = threading.Thread(target=self._work, args=(slot,), name=name, daemon=True)
             slot.thread.start()
         self._beat_now = True  # register the new types now
         self._tick.set()
@@ -182,8 +199,8 @@ class Workers:
             running = [a for a in self._attempts.values() if not a.over]
             for attempt in running:
                 attempt.over = True
-                if attempt.future is not None:
-                    attempt.future.cancel()
+                if attempt.cancel is not None:
+                    attempt.cancel()
             self._attempts.clear()
         for attempt in running:
             self._safely(self.scripts.release, attempt.job_id, attempt.token)
@@ -194,6 +211,9 @@ class Workers:
             self._loop.call_soon_threadsafe(self._loop.stop)
         for thread in self._threads:
             thread.join(timeout=5)
+        for slot in self._slots:
+            if slot.child is not None:
+                slot.child.close()
         if self._loop is not None and not self._loop.is_running():
             self._loop.close()
         self._safely(self._deregister)
@@ -202,6 +222,11 @@ class Workers:
     def _work(self, slot: _Slot) -> None:
         pause = _Pause()
         claimed: Claimed | None = None
+        if slot.child is not None:
+            try:
+                slot.child.start()
+            except Exception as e:  # the first job will try again, and fail if it cannot
+                self._report(e)
         while not self._stopping.is_set():
             try:
                 if claimed is None:
@@ -236,45 +261,48 @@ class Workers:
         ttl = job.ttl()
         deadline = time.monotonic() + ttl / 1000 if ttl else None
         attempt = _Attempt(job_id, job, fields.get("lease", ""), deadline)
+        if slot.child is not None:
+            attempt.cancel = slot.child.kill
         with self._lock:
             self._attempts[job_id] = attempt
         if deadline is not None:
             self._tick.set()  # the keeper watches the deadline
-        error: BaseException | None = None
-        result: Any = None
-        try:
-            result = self._await(slot, attempt) if slot.is_async else slot.handler(job)
-        except BaseException as e:  # the handler's failure, whatever it is, fails the attempt
-            error = e
+        if slot.child is not None:
+            outcome = slot.child.run(job_id, fields)
+        else:
+            outcome = self._call(slot, attempt)
         with self._lock:
             abandoned, attempt.over = attempt.over, True
             self._attempts.pop(job_id, None)
         nxt = None if self._stopping.is_set() else (self.id, self.lease_ms)
         if abandoned:  # ttl exceeded, lease lost or released: someone else ended it
             return self.scripts.claim(slot.job_type, *nxt) if nxt else None
-        if error is None:
-            try:
-                result_json = to_json(result, "result")
-            except InvalidJob as e:
-                error = e
-            else:
-                _, claimed = self.scripts.complete(job_id, attempt.token, result_json, nxt)
-                return claimed
-        message, text = describe(error)
-        _, claimed = self.scripts.fail(
-            job_id, attempt.token, message, text, self._retry_delay(job, error), nxt
-        )
+        if isinstance(outcome, Done):
+            _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt)
+        else:
+            delay = self._retry_delay(job, outcome.no_retry)
+            _, claimed = self.scripts.fail(
+                job_id, attempt.token, outcome.message, outcome.text, delay, nxt
+            )
         return claimed
+
+    def _call(self, slot: _Slot, attempt: _Attempt) -> Outcome:
+        """Run the handler in this process: in the slot's thread, or on the event loop."""
+        try:
+            result = self._await(slot, attempt) if slot.is_async else slot.handler(attempt.job)
+            return Done(to_json(result, "result"))
+        except BaseException as e:  # the handler's failure, whatever it is, fails the attempt
+            return Failed(*describe(e), isinstance(e, NoRetry))
 
     def _await(self, slot: _Slot, attempt: _Attempt) -> Any:
         future = asyncio.run_coroutine_threadsafe(slot.handler(attempt.job), self._event_loop())
         with self._lock:
-            attempt.future = future
+            attempt.cancel = future.cancel
         return future.result()
 
     @staticmethod
-    def _retry_delay(job: Job, error: BaseException) -> int:
-        if isinstance(error, NoRetry):
+    def _retry_delay(job: Job, no_retry: bool) -> int:
+        if no_retry:
             return -1
         delay = backoff_policy.retry_delay(job.backoff(), job.attempts_made + 1, job.delay())
         return delay or 0
@@ -334,7 +362,7 @@ class Workers:
                     attempt.token,
                     message,
                     text,
-                    self._retry_delay(attempt.job, TimeoutError(message)),
+                    self._retry_delay(attempt.job, False),
                     None,
                 )
         return min(upcoming, default=None)
@@ -346,8 +374,8 @@ class Workers:
             if attempt is None or attempt.over:
                 return False
             attempt.over = True
-            if attempt.future is not None:
-                attempt.future.cancel()
+            if attempt.cancel is not None:
+                attempt.cancel()
             return True
 
     # -- promotion timer ------------------------------------------------------------------

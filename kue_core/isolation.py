@@ -1,0 +1,234 @@
+"""Handlers in a child process: ``queue.process(type, n, handler, isolation="process")``.
+
+Each slot of such a ``process()`` call owns one child process, started on its first job and
+kept for the next ones. The slot sends the claimed job down a pipe; the child runs the handler
+and sends back the result as JSON, or the error's message and traceback. Leases stay with the
+parent, so a busy child needs no connection of its own until the handler calls
+``job.progress()`` or ``job.log()``: then it talks to Redis through its own ``Queue`` on the
+same server and prefix.
+
+A child can be killed without harm to the worker: past the job's ttl, on shutdown, or when its
+lease was lost. A child that dies by itself (a crash in native code, ``os._exit``, the kernel's
+OOM killer) fails the attempt, and the next job gets a new child.
+
+Children start with the ``forkserver`` method (``spawn`` where there is none), never by forking
+the multi-threaded worker: the handler must be importable (a module-level function), and a
+script that calls ``process()`` needs the usual ``if __name__ == "__main__":`` guard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import multiprocessing
+import pickle
+import signal
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from .errors import InvalidJob, NoRetry
+from .job import Job, to_json
+
+if TYPE_CHECKING:
+    from multiprocessing.context import DefaultContext
+
+    from .queue import Queue
+
+ISOLATIONS = ("thread", "process")
+
+
+@dataclass(frozen=True)
+class Done:
+    """A handler returned: its result, as JSON."""
+
+    result: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A handler failed: the error's one-line message, the text kept on the job, and whether
+    the error asked not to be retried (``NoRetry``)."""
+
+    message: str
+    text: str
+    no_retry: bool
+
+
+Outcome = Done | Failed
+
+
+def _context() -> DefaultContext:
+    """Never ``fork``: a forked copy of a multi-threaded worker can inherit a held lock."""
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    return multiprocessing.get_context(method)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class _Connect:
+    """What a child needs to reach the parent's Redis: picklable, no password in its repr."""
+
+    connection_class: type[redis.connection.AbstractConnection]
+    kwargs: dict[str, Any]
+    prefix: str
+
+    def __repr__(self) -> str:
+        return f"<_Connect prefix={self.prefix!r}>"
+
+    @classmethod
+    def of(cls, queue: Queue) -> _Connect:
+        pool = queue.client.connection_pool
+        # The connection settings; objects a pool keeps for itself (registries, handlers
+        # holding locks) do not pickle, and a new pool makes its own.
+        kwargs = {k: v for k, v in pool.connection_kwargs.items() if _picklable(v)}
+        return cls(pool.connection_class, kwargs, queue.prefix)
+
+    def queue(self) -> Queue:
+        from .queue import Queue  # the facade sits above this module
+
+        pool = redis.ConnectionPool(connection_class=self.connection_class, **self.kwargs)
+        return Queue(prefix=self.prefix, client=redis.Redis(connection_pool=pool))
+
+
+def check_handler(handler: Any) -> None:
+    """A child finds its handler by module and name: refuse one it could not find."""
+    try:
+        pickle.dumps(handler)
+    except Exception as e:
+        raise InvalidJob(
+            "with isolation='process' the handler must be importable by name "
+            f"(a module-level function); {handler!r} is not: {e}"
+        ) from None
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return False
+    return True
+
+
+def _child_main(conn: Connection, handler: Any, connect: _Connect) -> None:
+    """The child's loop: run the handler on each job received, until told to stop."""
+    from .worker import describe
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    queue = connect.queue()
+    is_async = inspect.iscoroutinefunction(handler)
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except EOFError:
+                return  # the parent is gone
+            if message is None:
+                return
+            job_id, fields = message
+            job = Job.from_hash(queue, job_id, fields)
+            outcome: Outcome
+            try:
+                result = asyncio.run(handler(job)) if is_async else handler(job)
+                outcome = Done(to_json(result, "result"))
+            except BaseException as e:  # the handler's failure, whatever it is, fails the attempt
+                outcome = Failed(*describe(e), isinstance(e, NoRetry))
+            conn.send(outcome)
+    finally:
+        queue.close()
+
+
+class Child:
+    """One slot's child process (started when first needed, replaced when it dies)."""
+
+    def __init__(self, queue: Queue, handler: Any, name: str) -> None:
+        self._connect = _Connect.of(queue)
+        self._handler = handler
+        self._name = name
+        self._lock = threading.Lock()
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._conn: Connection | None = None
+
+    def run(self, job_id: int, fields: dict[str, str]) -> Outcome:
+        """Run the handler on one job in the child; a child that dies fails the attempt."""
+        try:
+            conn = self._start()
+        except Exception as e:
+            message = f"ChildProcessError: could not start the handler's process: {e}"
+            return Failed(message, message, False)
+        try:
+            conn.send((job_id, fields))
+            outcome: Outcome = conn.recv()
+            return outcome
+        except (EOFError, OSError):
+            code = self._reap()
+            message = f"ChildProcessError: the handler's process exited ({_exit_reason(code)})"
+            return Failed(message, message, False)
+
+    def kill(self) -> None:
+        """End the running handler at once (the slot then sees the child exit)."""
+        with self._lock:
+            if self._process is not None and self._process.is_alive():
+                self._process.kill()
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Ask the child to exit; kill it if it does not within ``timeout``."""
+        with self._lock:
+            process, conn = self._process, self._conn
+            self._process = self._conn = None
+        if process is None or conn is None:
+            return
+        with contextlib.suppress(OSError):
+            conn.send(None)
+        process.join(timeout)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        conn.close()
+
+    def start(self) -> None:
+        """Start the child now, so that the first job does not wait for it."""
+        self._start()
+
+    def _start(self) -> Connection:
+        with self._lock:
+            if self._process is not None and self._conn is not None:
+                return self._conn
+            context = _context()
+            parent, child = context.Pipe()
+            process = context.Process(
+                target=_child_main,
+                args=(child, self._handler, self._connect),
+                name=self._name,
+                daemon=True,
+            )
+            process.start()
+            child.close()
+            self._process, self._conn = process, parent
+            return parent
+
+    def _reap(self) -> int | None:
+        """Forget a child that died; return its exit code."""
+        with self._lock:
+            process, conn = self._process, self._conn
+            self._process = self._conn = None
+        if conn is not None:
+            conn.close()
+        if process is None:
+            return None
+        process.join(5)
+        return process.exitcode
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
