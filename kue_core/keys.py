@@ -35,6 +35,8 @@ class Keys:
         self.workers = f"{prefix}:workers"
         #: pub/sub channel: the due time (ms) of a job that became delayed, to wake promoters.
         self.promote = f"{prefix}:promote"
+        #: set of the job types whose jobs workers do not claim for now.
+        self.paused = f"{prefix}:paused"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"
@@ -58,3 +60,7 @@ class Keys:
     def tokens(self, job_type: str) -> str:
         """Kue's wake-up list: one entry pushed per transition to inactive."""
         return f"{self.prefix}:{job_type}:jobs"
+
+    def resumed(self, job_type: str) -> str:
+        """Wake-up list of the slots that found their type paused: pushed on resume."""
+        return f"{self.prefix}:{job_type}:resumed"

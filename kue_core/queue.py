@@ -252,6 +252,19 @@ class Queue:
         if workers is not None:
             workers.shutdown(timeout)
 
+    def pause(self, job_type: str) -> bool:
+        """Stop every worker (of any process) from claiming jobs of ``job_type``: running jobs
+        finish, new jobs wait. False when the type was paused already."""
+        return self.scripts.pause(validate_type(job_type))
+
+    def resume(self, job_type: str) -> bool:
+        """Let workers claim jobs of a paused type again. False when it was not paused."""
+        return self.scripts.resume(validate_type(job_type))
+
+    def paused(self) -> list[str]:
+        """The paused job types, sorted."""
+        return sorted(cast(set[str], self.client.smembers(self.keys.paused)))
+
     def workers(self) -> list[dict[str, Any]]:
         """The live worker processes (of any host) on this queue: id, host, pid, types and
         their concurrency, the ids of the jobs each runs, its last heartbeat (ms)."""

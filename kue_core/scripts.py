@@ -12,7 +12,7 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from importlib import resources
-from typing import Any
+from typing import Any, Final, Literal
 
 import hiredis
 import redis
@@ -39,6 +39,8 @@ SCRIPT_NAMES = (
     "heartbeat",
     "recover",
     "promote",
+    "pause",
+    "resume",
 )
 
 #: Values per job in a ``save`` call (see the header of ``save.lua``).
@@ -65,12 +67,18 @@ def translate(error: ResponseError) -> Exception:
 
 #: A claimed job: its id and its hash (see ``claim.lua``).
 Claimed = tuple[int, dict[str, str]]
+#: What a claim gives when the type is paused (see ``pause.lua``).
+PAUSED: Final = "paused"
+#: What a claim gives: a job, ``PAUSED``, or None when no job is waiting.
+Claim = Claimed | Literal["paused"] | None
 
 
-def _claimed(reply: Sequence[Any]) -> Claimed | None:
+def _claimed(reply: Sequence[Any]) -> Claim:
     """``{id, field, value, ...}`` -> (id, hash); None for an empty reply."""
     if not reply:
         return None
+    if reply[0] == PAUSED:
+        return PAUSED
     it = iter(reply[1:])
     return int(reply[0]), dict(zip(it, it, strict=True))
 
@@ -233,8 +241,9 @@ class Scripts:
             raise
 
     # -- worker transitions ---------------------------------------------------------------
-    def claim(self, job_type: str, worker_id: str, lease_ms: int) -> Claimed | None:
-        """The best inactive job of ``job_type``, now active under a lease, or None."""
+    def claim(self, job_type: str, worker_id: str, lease_ms: int) -> Claim:
+        """The best inactive job of ``job_type``, now active under a lease; None when there
+        is none; ``PAUSED`` when the type is paused."""
         reply = self._run(
             "claim", self._keys.type_state(job_type, "inactive"), job_type, worker_id, lease_ms
         )
@@ -242,7 +251,7 @@ class Scripts:
 
     def complete(
         self, job_id: int, token: str, result_json: str, claim: tuple[str, int] | None
-    ) -> tuple[str, Claimed | None]:
+    ) -> tuple[str, Claim]:
         """Complete a job held under ``token``; with ``claim`` (worker id, lease ms), also
         claim the next job of its type in the same call. Returns (outcome, next job)."""
         nxt = claim or ("", "")
@@ -257,7 +266,7 @@ class Scripts:
         text: str,
         retry_delay: int,
         claim: tuple[str, int] | None,
-    ) -> tuple[str, Claimed | None]:
+    ) -> tuple[str, Claim]:
         """Fail an attempt (``retry_delay`` ms before the retry; -1 = never retry); like
         :meth:`complete` for ``claim``. Returns (outcome, next job)."""
         nxt = claim or ("", "")
@@ -285,6 +294,14 @@ class Scripts:
         """Requeue (or fail, past ``stall_limit``) jobs whose lease expired: (requeued, failed)."""
         requeued, failed = self._run("recover", self._keys.leases, stall_limit, limit)
         return int(requeued), int(failed)
+
+    def pause(self, job_type: str) -> bool:
+        """Stop claims of ``job_type``; False when it was paused already."""
+        return bool(self._run("pause", self._keys.paused, job_type))
+
+    def resume(self, job_type: str) -> bool:
+        """Allow claims of ``job_type`` again; False when it was not paused."""
+        return bool(self._run("resume", self._keys.paused, job_type))
 
     def promote(self, limit: int) -> tuple[int, int, int]:
         """Move due delayed jobs to inactive: (moved, next due ms or -1, server time ms)."""

@@ -39,7 +39,7 @@ from . import isolation as isolation_module
 from .errors import InvalidJob, NoRetry
 from .isolation import ISOLATIONS, Child, Done, Failed, Outcome, check_handler
 from .job import Job, to_json, validate_type
-from .scripts import Claimed
+from .scripts import PAUSED, Claim
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -221,7 +221,7 @@ class Workers:
     # -- slots ----------------------------------------------------------------------------
     def _work(self, slot: _Slot) -> None:
         pause = _Pause()
-        claimed: Claimed | None = None
+        claimed: Claim = None
         if slot.child is not None:
             try:
                 slot.child.start()
@@ -232,7 +232,10 @@ class Workers:
                 if claimed is None:
                     claimed = self.scripts.claim(slot.job_type, self.id, self.lease_ms)
                 if claimed is None:
-                    self._wait_for_work(slot)
+                    self._wait_for_work(slot, self.queue.keys.tokens(slot.job_type))
+                elif claimed == PAUSED:
+                    claimed = None
+                    self._wait_for_work(slot, self.queue.keys.resumed(slot.job_type))
                 else:
                     job_id, fields = claimed
                     claimed = None  # from here the job is this attempt's, whatever happens
@@ -244,18 +247,18 @@ class Workers:
                 self._report(e)
                 self._stopping.wait(pause.next())
 
-    def _wait_for_work(self, slot: _Slot) -> None:
+    def _wait_for_work(self, slot: _Slot, key: str) -> None:
+        """Block on a wake-up list: the type's tokens, or its resume list while paused."""
+
         def blocked(client_id: int) -> None:
             slot.blocked_on = client_id
 
         try:
-            self.scripts.wait_for_token(
-                self.queue.keys.tokens(slot.job_type), defaults.IDLE_WAIT, blocked
-            )
+            self.scripts.wait_for_token(key, defaults.IDLE_WAIT, blocked)
         finally:
             slot.blocked_on = None
 
-    def _run(self, slot: _Slot, job_id: int, fields: dict[str, str]) -> Claimed | None:
+    def _run(self, slot: _Slot, job_id: int, fields: dict[str, str]) -> Claim:
         """Run the handler on one claimed job; finish it; return the next job claimed."""
         job = Job.from_hash(self.queue, job_id, fields)
         ttl = job.ttl()

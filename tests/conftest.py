@@ -101,5 +101,16 @@ def wait_for(predicate, timeout: float = 5.0, interval: float = 0.01):  # type: 
         time.sleep(interval)
 
 
+def never(predicate, window: float, interval: float = 0.01) -> bool:  # type: ignore[no-untyped-def]
+    """Watch ``predicate`` for ``window`` seconds: True if it never became truthy. For
+    asserting that something does not happen (there is no event to wait for)."""
+    deadline = time.monotonic() + window
+    while time.monotonic() < deadline:
+        if predicate():
+            return False
+        time.sleep(interval)
+    return not predicate()
+
+
 def keys_under(r: redis.Redis, prefix: str) -> set[str]:
     return set(r.scan_iter(match=f"{prefix}:*", count=1000))

@@ -2,7 +2,8 @@
 -- KEYS[1]  <p>:jobs:<type>:inactive
 -- ARGV[1]  prefix   ARGV[2] type   ARGV[3] worker id   ARGV[4] lease ms
 -- Returns  {id, field, value, ...} of the claimed job's hash, or an empty table when none is
---          waiting (then the type's wake-up tokens, all stale, are cleared).
+--          waiting (then the type's wake-up tokens, all stale, are cleared), or {'paused'}
+--          when the type is paused (see pause.lua; nothing is written).
 -- Events   start [type].
 -- The job gets state active, started_at, workerId and a new fencing token (its `lease`
 -- counter); its lease expires at now + lease ms unless renewed (see heartbeat.lua).

@@ -17,7 +17,7 @@ local outcome = 'refused'
 if h[1] == 'active' and h[2] == token then
   outcome = 'complete'
   local duration = math.max(0, now - (tonumber(h[5]) or now))
-  local attempt = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+  local attempt = (tonumber(h[8]) or 0) + 1
   leave_active(p, id, jtype)
   redis.call('INCRBY', k_work_time(p), duration)
   publish(p, id, 'complete', result)
@@ -25,7 +25,7 @@ if h[1] == 'active' and h[2] == token then
     delete_job(p, id, jtype, nil)
   else
     redis.call('HSET', KEYS[1], 'state', 'complete', 'result', result, 'duration', int(duration),
-      'progress', '100', 'updated_at', int(now))
+      'progress', '100', 'updated_at', int(now), 'attempts', int(attempt))
     index_add(p, id, jtype, 'complete', tonumber(h[4]) or 0, 0, 0, now)
     history(p, id, { state = 'complete', at = now, worker = h[7], attempt = attempt,
       duration = duration })

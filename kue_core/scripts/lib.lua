@@ -32,6 +32,8 @@ local function k_workers(p) return p .. ':workers' end
 local function k_worker(p, wid) return p .. ':worker:' .. wid end
 local function k_promote(p) return p .. ':promote' end
 local function k_work_time(p) return p .. ':stats:work-time' end
+local function k_paused(p) return p .. ':paused' end
+local function k_resumed(p, jtype) return p .. ':' .. jtype .. ':resumed' end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -151,9 +153,11 @@ end
 
 -- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score):
 -- move it to active under a new lease and return {id, field, value, ...} of its hash, or
--- false when there is none. The lease's fencing token is the job's `lease` counter, bumped
--- on every claim; complete, fail and renew are refused when it no longer matches.
+-- false when there is none, or {'paused'} when the type is paused. The lease's fencing
+-- token is the job's `lease` counter, bumped on every claim; complete, fail and renew are
+-- refused when it no longer matches.
 local function claim(p, jtype, worker, lease_ms, now)
+  if redis.call('SISMEMBER', k_paused(p), jtype) == 1 then return { 'paused' } end
   local key = k_type_state(p, jtype, 'inactive')
   for _ = 1, 100 do
     local top = redis.call('ZPOPMIN', key)
@@ -164,20 +168,32 @@ local function claim(p, jtype, worker, lease_ms, now)
     local member = top[1]
     local id = zid_id(member)
     local jkey = k_job(p, id)
-    local h = redis.call('HMGET', jkey, 'state', 'priority', 'ttl', 'attempts')
-    if h[1] == 'inactive' then
-      local priority, ttl = tonumber(h[2]) or 0, tonumber(h[3]) or 0
+    -- The whole hash, read once: the reply is this hash with the claim's changes applied.
+    local out = redis.call('HGETALL', jkey)
+    local at = {}  -- field -> index of its value in `out`
+    for i = 1, #out, 2 do at[out[i]] = i + 1 end
+    if at.state and out[at.state] == 'inactive' then
+      local priority = tonumber(out[at.priority or 0]) or 0
+      local ttl = tonumber(out[at.ttl or 0]) or 0
+      local attempts = tonumber(out[at.attempts or 0]) or 0
+      local changes = { state = 'active', started_at = int(now), updated_at = int(now),
+        workerId = worker, lease = int((tonumber(out[at.lease or 0]) or 0) + 1) }
+      local fields = {}
+      for field, value in pairs(changes) do
+        fields[#fields + 1] = field; fields[#fields + 1] = value
+        if at[field] then
+          out[at[field]] = value
+        else
+          out[#out + 1] = field; out[#out + 1] = value
+        end
+      end
+      redis.call('HSET', jkey, unpack(fields))
       redis.call('ZREM', k_state(p, 'inactive'), member)
       index_add(p, id, jtype, 'active', priority, 0, ttl, now)
       redis.call('RPOP', k_tokens(p, jtype))
-      local token = redis.call('HINCRBY', jkey, 'lease', 1)
-      redis.call('HSET', jkey, 'state', 'active', 'started_at', int(now), 'updated_at', int(now),
-        'workerId', worker)
       redis.call('ZADD', k_leases(p), now + lease_ms, member)
-      history(p, id, { state = 'active', at = now, worker = worker,
-        attempt = (tonumber(h[4]) or 0) + 1 })
+      history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 })
       publish(p, id, 'start', cjson.encode(jtype))
-      local out = redis.call('HGETALL', jkey)
       table.insert(out, 1, id)
       return out
     end

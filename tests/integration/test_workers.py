@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import redis
 
 from kue_core import InvalidJob, Job, NoRetry, Queue, defaults
-from tests.conftest import wait_for
+from tests.conftest import never, wait_for
 
 
 @pytest.fixture
@@ -240,3 +241,20 @@ def test_bad_process_arguments(wq: Queue) -> None:
         wq.process("", 1, lambda job: None)
     with pytest.raises(InvalidJob, match="lease_ms"):
         Queue(client=wq.client, lease_ms=0)
+
+
+def test_pause_stops_claims_without_spinning_and_resume_wakes_workers(
+    wq: Queue, r: redis.Redis
+) -> None:
+    done: list[int] = []
+    wq.pause("t")
+    job = wq.create_job("t", {}).save()
+    wq.process("t", 2, lambda j: done.append(j.id))
+    wait_for(lambda: wq.workers())  # the worker process is up and has tried to claim
+    before = r.info("stats")["total_commands_processed"]
+    # A window in which nothing may happen: no claim, and the idle slots block on Redis.
+    assert never(lambda: done, 0.5)
+    assert r.info("stats")["total_commands_processed"] - before < 50
+    assert wq.get_job(job.id).state == "inactive"  # type: ignore[arg-type]
+    assert wq.resume("t")
+    wait_for(lambda: done == [job.id], timeout=2)

@@ -8,6 +8,7 @@ import redis
 
 from kue_core import Queue
 from kue_core.keys import Keys, zid
+from kue_core.scripts import PAUSED
 from tests.conftest import wait_for
 
 W = "worker-a"
@@ -21,7 +22,7 @@ def _server_ms(r: redis.Redis) -> int:
 
 def _claim(queue: Queue, job_type: str = "t", worker: str = W) -> tuple[int, dict[str, str]]:
     claimed = queue.scripts.claim(job_type, worker, LEASE)
-    assert claimed is not None
+    assert isinstance(claimed, tuple)
     return claimed
 
 
@@ -216,3 +217,30 @@ def test_set_state_and_remove_end_a_lease(queue: Queue, r: redis.Redis) -> None:
     b.remove()
     assert r.zcard(queue.keys.leases) == 0
     assert queue.scripts.complete(a.id, fa["lease"], "1", None)[0] == "refused"  # type: ignore[arg-type]
+
+
+def test_claim_of_a_paused_type_writes_nothing(queue: Queue, r: redis.Redis) -> None:
+    job = queue.create_job("t").save()
+    assert queue.pause("t") is True and queue.pause("t") is False
+    assert queue.paused() == ["t"]
+    before = {k: r.dump(k) for k in r.scan_iter(match=f"{queue.prefix}:*")}
+    assert queue.scripts.claim("t", W, LEASE) == PAUSED
+    assert {k: r.dump(k) for k in r.scan_iter(match=f"{queue.prefix}:*")} == before
+    # Other types are not affected.
+    other = queue.create_job("u").save()
+    assert _claim(queue, "u")[0] == other.id
+    assert queue.resume("t") is True and queue.resume("t") is False
+    assert queue.paused() == []
+    assert r.llen(queue.keys.resumed("t")) == 1 and 0 < r.pttl(queue.keys.resumed("t")) <= 60_000
+    assert _claim(queue)[0] == job.id
+
+
+def test_complete_of_a_paused_type_finishes_but_claims_nothing(queue: Queue) -> None:
+    a = queue.create_job("t").save()
+    b = queue.create_job("t").save()
+    job_id, fields = _claim(queue)
+    queue.pause("t")
+    outcome, nxt = queue.scripts.complete(job_id, fields["lease"], "1", (W, LEASE))
+    assert (outcome, nxt) == ("complete", PAUSED)
+    assert queue.get_job(a.id).state == "complete"  # type: ignore[arg-type]
+    assert queue.get_job(b.id).state == "inactive"  # type: ignore[arg-type]

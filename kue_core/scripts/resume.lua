@@ -1,0 +1,11 @@
+-- resume: let workers claim jobs of a paused type again.
+-- KEYS[1]  <p>:paused
+-- ARGV[1]  prefix   ARGV[2] type
+-- Returns  1 when the type was paused, else 0.
+-- Events   none (not a job event; read the set of paused types).
+-- Wakes the slots waiting on <p>:<type>:resumed; the list lives a minute (waits are shorter).
+local p, jtype = ARGV[1], ARGV[2]
+if redis.call('SREM', KEYS[1], jtype) == 0 then return 0 end
+redis.call('LPUSH', k_resumed(p, jtype), 1)
+redis.call('PEXPIRE', k_resumed(p, jtype), 60000)
+return 1
