@@ -74,7 +74,8 @@ Claim = Claimed | Literal["paused"] | None
 
 
 def _claimed(reply: Sequence[Any]) -> Claim:
-    """``{id, field, value, ...}`` -> (id, hash); None for an empty reply."""
+    """``{id, field, value, ...}`` -> (id, hash); ``{'paused'}`` -> ``PAUSED``; None for an
+    empty reply."""
     if not reply:
         return None
     if reply[0] == PAUSED:
