@@ -31,10 +31,11 @@ CLIENT_OPTIONS: dict[str, Any] = {
 }
 
 
-def from_url(url: str) -> redis.Redis:
-    """A client for ``url`` (``redis://``, ``rediss://`` or ``unix://``)."""
+def from_url(url: str, **options: Any) -> redis.Redis:
+    """A client for ``url`` (``redis://``, ``rediss://`` or ``unix://``); ``options`` add to
+    or replace :data:`CLIENT_OPTIONS` (``socket_timeout=5`` for a web app, say)."""
     try:
-        return redis.Redis.from_url(url, **CLIENT_OPTIONS)
+        return redis.Redis.from_url(url, **{**CLIENT_OPTIONS, **options})
     except ValueError as e:
         raise ConnectionFailed(f"invalid Redis URL {_redact(url)!r}: {e}") from None
 

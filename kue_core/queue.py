@@ -30,8 +30,8 @@ def _job_id(value: object) -> int:
 
 
 def _index(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidJob(f"{name} must be an integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value < 2**63:
+        raise InvalidJob(f"{name} must be an integer (64-bit), got {value!r}")
     return value
 
 
@@ -157,25 +157,41 @@ class Queue:
         entries = cast(list[str], self.client.lrange(self.keys.history(_job_id(job_id)), 0, -1))
         return [json.loads(e) for e in entries]
 
-    def range(self, start: int, stop: int, order: str = "asc") -> list[Job]:
+    def range(
+        self, start: int, stop: int, order: str = "asc", *, limit: int | None = None
+    ) -> list[Job]:
         """Jobs of every state, by Kue's rules (see :meth:`range_by_state`)."""
-        return self._range(self.keys.jobs, start, stop, order)
+        return self._range(self.keys.jobs, start, stop, order, limit)
 
-    def range_by_state(self, state: str, start: int, stop: int, order: str = "asc") -> list[Job]:
+    def range_by_state(
+        self, state: str, start: int, stop: int, order: str = "asc", *, limit: int | None = None
+    ) -> list[Job]:
         """Kue's range: the window ``start..stop`` (inclusive, by rank; negative counts from
-        the end) of the state's set in score order, then sorted by id; ``desc`` reverses it."""
-        return self._range(self.keys.state(parse_state(state)), start, stop, order)
+        the end) of the state's set in score order, then sorted by id; ``desc`` reverses it.
+        With ``limit``, a window of more jobs than that raises ``InvalidJob``."""
+        return self._range(self.keys.state(parse_state(state)), start, stop, order, limit)
 
     def range_by_type(
-        self, job_type: str, state: str, start: int, stop: int, order: str = "asc"
+        self,
+        job_type: str,
+        state: str,
+        start: int,
+        stop: int,
+        order: str = "asc",
+        *,
+        limit: int | None = None,
     ) -> list[Job]:
         """Like :meth:`range_by_state`, for one job type."""
         key = self.keys.type_state(validate_type(job_type), parse_state(state))
-        return self._range(key, start, stop, order)
+        return self._range(key, start, stop, order, limit)
 
-    def _range(self, key: str, start: int, stop: int, order: str) -> list[Job]:
+    def _range(self, key: str, start: int, stop: int, order: str, limit: int | None) -> list[Job]:
         desc = _order(order)
         members = self._zrange(key, _index(start, "from"), _index(stop, "to"))
+        if limit is not None and len(members) > limit:
+            raise InvalidJob(
+                f"the range {start}..{stop} holds {len(members)} jobs; ask for at most {limit}"
+            )
         ids = sorted(job_id_from_zid(m) for m in members)
         jobs = self.get_jobs(ids)
         return jobs[::-1] if desc else jobs

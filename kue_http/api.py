@@ -1,0 +1,194 @@
+"""Kue's JSON API (``reference/kue.md`` §1): the same routes, field names and shapes, with real
+status codes. Every route reads or writes through ``kue_core.Queue``; bad input is refused
+before anything is written."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request
+from werkzeug.exceptions import MethodNotAllowed
+
+from kue_core import InvalidJob, Job, Queue
+from kue_core.states import STATES
+
+api = Blueprint("kue_api", __name__)
+
+_RANGE = re.compile(r"^(-?\d{1,19})\.\.(-?\d{1,19})$")
+
+#: ``POST /job`` options, Kue's names -> the Job setter that checks and applies them.
+_OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
+    "attempts": Job.attempts,
+    "priority": Job.priority,
+    "delay": Job.delay,
+    "ttl": Job.ttl,
+    "backoff": Job.backoff,
+    "removeOnComplete": Job.remove_on_complete,
+}
+#: Options Kue knows that this project accepts and ignores (full-text search is not kept).
+_IGNORED_OPTIONS = frozenset({"searchKeys"})
+
+
+def queue() -> Queue:
+    q: Queue = current_app.extensions["kue"]
+    return q
+
+
+def _writable() -> None:
+    if current_app.config["KUE_READONLY"]:
+        raise MethodNotAllowed(description="this dashboard is read-only")
+
+
+def _job_id(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18 or int(text) < 1:
+        raise InvalidJob(f"a job id is a positive integer, got {text!r}")
+    return int(text)
+
+
+def _range(text: str) -> tuple[int, int]:
+    m = _RANGE.match(text)
+    if not m:
+        raise InvalidJob(f"a range is <from>..<to> with integers (0..9), got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _state(text: str) -> str:
+    if text not in STATES:
+        raise InvalidJob(f"unknown state {text!r}; states are: {', '.join(STATES)}")
+    return text
+
+
+# -- reading ------------------------------------------------------------------------------
+@api.get("/stats")
+def stats() -> Response:
+    counts = queue().counts()
+    body = {f"{state}Count": counts[state] for state in STATES}
+    body["workTime"] = queue().work_time()
+    return jsonify(body)
+
+
+@api.get("/job/types")
+def types() -> Response:
+    return jsonify(queue().types())
+
+
+@api.get("/job/<job_id>")
+def job(job_id: str) -> Response:
+    return jsonify(queue().get_job(_job_id(job_id)).to_dict())
+
+
+@api.get("/job/<job_id>/log")
+def log(job_id: str) -> Response:
+    jid = _job_id(job_id)
+    queue().get_job(jid)  # 404 for an unknown job (Kue answers [])
+    return jsonify(queue().get_log(jid))
+
+
+@api.get("/jobs/<path:rest>")
+def jobs(rest: str) -> Response:
+    """Kue's four listing routes, told apart by where the ``from..to`` segment is:
+    ``/jobs/R[/order]``, ``/jobs/state/R[/order]``, ``/jobs/type/state/R[/order]`` and
+    ``/jobs/type/state/stats``."""
+    parts = rest.split("/")
+    limit = current_app.config["KUE_MAX_PAGE"]
+    if len(parts) == 3 and parts[2] == "stats":
+        return jsonify({"count": queue().count(_state(parts[1]), parts[0])})
+    if _RANGE.match(parts[0]) and len(parts) <= 2:
+        start, stop = _range(parts[0])
+        found = queue().range(start, stop, _order(parts[1:]), limit=limit)
+    elif len(parts) >= 2 and _RANGE.match(parts[1]) and len(parts) <= 3:
+        start, stop = _range(parts[1])
+        order = _order(parts[2:])
+        found = queue().range_by_state(_state(parts[0]), start, stop, order, limit=limit)
+    elif 3 <= len(parts) <= 4:
+        start, stop = _range(parts[2])
+        state, order = _state(parts[1]), _order(parts[3:])
+        found = queue().range_by_type(parts[0], state, start, stop, order, limit=limit)
+    else:
+        raise InvalidJob(
+            "a listing is /jobs/<from>..<to>, /jobs/<state>/<from>..<to> or "
+            "/jobs/<type>/<state>/<from>..<to>, each with an optional /asc or /desc"
+        )
+    return jsonify([j.to_dict() for j in found])
+
+
+def _order(rest: list[str]) -> str:
+    order = rest[0] if rest else "asc"
+    if order not in ("asc", "desc"):
+        raise InvalidJob(f"order must be asc or desc, got {order!r}")
+    return order
+
+
+# -- writing ------------------------------------------------------------------------------
+@api.put("/job/<job_id>/state/<state>")
+def set_state(job_id: str, state: str) -> Response:
+    _writable()
+    jid, new_state = _job_id(job_id), _state(state)
+    queue().get_job(jid).set_state(new_state)
+    return jsonify({"message": "updated state"})
+
+
+@api.put("/job/<job_id>/priority/<priority>")
+def set_priority(job_id: str, priority: str) -> Response:
+    _writable()
+    jid = _job_id(job_id)
+    level: str | int = priority
+    if re.fullmatch(r"-?\d{1,12}", priority):
+        level = int(priority)
+    queue().get_job(jid).set_priority(level)
+    return jsonify({"message": "updated priority"})
+
+
+@api.delete("/job/<job_id>")
+def remove(job_id: str) -> Response:
+    _writable()
+    jid = _job_id(job_id)
+    queue().get_job(jid).remove()
+    return jsonify({"message": f"job {jid} removed"})
+
+
+@api.post("/job")
+def create() -> Response | tuple[str, int]:
+    """One job object or an array of them; all are checked before any is saved."""
+    _writable()
+    body = request.get_json()  # 415 without a JSON content type, 400 when malformed
+    if body == {} or body == []:
+        return "", 204  # as Kue: nothing to create
+    items = body if isinstance(body, list) else [body]
+    built = []
+    for i, item in enumerate(items):
+        try:
+            built.append(_build(queue(), item))
+        except InvalidJob as e:
+            where = f"job {i}: " if isinstance(body, list) else ""
+            raise InvalidJob(f"{where}{e}") from None
+    queue().save_many(built)
+    created = [{"message": "job created", "id": j.id} for j in built]
+    return jsonify(created if isinstance(body, list) else created[0])
+
+
+def _build(q: Queue, item: Any) -> Job:
+    if not isinstance(item, dict):
+        raise InvalidJob("a job is a JSON object with type, data and options")
+    if not item.get("type"):
+        raise InvalidJob("Must provide job type")
+    unknown = set(item) - {"type", "data", "options"}
+    if unknown:
+        raise InvalidJob(f"unknown field(s): {', '.join(sorted(unknown))}")
+    options = item.get("options")
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise InvalidJob("options must be an object")
+    job = q.create_job(item["type"], item.get("data", {}))
+    for name, value in options.items():
+        setter = _OPTIONS.get(name)
+        if setter is None:
+            if name in _IGNORED_OPTIONS:
+                continue
+            known = ", ".join(sorted([*_OPTIONS, *_IGNORED_OPTIONS]))
+            raise InvalidJob(f"unknown option {name!r}; options are: {known}")
+        setter(job, value)
+    return job

@@ -1,0 +1,83 @@
+"""The app factory: ``create_app()``, also what gunicorn runs (``"kue_http:create_app()"``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import redis
+from flask import Flask, Response, jsonify, request
+from werkzeug.exceptions import HTTPException
+from werkzeug.wrappers import Response as WerkzeugResponse
+
+from kue_core import Queue, connection
+from kue_core.errors import (
+    ConnectionFailed,
+    InvalidJob,
+    InvalidTransition,
+    JobNotFound,
+    KueError,
+)
+
+from . import config as settings
+from .api import api
+
+log = logging.getLogger("kue_http")
+
+#: Library errors -> HTTP status.
+_STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (JobNotFound, 404),
+    (InvalidJob, 400),
+    (InvalidTransition, 409),
+    (ConnectionFailed, 503),
+)
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """A Flask app serving the JSON API under ``KUE_API_PREFIX`` (see :mod:`kue_http.config`
+    for every setting)."""
+    app = Flask(__name__)
+    app.config.update(settings.load(config))
+    app.config["MAX_CONTENT_LENGTH"] = app.config["KUE_MAX_BODY"]
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # Kue's field order
+    url = app.config["KUE_REDIS_URL"]
+    client = None
+    if url:
+        timeout = app.config["KUE_REDIS_TIMEOUT"]
+        client = connection.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    app.extensions["kue"] = Queue(prefix=app.config["KUE_PREFIX"], client=client)
+    app.register_blueprint(api, url_prefix=app.config["KUE_API_PREFIX"])
+    _error_handlers(app)
+    return app
+
+
+def _error_handlers(app: Flask) -> None:
+    api_prefix = app.config["KUE_API_PREFIX"] + "/"
+
+    def in_api() -> bool:
+        return request.path.startswith(api_prefix)
+
+    @app.errorhandler(KueError)
+    def kue_error(error: KueError) -> tuple[Response, int]:
+        status = next((code for cls, code in _STATUS if isinstance(error, cls)), 400)
+        return jsonify({"error": str(error)}), status
+
+    @app.errorhandler(redis.RedisError)
+    def redis_error(error: redis.RedisError) -> tuple[Response, int]:
+        log.warning("Redis error on %s %s: %s", request.method, request.path, error)
+        return jsonify({"error": f"Redis is unavailable: {error}"}), 503
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException) -> WerkzeugResponse | HTTPException:
+        if not in_api():
+            return error
+        response = error.get_response()
+        response.data = jsonify({"error": error.description or error.name}).get_data()
+        response.content_type = "application/json"
+        return response
+
+    @app.errorhandler(Exception)
+    def unexpected(error: Exception) -> tuple[Response, int]:
+        log.exception("unexpected error on %s %s", request.method, request.path)
+        return jsonify({"error": "internal error; see the server log"}), 500

@@ -1,0 +1,76 @@
+"""Settings of the HTTP app: the ``config`` argument first, then ``KUE_*`` environment variables,
+then the defaults below. Invalid values stop the app at start-up with a clear message."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from kue_core import defaults as core_defaults
+
+#: Every setting, with its default.
+DEFAULTS: dict[str, Any] = {
+    # Redis URL; None: $KUE_REDIS_URL, else the embedded Redis (as ``kue_core.Queue``).
+    "KUE_REDIS_URL": None,
+    "KUE_PREFIX": core_defaults.PREFIX,
+    # Where the JSON API is mounted.
+    "KUE_API_PREFIX": "/api",
+    # Seconds a request may wait for Redis before it is answered 503 (never a hang).
+    "KUE_REDIS_TIMEOUT": 5.0,
+    # Largest request body accepted, in bytes (larger: 413).
+    "KUE_MAX_BODY": 1024 * 1024,
+    # Largest page of jobs one listing returns.
+    "KUE_MAX_PAGE": 1000,
+    # No writes at all: every write route answers 405.
+    "KUE_READONLY": False,
+}
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class ConfigError(ValueError):
+    """A setting has a value the app cannot use."""
+
+
+def load(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The settings: ``config``, then the environment, then :data:`DEFAULTS`, all checked."""
+    given = dict(config or {})
+    out: dict[str, Any] = {}
+    for name, default in DEFAULTS.items():
+        if name in given:
+            value = given.pop(name)
+        elif name in os.environ:
+            value = os.environ[name]
+        else:
+            value = default
+        out[name] = _check(name, value, default)
+    out.update(given)  # other Flask settings pass through
+    return out
+
+
+def _check(name: str, value: Any, default: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        raise ConfigError(f"{name} must be true or false, got {value!r}")
+    if isinstance(default, int | float):
+        try:
+            number = type(default)(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} must be a positive number, got {value!r}") from None
+        if number <= 0:
+            raise ConfigError(f"{name} must be a positive number, got {value!r}")
+        return number
+    text = str(value)
+    if name == "KUE_API_PREFIX" and (not text.startswith("/") or text.endswith("/")):
+        raise ConfigError(f"{name} must start with / and not end with one, got {value!r}")
+    return text

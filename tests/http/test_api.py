@@ -1,0 +1,220 @@
+"""Kue's JSON API through the Flask test client, against the suite's real Redis."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from flask import Flask
+from flask.testing import FlaskClient
+
+from kue_http import ConfigError, create_app
+from tests.conftest import keys_under
+
+
+@pytest.fixture
+def app(redis_url: str, prefix: str) -> Flask:
+    return create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_MAX_PAGE": 50})
+
+
+@pytest.fixture
+def client(app: Flask) -> Iterator[FlaskClient]:
+    with app.test_client() as c:
+        yield c
+
+
+def _post(client: FlaskClient, body: Any) -> Any:
+    return client.post("/api/job", json=body)
+
+
+def _snapshot(r: redis.Redis, prefix: str) -> dict[str, bytes | None]:
+    return {k: r.dump(k) for k in sorted(keys_under(r, prefix))}
+
+
+def test_stats_on_a_fresh_queue(client: FlaskClient) -> None:
+    res = client.get("/api/stats")
+    assert res.status_code == 200
+    assert list(res.json) == [  # type: ignore[arg-type]
+        "inactiveCount",
+        "activeCount",
+        "completeCount",
+        "failedCount",
+        "delayedCount",
+        "workTime",
+    ]
+    assert set(res.json.values()) == {0}  # type: ignore[union-attr]
+
+
+def test_create_read_and_list(client: FlaskClient) -> None:
+    res = _post(client, {"type": "email", "data": {"title": "hi"}, "options": {"priority": "high"}})
+    assert res.status_code == 200
+    assert res.json == {"message": "job created", "id": res.json["id"]}  # type: ignore[index]
+    jid = res.json["id"]  # type: ignore[index]
+    job = client.get(f"/api/job/{jid}").json
+    assert job["id"] == jid and job["type"] == "email" and job["data"] == {"title": "hi"}  # type: ignore[index]
+    assert job["priority"] == -10 and job["state"] == "inactive"  # type: ignore[index]
+    assert job["attempts"] == {"made": 0, "remaining": 1, "max": 1}  # type: ignore[index]
+    many = _post(client, [{"type": "email"}, {"type": "video", "options": {"delay": 60000}}])
+    assert many.status_code == 200 and [j["message"] for j in many.json] == ["job created"] * 2  # type: ignore[union-attr]
+    assert client.get("/api/stats").json["inactiveCount"] == 2  # type: ignore[index]
+    assert client.get("/api/stats").json["delayedCount"] == 1  # type: ignore[index]
+    assert sorted(client.get("/api/job/types").json) == ["email", "video"]  # type: ignore[arg-type]
+    everything = client.get("/api/jobs/0..-1").json
+    assert [j["id"] for j in everything] == sorted(j["id"] for j in everything)  # type: ignore[union-attr]
+    assert len(everything) == 3  # type: ignore[arg-type]
+    desc = client.get("/api/jobs/inactive/0..9/desc").json
+    assert [j["type"] for j in desc] == ["email", "email"]  # type: ignore[union-attr]
+    assert desc[0]["id"] > desc[1]["id"]  # type: ignore[index]
+    by_type = client.get("/api/jobs/email/inactive/0..0").json
+    assert [j["id"] for j in by_type] == [jid]  # highest priority first  # type: ignore[union-attr]
+    assert client.get("/api/jobs/email/inactive/stats").json == {"count": 2}
+    assert client.get("/api/jobs/video/delayed/0..9/asc").json[0]["type"] == "video"  # type: ignore[index]
+    assert client.get(f"/api/job/{jid}/log").json == []
+
+
+def test_empty_post_is_204_as_in_kue(client: FlaskClient, r: redis.Redis, prefix: str) -> None:
+    assert _post(client, {}).status_code == 204
+    assert _post(client, []).status_code == 204
+    assert keys_under(r, prefix) == set()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"data": {}}, "Must provide job type"),
+        ({"type": "a\x00b"}, "type"),
+        ({"type": 7}, "type"),
+        ({"type": "email", "options": {"priority": "urgent"}}, "priority"),
+        ({"type": "email", "options": {"attempts": -1}}, "attempts"),
+        ({"type": "email", "options": {"atempts": 3}}, "unknown option 'atempts'"),
+        ({"type": "email", "options": {"backoff": "function(){}"}}, "backoff"),
+        ({"type": "email", "options": []}, "options"),
+        ({"type": "email", "extra": 1}, "unknown field"),
+        ([{"type": "ok"}, {"type": "email", "options": {"delay": -5}}], "job 1:"),
+        ("just a string", "JSON object"),
+    ],
+)
+def test_bad_jobs_are_refused_and_nothing_is_written(
+    client: FlaskClient, r: redis.Redis, prefix: str, body: Any, message: str
+) -> None:
+    before = _snapshot(r, prefix)
+    res = _post(client, body)
+    assert res.status_code == 400, res.json
+    assert message in res.json["error"]  # type: ignore[index]
+    assert _snapshot(r, prefix) == before
+
+
+def test_malformed_wrong_type_and_oversized_bodies(
+    client: FlaskClient, r: redis.Redis, prefix: str
+) -> None:
+    res = client.post("/api/job", data="{not json", content_type="application/json")
+    assert res.status_code == 400 and res.is_json and "error" in res.json  # type: ignore[operator]
+    res = client.post("/api/job", data=json.dumps({"type": "x"}), content_type="text/plain")
+    assert res.status_code == 415 and res.is_json
+    big = json.dumps({"type": "x", "data": {"blob": "x" * (2 * 1024 * 1024)}})
+    res = client.post("/api/job", data=big, content_type="application/json")
+    assert res.status_code == 413 and res.is_json
+    assert keys_under(r, prefix) == set()
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/api/job/abc", 400),
+        ("/api/job/0", 400),
+        ("/api/job/-3", 400),
+        ("/api/job/99999999999999999999", 400),
+        ("/api/job/987654", 404),
+        ("/api/job/987654/log", 404),
+        ("/api/jobs/a..b", 400),
+        ("/api/jobs/0..99999999999999999999", 400),
+        ("/api/jobs/bogus/0..9", 400),
+        ("/api/jobs/0..9/sideways", 400),
+        ("/api/jobs/email/bogus/0..9", 400),
+        ("/api/jobs/email/bogus/stats", 400),
+        ("/api/jobs/a\x00b/inactive/0..9", 400),
+        ("/api/jobs/x/y/z/w/v", 400),
+        ("/api/nothing-here", 404),
+    ],
+)
+def test_bad_reads_answer_json_errors(client: FlaskClient, path: str, status: int) -> None:
+    res = client.get(path)
+    assert res.status_code == status and res.is_json and res.json["error"]  # type: ignore[index]
+
+
+def test_a_window_larger_than_a_page_is_refused(client: FlaskClient) -> None:
+    _post(client, [{"type": "t"} for _ in range(60)])
+    assert len(client.get("/api/jobs/0..49").json) == 50  # type: ignore[arg-type]
+    res = client.get("/api/jobs/0..-1")
+    assert res.status_code == 400 and "at most 50" in res.json["error"]  # type: ignore[index]
+
+
+def test_change_state_priority_and_remove(client: FlaskClient) -> None:
+    jid = _post(client, {"type": "email"}).json["id"]  # type: ignore[index]
+    assert client.put(f"/api/job/{jid}/state/failed").json == {"message": "updated state"}
+    assert client.get(f"/api/job/{jid}").json["state"] == "failed"  # type: ignore[index]
+    res = client.put(f"/api/job/{jid}/state/active")
+    assert res.status_code == 409 and "worker" in res.json["error"]  # type: ignore[index]
+    assert client.put(f"/api/job/{jid}/state/bogus").status_code == 400
+    assert client.put("/api/job/987654/state/failed").status_code == 404
+    assert client.put(f"/api/job/{jid}/priority/-7").json == {"message": "updated priority"}
+    assert client.get(f"/api/job/{jid}").json["priority"] == -7  # type: ignore[index]
+    assert client.put(f"/api/job/{jid}/priority/critical").status_code == 200
+    assert client.get(f"/api/job/{jid}").json["priority"] == -15  # type: ignore[index]
+    assert client.put(f"/api/job/{jid}/priority/urgent").status_code == 400
+    assert client.delete(f"/api/job/{jid}").json == {"message": f"job {jid} removed"}
+    assert client.get(f"/api/job/{jid}").status_code == 404
+    assert client.delete(f"/api/job/{jid}").status_code == 404
+    assert client.get(f"/api/job/{jid}").json == {"error": f'job "{jid}" doesnt exist'}
+
+
+def test_wrong_method_is_405_json(client: FlaskClient) -> None:
+    res = client.post("/api/stats")
+    assert res.status_code == 405 and res.is_json
+
+
+def test_read_only_refuses_every_write(redis_url: str, prefix: str, r: redis.Redis) -> None:
+    writable = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix}).test_client()
+    jid = writable.post("/api/job", json={"type": "t"}).json["id"]  # type: ignore[index]
+    app = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_READONLY": "true"})
+    client = app.test_client()
+    before = _snapshot(r, prefix)
+    for res in (
+        client.post("/api/job", json={"type": "t"}),
+        client.put(f"/api/job/{jid}/state/failed"),
+        client.put(f"/api/job/{jid}/priority/5"),
+        client.delete(f"/api/job/{jid}"),
+    ):
+        assert res.status_code == 405 and "read-only" in res.json["error"]  # type: ignore[index]
+    assert _snapshot(r, prefix) == before
+    assert client.get(f"/api/job/{jid}").status_code == 200
+
+
+def test_unreachable_redis_answers_503_quickly() -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app({"KUE_REDIS_URL": f"redis://127.0.0.1:{port}/0", "KUE_REDIS_TIMEOUT": 1})
+    started = time.monotonic()
+    res = app.test_client().get("/api/stats")
+    assert res.status_code == 503 and "Redis" in res.json["error"]  # type: ignore[index]
+    assert time.monotonic() - started < 10
+
+
+def test_settings_come_from_the_argument_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch, redis_url: str, prefix: str
+) -> None:
+    monkeypatch.setenv("KUE_REDIS_URL", redis_url)
+    monkeypatch.setenv("KUE_PREFIX", "from-env")
+    monkeypatch.setenv("KUE_API_PREFIX", "/kue")
+    app = create_app({"KUE_PREFIX": prefix})
+    assert app.config["KUE_PREFIX"] == prefix and app.config["KUE_API_PREFIX"] == "/kue"
+    assert app.test_client().get("/kue/stats").status_code == 200
+    monkeypatch.setenv("KUE_READONLY", "maybe")
+    with pytest.raises(ConfigError, match="KUE_READONLY"):
+        create_app()
