@@ -155,7 +155,7 @@ class Child:
     def run(self, job_id: int, fields: dict[str, str]) -> Outcome:
         """Run the handler on one job in the child; a child that dies fails the attempt."""
         try:
-            conn = self._start()
+            conn = self.start()
         except Exception as e:
             message = f"ChildProcessError: could not start the handler's process: {e}"
             return Failed(message, message, False)
@@ -189,11 +189,9 @@ class Child:
             process.join()
         conn.close()
 
-    def start(self) -> None:
-        """Start the child now, so that the first job does not wait for it."""
-        self._start()
-
-    def _start(self) -> Connection:
+    def start(self) -> Connection:
+        """The running child's pipe; starts the child when there is none (the slot calls this
+        as it starts, so that its first job does not wait)."""
         with self._lock:
             if self._process is not None and self._conn is not None:
                 return self._conn

@@ -24,8 +24,8 @@ def _job_id(value: object) -> int:
     """A job id given as an int or a string of digits."""
     if isinstance(value, str) and value.isascii() and value.isdigit():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidJob(f"a job id is a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**63:
+        raise InvalidJob(f"a job id is a positive integer (64-bit), got {value!r}")
     return value
 
 

@@ -12,6 +12,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.exceptions import MethodNotAllowed
 
 from kue_core import InvalidJob, Job, Queue
+from kue_core.job import parse_priority, parse_state
 from kue_core.states import STATES
 
 api = Blueprint("kue_api", __name__)
@@ -41,23 +42,11 @@ def _writable() -> None:
         raise MethodNotAllowed(description="this dashboard is read-only")
 
 
-def _job_id(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or len(text) > 18 or int(text) < 1:
-        raise InvalidJob(f"a job id is a positive integer, got {text!r}")
-    return int(text)
-
-
 def _range(text: str) -> tuple[int, int]:
     m = _RANGE.match(text)
     if not m:
         raise InvalidJob(f"a range is <from>..<to> with integers (0..9), got {text!r}")
     return int(m.group(1)), int(m.group(2))
-
-
-def _state(text: str) -> str:
-    if text not in STATES:
-        raise InvalidJob(f"unknown state {text!r}; states are: {', '.join(STATES)}")
-    return text
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -76,14 +65,13 @@ def types() -> Response:
 
 @api.get("/job/<job_id>")
 def job(job_id: str) -> Response:
-    return jsonify(queue().get_job(_job_id(job_id)).to_dict())
+    return jsonify(queue().get_job(job_id).to_dict())
 
 
 @api.get("/job/<job_id>/log")
 def log(job_id: str) -> Response:
-    jid = _job_id(job_id)
-    queue().get_job(jid)  # 404 for an unknown job (Kue answers [])
-    return jsonify(queue().get_log(jid))
+    found = queue().get_job(job_id)  # 404 for an unknown job (Kue answers [])
+    return jsonify(queue().get_log(found.id))  # type: ignore[arg-type]
 
 
 @api.get("/jobs/<path:rest>")
@@ -94,18 +82,18 @@ def jobs(rest: str) -> Response:
     parts = rest.split("/")
     limit = current_app.config["KUE_MAX_PAGE"]
     if len(parts) == 3 and parts[2] == "stats":
-        return jsonify({"count": queue().count(_state(parts[1]), parts[0])})
+        return jsonify({"count": queue().count(parts[1], parts[0])})
     if _RANGE.match(parts[0]) and len(parts) <= 2:
         start, stop = _range(parts[0])
         found = queue().range(start, stop, _order(parts[1:]), limit=limit)
     elif len(parts) >= 2 and _RANGE.match(parts[1]) and len(parts) <= 3:
         start, stop = _range(parts[1])
         order = _order(parts[2:])
-        found = queue().range_by_state(_state(parts[0]), start, stop, order, limit=limit)
+        found = queue().range_by_state(parts[0], start, stop, order, limit=limit)
     elif 3 <= len(parts) <= 4:
         start, stop = _range(parts[2])
-        state, order = _state(parts[1]), _order(parts[3:])
-        found = queue().range_by_type(parts[0], state, start, stop, order, limit=limit)
+        order = _order(parts[3:])
+        found = queue().range_by_type(parts[0], parts[1], start, stop, order, limit=limit)
     else:
         raise InvalidJob(
             "a listing is /jobs/<from>..<to>, /jobs/<state>/<from>..<to> or "
@@ -115,38 +103,33 @@ def jobs(rest: str) -> Response:
 
 
 def _order(rest: list[str]) -> str:
-    order = rest[0] if rest else "asc"
-    if order not in ("asc", "desc"):
-        raise InvalidJob(f"order must be asc or desc, got {order!r}")
-    return order
+    """The optional last segment; ``Queue`` checks it."""
+    return rest[0] if rest else "asc"
 
 
 # -- writing ------------------------------------------------------------------------------
 @api.put("/job/<job_id>/state/<state>")
 def set_state(job_id: str, state: str) -> Response:
     _writable()
-    jid, new_state = _job_id(job_id), _state(state)
-    queue().get_job(jid).set_state(new_state)
+    new_state = parse_state(state)  # bad input is refused before the job is looked up
+    queue().get_job(job_id).set_state(new_state)
     return jsonify({"message": "updated state"})
 
 
 @api.put("/job/<job_id>/priority/<priority>")
 def set_priority(job_id: str, priority: str) -> Response:
     _writable()
-    jid = _job_id(job_id)
-    level: str | int = priority
-    if re.fullmatch(r"-?\d{1,12}", priority):
-        level = int(priority)
-    queue().get_job(jid).set_priority(level)
+    level = parse_priority(int(priority) if re.fullmatch(r"-?\d{1,12}", priority) else priority)
+    queue().get_job(job_id).set_priority(level)
     return jsonify({"message": "updated priority"})
 
 
 @api.delete("/job/<job_id>")
 def remove(job_id: str) -> Response:
     _writable()
-    jid = _job_id(job_id)
-    queue().get_job(jid).remove()
-    return jsonify({"message": f"job {jid} removed"})
+    found = queue().get_job(job_id)
+    found.remove()
+    return jsonify({"message": f"job {found.id} removed"})
 
 
 @api.post("/job")
