@@ -44,6 +44,17 @@ STALL_LIMIT = 1
 #: Jobs moved per promotion or recovery call, to keep one script call short.
 SWEEP_LIMIT = 1000
 
+#: Jobs moved or removed per call of a bulk action (retry all failed...): each call blocks Redis
+#: for a few milliseconds at most, and other clients run between calls.
+BULK_BATCH = 500
+
+#: Upper bounds (ms) of the buckets of the job duration histogram (``Queue.totals()``, the
+#: Prometheus metrics). ``scripts/lib.lua`` counts with the same list; a test checks it.
+DURATION_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000)
+
+#: Longest window of per-minute counts ``Queue.throughput()`` reports: the counters live a day.
+THROUGHPUT_MINUTES = 1440
+
 #: Seconds an idle worker blocks on Redis waiting for work before it checks again.
 IDLE_WAIT = 5.0
 

@@ -37,6 +37,9 @@ class Keys:
         self.promote = f"{prefix}:promote"
         #: set of the job types whose jobs workers do not claim for now.
         self.paused = f"{prefix}:paused"
+        #: hash of counters: ``complete:<type>`` and ``failed:<type>`` (jobs that ended so),
+        #: ``le:<ms>`` and ``le:inf`` (completed jobs by duration bucket).
+        self.totals = f"{prefix}:stats:totals"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"
@@ -50,6 +53,11 @@ class Keys:
     def worker(self, worker_id: str) -> str:
         """Hash describing one worker process (host, pid, types, jobs held, heartbeat)."""
         return f"{self.prefix}:worker:{worker_id}"
+
+    def minute(self, outcome: str, minute: int) -> str:
+        """Jobs that ended ``outcome`` (complete, failed) in one minute since the epoch;
+        kept a day."""
+        return f"{self.prefix}:stats:{outcome}:{minute}"
 
     def state(self, state: str) -> str:
         return f"{self.prefix}:jobs:{state}"

@@ -35,6 +35,18 @@ def _index(value: object, name: str) -> int:
     return value
 
 
+def _title(data: str | None) -> str:
+    """``data.title`` of a stored job, or ""."""
+    if not data or '"title"' not in data:
+        return ""
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return ""
+    title = value.get("title") if isinstance(value, dict) else None
+    return title if isinstance(title, str) else ""
+
+
 def _order(order: str) -> bool:
     """True for descending; Kue treats anything but ``desc`` as ascending."""
     if order not in ("asc", "desc"):
@@ -232,6 +244,105 @@ class Queue:
         """Total milliseconds spent on completed jobs."""
         value = self.client.get(self.keys.work_time)
         return int(value) if value else 0
+
+    def search(self, text: str, *, limit: int = 100, scan: int = 10_000) -> list[int]:
+        """Ids of jobs whose id is ``text`` or whose type or ``data.title`` contains it
+        (ignoring case), newest first: at most ``limit``, among the ``scan`` newest jobs (a
+        bounded scan in pipelined batches; there is no full-text index)."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidJob("search text must be a non-empty string")
+        for name, value in (("limit", limit), ("scan", scan)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidJob(f"{name} must be a positive integer, got {value!r}")
+        needle = text.strip().casefold()
+        found: list[int] = []
+        if needle.isdigit() and len(needle) < 19 and self.client.exists(self.keys.job(int(needle))):
+            found.append(int(needle))
+        batch = 500
+        for start in range(0, scan, batch):
+            members = cast(
+                list[str],
+                self.client.zrange(self.keys.jobs, start, min(start + batch, scan) - 1, desc=True),
+            )
+            ids = sorted((job_id_from_zid(m) for m in members), reverse=True)
+            pipe = self.client.pipeline(transaction=False)
+            for jid in ids:
+                pipe.hmget(self.keys.job(jid), "type", "data")
+            for jid, (job_type, data) in zip(ids, pipe.execute(), strict=True):
+                if (
+                    jid not in found
+                    and job_type is not None
+                    and (needle in job_type.casefold() or needle in _title(data).casefold())
+                ):
+                    found.append(jid)
+                    if len(found) >= limit:
+                        return found
+            if len(members) < batch:
+                break
+        return found
+
+    # -- bulk actions -----------------------------------------------------------------------
+    def retry_all(self, job_type: str | None = None) -> int:
+        """Send every failed job (of one type, or all) back to inactive with its attempts
+        anew; returns how many."""
+        return self._bulk("failed", "inactive", job_type)
+
+    def promote_all(self, job_type: str | None = None) -> int:
+        """Make every delayed job (of one type, or all) inactive now; returns how many."""
+        return self._bulk("delayed", "inactive", job_type)
+
+    def remove_all(self, state: str, job_type: str | None = None) -> int:
+        """Delete every job in ``state`` (not active; of one type, or all); returns how many."""
+        return self._bulk(parse_state(state), "remove", job_type)
+
+    def _bulk(self, state: str, action: str, job_type: str | None) -> int:
+        """Run a bulk action in batches until the set is empty, or until as many jobs were
+        handled as it held at the start (jobs keep arriving: the call must end)."""
+        key = (
+            self.keys.state(state)
+            if job_type is None
+            else self.keys.type_state(validate_type(job_type), state)
+        )
+        total, budget = 0, None
+        while True:
+            handled, left = self.scripts.bulk(key, state, action, defaults.BULK_BATCH)
+            total += handled
+            if budget is None:
+                budget = handled + left
+            if left == 0 or total >= budget:
+                return total
+
+    # -- statistics -------------------------------------------------------------------------
+    def throughput(self, minutes: int = 60) -> list[dict[str, int]]:
+        """Jobs that completed and that failed for good, per minute, for the last ``minutes``
+        minutes (this one included), oldest first: ``{"at": ms, "complete": n, "failed": n}``."""
+        if isinstance(minutes, bool) or not isinstance(minutes, int):
+            raise InvalidJob(f"minutes must be an integer, got {minutes!r}")
+        if not 1 <= minutes <= defaults.THROUGHPUT_MINUTES:
+            raise InvalidJob(f"minutes must be from 1 to {defaults.THROUGHPUT_MINUTES}")
+        seconds, _ = self.client.time()  # the scripts' clock
+        last = seconds // 60
+        span = range(last - minutes + 1, last + 1)
+        complete = self.client.mget([self.keys.minute("complete", m) for m in span])
+        failed = self.client.mget([self.keys.minute("failed", m) for m in span])
+        return [
+            {"at": m * 60_000, "complete": int(c or 0), "failed": int(f or 0)}
+            for m, c, f in zip(span, complete, failed, strict=True)
+        ]
+
+    def totals(self) -> dict[str, Any]:
+        """Counters since the start: ``{"complete": {type: n}, "failed": {type: n},
+        "durations": [(upper bound ms or None for the rest, n), ...]}`` (completed jobs by
+        duration, each bucket counted alone, not cumulatively)."""
+        raw = cast(dict[str, str], self.client.hgetall(self.keys.totals))
+        out: dict[str, Any] = {"complete": {}, "failed": {}}
+        for field, value in raw.items():
+            kind, _, rest = field.partition(":")
+            if kind in ("complete", "failed"):
+                out[kind][rest] = int(value)
+        bounds: list[int | None] = [*defaults.DURATION_BUCKETS_MS, None]
+        out["durations"] = [(b, int(raw.get(f"le:{'inf' if b is None else b}", 0))) for b in bounds]
+        return out
 
     # -- workers ----------------------------------------------------------------------------
     def process(

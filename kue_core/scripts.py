@@ -41,6 +41,7 @@ SCRIPT_NAMES = (
     "promote",
     "pause",
     "resume",
+    "bulk",
 )
 
 #: Values per job in a ``save`` call (see the header of ``save.lua``).
@@ -303,6 +304,12 @@ class Scripts:
     def resume(self, job_type: str) -> bool:
         """Allow claims of ``job_type`` again; False when it was not paused."""
         return bool(self._run("resume", self._keys.paused, job_type))
+
+    def bulk(self, key: str, state: str, action: str, limit: int) -> tuple[int, int]:
+        """One batch of ``action`` (a state to move to, or ``remove``) on the jobs of
+        ``state`` in the set ``key``: (jobs handled, jobs left in the set)."""
+        handled, left = self._run("bulk", key, state, action, limit)
+        return int(handled), int(left)
 
     def promote(self, limit: int) -> tuple[int, int, int]:
         """Move due delayed jobs to inactive: (moved, next due ms or -1, server time ms)."""

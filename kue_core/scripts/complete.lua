@@ -20,6 +20,7 @@ if h[1] == 'active' and h[2] == token then
   local attempt = (tonumber(h[8]) or 0) + 1
   leave_active(p, id, jtype)
   redis.call('INCRBY', k_work_time(p), duration)
+  count_outcome(p, jtype, 'complete', now, duration)
   publish(p, id, 'complete', result)
   if h[6] == 'true' then
     delete_job(p, id, jtype, nil)

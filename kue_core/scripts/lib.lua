@@ -34,6 +34,8 @@ local function k_promote(p) return p .. ':promote' end
 local function k_work_time(p) return p .. ':stats:work-time' end
 local function k_paused(p) return p .. ':paused' end
 local function k_resumed(p, jtype) return p .. ':' .. jtype .. ':resumed' end
+local function k_totals(p) return p .. ':stats:totals' end
+local function k_minute(p, outcome, minute) return p .. ':stats:' .. outcome .. ':' .. minute end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -110,6 +112,56 @@ local function leave_active(p, id, jtype)
   index_remove(p, id, jtype, 'active')
 end
 
+-- Seconds a per-minute counter is kept: one day.
+local MINUTE_COUNTER_TTL = 86400
+-- Upper bounds (ms) of the job duration histogram's buckets, as Prometheus's `le` labels
+-- (see kue_core/stats.py).
+local DURATION_BUCKETS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+  300000 }
+
+-- Count a job that ended `outcome` ('complete' or 'failed'): this minute's counter, the
+-- totals per type, and for a completed job the duration histogram.
+local function count_outcome(p, jtype, outcome, now, duration)
+  local key = k_minute(p, outcome, int(math.floor(now / 60000)))
+  if redis.call('INCR', key) == 1 then redis.call('EXPIRE', key, MINUTE_COUNTER_TTL) end
+  redis.call('HINCRBY', k_totals(p), outcome .. ':' .. jtype, 1)
+  if duration then
+    local bucket = 'inf'
+    for _, le in ipairs(DURATION_BUCKETS) do
+      if duration <= le then bucket = int(le); break end
+    end
+    redis.call('HINCRBY', k_totals(p), 'le:' .. bucket, 1)
+  end
+end
+
+-- Move a job (`job` as load_job gives it, stored at `key`) to `state`, which is not
+-- 'active' and not its current state: indexes, hash, history, and the events of the move.
+-- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
+local function move_job(p, id, key, job, state, now)
+  if job.state == 'active' then
+    leave_active(p, id, job.type)  -- its worker's lease ends: complete and fail are refused
+  elseif STATES[job.state] then
+    index_remove(p, id, job.type, job.state)
+  end
+  local fields = { 'state', state, 'updated_at', int(now) }
+  if state == 'delayed' and job.promote_at == 0 then
+    job.promote_at = now
+    fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(now)
+  end
+  redis.call('HSET', key, unpack(fields))
+  if job.state == 'failed' and (state == 'inactive' or state == 'delayed') then
+    redis.call('HDEL', key, 'attempts')
+  end
+  index_add(p, id, job.type, state, job.priority, job.promote_at, job.ttl, now)
+  history(p, id, { state = state, at = now, from = job.state })
+  if job.state == 'delayed' and state == 'inactive' then publish(p, id, 'promotion', '') end
+  if state == 'inactive' then
+    publish(p, id, 'enqueue', cjson.encode(job.type))
+  elseif state == 'delayed' then
+    redis.call('PUBLISH', k_promote(p), int(job.promote_at))
+  end
+end
+
 -- Delete a job, its log and history, and every index entry it may have (the sets of every
 -- state, and of `state` when it is not one of Kue's); publish remove.
 local function delete_job(p, id, jtype, state)
@@ -140,6 +192,7 @@ local function record_failure(p, id, f, outcome, now)
   local msg = cjson.encode(f.message)
   publish(p, id, 'error', msg)
   if outcome == 'failed' then
+    count_outcome(p, f.type, 'failed', now, nil)
     publish(p, id, 'failed', msg)
     return
   end

@@ -1,0 +1,36 @@
+-- bulk: one batch of an action on every job of a state (optionally of one type).
+-- KEYS[1]  <p>:jobs:<state> or <p>:jobs:<type>:<state>
+-- ARGV[1]  prefix   ARGV[2] state   ARGV[3] action: a state to move the jobs to (not active),
+--          or 'remove'   ARGV[4] most jobs to handle in this call
+-- Returns  {handled, left}: jobs moved or removed by this call, and jobs still in KEYS[1].
+-- Events   as set_state.lua for each job moved, as remove.lua for each removed.
+-- Errors   KUE_INVALID for an unknown state or action, or for moving active jobs (only a
+--          worker's claim or a worker's end changes an active job in bulk).
+-- The caller calls again while `left` is not 0, so that no call blocks Redis for long.
+local p, state, action, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+if not STATES[state] or state == 'active' then
+  return redis.error_reply('KUE_INVALID bulk actions apply to inactive, delayed, complete '
+    .. 'or failed jobs, not ' .. state)
+end
+if action ~= 'remove' and (not STATES[action] or action == 'active' or action == state) then
+  return redis.error_reply('KUE_INVALID cannot move ' .. state .. ' jobs to ' .. action)
+end
+if not limit or limit < 1 then return redis.error_reply('KUE_INVALID limit must be positive') end
+local now = now_ms()
+local handled = 0
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, limit - 1)) do
+  local id = zid_id(member)
+  local key = k_job(p, id)
+  local job = load_job(key)
+  if job and job.state == state then
+    if action == 'remove' then
+      delete_job(p, id, job.type, job.state)
+    else
+      move_job(p, id, key, job, action, now)
+    end
+    handled = handled + 1
+  else
+    redis.call('ZREM', KEYS[1], member)  -- left by an interrupted client: not in this state
+  end
+end
+return { handled, redis.call('ZCARD', KEYS[1]) }
