@@ -21,7 +21,7 @@ if h[1] == 'active' and h[2] == token then
   leave_active(p, id, jtype)
   redis.call('INCRBY', k_work_time(p), duration)
   count_outcome(p, jtype, 'complete', now, duration)
-  publish(p, id, 'complete', result)
+  publish(p, id, jtype, 'complete', result)
   if h[6] == 'true' then
     delete_job(p, id, jtype, nil)
   else

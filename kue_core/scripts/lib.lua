@@ -75,13 +75,14 @@ local function index_remove(p, id, jtype, state)
   redis.call('ZREM', k_type_state(p, jtype, state), member)
 end
 
--- Publish a Kue event: {"id":<id>,"event":"<name>","args":["<name>", ...]}.
+-- Publish a Kue event: {"id":<id>,"event":"<name>","args":["<name>", ...],"type":"<type>"}
+-- (`type` is ours: Kue's listeners ignore it; it lets a stream filter by type).
 -- `extra` is the JSON text of the further arguments, comma separated ('' for none).
-local function publish(p, id, event, extra)
+local function publish(p, id, jtype, event, extra)
   local args = '"' .. event .. '"'
   if extra ~= '' then args = args .. ',' .. extra end
-  redis.call('PUBLISH', k_events(p),
-    '{"id":' .. tostring(id) .. ',"event":"' .. event .. '","args":[' .. args .. ']}')
+  redis.call('PUBLISH', k_events(p), '{"id":' .. tostring(id) .. ',"event":"' .. event
+    .. '","args":[' .. args .. '],"type":' .. cjson.encode(jtype) .. '}')
 end
 
 -- Append one entry to the job's transition history, keeping the last HISTORY_LENGTH.
@@ -154,9 +155,9 @@ local function move_job(p, id, key, job, state, now)
   end
   index_add(p, id, job.type, state, job.priority, job.promote_at, job.ttl, now)
   history(p, id, { state = state, at = now, from = job.state })
-  if job.state == 'delayed' and state == 'inactive' then publish(p, id, 'promotion', '') end
+  if job.state == 'delayed' and state == 'inactive' then publish(p, id, job.type, 'promotion', '') end
   if state == 'inactive' then
-    publish(p, id, 'enqueue', cjson.encode(job.type))
+    publish(p, id, job.type, 'enqueue', cjson.encode(job.type))
   elseif state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(job.promote_at))
   end
@@ -170,7 +171,7 @@ local function delete_job(p, id, jtype, state)
   redis.call('ZREM', k_jobs(p), zid(id))
   redis.call('ZREM', k_leases(p), zid(id))
   redis.call('DEL', k_job(p, id), k_log(p, id), k_history(p, id))
-  publish(p, id, 'remove', cjson.encode(jtype))
+  publish(p, id, jtype, 'remove', cjson.encode(jtype))
 end
 
 -- Record how a failed attempt ends, for a job already out of active. `f` holds type,
@@ -190,15 +191,15 @@ local function record_failure(p, id, f, outcome, now)
   history(p, id, { state = outcome, at = now, worker = f.worker, attempt = f.attempts,
     error = string.sub(f.text, 1, HISTORY_ERROR_LENGTH) })
   local msg = cjson.encode(f.message)
-  publish(p, id, 'error', msg)
+  publish(p, id, f.type, 'error', msg)
   if outcome == 'failed' then
     count_outcome(p, f.type, 'failed', now, nil)
-    publish(p, id, 'failed', msg)
+    publish(p, id, f.type, 'failed', msg)
     return
   end
-  publish(p, id, 'failed attempt', msg .. ',' .. f.attempts)
+  publish(p, id, f.type, 'failed attempt', msg .. ',' .. f.attempts)
   if outcome == 'inactive' then
-    publish(p, id, 'enqueue', cjson.encode(f.type))
+    publish(p, id, f.type, 'enqueue', cjson.encode(f.type))
   else
     redis.call('PUBLISH', k_promote(p), int(f.promote_at))  -- wake promoters due sooner
   end
@@ -246,7 +247,7 @@ local function claim(p, jtype, worker, lease_ms, now)
       redis.call('RPOP', k_tokens(p, jtype))
       redis.call('ZADD', k_leases(p), now + lease_ms, member)
       history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 })
-      publish(p, id, 'start', cjson.encode(jtype))
+      publish(p, id, jtype, 'start', cjson.encode(jtype))
       table.insert(out, 1, id)
       return out
     end

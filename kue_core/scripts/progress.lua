@@ -8,7 +8,8 @@ local p, id, pct, data = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 if not pct or pct < 0 or pct > 100 then
   return redis.error_reply('KUE_INVALID progress must be a percentage from 0 to 100')
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
+local jtype = redis.call('HGET', KEYS[1], 'type')
+if not jtype then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
 
 local fields = { 'progress', int(pct), 'updated_at', int(now_ms()) }
 if data ~= '' then
@@ -16,5 +17,5 @@ if data ~= '' then
 end
 redis.call('HSET', KEYS[1], unpack(fields))
 if data == '' then data = 'null' end
-publish(p, id, 'progress', int(pct) .. ',' .. data)
+publish(p, id, jtype, 'progress', int(pct) .. ',' .. data)
 return 1

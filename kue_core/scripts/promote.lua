@@ -18,8 +18,8 @@ for _, member in ipairs(due) do
     redis.call('HSET', key, 'state', 'inactive', 'updated_at', int(now))
     index_add(p, id, h[2], 'inactive', tonumber(h[3]) or 0, 0, 0, now)
     history(p, id, { state = 'inactive', at = now, from = 'delayed' })
-    publish(p, id, 'promotion', '')
-    publish(p, id, 'enqueue', cjson.encode(h[2]))
+    publish(p, id, h[2], 'promotion', '')
+    publish(p, id, h[2], 'enqueue', cjson.encode(h[2]))
     moved = moved + 1
   else
     redis.call('ZREM', KEYS[1], member)  -- left by an interrupted client: not delayed

@@ -35,7 +35,7 @@ for _, member in ipairs(expired) do
       index_add(p, id, h[2], 'inactive', priority, 0, 0, now)
       history(p, id, { state = 'inactive', at = now, from = 'active', worker = h[4],
         stalled = stalls })
-      publish(p, id, 'enqueue', cjson.encode(h[2]))
+      publish(p, id, h[2], 'enqueue', cjson.encode(h[2]))
       requeued = requeued + 1
     end
   end

@@ -12,5 +12,5 @@ leave_active(p, id, h[3])
 redis.call('HSET', KEYS[1], 'state', 'inactive', 'updated_at', int(now))
 index_add(p, id, h[3], 'inactive', tonumber(h[4]) or 0, 0, 0, now)
 history(p, id, { state = 'inactive', at = now, from = 'active', worker = h[5], released = true })
-publish(p, id, 'enqueue', cjson.encode(h[3]))
+publish(p, id, h[3], 'enqueue', cjson.encode(h[3]))
 return 1

@@ -58,7 +58,7 @@ for i = 0, n - 1 do
   redis.call('SADD', k_types(p), jtype)
   history(p, id, { state = state, at = now })
   if state == 'inactive' then
-    publish(p, id, 'enqueue', cjson.encode(jtype))
+    publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
   else
     redis.call('PUBLISH', k_promote(p), int(promote_at))  -- wake promoters due sooner
   end

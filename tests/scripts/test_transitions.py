@@ -71,7 +71,7 @@ def test_save_writes_kues_layout(queue: Queue, r: redis.Redis, prefix: str, even
     assert r.get(f"{prefix}:ids") == str(job.id)
     assert [e["state"] for e in queue.history(job.id)] == ["inactive"]
     assert _wait_events(events, 1) == [
-        {"id": job.id, "event": "enqueue", "args": ["enqueue", "email"]}
+        {"id": job.id, "event": "enqueue", "args": ["enqueue", "email"], "type": "email"}
     ]
 
 
@@ -210,8 +210,8 @@ def test_progress_and_log(queue: Queue, r: redis.Redis, prefix: str, events: lis
     job.log("50% done")
     assert queue.get_log(job.id) == ["sent 3 to a@b.c", '{"k":1}', "50% done"]
     assert _wait_events(events, 3)[1:] == [
-        {"id": job.id, "event": "progress", "args": ["progress", 33, {"step": "one"}]},
-        {"id": job.id, "event": "progress", "args": ["progress", 100, None]},
+        {"id": job.id, "event": "progress", "args": ["progress", 33, {"step": "one"}], "type": "t"},
+        {"id": job.id, "event": "progress", "args": ["progress", 100, None], "type": "t"},
     ]
     with pytest.raises(InvalidJob, match="progress"):
         job.progress(1, 0)
@@ -244,7 +244,12 @@ def test_remove_clears_every_index(queue: Queue, r: redis.Redis, prefix: str, ev
         f"{prefix}:job:{job.id}", f"{prefix}:job:{job.id}:log", f"{prefix}:job:{job.id}:history"
     )
     assert r.zscore(f"{prefix}:jobs:inactive", zid(other.id)) == 0
-    assert _wait_events(events, 3)[2] == {"id": job.id, "event": "remove", "args": ["remove", "t"]}
+    assert _wait_events(events, 3)[2] == {
+        "id": job.id,
+        "event": "remove",
+        "args": ["remove", "t"],
+        "type": "t",
+    }
     with pytest.raises(JobNotFound):
         job.remove()
 
