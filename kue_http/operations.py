@@ -1,0 +1,88 @@
+"""Routes Kue lacks, on the same blueprint and in the same style: a job's history, bulk actions
+on a state, pausing a type, the live workers, per-minute counts for charts, a health check."""
+
+from __future__ import annotations
+
+import redis
+from flask import Response, current_app, jsonify, request
+
+from .api import _int_arg, api, queue
+
+
+def _type_arg() -> str | None:
+    """The optional ``type`` query argument (``Queue`` checks it)."""
+    return request.args.get("type")
+
+
+@api.get("/job/<job_id>/history")
+def history(job_id: str) -> Response:
+    found = queue().get_job(job_id)  # 404 for an unknown job
+    return jsonify(queue().history(found.id))  # type: ignore[arg-type]
+
+
+# -- bulk actions ----------------------------------------------------------------------------
+def _bulk_done(action: str, state: str, count: int) -> Response:
+    job_type = _type_arg()
+    which = f"{state} {job_type} jobs" if job_type else f"{state} jobs"
+    return jsonify({"message": f"{action} {count} {which}", "count": count})
+
+
+@api.post("/jobs/failed/retry")
+def retry_all() -> Response:
+    """Every failed job (``?type=`` for one type) back to inactive, its attempts anew."""
+    return _bulk_done("retried", "failed", queue().retry_all(_type_arg()))
+
+
+@api.post("/jobs/delayed/promote")
+def promote_all() -> Response:
+    """Every delayed job (``?type=`` for one type) inactive now."""
+    return _bulk_done("promoted", "delayed", queue().promote_all(_type_arg()))
+
+
+@api.delete("/jobs/<state>")
+def remove_all(state: str) -> Response:
+    """Delete every job in a state other than active (``?type=`` for one type)."""
+    return _bulk_done("removed", state, queue().remove_all(state, _type_arg()))
+
+
+# -- pausing a type --------------------------------------------------------------------------
+@api.get("/paused")
+def paused() -> Response:
+    return jsonify(queue().paused())
+
+
+@api.put("/paused/<job_type>")
+def pause(job_type: str) -> Response:
+    """Workers of every process stop claiming jobs of this type; running jobs finish."""
+    changed = queue().pause(job_type)
+    return jsonify({"message": f"paused {job_type}", "changed": changed})
+
+
+@api.delete("/paused/<job_type>")
+def resume(job_type: str) -> Response:
+    changed = queue().resume(job_type)
+    return jsonify({"message": f"resumed {job_type}", "changed": changed})
+
+
+# -- watching --------------------------------------------------------------------------------
+@api.get("/workers")
+def workers() -> Response:
+    return jsonify(queue().workers())
+
+
+@api.get("/throughput")
+def throughput() -> Response:
+    """Jobs completed and failed for good per minute (``?minutes=``, default 60)."""
+    return jsonify(queue().throughput(_int_arg("minutes", 60)))
+
+
+@api.get("/health")
+def health() -> Response | tuple[Response, int]:
+    """200 when Redis answers, else 503; open without authentication, so it tells nothing
+    more than that."""
+    try:
+        queue().client.ping()
+    except (redis.RedisError, OSError):
+        current_app.logger.warning("health check: Redis does not answer")
+        return jsonify({"status": "unavailable", "redis": "down"}), 503
+    return jsonify({"status": "ok", "redis": "up"})

@@ -1,0 +1,102 @@
+"""What every request passes before a route runs, and what every response carries.
+
+- **Authentication** (``KUE_AUTH``): HTTP basic auth or a bearer token, compared in constant
+  time. The health check stays open, so that a load balancer can probe it; it tells nothing
+  but up or down.
+- **Read-only mode** (``KUE_READONLY``): every write method answers 405.
+- **CSRF**: a cross-site page can make a browser send a GET, or a POST with a form or text
+  body, but nothing else without a CORS preflight, which this app never approves. So a write
+  must not carry a body other than JSON, a POST must carry JSON, and a write from a browser
+  (which names its ``Origin``) must come from this app's own origin.
+- **Headers**: no CORS headers at all; no sniffing, no framing, no referrer, a strict
+  Content Security Policy, and no caching of answers that hold job data.
+"""
+
+from __future__ import annotations
+
+import hmac
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, current_app, jsonify, request
+from werkzeug.exceptions import Forbidden, MethodNotAllowed, UnsupportedMediaType
+
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+#: Endpoints served without authentication.
+OPEN_ENDPOINTS = frozenset({"kue_api.health"})
+
+HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+        "form-action 'self'; frame-ancestors 'none'"
+    ),
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+
+
+def init_app(app: Flask) -> None:
+    app.before_request(_guard)
+    app.after_request(_headers)
+
+
+def _guard() -> Response | None:
+    if request.endpoint not in OPEN_ENDPOINTS and not _authenticated():
+        return _challenge()
+    if request.method in WRITES and request.routing_exception is None:  # 404, 405 first
+        if current_app.config["KUE_READONLY"]:
+            raise MethodNotAllowed(description="this dashboard is read-only")
+        _check_csrf()
+    return None
+
+
+def _authenticated() -> bool:
+    setting: str | None = current_app.config["KUE_AUTH"]
+    if not setting:
+        return True
+    scheme, _, secret = setting.partition(":")
+    given = request.authorization
+    if given is None or given.type != scheme:
+        return False
+    if scheme == "bearer":
+        supplied = given.token or ""
+    else:
+        supplied = f"{given.username or ''}:{given.password or ''}"
+    return hmac.compare_digest(supplied.encode(), secret.encode())
+
+
+def _challenge() -> Response:
+    scheme = current_app.config["KUE_AUTH"].partition(":")[0]
+    response = jsonify({"error": "authentication required"})
+    response.status_code = 401
+    response.headers["WWW-Authenticate"] = (
+        'Basic realm="kue", charset="UTF-8"' if scheme == "basic" else 'Bearer realm="kue"'
+    )
+    return response
+
+
+def _check_csrf() -> None:
+    has_body = bool(request.content_length) or "chunked" in request.headers.get(
+        "Transfer-Encoding", ""
+    )
+    if (has_body or request.method == "POST") and not request.is_json:
+        raise UnsupportedMediaType(description="a write must send its body as application/json")
+    origin = request.headers.get("Origin")
+    if origin is not None and _origin(origin) != _origin(request.host_url):
+        raise Forbidden(description="a write must come from this site (Origin does not match)")
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc.lower()
+
+
+def _headers(response: Response) -> Response:
+    for name, value in HEADERS.items():
+        response.headers.setdefault(name, value)
+    if response.mimetype in ("application/json", "text/event-stream"):
+        response.headers.setdefault("Cache-Control", "no-store")
+    return response

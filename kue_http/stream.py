@@ -1,0 +1,97 @@
+"""``GET /events``: job events as Server-Sent Events, straight from the queue's pub/sub channel.
+
+Each stream holds one Redis pub/sub connection for as long as the client listens, so the
+server must not give one worker per request (run gunicorn with ``--worker-class gthread``; see
+the README). A stream is Kue's event message as JSON, one ``data:`` line per event, filtered
+by ``?type=`` and ``?id=``; a comment every ``KUE_SSE_KEEPALIVE`` seconds keeps proxies from
+closing an idle stream and lets the server notice a client that left.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import redis
+from flask import Response, current_app, request
+
+from kue_core import InvalidJob
+from kue_core.job import validate_type
+
+from .api import api, queue
+
+#: Seconds one wait for a message lasts: the granularity of keep-alives.
+_POLL = 0.5
+#: What a browser's EventSource waits before reconnecting after the stream ends (ms).
+_RECONNECT_MS = 2000
+
+
+@api.get("/events")
+def events() -> Response:
+    """Job events; ``?type=`` keeps one job type, ``?id=`` one job."""
+    job_type = request.args.get("type")
+    if job_type is not None:
+        validate_type(job_type)
+    job_id = request.args.get("id")
+    if job_id is not None and not re.fullmatch(r"[1-9]\d{0,18}", job_id):
+        raise InvalidJob(f"id must be a job id, got {job_id!r}")
+    pubsub = queue().client.pubsub()  # type: ignore[no-untyped-call]
+    try:
+        # Subscribed before the answer starts: a Redis outage is a 503, not a broken stream.
+        pubsub.subscribe(queue().keys.events)
+        if pubsub.get_message(timeout=current_app.config["KUE_REDIS_TIMEOUT"]) is None:
+            raise redis.ConnectionError("no subscription confirmed")
+    except BaseException:
+        pubsub.close()
+        raise
+    keepalive = current_app.config["KUE_SSE_KEEPALIVE"]
+    wanted = _Filter(job_type, int(job_id) if job_id else None)
+    response = Response(_stream(pubsub, wanted, keepalive), mimetype="text/event-stream")
+    response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
+    return response
+
+
+class _Filter:
+    def __init__(self, job_type: str | None, job_id: int | None) -> None:
+        self.job_type = job_type
+        self.job_id = job_id
+
+    def __call__(self, message: dict[str, Any]) -> bool:
+        if self.job_type is not None and message.get("type") != self.job_type:
+            return False
+        if self.job_id is not None:
+            try:
+                return int(message.get("id", 0)) == self.job_id
+            except (TypeError, ValueError):
+                return False
+        return True
+
+
+def _stream(pubsub: Any, wanted: _Filter, keepalive: float) -> Iterator[str]:
+    try:
+        yield f"retry: {_RECONNECT_MS}\n: connected\n\n"
+        last = time.monotonic()
+        while True:
+            try:
+                msg = pubsub.get_message(timeout=_POLL)
+            except redis.RedisError:
+                # Redis went away: end the stream; the browser reconnects by itself.
+                yield 'event: error\ndata: {"error": "Redis is unavailable"}\n\n'
+                return
+            now = time.monotonic()
+            if msg is not None and msg["type"] == "message":
+                try:
+                    message = json.loads(msg["data"])
+                except ValueError:
+                    continue  # not an event of ours
+                if isinstance(message, dict) and wanted(message):
+                    yield f"data: {json.dumps(message, separators=(',', ':'))}\n\n"
+                    last = now
+            elif now - last >= keepalive:
+                yield ": keep-alive\n\n"
+                last = now
+    finally:
+        pubsub.close()
