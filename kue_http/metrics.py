@@ -35,12 +35,11 @@ class QueueCollector:
         yield jobs
 
         totals = self.queue.totals()
-        for outcome, what in (("complete", "completed"), ("failed", "failed for good")):
-            family = CounterMetricFamily(
-                f"kue_jobs_{'completed' if outcome == 'complete' else 'failed'}",
-                f"Jobs {what}, per job type.",
-                labels=["type"],
-            )
+        for outcome, name, documentation in (
+            ("complete", "kue_jobs_completed", "Jobs completed, per job type."),
+            ("failed", "kue_jobs_failed", "Jobs failed for good (no attempt left), per job type."),
+        ):
+            family = CounterMetricFamily(name, documentation, labels=["type"])
             for job_type, n in sorted(totals[outcome].items()):
                 family.add_metric([job_type], n)
             yield family

@@ -231,6 +231,8 @@ def test_prometheus_metrics(client: FlaskClient, queue: Queue) -> None:
     _finish(queue, "email", ok=True)
     queue.create_job("video").delay(60_000).save()
     queue.pause("video")
+    queue.create_job("sms").save()
+    _finish(queue, "sms", ok=False)
     res = client.get("/metrics")
     assert res.status_code == 200 and res.mimetype == "text/plain"
     lines = set(res.get_data(as_text=True).splitlines())
@@ -238,6 +240,7 @@ def test_prometheus_metrics(client: FlaskClient, queue: Queue) -> None:
     assert 'kue_jobs{state="complete",type="email"} 1.0' in lines
     assert 'kue_jobs{state="delayed",type="video"} 1.0' in lines
     assert 'kue_jobs_completed_total{type="email"} 1.0' in lines
+    assert 'kue_jobs_failed_total{type="sms"} 1.0' in lines
     assert "kue_job_duration_seconds_count 1.0" in lines
     assert 'kue_job_duration_seconds_bucket{le="+Inf"} 1.0' in lines
     assert 'kue_paused{type="video"} 1.0' in lines
