@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
+from . import defaults
 from .errors import InvalidJob
 
 Backoff: TypeAlias = bool | dict[str, Any] | None
@@ -22,8 +23,8 @@ KINDS = ("fixed", "exponential")
 def _ms(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidJob(f"backoff.{name} must be a number of milliseconds, got {value!r}")
-    if value < 0:
-        raise InvalidJob(f"backoff.{name} must not be negative, got {value!r}")
+    if not 0 <= value <= defaults.MAX_MS:
+        raise InvalidJob(f"backoff.{name} must be from 0 to {defaults.MAX_MS} ms, got {value!r}")
     return int(value)
 
 
@@ -81,4 +82,4 @@ def retry_delay(
     jitter = float(backoff.get("jitter", 0))
     if jitter:
         out = out * (1 - jitter) + out * jitter * rand()
-    return max(0, round(out))
+    return max(0, min(round(out), defaults.MAX_MS))

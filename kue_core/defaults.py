@@ -14,6 +14,10 @@ DATA_DIR = ".kue"
 #: File name of the embedded Redis's RDB snapshot inside ``DATA_DIR``.
 EMBEDDED_DB_FILE = "kue.rdb"
 
+#: Longest delay, ttl or backoff in milliseconds (about 31,700 years). The scripts add these to
+#: the clock, and a Lua number holds integers exactly only below 2**53.
+MAX_MS = 10**15
+
 #: Kue's default: one attempt, no retry.
 MAX_ATTEMPTS = 1
 

@@ -86,8 +86,8 @@ def _ms(value: object, field: str, minimum: int) -> int:
         value = value.total_seconds() * 1000
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidJob(f"{field} must be a number of milliseconds, got {value!r}")
-    if value < minimum:
-        raise InvalidJob(f"{field} must be at least {minimum}, got {value!r}")
+    if not minimum <= value <= defaults.MAX_MS:
+        raise InvalidJob(f"{field} must be from {minimum} to {defaults.MAX_MS} ms, got {value!r}")
     return int(value)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
@@ -266,8 +267,9 @@ class Queue:
                 raise InvalidJob(f"{name} must be a positive integer, got {value!r}")
         needle = text.strip().casefold()
         found: list[int] = []
-        if needle.isdigit() and len(needle) < 19 and self.client.exists(self.keys.job(int(needle))):
-            found.append(int(needle))
+        as_id = int(needle) if re.fullmatch(r"[0-9]{1,18}", needle) else None
+        if as_id and self.client.exists(self.keys.job(as_id)):
+            found.append(as_id)
         batch = 500
         for start in range(0, scan, batch):
             members = cast(

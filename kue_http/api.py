@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
+from flask.sansio.blueprints import BlueprintSetupState
+from werkzeug.routing import PathConverter
 
 from kue_core import InvalidJob, Job, Queue
 from kue_core.job import parse_priority, parse_state
@@ -16,7 +18,7 @@ from kue_core.states import STATES
 
 api = Blueprint("kue_api", __name__)
 
-_RANGE = re.compile(r"^(-?\d{1,19})\.\.(-?\d{1,19})$")
+_RANGE = re.compile(r"^(-?\d{1,19})\.\.(-?\d{1,19})\Z")  # \Z: no line break after
 
 #: ``POST /job`` options, Kue's names -> the Job setter that checks and applies them.
 _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
@@ -29,6 +31,18 @@ _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
 }
 #: Options Kue knows that this project accepts and ignores (full-text search is not kept).
 _IGNORED_OPTIONS = frozenset({"searchKeys"})
+
+
+class _Rest(PathConverter):
+    """``<path:>`` that also matches a line break (werkzeug's ``.`` does not), so that every
+    malformed listing reaches the view and is answered 400, not 404."""
+
+    regex = r"[^/][\s\S]*?"
+
+
+@api.record_once
+def _converters(state: BlueprintSetupState) -> None:
+    state.app.url_map.converters["rest"] = _Rest
 
 
 def queue() -> Queue:
@@ -90,7 +104,7 @@ def log(job_id: str) -> Response:
     return jsonify(queue().get_log(found.id))  # type: ignore[arg-type]
 
 
-@api.get("/jobs/<path:rest>")
+@api.get("/jobs/<rest:rest>")
 def jobs(rest: str) -> Response:
     """Kue's four listing routes, told apart by where the ``from..to`` segment is:
     ``/jobs/R[/order]``, ``/jobs/state/R[/order]``, ``/jobs/type/state/R[/order]`` and

@@ -21,14 +21,14 @@ from kue_core.errors import (
 )
 
 from . import config as settings
-from . import operations, security, stream
+from . import openapi, operations, security, stream
 from .api import api
 from .metrics import metrics
 
 log = logging.getLogger("kue_http")
 
 # Modules whose routes join the API blueprint when imported.
-_ROUTES = (operations, stream)
+_ROUTES = (operations, stream, openapi)
 
 #: Library errors -> HTTP status.
 _STATUS: tuple[tuple[type[Exception], int], ...] = (

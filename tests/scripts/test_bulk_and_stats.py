@@ -137,6 +137,7 @@ def test_search_by_type_title_and_id(queue: Queue) -> None:
     assert queue.search("email", limit=1) == [c.id]
     assert queue.search("email", scan=1) == [c.id]  # only the newest job was looked at
     assert queue.search("nothing like it") == []
+    assert queue.search("²") == []  # a digit to str.isdigit(), not a job id
     for bad in ("", "   ", None):
         with pytest.raises(InvalidJob):
             queue.search(bad)  # type: ignore[arg-type]

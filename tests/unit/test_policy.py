@@ -130,3 +130,17 @@ def test_delay_accepts_timedelta(queue) -> None:  # type: ignore[no-untyped-def]
 
 def test_any_python_string_is_stored_as_ascii_json() -> None:
     assert to_json({"s": "é\x00\udc00"}, "data") == '{"s":"\\u00e9\\u0000\\udc00"}'
+
+
+def test_delays_stay_below_what_lua_counts_exactly(queue) -> None:  # type: ignore[no-untyped-def]
+    from kue_core import defaults
+
+    job = queue.create_job("t")
+    for setter in (job.delay, job.ttl):
+        setter(defaults.MAX_MS)
+        with pytest.raises(InvalidJob, match="ms"):
+            setter(defaults.MAX_MS + 1)
+    with pytest.raises(InvalidJob, match=r"backoff\.delay"):
+        normalize({"type": "fixed", "delay": 1e19})
+    # Exponential backoff without maxDelay, after very many attempts.
+    assert retry_delay({"type": "exponential", "delay": 10**12}, 500) == defaults.MAX_MS

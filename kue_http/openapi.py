@@ -1,0 +1,596 @@
+"""``GET /openapi.json``: the JSON API described in OpenAPI 3.1, for clients, API browsers and
+the fuzz test (``tests/http/test_openapi.py``), which also checks that every route is here.
+
+The document is built per request: its server is where the API is mounted (script root and
+``KUE_API_PREFIX``), its security follows ``KUE_AUTH`` and its page size ``KUE_MAX_PAGE``.
+Paths are relative to the server, as in the blueprint (``/job/{id}``). ``GET /metrics`` is
+Prometheus text outside the API prefix, so it is not described here.
+
+Kue's ``/jobs/...`` listings are one Flask route that tells its forms apart by where the
+``from..to`` segment is; here each form is a path of its own. What every route may answer:
+401 (``KUE_AUTH``), 503 (Redis unavailable), and for writes 403 (foreign ``Origin``), 405
+(``KUE_READONLY``) and 415 (a body that is not JSON, or a POST without JSON).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Response, current_app, jsonify, request
+
+from kue_core import defaults
+from kue_core.states import PRIORITIES, PRIORITY_LIMIT, STATES
+
+from .api import api
+
+Schema = dict[str, Any]
+
+OPENAPI_VERSION = "3.1.0"
+_INT64 = {"type": "integer", "format": "int64", "minimum": -(2**63), "maximum": 2**63 - 1}
+_COUNT = {"type": "integer", "minimum": 0}
+_MS = {"type": "integer", "minimum": 0, "description": "Unix time in milliseconds"}
+#: ``KUE_AUTH``'s scheme -> what every route but the health check requires (none without it).
+_SECURITY: dict[str, list[Schema]] = {"basic": [{"basicAuth": []}], "bearer": [{"bearerAuth": []}]}
+#: Characters a job type may not hold (``kue_core.job.validate_type``).
+_CONTROL = r"\x00-\x1f\x7f"
+
+
+@api.get("/openapi.json")
+def openapi() -> Response:
+    server = request.script_root + current_app.config["KUE_API_PREFIX"]
+    return jsonify(document(server, current_app.config))
+
+
+def document(server: str, settings: Mapping[str, Any]) -> Schema:
+    """The OpenAPI document of the API mounted at ``server``, for the app's ``settings``
+    (only the scheme of ``KUE_AUTH`` is read, never its secret)."""
+    scheme = (settings.get("KUE_AUTH") or "").partition(":")[0]
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": "kue JSON API",
+            "version": "1.0.0",
+            "description": (
+                "Kue's JSON API (same routes, field names and shapes) with real status codes, "
+                "and routes Kue lacks: history, bulk actions, pausing, workers, throughput, "
+                'events, health. Every error answer is {"error": "..."}.'
+            ),
+        },
+        "servers": [{"url": server or "/"}],
+        "security": _SECURITY.get(scheme, []),
+        "tags": [{"name": name} for name in ("jobs", "listing", "bulk", "pausing", "watching")],
+        "paths": _paths(settings.get("KUE_MAX_PAGE", 1000)),
+        "components": {
+            "schemas": _schemas(),
+            "responses": {name: _error_response(code) for code, (name, _) in _ERRORS.items()},
+            "securitySchemes": {
+                "basicAuth": {
+                    "type": "http",
+                    "scheme": "basic",
+                    "description": "When KUE_AUTH is basic:<user>:<password>.",
+                },
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "When KUE_AUTH is bearer:<token>.",
+                },
+            },
+        },
+    }
+
+
+# -- the routes ----------------------------------------------------------------------------
+def _paths(max_page: int) -> Schema:
+    jobs = _array(_ref("Job"), f"At most {max_page} jobs (KUE_MAX_PAGE); a larger window is 400.")
+    listing = _get("listing", "Jobs in a window of ranks, sorted by id", _ok(jobs), 400)
+    return {
+        "/stats": {"get": _get("jobs", "Number of jobs in each state", _ok(_ref("Stats")))},
+        "/job/types": {"get": _get("jobs", "Every job type ever saved", _ok(_names()))},
+        "/job/search": {
+            "get": _get(
+                "jobs",
+                "Ids of jobs whose id is q, or whose type or data.title contains q",
+                _ok(_array({"type": "string", "pattern": "^[1-9][0-9]*$"}, "Newest first.")),
+                400,
+                parameters=[
+                    _query("q", {"type": "string", "pattern": r"\S"}, "Text to look for.", True),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 10**18 - 1}),
+                ],
+            )
+        },
+        "/job": {
+            "post": _write(
+                "jobs",
+                "Create one job, or several (all are checked before any is saved)",
+                {
+                    "200": _json(
+                        "Created",
+                        {"oneOf": [_ref("Created"), _array(_ref("Created"), min_items=1)]},
+                    ),
+                    "204": {"description": "The body was {} or []: nothing to create"},
+                },
+                400,
+                413,
+                body=_body(
+                    {
+                        "anyOf": [
+                            _ref("NewJob"),
+                            _array(_ref("NewJob")),
+                            {"type": "object", "maxProperties": 0},
+                        ]
+                    },
+                    "One job, an array of jobs, or {} (nothing).",
+                ),
+            )
+        },
+        "/job/{id}": {
+            "parameters": [_JOB_ID],
+            "get": _get("jobs", "One job", _ok(_ref("Job")), 400, 404),
+            "delete": _write(
+                "jobs",
+                "Delete a job, its log and its history",
+                _ok(_message(pattern=r"^job [1-9][0-9]* removed$")),
+                400,
+                404,
+            ),
+        },
+        "/job/{id}/log": {
+            "parameters": [_JOB_ID],
+            "get": _get("jobs", "The job's log lines", _ok(_array({"type": "string"})), 400, 404),
+        },
+        "/job/{id}/history": {
+            "parameters": [_JOB_ID],
+            "get": _get(
+                "jobs",
+                f"The job's last {defaults.HISTORY_LENGTH} transitions, oldest first",
+                _ok(_array(_ref("HistoryEntry"), max_items=defaults.HISTORY_LENGTH)),
+                400,
+                404,
+            ),
+        },
+        "/job/{id}/state/{state}": {
+            "parameters": [_JOB_ID, _path("state", _STATE, "Only a worker makes a job active.")],
+            "put": _write(
+                "jobs",
+                "Move a job to another state",
+                _ok(_message("updated state")),
+                400,
+                404,
+                409,
+            ),
+        },
+        "/job/{id}/priority/{priority}": {
+            "parameters": [_JOB_ID, _path("priority", _PRIORITY, example="high")],
+            "put": _write(
+                "jobs", "Change a job's priority", _ok(_message("updated priority")), 400, 404
+            ),
+        },
+        "/jobs/{from}..{to}": {"parameters": _RANGE, "get": listing},
+        "/jobs/{from}..{to}/{order}": {"parameters": [*_RANGE, _ORDER], "get": listing},
+        "/jobs/{state}/{from}..{to}": {"parameters": [_STATE_PARAM, *_RANGE], "get": listing},
+        "/jobs/{state}/{from}..{to}/{order}": {
+            "parameters": [_STATE_PARAM, *_RANGE, _ORDER],
+            "get": listing,
+        },
+        "/jobs/{type}/{state}/{from}..{to}": {
+            "parameters": [_TYPE_PARAM, _STATE_PARAM, *_RANGE],
+            "get": listing,
+        },
+        "/jobs/{type}/{state}/{from}..{to}/{order}": {
+            "parameters": [_TYPE_PARAM, _STATE_PARAM, *_RANGE, _ORDER],
+            "get": listing,
+        },
+        "/jobs/{type}/{state}/stats": {
+            "parameters": [_TYPE_PARAM, _STATE_PARAM],
+            "get": _get(
+                "listing",
+                "Number of jobs of one type in one state",
+                _ok(_object({"count": _COUNT})),
+                400,
+            ),
+        },
+        "/jobs/failed/retry": {
+            "post": _bulk("Every failed job back to inactive, attempts anew", post=True)
+        },
+        "/jobs/delayed/promote": {"post": _bulk("Every delayed job inactive now", post=True)},
+        "/jobs/{state}": {
+            "parameters": [
+                _path("state", {"enum": [s for s in STATES if s != "active"]}, example="complete")
+            ],
+            "delete": _bulk("Delete every job in a state (not active)"),
+        },
+        "/paused": {"get": _get("pausing", "The paused job types", _ok(_names()))},
+        "/paused/{type}": {
+            "parameters": [_TYPE_PARAM],
+            "put": _write(
+                "pausing",
+                "Stop workers of every process from claiming jobs of this type",
+                _ok(_object({"message": {"type": "string"}, "changed": {"type": "boolean"}})),
+                400,
+            ),
+            "delete": _write(
+                "pausing",
+                "Let workers claim jobs of a paused type again",
+                _ok(_object({"message": {"type": "string"}, "changed": {"type": "boolean"}})),
+                400,
+            ),
+        },
+        "/workers": {
+            "get": _get("watching", "The live worker processes", _ok(_array(_ref("Worker"))))
+        },
+        "/throughput": {
+            "get": _get(
+                "watching",
+                "Jobs completed and failed for good per minute, oldest first",
+                _ok(_array(_ref("Minute"), min_items=1, max_items=defaults.THROUGHPUT_MINUTES)),
+                400,
+                parameters=[_query("minutes", _MINUTES, "Minutes back, this one included.")],
+            )
+        },
+        "/events": {
+            "get": _get(
+                "watching",
+                "Job events as Server-Sent Events, one data: line each (Kue's event message)",
+                {
+                    "200": {
+                        "description": "An endless stream; comments keep it alive",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    }
+                },
+                400,
+                parameters=[
+                    _type_query("Only events of jobs of this type."),
+                    _query("id", {"type": "integer", "minimum": 1, "maximum": 10**19 - 1}),
+                ],
+            )
+        },
+        "/health": {
+            "get": {
+                "tags": ["watching"],
+                "summary": "200 when Redis answers, else 503 (open without authentication)",
+                "security": [],
+                "responses": {
+                    "200": _json("Redis answers", _health("ok", "up")),
+                    "503": _json("Redis does not answer", _health("unavailable", "down")),
+                },
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "summary": "This document",
+                "responses": {
+                    "200": _json(
+                        "The OpenAPI document",
+                        _object(
+                            {"openapi": {"type": "string"}, "info": {}, "paths": {}},
+                            closed=False,
+                        ),
+                    ),
+                    **_errors(401),
+                },
+            }
+        },
+    }
+
+
+def _bulk(summary: str, *, post: bool = False) -> Schema:
+    """A bulk action: a write with the optional ``type`` filter and a count in the answer."""
+    operation = _write(
+        "bulk",
+        summary,
+        _ok(_object({"message": {"type": "string"}, "count": _COUNT})),
+        400,
+        parameters=[_type_query("Only jobs of this type.")],
+    )
+    if post:  # a POST must carry JSON, which the action ignores
+        operation["requestBody"] = _body(
+            {"description": "Not read"}, "Ignored, but a POST must send JSON (CSRF): send {}."
+        )
+    return operation
+
+
+# -- operations ----------------------------------------------------------------------------
+def _get(
+    tag: str,
+    summary: str,
+    responses: Schema,
+    *errors: int,
+    parameters: list[Schema] | None = None,
+) -> Schema:
+    """A read: answers 401 without credentials and 503 when Redis does not answer."""
+    operation: Schema = {"tags": [tag], "summary": summary}
+    if parameters:
+        operation["parameters"] = parameters
+    operation["responses"] = {**responses, **_errors(*errors, 401, 503)}
+    return operation
+
+
+def _write(
+    tag: str,
+    summary: str,
+    responses: Schema,
+    *errors: int,
+    parameters: list[Schema] | None = None,
+    body: Schema | None = None,
+) -> Schema:
+    """A write: a read that also answers 403 (foreign Origin), 405 (read-only) and 415."""
+    operation = _get(tag, summary, responses, *errors, 403, 405, 415, parameters=parameters)
+    if body is not None:
+        operation["requestBody"] = body
+    return operation
+
+
+def _ok(schema: Schema) -> Schema:
+    return {"200": _json("OK", schema)}
+
+
+def _json(description: str, schema: Schema) -> Schema:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _body(schema: Schema, description: str) -> Schema:
+    return {
+        "required": True,
+        "description": description,
+        "content": {"application/json": {"schema": schema}},
+    }
+
+
+# -- errors --------------------------------------------------------------------------------
+#: Status -> (name in components/responses, when it is answered).
+_ERRORS: dict[int, tuple[str, str]] = {
+    400: ("BadRequest", "Bad input (nothing was written)"),
+    401: ("Unauthorized", "No or wrong credentials (KUE_AUTH)"),
+    403: ("Forbidden", "A write from another site (Origin does not match)"),
+    404: ("NotFound", "No job with this id"),
+    405: ("ReadOnly", "Read-only mode (KUE_READONLY): no writes"),
+    409: ("Conflict", "The job cannot move to this state"),
+    413: ("TooLarge", "The body is larger than KUE_MAX_BODY"),
+    415: ("NotJson", "A write's body is not application/json, or a POST has none"),
+    503: ("Unavailable", "Redis is unavailable"),
+}
+
+
+def _errors(*codes: int) -> Schema:
+    return {
+        str(code): {"$ref": f"#/components/responses/{_ERRORS[code][0]}"} for code in sorted(codes)
+    }
+
+
+def _error_response(code: int) -> Schema:
+    response = _json(_ERRORS[code][1], _ref("Error"))
+    if code == 401:
+        response["headers"] = {
+            "WWW-Authenticate": {"required": True, "schema": {"type": "string"}},
+        }
+    return response
+
+
+# -- parameters ----------------------------------------------------------------------------
+def _path(name: str, schema: Schema, description: str = "", example: Any = None) -> Schema:
+    param: Schema = {"name": name, "in": "path", "required": True, "schema": schema}
+    if description:
+        param["description"] = description
+    if example is not None:
+        param["example"] = example
+    return param
+
+
+def _query(name: str, schema: Schema, description: str = "", required: bool = False) -> Schema:
+    param: Schema = {"name": name, "in": "query", "required": required, "schema": schema}
+    if description:
+        param["description"] = description
+    return param
+
+
+def _type_query(description: str) -> Schema:
+    """The optional ``type`` filter of bulk actions and events: any job type."""
+    return _query("type", _job_type(), description)
+
+
+def _job_type(segment: bool = False) -> Schema:
+    """A job type: not blank, no control characters; in a path segment, no ``/`` either
+    (the route could not tell it apart from the next segment)."""
+    bad = _CONTROL + "/" if segment else _CONTROL
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": defaults.MAX_TYPE_LENGTH,
+        "pattern": rf"^[^{bad}]*[^{bad}\s][^{bad}]*$",
+    }
+
+
+_STATE = {"enum": list(STATES)}
+_PRIORITY = {
+    "anyOf": [
+        {"enum": list(PRIORITIES)},
+        {"type": "integer", "minimum": 1 - PRIORITY_LIMIT, "maximum": PRIORITY_LIMIT - 1},
+    ],
+    "description": "A name, or an integer: lower runs sooner.",
+}
+_MINUTES = {"type": "integer", "minimum": 1, "maximum": defaults.THROUGHPUT_MINUTES}
+_JOB_ID = _path("id", {**_INT64, "minimum": 1}, "A job id.", example=1)
+_STATE_PARAM = _path("state", _STATE, example="inactive")
+_TYPE_PARAM = _path("type", _job_type(segment=True), "A job type.", example="email")
+_ORDER = _path("order", {"enum": ["asc", "desc"]}, "Ids ascending (the default) or not.")
+_RANGE = [
+    _path("from", _INT64, "First rank of the window (negative: from the end).", example=0),
+    _path("to", _INT64, "Last rank of the window, included (-1: the last).", example=9),
+]
+
+
+# -- schemas -------------------------------------------------------------------------------
+def _ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _object(properties: Schema, *, optional: str = "", closed: bool = True) -> Schema:
+    """An object with these properties, all required but the ``optional`` ones (names
+    separated by spaces); no others when ``closed``."""
+    schema: Schema = {
+        "type": "object",
+        "required": [name for name in properties if name not in optional.split()],
+        "properties": properties,
+    }
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def _array(
+    items: Schema, description: str = "", *, min_items: int = 0, max_items: int | None = None
+) -> Schema:
+    schema: Schema = {"type": "array", "items": items}
+    if min_items:
+        schema["minItems"] = min_items
+    if max_items is not None:
+        schema["maxItems"] = max_items
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _names() -> Schema:
+    """Job types, sorted."""
+    return {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+
+
+def _message(text: str | None = None, *, pattern: str | None = None) -> Schema:
+    message: Schema = {"type": "string"}
+    if text is not None:
+        message["const"] = text
+    if pattern is not None:
+        message["pattern"] = pattern
+    return _object({"message": message})
+
+
+def _health(status: str, redis: str) -> Schema:
+    return _object({"status": {"const": status}, "redis": {"const": redis}})
+
+
+def _schemas() -> Schema:
+    state = {"enum": list(STATES)}
+    return {
+        "Error": _object({"error": {"type": "string", "minLength": 1}}),
+        "Stats": _object({**{f"{s}Count": _COUNT for s in STATES}, "workTime": _COUNT}),
+        "Job": _object(
+            {
+                "id": {"type": "integer", "minimum": 1},
+                "type": {"type": "string"},
+                "data": {"description": "Any JSON value"},
+                "result": {"description": "What the handler returned (complete jobs)"},
+                "priority": {
+                    "type": ["integer", "null"],
+                    "description": "null when another client stored a priority that is not "
+                    "a number",
+                },
+                "progress": {"type": "number", "minimum": 0, "maximum": 100},
+                "progress_data": {"description": "Any JSON value"},
+                "state": state,
+                "error": {"type": "string"},
+                "created_at": _MS,
+                "promote_at": _MS,
+                "updated_at": _MS,
+                "failed_at": _MS,
+                "started_at": _MS,
+                "duration": {"type": "integer", "minimum": 0, "description": "ms"},
+                "delay": {"type": "integer", "minimum": 1, "description": "ms"},
+                "workerId": {"type": "string"},
+                "ttl": {"type": "integer", "minimum": 1, "description": "ms"},
+                "attempts": _object(
+                    {
+                        "made": _COUNT,
+                        "remaining": {"type": "integer"},
+                        "max": {"type": "integer", "minimum": 1},
+                    }
+                ),
+            },
+            optional="result progress_data error created_at promote_at updated_at failed_at "
+            "started_at duration delay workerId ttl",
+        ),
+        "NewJob": _object(
+            {
+                "type": _job_type(),
+                "data": {"description": "Any JSON value (default {})"},
+                "options": _OPTIONS,
+            },
+            optional="data options",
+        ),
+        "Created": _object(
+            {"message": {"const": "job created"}, "id": {"type": "integer", "minimum": 1}}
+        ),
+        "HistoryEntry": _object(
+            {
+                "state": state,
+                "at": _MS,
+                "from": state,
+                "worker": {"type": "string"},
+                "attempt": {"type": "integer", "minimum": 1},
+                "duration": {"type": "integer", "minimum": 0},
+                "error": {"type": "string"},
+                "stalled": {"type": "integer", "minimum": 1},
+                "released": {"const": True},
+            },
+            optional="from worker attempt duration error stalled released",
+        ),
+        "Worker": _object(
+            {
+                "id": {"type": "string"},
+                "host": {"type": "string"},
+                "pid": {"type": "integer", "minimum": 1},
+                "types": {
+                    "type": "object",
+                    "additionalProperties": {"type": "integer", "minimum": 1},
+                    "description": "Job type -> handlers running it",
+                },
+                "started_at": _MS,
+                "lease_ms": {"type": "integer", "minimum": 1},
+                "jobs": _array({"type": "integer", "minimum": 1}, "Ids of the jobs it runs."),
+                "heartbeat": _MS,
+            }
+        ),
+        "Minute": _object(
+            {"at": {**_MS, "multipleOf": 60_000}, "complete": _COUNT, "failed": _COUNT}
+        ),
+    }
+
+
+#: ``POST /job`` options (``_OPTIONS`` in api.py and the setters of ``kue_core.job.Job``).
+_OPTIONS: Schema = {
+    "type": ["object", "null"],
+    "properties": {
+        "attempts": {"type": "integer", "minimum": 1},
+        "priority": _PRIORITY,
+        "delay": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": defaults.MAX_MS,
+            "description": "ms before it may run",
+        },
+        "ttl": {
+            "type": "number",
+            "minimum": 1,
+            "maximum": defaults.MAX_MS,
+            "description": "ms an attempt may run",
+        },
+        "backoff": {
+            "anyOf": [
+                {"type": ["boolean", "null"]},
+                _object(
+                    {
+                        "type": {"enum": ["fixed", "exponential"]},
+                        "delay": {"type": ["number", "null"], "minimum": 0},
+                        "maxDelay": {"type": ["number", "null"], "minimum": 0},
+                        "max_delay": {"type": ["number", "null"], "minimum": 0},
+                        "jitter": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+                    },
+                    optional="delay maxDelay max_delay jitter",
+                ),
+            ]
+        },
+        "removeOnComplete": {"type": "boolean"},
+        "searchKeys": {"description": "Accepted and ignored (no full-text index)"},
+    },
+    "additionalProperties": False,
+}

@@ -1,0 +1,262 @@
+"""The OpenAPI document (``GET /api/openapi.json``): served, valid, complete (every route of
+the API blueprint, nothing else), and true: schemathesis fuzzes the app from it, against the
+suite's real Redis, and every answer must be documented and match its schema."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema_rs
+import pytest
+import schemathesis
+from flask import Flask
+from flask.testing import FlaskClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.core.failures import FailureGroup
+from schemathesis.core.result import Ok
+from schemathesis.schemas import BaseSchema
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from kue_core import Job, NoRetry, Queue
+from kue_http import create_app
+from tests.conftest import wait_for
+
+METHODS = {"get", "put", "post", "delete", "patch"}
+
+
+@pytest.fixture
+def app(redis_url: str, prefix: str) -> Flask:
+    return create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_MAX_PAGE": 50})
+
+
+@pytest.fixture
+def client(app: Flask) -> Iterator[FlaskClient]:
+    with app.test_client() as c:
+        yield c
+
+
+def _document(client: FlaskClient, **kwargs: Any) -> dict[str, Any]:
+    res = client.get("/api/openapi.json", **kwargs)
+    assert res.status_code == 200 and res.mimetype == "application/json"
+    doc: dict[str, Any] = res.json  # type: ignore[assignment]
+    return doc
+
+
+def _operations(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            if method in METHODS:
+                yield path, method, operation
+
+
+def _schemas(node: Any) -> Iterator[dict[str, Any]]:
+    """Every schema object of the document (under a ``schema`` key or in components)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "schema" and isinstance(value, dict):
+                yield value
+            elif key == "schemas" and isinstance(value, dict):
+                yield from value.values()
+            else:
+                yield from _schemas(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _schemas(value)
+
+
+def test_the_document_is_served_and_valid(client: FlaskClient) -> None:
+    doc = _document(client)
+    assert doc["openapi"].startswith("3.1.") and doc["servers"] == [{"url": "/api"}]
+    schema = schemathesis.openapi.from_dict(doc)
+    schema.validate()  # the OpenAPI 3.1 meta-schema
+    for each in _schemas(doc):  # which leaves schema objects to JSON Schema's own
+        jsonschema_rs.meta.validate(each)
+    for path, method, operation in _operations(doc):
+        responses = operation["responses"]
+        assert "200" in responses, f"{method} {path}"
+        if path != "/health":  # the only route open without credentials
+            assert "401" in responses, f"{method} {path}"
+        if method != "get":
+            assert {"403", "405", "415"} <= set(responses), f"{method} {path}"
+    assert client.get("/api/openapi.json").headers["Cache-Control"] == "no-store"
+
+
+def test_every_route_of_the_api_and_nothing_else_is_documented(
+    app: Flask, client: FlaskClient
+) -> None:
+    """Each documented operation, with its parameters' examples, must reach a rule of the
+    API blueprint with that method; and each rule and method must be reached by one."""
+    doc = _document(client)
+    urls = app.url_map.bind("localhost")
+    reached = set()
+    for path, method, operation in _operations(doc):
+        params = [*doc["paths"][path].get("parameters", []), *operation.get("parameters", [])]
+        url = path
+        for param in params:
+            if param["in"] == "path":
+                value = param.get("example", param["schema"].get("enum", [None])[0])
+                assert value is not None, f"{method} {path}: give {param['name']} an example"
+                url = url.replace("{" + param["name"] + "}", str(value))
+        assert "{" not in url, f"{method} {path}: a path parameter is not declared"
+        rule, _ = urls.match("/api" + url, method=method.upper(), return_rule=True)
+        assert rule.endpoint.startswith("kue_api."), f"{method} {path} reaches {rule}"
+        reached.add((rule.rule, method.upper()))
+    routes = {
+        (rule.rule, method)
+        for rule in app.url_map.iter_rules()
+        if rule.endpoint.startswith("kue_api.")
+        for method in rule.methods or ()
+        if method not in ("HEAD", "OPTIONS")
+    }
+    assert reached == routes
+    assert "/metrics" not in doc["paths"] and "/events" in doc["paths"]
+
+
+def test_servers_and_security_follow_the_settings(redis_url: str, prefix: str) -> None:
+    app = create_app(
+        {
+            "KUE_REDIS_URL": redis_url,
+            "KUE_PREFIX": prefix,
+            "KUE_API_PREFIX": "/kue",
+            "KUE_AUTH": "basic:admin:s3cret-value",
+        }
+    )
+    client = app.test_client()
+    assert client.get("/kue/openapi.json").status_code == 401
+    auth = {"Authorization": "Basic YWRtaW46czNjcmV0LXZhbHVl"}  # admin:s3cret-value
+    res = client.get("/kue/openapi.json", headers=auth, environ_overrides={"SCRIPT_NAME": "/app"})
+    assert res.status_code == 200 and b"s3cret" not in res.data
+    doc: dict[str, Any] = res.json  # type: ignore[assignment]
+    assert doc["servers"] == [{"url": "/app/kue"}]
+    assert doc["security"] == [{"basicAuth": []}]
+    assert doc["paths"]["/health"]["get"]["security"] == []
+    bearer = create_app({"KUE_REDIS_URL": redis_url, "KUE_AUTH": "bearer:tok"}).test_client()
+    doc = _document(bearer, headers={"Authorization": "Bearer tok"})
+    assert doc["security"] == [{"bearerAuth": []}]
+    assert set(doc["components"]["securitySchemes"]) == {"basicAuth", "bearerAuth"}
+
+
+# -- what the fuzz found --------------------------------------------------------------------
+def test_delay_and_ttl_are_bounded_as_documented(client: FlaskClient) -> None:
+    """A delay past ~9.2e18 ms overflowed the scripts' integers: a job with a negative delay."""
+    options = client.get("/api/openapi.json").json["components"]["schemas"]["NewJob"]  # type: ignore[index]
+    most = options["properties"]["options"]["properties"]["delay"]["maximum"]
+    for name in ("delay", "ttl"):
+        res = client.post("/api/job", json={"type": "t", "options": {name: most + 1}})
+        assert res.status_code == 400 and name in res.json["error"]  # type: ignore[index]
+    res = client.post("/api/job", json={"type": "t", "options": {"delay": most, "ttl": most}})
+    job = client.get(f"/api/job/{res.json['id']}").json  # type: ignore[index]
+    assert job["delay"] == most and job["ttl"] == most and job["promote_at"] > most  # type: ignore[index]
+
+
+@pytest.mark.parametrize("rest", ["a%0Ab/inactive/stats", "inactive/0..9%0A", "0..9%0A/asc"])
+def test_a_line_break_in_a_listing_is_bad_input(client: FlaskClient, rest: str) -> None:
+    """Werkzeug's path converter stopped at a line break: these were 404 (or a 200 for a
+    range followed by one), not 400."""
+    res = client.get(f"/api/jobs/{rest}")
+    assert res.status_code == 400 and res.json["error"]  # type: ignore[index]
+
+
+# -- the fuzz ------------------------------------------------------------------------------
+#: What the fuzz starts from: a job of each state, so that reading routes meet real jobs
+#: (the document's examples use id 1), and a live worker holding one of them.
+def _seed(queue: Queue, release: threading.Event) -> None:
+    def handler(job: Job) -> Any:
+        job.log("handling %s", job.id)
+        job.progress(1, 2, {"step": "half"})
+        if job.data.get("hold"):
+            release.wait(60)
+        if job.data.get("fail"):
+            raise NoRetry("asked to fail")
+        return {"done": job.id}
+
+    def state(job: Job) -> str | None:
+        return queue.get_job(job.id).state  # type: ignore[arg-type]
+
+    done = queue.create_job("fuzz", {"title": "complete me"}).save()  # id 1
+    failed = queue.create_job("fuzz", {"fail": True}).attempts(2).save()
+    queue.create_job("email", {"title": "hello"}).priority("high").ttl(5000).save()
+    queue.create_job("email", {"to": "x"}).delay(3_600_000).backoff(True).save()
+    held = queue.create_job("fuzz", {"hold": True}).save()
+    queue.process("fuzz", 2, handler)
+    wait_for(lambda: state(done) == "complete", timeout=10)
+    wait_for(lambda: state(failed) == "failed", timeout=10)
+    wait_for(lambda: state(held) == "active", timeout=10)
+    wait_for(lambda: queue.workers(), timeout=10)
+    queue.pause("paused-type")
+
+
+@pytest.fixture
+def fuzz_schema(app: Flask, queue: Queue) -> Iterator[BaseSchema]:
+    release = threading.Event()
+    _seed(queue, release)
+    yield schemathesis.openapi.from_wsgi("/api/openapi.json", app)
+    release.set()
+
+
+#: Examples per operation and generation mode (valid input, then invalid input): about 20 s
+#: in all on a slow 2-core machine.
+EXAMPLES = 50
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+
+@pytest.mark.timeout(180)
+def test_fuzz_the_api_from_its_document(fuzz_schema: BaseSchema) -> None:
+    """Every operation but ``/events`` (an endless stream), with valid then invalid input;
+    the failures of all operations are reported together."""
+    results = list(fuzz_schema.get_all_operations())
+    operations = [result.ok() for result in results if isinstance(result, Ok)]
+    assert len(operations) == len(results), "some operations could not be read"
+    # Reads first, while the seeded jobs are there; deletes last.
+    operations.sort(key=lambda op: ["GET", "POST", "PUT", "DELETE"].index(op.method.upper()))
+    answers: dict[str, Counter[int]] = defaultdict(Counter)
+    failures = []
+    for operation in operations:
+        if operation.path == "/events":
+            continue
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+
+            @given(case=operation.as_strategy(generation_mode=mode))
+            @settings(
+                max_examples=EXAMPLES,
+                deadline=None,
+                derandomize=True,  # the same cases on every run
+                database=None,
+                suppress_health_check=[
+                    HealthCheck.too_slow,
+                    HealthCheck.filter_too_much,
+                    HealthCheck.data_too_large,
+                ],
+            )
+            def fuzz(case: schemathesis.Case[Any]) -> None:
+                response = case.call_and_validate(checks=CHECKS)
+                answers[case.operation.label][response.status_code] += 1
+
+            try:
+                fuzz()
+            except Unsatisfiable:
+                # Nothing to make invalid: the operation has no parameters and no body.
+                assert mode is GenerationMode.NEGATIVE, operation.label
+            except (Exception, FailureGroup) as e:
+                failures.append(f"{operation.label} ({mode.value}): {e}")
+    assert not failures, "\n\n".join(failures)
+    # The seeded jobs were met: the shapes of real jobs, logs and histories were checked.
+    for label in ("GET /job/{id}", "GET /job/{id}/log", "GET /job/{id}/history"):
+        assert answers[label][200] > 0, label
