@@ -50,7 +50,7 @@ def queue() -> Queue:
     return q
 
 
-def _int_arg(name: str, default: int) -> int:
+def int_arg(name: str, default: int) -> int:
     """An integer query argument; ``InvalidJob`` (400) when it is not one."""
     text = request.args.get(name)
     if text is None:
@@ -87,7 +87,7 @@ def search() -> Response:
     whose id is ``q``; newest first, among the newest ``KUE_SEARCH_SCAN`` jobs."""
     found = queue().search(
         request.args.get("q", ""),
-        limit=_int_arg("limit", 100),
+        limit=int_arg("limit", 100),
         scan=current_app.config["KUE_SEARCH_SCAN"],
     )
     return jsonify([str(i) for i in found])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import redis
 from flask import Response, current_app, jsonify, request
 
-from .api import _int_arg, api, queue
+from .api import api, int_arg, queue
 
 
 def _type_arg() -> str | None:
@@ -73,7 +73,7 @@ def workers() -> Response:
 @api.get("/throughput")
 def throughput() -> Response:
     """Jobs completed and failed for good per minute (``?minutes=``, default 60)."""
-    return jsonify(queue().throughput(_int_arg("minutes", 60)))
+    return jsonify(queue().throughput(int_arg("minutes", 60)))
 
 
 @api.get("/health")

@@ -114,3 +114,16 @@ def never(predicate, window: float, interval: float = 0.01) -> bool:  # type: ig
 
 def keys_under(r: redis.Redis, prefix: str) -> set[str]:
     return set(r.scan_iter(match=f"{prefix}:*", count=1000))
+
+
+def finish(queue: Queue, job_type: str, ok: bool) -> int:
+    """Claim the next job of ``job_type`` as worker ``kue:test:1`` and complete it (result
+    ``{"ok": true}``) or fail the attempt (retried when it has attempts left); its id."""
+    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
+    assert claimed and claimed != "paused"
+    job_id, fields = claimed
+    if ok:
+        queue.scripts.complete(job_id, fields["lease"], '{"ok":true}', None)
+    else:
+        queue.scripts.fail(job_id, fields["lease"], "boom", "boom\ntrace", 0, None)
+    return job_id

@@ -5,27 +5,14 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
-from flask import Flask
 from flask.testing import FlaskClient
 
 from kue_http import ConfigError, create_app
 from tests.conftest import keys_under
-
-
-@pytest.fixture
-def app(redis_url: str, prefix: str) -> Flask:
-    return create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_MAX_PAGE": 50})
-
-
-@pytest.fixture
-def client(app: Flask) -> Iterator[FlaskClient]:
-    with app.test_client() as c:
-        yield c
 
 
 def _post(client: FlaskClient, body: Any) -> Any:

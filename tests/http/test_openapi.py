@@ -35,17 +35,6 @@ from tests.conftest import wait_for
 METHODS = {"get", "put", "post", "delete", "patch"}
 
 
-@pytest.fixture
-def app(redis_url: str, prefix: str) -> Flask:
-    return create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_MAX_PAGE": 50})
-
-
-@pytest.fixture
-def client(app: Flask) -> Iterator[FlaskClient]:
-    with app.test_client() as c:
-        yield c
-
-
 def _document(client: FlaskClient, **kwargs: Any) -> dict[str, Any]:
     res = client.get("/api/openapi.json", **kwargs)
     assert res.status_code == 200 and res.mimetype == "application/json"

@@ -6,39 +6,15 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
-from flask import Flask
 from flask.testing import FlaskClient
 
 from kue_core import Queue
 from kue_http import create_app
-from tests.conftest import keys_under, wait_for
-
-
-@pytest.fixture
-def app(redis_url: str, prefix: str) -> Flask:
-    return create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_SSE_KEEPALIVE": 0.2})
-
-
-@pytest.fixture
-def client(app: Flask) -> Iterator[FlaskClient]:
-    with app.test_client() as c:
-        yield c
-
-
-def _finish(queue: Queue, job_type: str, ok: bool) -> int:
-    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
-    assert claimed and claimed != "paused"
-    job_id, fields = claimed
-    if ok:
-        queue.scripts.complete(job_id, fields["lease"], '{"ok":true}', None)
-    else:
-        queue.scripts.fail(job_id, fields["lease"], "boom", "boom\ntrace", -1, None)
-    return job_id
+from tests.conftest import finish, keys_under, wait_for
 
 
 def _snapshot(r: redis.Redis, prefix: str) -> dict[str, Any]:
@@ -47,7 +23,7 @@ def _snapshot(r: redis.Redis, prefix: str) -> dict[str, Any]:
 
 def test_history(client: FlaskClient, queue: Queue) -> None:
     queue.create_job("t").save()
-    jid = _finish(queue, "t", ok=True)
+    jid = finish(queue, "t", ok=True)
     res = client.get(f"/api/job/{jid}/history")
     assert res.status_code == 200
     entries = res.json
@@ -60,9 +36,9 @@ def test_history(client: FlaskClient, queue: Queue) -> None:
 def test_bulk_actions(client: FlaskClient, queue: Queue) -> None:
     for _ in range(3):
         queue.create_job("email").save()
-        _finish(queue, "email", ok=False)
+        finish(queue, "email", ok=False)
     queue.create_job("video").save()
-    _finish(queue, "video", ok=False)
+    finish(queue, "video", ok=False)
     for _ in range(2):
         queue.create_job("sms").delay(60_000).save()
 
@@ -95,7 +71,7 @@ def test_bad_bulk_and_pause_requests_change_nothing(
     client: FlaskClient, queue: Queue, r: redis.Redis, prefix: str, method: str, url: str
 ) -> None:
     queue.create_job("t").save()
-    _finish(queue, "t", ok=False)
+    finish(queue, "t", ok=False)
     before = _snapshot(r, prefix)
     res = getattr(client, method)(url, json={} if method == "post" else None)
     assert res.status_code == 400 and "error" in res.json
@@ -137,7 +113,7 @@ def test_workers(client: FlaskClient, redis_url: str, prefix: str) -> None:
 def test_throughput(client: FlaskClient, queue: Queue) -> None:
     for ok in (True, True, False):
         queue.create_job("t").save()
-        _finish(queue, "t", ok=ok)
+        finish(queue, "t", ok=ok)
     minutes = client.get("/api/throughput?minutes=3").json
     assert len(minutes) == 3  # type: ignore[arg-type]
     assert sum(m["complete"] for m in minutes) == 2  # type: ignore[union-attr]
@@ -228,11 +204,11 @@ def test_event_stream_refuses_bad_filters(client: FlaskClient, query: str) -> No
 def test_prometheus_metrics(client: FlaskClient, queue: Queue) -> None:
     queue.create_job("email").save()
     queue.create_job("email").save()
-    _finish(queue, "email", ok=True)
+    finish(queue, "email", ok=True)
     queue.create_job("video").delay(60_000).save()
     queue.pause("video")
     queue.create_job("sms").save()
-    _finish(queue, "sms", ok=False)
+    finish(queue, "sms", ok=False)
     res = client.get("/metrics")
     assert res.status_code == 200 and res.mimetype == "text/plain"
     lines = set(res.get_data(as_text=True).splitlines())

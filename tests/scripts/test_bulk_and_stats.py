@@ -10,26 +10,16 @@ import redis
 
 from kue_core import InvalidJob, Queue, defaults
 from kue_core.keys import zid
-
-
-def _claim_and_finish(queue: Queue, job_type: str, ok: bool) -> int:
-    claimed = queue.scripts.claim(job_type, "w1", 10_000)
-    assert claimed and claimed != "paused"
-    job_id, fields = claimed
-    if ok:
-        queue.scripts.complete(job_id, fields["lease"], "null", None)
-    else:
-        queue.scripts.fail(job_id, fields["lease"], "boom", "boom\ntrace", 0, None)
-    return job_id
+from tests.conftest import finish
 
 
 def test_retry_all_failed_of_one_type(queue: Queue) -> None:
     emails = [queue.create_job("email").attempts(2).save() for _ in range(3)]
     video = queue.create_job("video").save()
     for _ in emails:
-        _claim_and_finish(queue, "email", ok=False)
-        _claim_and_finish(queue, "email", ok=False)  # second attempt: failed for good
-    _claim_and_finish(queue, "video", ok=False)
+        finish(queue, "email", ok=False)
+        finish(queue, "email", ok=False)  # second attempt: failed for good
+    finish(queue, "video", ok=False)
     assert queue.count("failed") == 4
 
     assert queue.retry_all("email") == 3
@@ -87,9 +77,9 @@ def test_outcome_counters(queue: Queue) -> None:
         queue.create_job("email").save()
     queue.create_job("video").save()
     for _ in range(2):
-        _claim_and_finish(queue, "email", ok=True)
-    _claim_and_finish(queue, "email", ok=False)
-    _claim_and_finish(queue, "video", ok=True)
+        finish(queue, "email", ok=True)
+    finish(queue, "email", ok=False)
+    finish(queue, "video", ok=True)
 
     minutes = queue.throughput(5)
     assert len(minutes) == 5
