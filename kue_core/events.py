@@ -190,3 +190,35 @@ class EventBus:
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
+
+
+class EventStream:
+    """One subscription to the event channel, on a connection of its own, read one message at
+    a time: what a server forwarding events to a client (Server-Sent Events) needs. Raises
+    ``redis.RedisError`` when Redis cannot be reached, at the start or later."""
+
+    def __init__(self, client: redis.Redis, channel: str, timeout: float) -> None:
+        self._pubsub = client.pubsub()  # type: ignore[no-untyped-call]
+        try:
+            self._pubsub.subscribe(channel)
+            # The first reply confirms the subscription: from here no event is missed.
+            if self._pubsub.get_message(timeout=timeout) is None:
+                raise redis.ConnectionError(f"no confirmation of the subscription to {channel}")
+        except BaseException:
+            self.close()
+            raise
+
+    def get(self, timeout: float) -> dict[str, Any] | None:
+        """The next event (``{"id", "event", "args", "type"}``), or None when none came
+        within ``timeout`` seconds or the message was not an event."""
+        msg = self._pubsub.get_message(timeout=timeout)
+        if msg is None or msg["type"] != "message":
+            return None
+        try:
+            event = json.loads(msg["data"])
+        except ValueError:
+            return None
+        return event if isinstance(event, dict) else None
+
+    def close(self) -> None:
+        self._pubsub.close()

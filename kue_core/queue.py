@@ -13,7 +13,7 @@ import redis
 
 from . import connection, defaults
 from .errors import InvalidJob, JobNotFound
-from .events import EventBus, Receiver
+from .events import EventBus, EventStream, Receiver
 from .job import Job, parse_state, validate_type
 from .keys import Keys, job_id_from_zid
 from .scripts import Scripts
@@ -182,7 +182,7 @@ class Queue:
         """Kue's range: the window ``start..stop`` (inclusive, by rank; negative counts from
         the end) of the state's set in score order, then sorted by id; ``desc`` reverses it.
         With ``limit``, a window of more jobs than that raises ``InvalidJob``."""
-        return self._range(self.keys.state(parse_state(state)), start, stop, order, limit)
+        return self._range(self._state_key(state), start, stop, order, limit)
 
     def range_by_type(
         self,
@@ -195,8 +195,7 @@ class Queue:
         limit: int | None = None,
     ) -> list[Job]:
         """Like :meth:`range_by_state`, for one job type."""
-        key = self.keys.type_state(validate_type(job_type), parse_state(state))
-        return self._range(key, start, stop, order, limit)
+        return self._range(self._state_key(state, job_type), start, stop, order, limit)
 
     def _range(self, key: str, start: int, stop: int, order: str, limit: int | None) -> list[Job]:
         desc = _order(order)
@@ -211,12 +210,14 @@ class Queue:
 
     def ids(self, state: str, job_type: str | None = None) -> list[int]:
         """Every job id in a state (optionally of one type), in score order."""
-        key = (
-            self.keys.state(parse_state(state))
-            if job_type is None
-            else self.keys.type_state(validate_type(job_type), parse_state(state))
-        )
-        return [job_id_from_zid(m) for m in self._zrange(key, 0, -1)]
+        return [job_id_from_zid(m) for m in self._zrange(self._state_key(state, job_type), 0, -1)]
+
+    def _state_key(self, state: str, job_type: str | None = None) -> str:
+        """The set of a state's jobs, of every type or of one (both checked)."""
+        state = parse_state(state)
+        if job_type is None:
+            return self.keys.state(state)
+        return self.keys.type_state(validate_type(job_type), state)
 
     def _zrange(self, key: str, start: int, stop: int) -> list[str]:
         return cast(list[str], self.client.zrange(key, start, stop))
@@ -282,7 +283,7 @@ class Queue:
                 pipe.hmget(self.keys.job(jid), "type", "data")
             for jid, (job_type, data) in zip(ids, pipe.execute(), strict=True):
                 if (
-                    jid not in found
+                    jid != as_id
                     and job_type is not None
                     and (needle in job_type.casefold() or needle in _title(data).casefold())
                 ):
@@ -292,6 +293,18 @@ class Queue:
             if len(members) < batch:
                 break
         return found
+
+    def ping(self) -> bool:
+        """Whether Redis answers."""
+        try:
+            return bool(self.client.ping())
+        except (redis.RedisError, OSError):
+            return False
+
+    def event_stream(self, timeout: float = defaults.SUBSCRIBE_TIMEOUT) -> EventStream:
+        """A subscription of its own to the queue's events, read one message at a time (for
+        a server that forwards them); subscribed when this returns. Close it when done."""
+        return EventStream(self.client, self.keys.events, timeout)
 
     # -- bulk actions -----------------------------------------------------------------------
     def retry_all(self, job_type: str | None = None) -> int:
@@ -305,16 +318,12 @@ class Queue:
 
     def remove_all(self, state: str, job_type: str | None = None) -> int:
         """Delete every job in ``state`` (not active; of one type, or all); returns how many."""
-        return self._bulk(parse_state(state), "remove", job_type)
+        return self._bulk(state, "remove", job_type)
 
     def _bulk(self, state: str, action: str, job_type: str | None) -> int:
         """Run a bulk action in batches until the set is empty, or until as many jobs were
         handled as it held at the start (jobs keep arriving: the call must end)."""
-        key = (
-            self.keys.state(state)
-            if job_type is None
-            else self.keys.type_state(validate_type(job_type), state)
-        )
+        key, state = self._state_key(state, job_type), parse_state(state)
         total, budget = 0, None
         while True:
             handled, left = self.scripts.bulk(key, state, action, defaults.BULK_BATCH)

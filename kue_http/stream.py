@@ -19,6 +19,7 @@ import redis
 from flask import Response, current_app, request
 
 from kue_core import InvalidJob
+from kue_core.events import EventStream
 from kue_core.job import validate_type
 
 from .api import api, queue
@@ -38,18 +39,11 @@ def events() -> Response:
     job_id = request.args.get("id")
     if job_id is not None and not re.fullmatch(r"[1-9]\d{0,18}", job_id):
         raise InvalidJob(f"id must be a job id, got {job_id!r}")
-    pubsub = queue().client.pubsub()  # type: ignore[no-untyped-call]
-    try:
-        # Subscribed before the answer starts: a Redis outage is a 503, not a broken stream.
-        pubsub.subscribe(queue().keys.events)
-        if pubsub.get_message(timeout=current_app.config["KUE_REDIS_TIMEOUT"]) is None:
-            raise redis.ConnectionError("no subscription confirmed")
-    except BaseException:
-        pubsub.close()
-        raise
+    # Subscribed before the answer starts: a Redis outage is a 503, not a broken stream.
+    subscription = queue().event_stream(current_app.config["KUE_REDIS_TIMEOUT"])
     keepalive = current_app.config["KUE_SSE_KEEPALIVE"]
     wanted = _Filter(job_type, int(job_id) if job_id else None)
-    response = Response(_stream(pubsub, wanted, keepalive), mimetype="text/event-stream")
+    response = Response(_stream(subscription, wanted, keepalive), mimetype="text/event-stream")
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
     return response
 
@@ -59,39 +53,34 @@ class _Filter:
         self.job_type = job_type
         self.job_id = job_id
 
-    def __call__(self, message: dict[str, Any]) -> bool:
-        if self.job_type is not None and message.get("type") != self.job_type:
+    def __call__(self, event: dict[str, Any]) -> bool:
+        if self.job_type is not None and event.get("type") != self.job_type:
             return False
         if self.job_id is not None:
             try:
-                return int(message.get("id", 0)) == self.job_id
+                return int(event.get("id", 0)) == self.job_id
             except (TypeError, ValueError):
                 return False
         return True
 
 
-def _stream(pubsub: Any, wanted: _Filter, keepalive: float) -> Iterator[str]:
+def _stream(subscription: EventStream, wanted: _Filter, keepalive: float) -> Iterator[str]:
     try:
         yield f"retry: {_RECONNECT_MS}\n: connected\n\n"
         last = time.monotonic()
         while True:
             try:
-                msg = pubsub.get_message(timeout=_POLL)
+                event = subscription.get(timeout=_POLL)
             except redis.RedisError:
                 # Redis went away: end the stream; the browser reconnects by itself.
                 yield 'event: error\ndata: {"error": "Redis is unavailable"}\n\n'
                 return
             now = time.monotonic()
-            if msg is not None and msg["type"] == "message":
-                try:
-                    message = json.loads(msg["data"])
-                except ValueError:
-                    continue  # not an event of ours
-                if isinstance(message, dict) and wanted(message):
-                    yield f"data: {json.dumps(message, separators=(',', ':'))}\n\n"
-                    last = now
+            if event is not None and wanted(event):
+                yield f"data: {json.dumps(event, separators=(',', ':'))}\n\n"
+                last = now
             elif now - last >= keepalive:
                 yield ": keep-alive\n\n"
                 last = now
     finally:
-        pubsub.close()
+        subscription.close()

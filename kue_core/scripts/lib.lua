@@ -116,7 +116,7 @@ end
 -- Seconds a per-minute counter is kept: one day.
 local MINUTE_COUNTER_TTL = 86400
 -- Upper bounds (ms) of the job duration histogram's buckets, as Prometheus's `le` labels
--- (see kue_core/stats.py).
+-- (kue_core/defaults.py DURATION_BUCKETS_MS; a test checks that they agree).
 local DURATION_BUCKETS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
   300000 }
 

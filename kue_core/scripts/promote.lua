@@ -12,14 +12,9 @@ local moved = 0
 for _, member in ipairs(due) do
   local id = zid_id(member)
   local key = k_job(p, id)
-  local h = redis.call('HMGET', key, 'state', 'type', 'priority')
-  if h[1] == 'delayed' then
-    index_remove(p, id, h[2], 'delayed')
-    redis.call('HSET', key, 'state', 'inactive', 'updated_at', int(now))
-    index_add(p, id, h[2], 'inactive', tonumber(h[3]) or 0, 0, 0, now)
-    history(p, id, { state = 'inactive', at = now, from = 'delayed' })
-    publish(p, id, h[2], 'promotion', '')
-    publish(p, id, h[2], 'enqueue', cjson.encode(h[2]))
+  local job = load_job(key)
+  if job and job.state == 'delayed' then
+    move_job(p, id, key, job, 'inactive', now)
     moved = moved + 1
   else
     redis.call('ZREM', KEYS[1], member)  -- left by an interrupted client: not delayed
