@@ -208,6 +208,31 @@ class Queue:
         jobs = self.get_jobs(ids)
         return jobs[::-1] if desc else jobs
 
+    def page(
+        self,
+        state: str,
+        job_type: str | None = None,
+        *,
+        offset: int = 0,
+        count: int = 25,
+        desc: bool = False,
+    ) -> list[Job]:
+        """``count`` jobs of a state (optionally of one type) from rank ``offset``, in the
+        order workers take them (priority, then first in, first out), or the reverse with
+        ``desc``: one ZRANGE and one pipelined read, however many jobs the state holds."""
+        for name, value in (("offset", offset), ("count", count)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidJob(f"{name} must be a non-negative integer, got {value!r}")
+        if count == 0:
+            return []
+        members = cast(
+            list[str],
+            self.client.zrange(
+                self._state_key(state, job_type), offset, offset + count - 1, desc=desc
+            ),
+        )
+        return self.get_jobs([job_id_from_zid(m) for m in members])
+
     def ids(self, state: str, job_type: str | None = None) -> list[int]:
         """Every job id in a state (optionally of one type), in score order."""
         return [job_id_from_zid(m) for m in self._zrange(self._state_key(state, job_type), 0, -1)]

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import redis
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
+from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from kue_core import Queue, connection
@@ -23,6 +24,7 @@ from kue_core.errors import (
 from . import config as settings
 from . import openapi, operations, security, stream
 from .api import api
+from .dashboard import dashboard
 from .metrics import metrics
 
 log = logging.getLogger("kue_http")
@@ -42,7 +44,7 @@ _STATUS: tuple[tuple[type[Exception], int], ...] = (
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """A Flask app serving the JSON API under ``KUE_API_PREFIX`` (see :mod:`kue_http.config`
     for every setting)."""
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None, template_folder=None)  # the dashboard's own
     app.config.update(settings.load(config))
     app.config["MAX_CONTENT_LENGTH"] = app.config["KUE_MAX_BODY"]
     app.json.sort_keys = False  # type: ignore[attr-defined]  # Kue's field order
@@ -54,37 +56,61 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions["kue"] = Queue(prefix=app.config["KUE_PREFIX"], client=client)
     app.register_blueprint(api, url_prefix=app.config["KUE_API_PREFIX"])
     app.register_blueprint(metrics)
+    app.register_blueprint(dashboard)
     security.init_app(app)
     _error_handlers(app)
     return app
 
 
+def mount(host: Flask, path: str, config: Mapping[str, Any] | None = None) -> Flask:
+    """Serve the dashboard and the API under ``path`` (``"/kue"``) inside another Flask app.
+
+    The kue app keeps its own settings, security checks and error pages; requests under
+    ``path`` go to it and every URL it makes starts with ``path``. Returns the kue app.
+    """
+    if not path.startswith("/") or path.endswith("/"):
+        raise settings.ConfigError(f"mount path must start with / and not end with one: {path!r}")
+    kue = create_app(config)
+    host.wsgi_app = DispatcherMiddleware(host.wsgi_app, {path: kue.wsgi_app})  # type: ignore[method-assign]
+    return kue
+
+
 def _error_handlers(app: Flask) -> None:
+    """JSON errors from the API, error pages from the dashboard."""
+
     api_prefix = app.config["KUE_API_PREFIX"] + "/"
 
-    def in_api() -> bool:
-        return request.path.startswith(api_prefix)
+    def page() -> bool:
+        """Whether the request is for a dashboard page (routed, or not found outside the API)."""
+        if request.blueprint is None:
+            return not request.path.startswith(api_prefix)
+        return request.blueprint == dashboard.name
+
+    def reply(message: str, status: int) -> tuple[Response | str, int]:
+        if page():
+            return render_template("error.html", status=status, message=message), status
+        return jsonify({"error": message}), status
 
     @app.errorhandler(KueError)
-    def kue_error(error: KueError) -> tuple[Response, int]:
+    def kue_error(error: KueError) -> tuple[Response | str, int]:
         status = next((code for cls, code in _STATUS if isinstance(error, cls)), 400)
-        return jsonify({"error": str(error)}), status
+        return reply(str(error), status)
 
     @app.errorhandler(redis.RedisError)
-    def redis_error(error: redis.RedisError) -> tuple[Response, int]:
+    def redis_error(error: redis.RedisError) -> tuple[Response | str, int]:
         log.warning("Redis error on %s %s: %s", request.method, request.path, error)
-        return jsonify({"error": f"Redis is unavailable: {error}"}), 503
+        return reply(f"Redis is unavailable: {error}", 503)
 
     @app.errorhandler(HTTPException)
-    def http_error(error: HTTPException) -> WerkzeugResponse | HTTPException:
-        if not in_api():
-            return error
+    def http_error(error: HTTPException) -> WerkzeugResponse | tuple[Response | str, int]:
+        if page():
+            return reply(error.description or error.name, error.code or 500)
         response = error.get_response()
         response.data = jsonify({"error": error.description or error.name}).get_data()
         response.content_type = "application/json"
         return response
 
     @app.errorhandler(Exception)
-    def unexpected(error: Exception) -> tuple[Response, int]:
+    def unexpected(error: Exception) -> tuple[Response | str, int]:
         log.exception("unexpected error on %s %s", request.method, request.path)
-        return jsonify({"error": "internal error; see the server log"}), 500
+        return reply("internal error; see the server log", 500)

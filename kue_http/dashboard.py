@@ -1,0 +1,295 @@
+"""The dashboard: server-rendered pages over ``kue_core.Queue``.
+
+Every page is complete HTML (escaped by Jinja), so it works without script and is quick to
+first paint. ``static/kue.js`` makes it live: it listens to the event stream and, when
+something happens, fetches the page again and swaps in the parts marked ``data-live``, at
+most about once a second however many events arrive. Actions are ``fetch`` calls to the JSON
+API, which checks them (read-only mode, CSRF) as it checks any client.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response as WerkzeugResponse
+
+from kue_core import JobNotFound
+from kue_core.job import validate_type
+from kue_core.states import PRIORITIES, STATES, priority_name
+
+from .api import queue
+
+
+def _assets(name: str) -> str:
+    """``templates/`` or ``static/``: inside the package when installed from a wheel, at the
+    top of the source tree when run from a checkout."""
+    here = Path(__file__).resolve().parent
+    for folder in (here / name, here.parent / name):
+        if folder.is_dir():
+            return str(folder)
+    raise RuntimeError(f"the dashboard's {name}/ folder is missing from the installation")
+
+
+dashboard = Blueprint(
+    "kue_dashboard",
+    __name__,
+    template_folder=_assets("templates"),
+    static_folder=_assets("static"),
+    static_url_path="/static",
+)
+
+#: What the dashboard calls each state (Kue's names in the URLs and in Redis).
+LABELS = {
+    "inactive": "Queued",
+    "active": "Active",
+    "failed": "Failed",
+    "complete": "Complete",
+    "delayed": "Delayed",
+}
+PAGE_SIZES = (25, 50, 100)
+#: Chart windows offered on the overview, in minutes; each chart has at most _BARS bars.
+CHART_WINDOWS = (60, 360, 1440)
+_BARS = 60
+#: Bulk actions per state: (label, method, API endpoint, whether it destroys jobs).
+BULK = {
+    "failed": [("Retry all", "POST", "kue_api.retry_all", False)],
+    "delayed": [("Promote all", "POST", "kue_api.promote_all", False)],
+}
+
+
+@dashboard.app_template_filter("ago")
+def ago(ms: int | None) -> str:
+    """``3m ago`` or ``in 2h``: a timestamp (ms) relative to now, in its largest unit."""
+    if not ms:
+        return ""
+    delta = ms / 1000 - time.time()
+    text = _span_text(abs(delta), coarse=True)
+    return f"in {text}" if delta > 0.5 else f"{text} ago"
+
+
+@dashboard.app_template_filter("span")
+def span(ms: int | float | None) -> str:
+    """A duration in milliseconds: ``850ms``, ``2.4s``, ``3m 5s``, ``2h 10m``."""
+    if ms is None:
+        return ""
+    if ms < 1000:
+        return f"{ms:.0f}ms"
+    return _span_text(ms / 1000, coarse=False)
+
+
+def _span_text(seconds: float, *, coarse: bool) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s" if coarse or seconds >= 10 else f"{seconds:.1f}s"
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60)):
+        if seconds >= size:
+            whole, rest = divmod(int(seconds), size)
+            return f"{whole}{unit}" if coarse else f"{whole}{unit} {rest // sub_size}{sub}"
+    whole, rest = divmod(int(seconds), 60)
+    return f"{whole}m" if coarse else f"{whole}m {rest}s"
+
+
+@dashboard.app_template_filter("iso")
+def iso(ms: int | None) -> str:
+    if not ms:
+        return ""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
+
+
+@dashboard.app_template_filter("pretty")
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@dashboard.app_template_filter("first_line")
+def first_line(text: str | None) -> str:
+    return (text or "").strip().split("\n", 1)[0]
+
+
+@dashboard.app_template_filter("priority")
+def priority_label(value: int | None) -> str:
+    if value is None:
+        return "?"
+    return priority_name(value) or str(value)
+
+
+@dashboard.app_context_processor
+def _context() -> dict[str, Any]:
+    return {
+        "readonly": current_app.config["KUE_READONLY"],
+        "labels": LABELS,
+        "states": STATES,
+        "priorities": PRIORITIES,
+    }
+
+
+def _nav() -> dict[str, int]:
+    return queue().counts()
+
+
+def _page(template: str, events: str, **context: Any) -> str:
+    """A page; ``events`` is the event stream whose events make it refresh."""
+    return render_template(template, nav_counts=_nav(), events_url=events, **context)
+
+
+# -- pages ---------------------------------------------------------------------------------
+@dashboard.get("/")
+def overview() -> str:
+    q = queue()
+    minutes = _choice("minutes", CHART_WINDOWS)
+    by_type = q.counts_by_type()
+    paused = q.paused()
+    workers = q.workers()
+    running = {j.id: j for j in q.get_jobs([i for w in workers for i in w["jobs"]])}
+    return _page(
+        "overview.html",
+        url_for("kue_api.events"),
+        counts=_nav(),
+        by_type=by_type,
+        paused=paused,
+        workers=workers,
+        running=running,
+        chart=_chart(q.throughput(minutes)),
+        minutes=minutes,
+        windows=CHART_WINDOWS,
+        durations=_durations(q.totals()["durations"]),
+    )
+
+
+@dashboard.get("/jobs/<state>")
+def jobs(state: str) -> str:
+    if state not in STATES:
+        abort(404)
+    q = queue()
+    job_type = request.args.get("type") or None
+    if job_type is not None:
+        validate_type(job_type)
+    size = _choice("size", PAGE_SIZES)
+    order = "desc" if request.args.get("order") == "desc" else "asc"
+    total = q.count(state, job_type)
+    pages = max(1, math.ceil(total / size))
+    page = min(max(_int_arg("page", 1), 1), pages)
+    found = q.page(state, job_type, offset=(page - 1) * size, count=size, desc=order == "desc")
+    args = {"type": job_type, "size": size, "order": order}
+    events = url_for("kue_api.events", type=job_type) if job_type else url_for("kue_api.events")
+    return _page(
+        "jobs.html",
+        events,
+        state=state,
+        job_type=job_type,
+        types=q.types(),
+        jobs=found,
+        total=total,
+        page=page,
+        pages=pages,
+        size=size,
+        sizes=PAGE_SIZES,
+        order=order,
+        args=args,
+        bulk=BULK.get(state, []),
+    )
+
+
+@dashboard.get("/job/<job_id>")
+def job(job_id: str) -> str:
+    if not re.fullmatch(r"[1-9]\d{0,17}", job_id):
+        abort(404)
+    q = queue()
+    found = q.get_job(job_id)  # JobNotFound: the 404 page
+    history = q.history(job_id)
+    return _page(
+        "job.html",
+        url_for("kue_api.events", id=job_id),
+        job=found,
+        info=found.to_dict(),
+        history=history,
+        attempt_errors=[h for h in history if h.get("error")],
+        log=q.get_log(job_id),
+    )
+
+
+@dashboard.get("/search")
+def search() -> str | WerkzeugResponse:
+    """The header's box: a job id opens that job; other text lists the jobs whose type or
+    title contains it."""
+    text = request.args.get("q", "").strip()
+    q = queue()
+    if re.fullmatch(r"#?[1-9]\d{0,17}", text):
+        try:
+            return redirect(url_for(".job", job_id=q.get_job(text.lstrip("#")).id))
+        except JobNotFound:
+            pass
+    scan = current_app.config["KUE_SEARCH_SCAN"]
+    found = q.get_jobs(q.search(text, limit=100, scan=scan)) if text else []
+    return _page("search.html", url_for("kue_api.events"), text=text, jobs=found, scan=scan)
+
+
+# -- helpers -------------------------------------------------------------------------------
+def _int_arg(name: str, default: int) -> int:
+    text = request.args.get(name, "")
+    return int(text) if re.fullmatch(r"\d{1,9}", text) else default
+
+
+def _choice(name: str, allowed: tuple[int, ...]) -> int:
+    """An integer query argument from ``allowed`` (the first one otherwise)."""
+    value = _int_arg(name, allowed[0])
+    return value if value in allowed else allowed[0]
+
+
+def _chart(points: list[dict[str, int]]) -> dict[str, Any]:
+    """Per-minute counts folded into at most ``_BARS`` bars, laid out in a 0..100 SVG box."""
+    per_bar = max(1, math.ceil(len(points) / _BARS))
+    bars: list[dict[str, Any]] = []
+    for i in range(0, len(points), per_bar):
+        chunk = points[i : i + per_bar]
+        bars.append(
+            {
+                "at": chunk[0]["at"],
+                "complete": sum(p["complete"] for p in chunk),
+                "failed": sum(p["failed"] for p in chunk),
+            }
+        )
+    return {
+        "bars": bars,
+        "top": _layout(bars, ("complete", "failed")),
+        "minutes_per_bar": per_bar,
+        "complete": sum(b["complete"] for b in bars),
+        "failed": sum(b["failed"] for b in bars),
+    }
+
+
+def _durations(buckets: list[tuple[int | None, int]]) -> dict[str, Any]:
+    """The duration histogram as columns, each labelled with its upper bound."""
+    bars: list[dict[str, Any]] = [
+        {"label": f"≤ {_bound(b)}" if b else "longer", "complete": n} for b, n in buckets
+    ]
+    top = _layout(bars, ("complete",))
+    return {"bars": bars, "top": top, "total": sum(n for _, n in buckets)}
+
+
+def _bound(ms: int) -> str:
+    if ms < 1000:
+        return f"{ms}ms"
+    return f"{ms / 1000:g}s" if ms < 60_000 else f"{ms / 60_000:g}m"
+
+
+def _layout(bars: list[dict[str, Any]], parts: tuple[str, ...]) -> int:
+    """Give each bar its place in a 0..100 SVG box (``x``, ``w``) and each of its ``parts`` a
+    stacked segment (``y_<part>``, ``h_<part>``); returns the largest total, the chart's top."""
+    top: int = max([sum(b[p] for p in parts) for b in bars] + [1])
+    width = 100 / max(len(bars), 1)
+    for i, b in enumerate(bars):
+        b["x"] = round(i * width + width * 0.1, 3)
+        b["w"] = round(width * 0.8, 3)
+        base = 0.0
+        for p in parts:
+            height = b[p] / top * 100
+            b["h_" + p] = round(height, 3)
+            b["y_" + p] = round(100 - base - height, 3)
+            base += height
+    return top
