@@ -1,0 +1,159 @@
+"""Browser tests: the dashboard mounted under ``/kue`` in a host app, served by a real
+gunicorn, driven by Playwright in Debian's headless Chromium (never a downloaded browser).
+
+Without Chromium or Playwright these tests are skipped with a message, except under CI
+(``CI`` set), where that is a failure. Screenshots go to ``test-artifacts/screenshots``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import free_port, wait_for
+
+CHROMIUM = "/usr/bin/chromium"
+MOUNT = "/kue"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+# Chromium flags for a closed network: no background requests to Google's hosts.
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+try:
+    from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None
+
+
+def _missing() -> str | None:
+    if sync_playwright is None:
+        return "playwright is not installed (pip install -e '.[test]')"
+    if not shutil.which(CHROMIUM):
+        return f"{CHROMIUM} is missing (apt-get install chromium chromium-driver)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    reason = _missing()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser tests cannot run under CI: {reason}")
+        pytest.skip(reason)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+class Server:
+    """gunicorn serving ``tests.browser.hostapp`` on a fixed port, so that it can be killed
+    and started again where the browser expects it."""
+
+    def __init__(self, redis_url: str, prefix: str, **settings: str) -> None:
+        self.port = free_port()
+        self.root = f"http://127.0.0.1:{self.port}"
+        self.base = self.root + MOUNT
+        self.env = {
+            **os.environ,
+            "KUE_REDIS_URL": redis_url,
+            "KUE_PREFIX": prefix,
+            "KUE_SSE_KEEPALIVE": "0.5",
+            **settings,
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        argv = [sys.executable, "-m", "gunicorn", "--worker-class", "gthread"]
+        argv += ["--threads", "16", "--graceful-timeout", "1", "--bind", f"127.0.0.1:{self.port}"]
+        argv += ["tests.browser.hostapp:app"]
+        # A session of its own, so that kill() ends the arbiter and its worker together.
+        self.proc = subprocess.Popen(
+            argv, env=self.env, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        wait_for(self._up, timeout=30, interval=0.1)
+
+    def _up(self) -> bool:
+        assert self.proc is not None and self.proc.poll() is None, "gunicorn exited"
+        try:
+            with urllib.request.urlopen(f"{self.base}/api/health", timeout=2) as res:
+                return bool(res.status == 200)
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        """As a crash would: every connection drops at once."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+@pytest.fixture
+def server(redis_url: str, prefix: str) -> Iterator[Server]:
+    s = Server(redis_url, prefix)
+    s.start()
+    yield s
+    s.kill()
+
+
+class Watched:
+    """A page with everything it requested and every console error, checked at the end:
+    no request to another host, nothing refused by the Content Security Policy."""
+
+    def __init__(self, context: BrowserContext, server: Server) -> None:
+        self.context = context
+        self.server = server
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        context.on("request", lambda r: self.requests.append(r.url))
+        self.page: Page = context.new_page()
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error" and not _expected(message.text):
+            self.errors.append(message.text)
+
+    def goto(self, path: str) -> Page:
+        self.page.goto(self.server.base + path)
+        return self.page
+
+    def check(self) -> None:
+        foreign = [u for u in self.requests if not u.startswith(self.server.root + "/")]
+        assert not foreign, f"requests to another host: {foreign}"
+        assert not self.errors, f"console errors: {self.errors}"
+
+
+def _expected(text: str) -> bool:
+    """Console errors a test causes on purpose: a lost stream while the server restarts,
+    a refused write in read-only mode."""
+    return any(s in text for s in ("ERR_CONNECTION_REFUSED", "ERR_INCOMPLETE_CHUNKED", "405"))
+
+
+def watched(browser: Browser, server: Server, **options: Any) -> Watched:
+    options.setdefault("viewport", {"width": 1280, "height": 900})
+    return Watched(browser.new_context(**options), server)
+
+
+@pytest.fixture
+def ui(browser: Browser, server: Server) -> Iterator[Watched]:
+    w = watched(browser, server)
+    yield w
+    w.context.close()
+    w.check()
