@@ -19,7 +19,7 @@ from typing import Any
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from kue_core import JobNotFound
+from kue_core import Job, JobNotFound
 from kue_core.job import validate_type
 from kue_core.states import PRIORITIES, STATES, priority_name
 
@@ -56,6 +56,8 @@ PAGE_SIZES = (25, 50, 100)
 #: Chart windows offered on the overview, in minutes; each chart has at most _BARS bars.
 CHART_WINDOWS = (60, 360, 1440)
 _BARS = 60
+#: Active jobs read to show what each worker runs.
+_RUNNING_SHOWN = 500
 #: Bulk actions per state: (label, method, API endpoint, whether it destroys jobs).
 BULK = {
     "failed": [("Retry all", "POST", "kue_api.retry_all", False)],
@@ -145,7 +147,10 @@ def overview() -> str:
     by_type = q.counts_by_type()
     paused = q.paused()
     workers = q.workers()
-    running = {j.id: j for j in q.get_jobs([i for w in workers for i in w["jobs"]])}
+    # From the active jobs themselves: a worker's own list is only as fresh as its heartbeat.
+    running: dict[str, list[Job]] = {}
+    for j in q.page("active", count=_RUNNING_SHOWN):
+        running.setdefault(j.worker_id or "", []).append(j)
     return _page(
         "overview.html",
         url_for("kue_api.events"),

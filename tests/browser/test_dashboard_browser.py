@@ -105,7 +105,7 @@ def test_retry_priority_and_remove_from_the_job_page(ui: Watched, queue: Queue) 
     assert queue.get_job(job.id).state == "inactive"
     page.get_by_role("button", name="Remove").click()
     dialog.get_by_role("button", name="Confirm").click()
-    page.wait_for_url(f"**/kue/jobs/inactive")
+    page.wait_for_url("**/kue/jobs/inactive")
     assert queue.count("inactive") == 0
     assert not queue.client.exists(queue.keys.job(job.id))
 
@@ -245,8 +245,27 @@ def test_screenshots_light_and_dark(browser: Any, server: Server, queue: Queue) 
     finish(queue, "email", ok=False)
     finish(queue, "email", ok=False)
     queue.get_job(failed.id).log("connecting to smtp")
+    queue.create_job("transcode", {"title": "holiday.mov"}).save()
+    busy, release = threading.Event(), threading.Event()
+
+    def transcode(job: Job) -> None:
+        job.progress(65, 100)
+        job.log("encoding 1080p")
+        busy.set()
+        release.wait(30)
+
+    queue.process("transcode", transcode)
+    busy.wait(10)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     pages = {"overview": "/", "failed": "/jobs/failed", "job": f"/job/{failed.id}"}
+    try:
+        _shoot(browser, server, pages)
+    finally:
+        release.set()
+        queue.shutdown(5)
+
+
+def _shoot(browser: Any, server: Server, pages: dict[str, str]) -> None:
     for scheme in ("light", "dark"):
         for device, viewport in (("laptop", (1280, 860)), ("phone", (390, 844))):
             ui = watched(
@@ -260,6 +279,8 @@ def test_screenshots_light_and_dark(browser: Any, server: Server, queue: Queue) 
                 expect(page.locator("#live-status")).to_have_text("live")
                 shot = ARTIFACTS / f"{name}-{device}-{scheme}.png"
                 page.screenshot(path=str(shot), full_page=True)
+                width = page.evaluate("document.documentElement.scrollWidth")
+                assert width <= viewport[0], f"{path} is {width}px wide on a {device}"
                 assert shot.stat().st_size > 10_000
             ui.context.close()
             ui.check()
