@@ -1,10 +1,10 @@
-"""kue_http: the Flask app factory and Kue's JSON API (the dashboard is to come).
+"""kue_http: the Flask app factory, Kue's JSON API and the live dashboard.
 
 Run it with ``gunicorn "kue_http:create_app()"``; settings come from ``KUE_*`` environment
-variables (see :mod:`kue_http.config`).
+variables (see :mod:`kue_http.config`). ``mount(app, "/kue")`` serves it inside another app.
 """
 
-from .app import create_app
+from .app import create_app, mount
 from .config import ConfigError
 
-__all__ = ["ConfigError", "create_app"]
+__all__ = ["ConfigError", "create_app", "mount"]

@@ -58,10 +58,10 @@ CHART_WINDOWS = (60, 360, 1440)
 _BARS = 60
 #: Active jobs read to show what each worker runs.
 _RUNNING_SHOWN = 500
-#: Bulk actions per state: (label, method, API endpoint, whether it destroys jobs).
+#: Bulk actions per state besides "Remove all": (label, method, API endpoint).
 BULK = {
-    "failed": [("Retry all", "POST", "kue_api.retry_all", False)],
-    "delayed": [("Promote all", "POST", "kue_api.promote_all", False)],
+    "failed": [("Retry all", "POST", "kue_api.retry_all")],
+    "delayed": [("Promote all", "POST", "kue_api.promote_all")],
 }
 
 
@@ -130,13 +130,10 @@ def _context() -> dict[str, Any]:
     }
 
 
-def _nav() -> dict[str, int]:
-    return queue().counts()
-
-
 def _page(template: str, events: str, **context: Any) -> str:
-    """A page; ``events`` is the event stream whose events make it refresh."""
-    return render_template(template, nav_counts=_nav(), events_url=events, **context)
+    """A page, with the counts of every state for its header; ``events`` is the event stream
+    whose events make it refresh."""
+    return render_template(template, nav_counts=queue().counts(), events_url=events, **context)
 
 
 # -- pages ---------------------------------------------------------------------------------
@@ -154,7 +151,6 @@ def overview() -> str:
     return _page(
         "overview.html",
         url_for("kue_api.events"),
-        counts=_nav(),
         by_type=by_type,
         paused=paused,
         workers=workers,
@@ -181,10 +177,9 @@ def jobs(state: str) -> str:
     page = min(max(_int_arg("page", 1), 1), pages)
     found = q.page(state, job_type, offset=(page - 1) * size, count=size, desc=order == "desc")
     args = {"type": job_type, "size": size, "order": order}
-    events = url_for("kue_api.events", type=job_type) if job_type else url_for("kue_api.events")
     return _page(
         "jobs.html",
-        events,
+        url_for("kue_api.events", type=job_type),
         state=state,
         job_type=job_type,
         types=q.types(),

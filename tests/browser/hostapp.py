@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Flask
 
-from kue_http.app import mount
+from kue_http import mount
 
 app = Flask(__name__)
 
