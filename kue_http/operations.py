@@ -50,14 +50,14 @@ def paused() -> Response:
     return jsonify(queue().paused())
 
 
-@api.put("/paused/<job_type>")
+@api.put("/paused/<rest:job_type>")
 def pause(job_type: str) -> Response:
     """Workers of every process stop claiming jobs of this type; running jobs finish."""
     changed = queue().pause(job_type)
     return jsonify({"message": f"paused {job_type}", "changed": changed})
 
 
-@api.delete("/paused/<job_type>")
+@api.delete("/paused/<rest:job_type>")
 def resume(job_type: str) -> Response:
     changed = queue().resume(job_type)
     return jsonify({"message": f"resumed {job_type}", "changed": changed})

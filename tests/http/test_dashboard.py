@@ -1,0 +1,410 @@
+"""The dashboard's pages through the Flask test client, against the suite's real Redis: what
+each page shows, pagination, escaping, read-only mode, the CSP, mounting, static files, and
+``Queue.page``, which the job lists read through."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import redis
+from flask import Flask
+from flask.testing import FlaskClient
+from markupsafe import escape
+
+from kue_core import InvalidJob, Queue
+from kue_core.states import STATES
+from kue_http import ConfigError, create_app
+from kue_http.app import mount
+from kue_http.dashboard import LABELS, dashboard
+from tests.conftest import finish
+
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(1)>"
+
+
+class _Rows(HTMLParser):
+    """The rows of the job and type tables, ``{header: cell text}`` each, keyed by the row's
+    ``data-job`` or ``data-type``, in page order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[str, dict[str, str]] = {}
+        self._head: list[str] = []
+        self._in_head = False
+        self._key: str | None = None
+        self._cells: list[str] = []
+        self._text: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "thead":
+            self._in_head, self._head = True, []
+        elif tag == "tr" and ("data-job" in a or "data-type" in a):
+            self._key, self._cells = a.get("data-job") or a.get("data-type"), []
+        elif tag in ("td", "th"):
+            self._text = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._text is not None:
+            text, self._text = " ".join("".join(self._text).split()), None
+            if self._in_head:
+                self._head.append(text)
+            elif self._key is not None:
+                self._cells.append(text)
+        elif tag == "thead":
+            self._in_head = False
+        elif tag == "tr" and self._key is not None:
+            self.rows[self._key] = dict(zip(self._head, self._cells, strict=True))
+            self._key = None
+
+    def handle_data(self, data: str) -> None:
+        if self._text is not None:
+            self._text.append(data)
+
+
+def rows(html: str) -> dict[str, dict[str, str]]:
+    parser = _Rows()
+    parser.feed(html)
+    return parser.rows
+
+
+def page(client: FlaskClient, url: str) -> str:
+    """The HTML of a page that must answer 200."""
+    res = client.get(url)
+    assert res.status_code == 200, (url, res.status_code)
+    assert res.mimetype == "text/html"
+    return res.get_data(as_text=True)
+
+
+def fail(queue: Queue, job_type: str, error: str) -> int:
+    """Claim the next job of ``job_type`` and fail the attempt with ``error`` (retried at once
+    when attempts are left); its id."""
+    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
+    assert claimed and claimed != "paused"
+    job_id, fields = claimed
+    queue.scripts.fail(job_id, fields["lease"], error.split("\n")[0], error, 0, None)
+    return job_id
+
+
+# -- overview ------------------------------------------------------------------------------
+def test_overview_counts_types_pause_and_chart(client: FlaskClient, queue: Queue) -> None:
+    """The state cards, the per-type table and the chart's legend show what Redis holds; a
+    paused type is marked and offers Resume."""
+    for _ in range(5):
+        queue.create_job("email").save()
+    finish(queue, "email", ok=True)
+    finish(queue, "email", ok=True)
+    finish(queue, "email", ok=False)
+    queue.create_job("sms").save()
+    for _ in range(2):
+        queue.create_job("sms").delay(60_000).save()
+    queue.create_job("video").save()
+    assert queue.scripts.claim("video", "kue:test:1", 10_000)  # active
+    queue.pause("sms")
+
+    html = page(client, "/")
+    expected = {"inactive": 3, "active": 1, "complete": 2, "failed": 1, "delayed": 2}
+    assert queue.counts() == expected
+    shown = re.findall(r'data-count="(\w+)">(\d+)<', html)
+    assert len(shown) == 2 * len(STATES)  # the nav tabs and the cards
+    assert {state: int(n) for state, n in shown} == expected
+    assert all(int(n) == expected[state] for state, n in shown)
+
+    types = rows(html)
+    assert list(types) == ["email", "sms", "video"]
+    for job_type, counts in queue.counts_by_type().items():
+        assert {s: int(types[job_type][LABELS[s]]) for s in STATES} == counts
+    assert types["sms"]["Delayed"] == "2" and types["email"]["Complete"] == "2"
+    assert types["sms"]["Type"] == "sms paused" and types["sms"]["Pause"] == "Resume"
+    assert types["email"]["Type"] == "email" and types["email"]["Pause"] == "Pause"
+
+    legend = re.search(r'<p class="legend">(.*?)</p>', html, re.S)
+    assert legend
+    text = " ".join(re.sub(r"<[^>]+>", " ", legend.group(1)).split())
+    assert "complete 2 " in text and "failed 1 " in text
+
+
+@pytest.mark.parametrize(("query", "window"), [("", 60), ("?minutes=360", 360), ("?minutes=7", 60)])
+def test_overview_chart_window(client: FlaskClient, query: str, window: int) -> None:
+    """The chart covers a window offered in the links; any other ``minutes`` means 60."""
+    html = page(client, "/" + query)
+    assert re.findall(r'href="/\?minutes=(\d+)"\s+aria-current="page"', html) == [str(window)]
+    assert f"{window} min ago" in html
+
+
+def test_pause_buttons_work_for_a_type_with_a_slash(client: FlaskClient, queue: Queue) -> None:
+    """The Pause and Resume buttons' URLs reach the API for any valid type ("a/b" is one)."""
+    queue.create_job("mail/welcome").save()
+    button = re.search(r'data-method="PUT" data-url="([^"]+)"', page(client, "/"))
+    assert button
+    assert client.put(unescape(button.group(1))).status_code == 200
+    assert queue.paused() == ["mail/welcome"]
+    button = re.search(r'data-method="DELETE" data-url="([^"]+)"', page(client, "/"))
+    assert button
+    assert client.delete(unescape(button.group(1))).status_code == 200
+    assert queue.paused() == []
+
+
+# -- job lists -----------------------------------------------------------------------------
+def test_list_rows_filter_and_bulk_buttons(client: FlaskClient, queue: Queue) -> None:
+    """A failed job's row shows its id, type, title, priority name, attempts and the first
+    line of its error; ``?type=`` filters; the failed list offers Retry all and Remove all,
+    each asking for confirmation."""
+    job = queue.create_job("email", {"title": "Welcome Ann"}).priority("high").save()
+    assert finish(queue, "email", ok=False) == job.id
+    other = queue.create_job("sms").save()
+    finish(queue, "sms", ok=False)
+
+    html = page(client, "/jobs/failed")
+    found = rows(html)
+    assert list(found) == [str(job.id), str(other.id)]
+    row = found[str(job.id)]
+    assert row["Id"] == f"#{job.id}" and row["Type"] == "email"
+    assert row["Title"] == "Welcome Ann" and row["Priority"] == "high"
+    assert row["Attempts"] == "1/1" and row["Error"] == "boom"  # not "boom\ntrace"
+    for label in ("Retry all", "Remove all"):
+        button = re.search(rf"<button [^>]*>{label}</button>", html)
+        assert button and "data-confirm=" in button.group(0), label
+
+    assert list(rows(page(client, "/jobs/failed?type=sms"))) == [str(other.id)]
+
+
+def test_active_list_has_no_bulk_actions(client: FlaskClient, queue: Queue) -> None:
+    """Running jobs can be neither removed nor retried from the list."""
+    job = queue.create_job("t").save()
+    queue.scripts.claim("t", "kue:test:1", 10_000)
+    html = page(client, "/jobs/active")
+    assert list(rows(html)) == [str(job.id)]
+    assert 'class="bulk"' not in html and "data-method" not in html
+
+
+def test_list_pages_clamp_and_order(client: FlaskClient, queue: Queue) -> None:
+    """Pages of ``size`` rows; a page past the end shows the last; ``desc`` reverses the
+    order; higher priorities come first."""
+    ids = [j.id for j in queue.save_many(queue.create_job("t") for _ in range(60))]
+
+    first = page(client, "/jobs/inactive?size=25")
+    assert list(rows(first)) == [str(i) for i in ids[:25]] and "Page 1 of 3" in first
+    after = re.search(r'href="([^"]+)" rel="next"', first)
+    assert after and list(rows(page(client, unescape(after.group(1))))) == [
+        str(i) for i in ids[25:50]
+    ]
+    last = page(client, "/jobs/inactive?size=25&page=3")
+    assert list(rows(last)) == [str(i) for i in ids[50:]] and "Page 3 of 3" in last
+    assert rows(page(client, "/jobs/inactive?size=25&page=999")) == rows(last)
+    desc = list(rows(page(client, "/jobs/inactive?size=25&order=desc")))
+    assert desc == [str(i) for i in ids[::-1][:25]]
+
+    urgent = queue.create_job("t").priority("critical").save()
+    low = queue.create_job("t").priority("low").save()
+    ordered = list(rows(page(client, "/jobs/inactive?size=100")))
+    assert ordered[0] == str(urgent.id) and ordered[-1] == str(low.id)
+
+
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        ("/jobs/nope", 404),
+        ("/jobs/failed?type=a%01b", 400),
+        ("/jobs/failed?type=" + "x" * 300, 400),
+    ],
+)
+def test_list_errors_are_html_pages(client: FlaskClient, url: str, status: int) -> None:
+    """An unknown state or a bad type is answered with the dashboard's error page."""
+    res = client.get(url)
+    assert res.status_code == status and res.mimetype == "text/html"
+    assert f"<h1>{status}</h1>" in res.get_data(as_text=True)
+
+
+# -- job detail ----------------------------------------------------------------------------
+def test_detail_of_a_job_that_failed_twice(client: FlaskClient, queue: Queue) -> None:
+    """Data pretty-printed, the last error in full, each attempt's error, the log, the
+    timeline and the priority form."""
+    data = {"title": "Report", "rows": [1, 2]}
+    job = queue.create_job("report", data).attempts(2).priority("high").save()
+    job.log("fetched %s rows", 2)
+    fail(queue, "report", "first failure\ntrace one")
+    fail(queue, "report", "second failure\ntrace two")
+
+    html = page(client, f"/job/{job.id}")
+    assert str(escape(json.dumps(data, indent=2))) in html
+    assert '<pre class="error-text">second failure\ntrace two</pre>' in html
+    assert '<pre class="error-text">first failure\ntrace one</pre>' in html
+    assert re.findall(r'<ol class="log">(.*?)</ol>', html, re.S) == ["<li>fetched 2 rows</li>"]
+    timeline = re.findall(r'<li class="state-(\w+)">', html)
+    assert timeline == [h["state"] for h in queue.history(job.id)]
+    assert timeline == ["inactive", "active", "inactive", "active", "failed"]
+    assert re.search(r'<option value="high"\s+selected>', html)
+
+
+def test_detail_shows_the_result(client: FlaskClient, queue: Queue) -> None:
+    """A completed job's result is shown, pretty-printed."""
+    queue.create_job("t").save()
+    jid = finish(queue, "t", ok=True)
+    html = page(client, f"/job/{jid}")
+    assert '<pre class="json result">' + str(escape(json.dumps({"ok": True}, indent=2))) in html
+
+
+@pytest.mark.parametrize("url", ["/job/999999", "/job/abc", "/job/0", "/job/1e3"])
+def test_detail_of_no_job_is_404(client: FlaskClient, url: str) -> None:
+    """An unknown or malformed id is the 404 page, not a 400 or a 500."""
+    res = client.get(url)
+    assert res.status_code == 404 and res.mimetype == "text/html"
+    assert "<h1>404</h1>" in res.get_data(as_text=True)
+
+
+# -- search --------------------------------------------------------------------------------
+def test_search(client: FlaskClient, queue: Queue) -> None:
+    """An existing id (with or without ``#``) opens the job; text lists the jobs whose type
+    contains it; an unknown id is an empty result; no text shows the hint."""
+    welcome = queue.create_job("email-welcome").save()
+    reset = queue.create_job("email-reset").save()
+    queue.create_job("sms").save()
+    for q in (str(welcome.id), f"%23{welcome.id}"):
+        res = client.get(f"/search?q={q}")
+        assert res.status_code == 302 and res.headers["Location"].endswith(f"/job/{welcome.id}")
+
+    assert list(rows(page(client, "/search?q=EMAIL"))) == [str(reset.id), str(welcome.id)]
+    assert "No job matches." in page(client, "/search?q=999999")
+    assert "Type a job id, a type or a title" in page(client, "/search?q=")
+
+
+# -- escaping ------------------------------------------------------------------------------
+def test_job_content_is_escaped_on_every_page(client: FlaskClient, queue: Queue) -> None:
+    """Markup in a job's type, title, data, error and log is shown as text everywhere."""
+    job_type = f"x{SCRIPT}{IMG}"
+    job = queue.create_job(job_type, {"title": SCRIPT + IMG, "html": IMG}).save()
+    job.log(SCRIPT + IMG)
+    fail(queue, job_type, f"{SCRIPT}{IMG}\n{SCRIPT}")
+    queue.pause(job_type)
+
+    listed = ["/", "/jobs/failed", f"/jobs/failed?type={quote(job_type)}"]
+    listed.append(f"/search?q={quote(SCRIPT)}")
+    for url in [*listed, f"/job/{job.id}"]:
+        html = page(client, url)
+        assert SCRIPT not in html and IMG not in html, url
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, url
+        assert "&lt;img src=x onerror=alert(1)&gt;" in html, url
+        if url in listed:
+            key = job_type if url == "/" else str(job.id)
+            assert rows(html)[key]["Type"].startswith(job_type), url  # the text, unchanged
+
+
+# -- read-only mode ------------------------------------------------------------------------
+def test_read_only_pages_offer_no_actions(
+    client: FlaskClient, queue: Queue, redis_url: str, prefix: str
+) -> None:
+    """Read-only: no action buttons, no priority form, and the badge; the same pages of a
+    writable app do have actions."""
+    queue.create_job("email").save()
+    jid = finish(queue, "email", ok=False)
+    readonly = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_READONLY": True})
+    urls = ["/", "/jobs/failed", f"/job/{jid}", "/search?q=email"]
+    with readonly.test_client() as ro:
+        for url in urls:
+            html = page(ro, url)
+            assert "data-method" not in html and 'class="priority"' not in html, url
+            assert 'class="badge readonly"' in html, url
+    for url in urls:
+        html = page(client, url)
+        assert "data-method" in html and 'class="badge readonly"' not in html, url
+    assert 'class="priority"' in page(client, f"/job/{jid}")
+
+
+# -- security headers ----------------------------------------------------------------------
+def test_pages_obey_their_content_security_policy(client: FlaskClient, queue: Queue) -> None:
+    """Every page carries the CSP, and none needs what it forbids: no inline script, style
+    or event handler."""
+    queue.create_job("email", {"title": "hi"}).save()
+    jid = finish(queue, "email", ok=False)
+    for url in ["/", "/jobs/failed", f"/job/{jid}", "/search?q=email", "/jobs/nope"]:
+        res = client.get(url)
+        assert res.status_code in (200, 404) and res.mimetype == "text/html"
+        assert "default-src 'self'" in res.headers["Content-Security-Policy"], url
+        html = res.get_data(as_text=True)
+        scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", html, re.S)
+        assert scripts and all("src=" in attrs and not body.strip() for attrs, body in scripts)
+        assert not re.search(r"\sstyle\s*=|<style\b|\son[a-z]+\s*=", html, re.I), url
+
+
+# -- mounting ------------------------------------------------------------------------------
+def test_mounted_under_a_path(redis_url: str, prefix: str) -> None:
+    """Under ``/kue`` in another app: the host keeps its routes, and every URL the
+    dashboard makes starts with the mount path."""
+    host = Flask(__name__)
+    host.add_url_rule("/", "home", lambda: "host home")
+    mount(host, "/kue", {"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix})
+    with host.test_client() as c:
+        assert c.get("/").get_data(as_text=True) == "host home"
+        html = page(c, "/kue/")
+        urls = re.findall(r'\s(?:href|src|action|data-url|data-events)="([^"]*)"', html)
+        assert len(urls) > 10
+        assert [u for u in urls if not u.startswith("/kue/") and u != "#main"] == []
+        assert 'data-events="/kue/api/events"' in html
+        res = c.get("/kue/api/stats")
+        assert res.status_code == 200 and res.is_json
+        assert c.get("/kue/static/kue.js").status_code == 200
+    for bad in ("kue", "/kue/"):
+        with pytest.raises(ConfigError):
+            mount(host, bad)
+
+
+# -- static files --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "mimetypes"),
+    [
+        ("kue.js", {"text/javascript", "application/javascript"}),
+        ("kue.css", {"text/css"}),
+        ("favicon.svg", {"image/svg+xml"}),
+    ],
+)
+def test_static_files(client: FlaskClient, name: str, mimetypes: set[str]) -> None:
+    """The script, style sheet and icon are served whole, with their types."""
+    res = client.get(f"/static/{name}")
+    assert res.status_code == 200 and res.mimetype in mimetypes
+    assert res.data == (Path(str(dashboard.static_folder)) / name).read_bytes()
+    res.close()
+
+
+# -- Queue.page ----------------------------------------------------------------------------
+def _save_with_id(queue: Queue, r: redis.Redis, job_id: int, priority: str = "normal") -> int:
+    r.set(queue.keys.ids, job_id - 1)
+    assert queue.create_job("t").priority(priority).save().id == job_id
+    return job_id
+
+
+def test_queue_page(queue: Queue, r: redis.Redis) -> None:
+    """Priority, then first in first out (across id lengths); an offset/count window;
+    ``desc`` reverses the whole order, not just the window."""
+    for jid in (9, 10, 100):
+        _save_with_id(queue, r, jid)
+    _save_with_id(queue, r, 200, "low")
+    _save_with_id(queue, r, 300, "critical")
+    _save_with_id(queue, r, 400, "high")
+    order = [300, 400, 9, 10, 100, 200]
+
+    def ids(**kwargs: object) -> list[int | None]:
+        return [j.id for j in queue.page("inactive", **kwargs)]  # type: ignore[arg-type]
+
+    assert ids() == order
+    assert [j.id for j in queue.page("inactive", "t", offset=0, count=100)] == order
+    assert ids(offset=2, count=3) == order[2:5]
+    assert ids(desc=True) == order[::-1]
+    assert ids(offset=1, count=2, desc=True) == order[::-1][1:3]
+    assert ids(count=0) == [] and ids(offset=6) == []
+    assert queue.page("inactive", "other") == [] and queue.page("failed") == []
+
+
+@pytest.mark.parametrize(
+    "bad", [{"offset": -1}, {"count": -1}, {"offset": True}, {"count": "5"}, {"offset": 1.5}]
+)
+def test_queue_page_refuses_bad_windows(queue: Queue, bad: dict[str, object]) -> None:
+    """A negative or non-integer offset or count is ``InvalidJob``, not a Redis error."""
+    with pytest.raises(InvalidJob):
+        queue.page("inactive", **bad)  # type: ignore[arg-type]
