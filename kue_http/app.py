@@ -42,8 +42,8 @@ _STATUS: tuple[tuple[type[Exception], int], ...] = (
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """A Flask app serving the JSON API under ``KUE_API_PREFIX`` (see :mod:`kue_http.config`
-    for every setting)."""
+    """A Flask app serving the dashboard at ``/`` and the JSON API under ``KUE_API_PREFIX``
+    (see :mod:`kue_http.config` for every setting)."""
     app = Flask(__name__, static_folder=None, template_folder=None)  # the dashboard's own
     app.config.update(settings.load(config))
     app.config["MAX_CONTENT_LENGTH"] = app.config["KUE_MAX_BODY"]

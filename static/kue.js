@@ -70,11 +70,20 @@
   }
 
   // Replace each data-live element whose content changed, keeping focus and open details.
+  // A part holding the field being edited waits until the field loses focus.
+  let skipped = false;
+
   function swap(page) {
-    const focused = document.activeElement && document.activeElement.id;
+    const active = document.activeElement;
+    const focused = active && active.id;
+    const editing = active && active.matches("input, select, textarea") ? active : null;
     for (const fresh of page.querySelectorAll("[data-live]")) {
       const old = document.querySelector(`[data-live="${CSS.escape(fresh.dataset.live)}"]`);
       if (!old || old.innerHTML === fresh.innerHTML) continue;
+      if (editing && old.contains(editing)) {
+        skipped = true;
+        continue;
+      }
       const open = new Set(
         [...old.querySelectorAll("details[open] > summary")].map((s) => s.textContent)
       );
@@ -181,6 +190,13 @@
     event.preventDefault();
     const value = form.elements.priority.value;
     if (await send("PUT", form.dataset.url + encodeURIComponent(value))) refreshNow();
+  });
+
+  document.addEventListener("focusout", () => {
+    if (skipped) {
+      skipped = false;
+      schedule();
+    }
   });
 
   document.addEventListener("change", (event) => {

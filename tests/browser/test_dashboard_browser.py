@@ -110,6 +110,26 @@ def test_retry_priority_and_remove_from_the_job_page(ui: Watched, queue: Queue) 
     assert not queue.client.exists(queue.keys.job(job.id))
 
 
+def test_a_field_being_edited_is_not_replaced(ui: Watched, queue: Queue) -> None:
+    """A live refresh leaves the part holding a focused field alone until it loses focus."""
+    job = queue.create_job("edit", {}).save()
+    page = ui.goto(f"/job/{job.id}")
+    expect(page.locator("#live-status")).to_have_text("live")
+    select = page.get_by_label("Priority")
+    select.focus()
+    select.select_option("high")
+    expect(select).to_be_focused()
+    with page.expect_response(lambda r: r.url.endswith(f"/job/{job.id}")) as refreshed:
+        queue.get_job(job.id).progress(30, 100)
+    refreshed.value.finished()
+    page.wait_for_timeout(300)  # nothing must happen: give the swap time to run, then look
+    expect(select).to_have_value("high")
+    expect(page.locator(".facts progress")).to_have_attribute("value", "0")
+    page.locator("h1").click()  # the field loses focus: the refresh goes ahead
+    expect(page.locator(".facts progress")).to_have_attribute("value", "30")
+    assert queue.get_job(job.id).priority() == 0  # choosing is not setting
+
+
 def test_row_and_bulk_actions_from_the_lists(ui: Watched, queue: Queue) -> None:
     for n in range(3):
         queue.create_job("batch", {"title": f"b{n}"}).save()
