@@ -113,6 +113,12 @@ def first_line(text: str | None) -> str:
     return (text or "").strip().split("\n", 1)[0]
 
 
+@dashboard.app_template_filter("job_title")
+def job_title(job: Job) -> Any:
+    """The job's ``data.title`` (Kue's convention for naming a job), or ``""``."""
+    return job.data.get("title", "") if isinstance(job.data, dict) else ""
+
+
 @dashboard.app_template_filter("priority")
 def priority_label(value: int | None) -> str:
     if value is None:

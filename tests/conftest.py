@@ -7,9 +7,12 @@ touch keys under their own prefix.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
+import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 
@@ -127,3 +130,49 @@ def finish(queue: Queue, job_type: str, ok: bool) -> int:
     else:
         queue.scripts.fail(job_id, fields["lease"], "boom", "boom\ntrace", 0, None)
     return job_id
+
+
+class Server:
+    """A real gunicorn (gthread, as the README runs it) serving ``app`` (a gunicorn app spec)
+    with the kue app at ``mount``, on a port fixed at creation, so that it can be killed and
+    started again where its clients expect it. Settings are ``KUE_*`` variables."""
+
+    def __init__(
+        self, redis_url: str, prefix: str, app: str, mount: str = "", **settings: str
+    ) -> None:
+        self.app = app
+        self.port = free_port()
+        self.root = f"http://127.0.0.1:{self.port}"
+        self.base = self.root + mount
+        self.env = {
+            **os.environ,
+            "KUE_REDIS_URL": redis_url,
+            "KUE_PREFIX": prefix,
+            "KUE_SSE_KEEPALIVE": "0.5",
+            **settings,
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        argv = [sys.executable, "-m", "gunicorn", "--worker-class", "gthread"]
+        argv += ["--threads", "16", "--graceful-timeout", "1", "--bind", f"127.0.0.1:{self.port}"]
+        argv += [self.app]
+        # A session of its own, so that kill() ends the arbiter and its worker together.
+        self.proc = subprocess.Popen(
+            argv, env=self.env, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        wait_for(self._up, timeout=30, interval=0.1)
+
+    def _up(self) -> bool:
+        assert self.proc is not None and self.proc.poll() is None, "gunicorn exited"
+        try:
+            with urllib.request.urlopen(f"{self.base}/api/health", timeout=2) as res:
+                return bool(res.status == 200)
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        """As a crash would: every connection drops at once."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()

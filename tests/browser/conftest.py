@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import free_port, wait_for
+from tests.conftest import Server
 
 CHROMIUM = "/usr/bin/chromium"
 MOUNT = "/kue"
+HOST_APP = "tests.browser.hostapp:app"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 # Chromium flags for a closed network: no background requests to Google's hosts.
 FLAGS = [
@@ -62,51 +59,9 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
-class Server:
-    """gunicorn serving ``tests.browser.hostapp`` on a fixed port, so that it can be killed
-    and started again where the browser expects it."""
-
-    def __init__(self, redis_url: str, prefix: str, **settings: str) -> None:
-        self.port = free_port()
-        self.root = f"http://127.0.0.1:{self.port}"
-        self.base = self.root + MOUNT
-        self.env = {
-            **os.environ,
-            "KUE_REDIS_URL": redis_url,
-            "KUE_PREFIX": prefix,
-            "KUE_SSE_KEEPALIVE": "0.5",
-            **settings,
-        }
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        argv = [sys.executable, "-m", "gunicorn", "--worker-class", "gthread"]
-        argv += ["--threads", "16", "--graceful-timeout", "1", "--bind", f"127.0.0.1:{self.port}"]
-        argv += ["tests.browser.hostapp:app"]
-        # A session of its own, so that kill() ends the arbiter and its worker together.
-        self.proc = subprocess.Popen(
-            argv, env=self.env, stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        wait_for(self._up, timeout=30, interval=0.1)
-
-    def _up(self) -> bool:
-        assert self.proc is not None and self.proc.poll() is None, "gunicorn exited"
-        try:
-            with urllib.request.urlopen(f"{self.base}/api/health", timeout=2) as res:
-                return bool(res.status == 200)
-        except OSError:
-            return False
-
-    def kill(self) -> None:
-        """As a crash would: every connection drops at once."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-
 @pytest.fixture
 def server(redis_url: str, prefix: str) -> Iterator[Server]:
-    s = Server(redis_url, prefix)
+    s = Server(redis_url, prefix, HOST_APP, MOUNT)
     s.start()
     yield s
     s.kill()

@@ -8,8 +8,8 @@ from typing import Any
 from playwright.sync_api import Page, expect
 
 from kue_core import Job, Queue
-from tests.browser.conftest import ARTIFACTS, Server, Watched, watched
-from tests.conftest import finish, wait_for
+from tests.browser.conftest import ARTIFACTS, HOST_APP, MOUNT, Watched, watched
+from tests.conftest import Server, finish, wait_for
 
 XSS_SCRIPT = "<script>window.__xss = 'script'</script>"
 XSS_IMG = "<img src=x onerror=\"window.__xss = 'img'\">"
@@ -225,7 +225,7 @@ def test_read_only_mode_hides_and_refuses_actions(
 ) -> None:
     job = queue.create_job("ro", {}).save()
     finish(queue, "ro", ok=False)
-    server = Server(redis_url, prefix, KUE_READONLY="true")
+    server = Server(redis_url, prefix, HOST_APP, MOUNT, KUE_READONLY="true")
     server.start()
     ui = watched(browser, server)
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port, wait_for
+from tests.conftest import Server
 
 WORKER = textwrap.dedent(
     """
@@ -37,38 +36,10 @@ WORKER = textwrap.dedent(
 
 @pytest.fixture
 def server(redis_url: str, prefix: str) -> Iterator[str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "KUE_REDIS_URL": redis_url,
-        "KUE_PREFIX": prefix,
-        "KUE_SSE_KEEPALIVE": "0.5",
-    }
-    argv = [sys.executable, "-m", "gunicorn", "--worker-class", "gthread", "--threads", "8"]
-    argv += ["--bind", f"127.0.0.1:{port}", "--graceful-timeout", "5", "kue_http:create_app()"]
-    proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else "gunicorn exited"
-        try:
-            with urllib.request.urlopen(f"{base}/api/health", timeout=2) as res:
-                return bool(res.status == 200)
-        except OSError:
-            return False
-
-    try:
-        wait_for(up, timeout=30, interval=0.1)
-        yield base
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+    s = Server(redis_url, prefix, "kue_http:create_app()")
+    s.start()
+    yield s.base
+    s.kill()
 
 
 def _request(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
