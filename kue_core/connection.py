@@ -26,6 +26,7 @@ _embedded_lock = threading.Lock()
 CLIENT_OPTIONS: dict[str, Any] = {
     "decode_responses": True,
     "socket_connect_timeout": defaults.CONNECT_TIMEOUT,
+    "socket_timeout": defaults.SOCKET_TIMEOUT,
     "socket_keepalive": True,
     "health_check_interval": 30,
 }
@@ -34,13 +35,16 @@ CLIENT_OPTIONS: dict[str, Any] = {
 def from_url(url: str, **options: Any) -> redis.Redis:
     """A client for ``url`` (``redis://``, ``rediss://`` or ``unix://``); ``options`` add to
     or replace :data:`CLIENT_OPTIONS` (``socket_timeout=5`` for a web app, say)."""
+    merged = {**CLIENT_OPTIONS, **options}
+    if url.startswith("unix:"):
+        merged.pop("socket_keepalive", None)  # a TCP option; unix sockets refuse it
     try:
-        return redis.Redis.from_url(url, **{**CLIENT_OPTIONS, **options})
+        return redis.Redis.from_url(url, **merged)
     except ValueError as e:
-        raise ConnectionFailed(f"invalid Redis URL {_redact(url)!r}: {e}") from None
+        raise ConnectionFailed(f"invalid Redis URL {redact(url)!r}: {e}") from None
 
 
-def _redact(url: str) -> str:
+def redact(url: str) -> str:
     """The URL with any password replaced, so it can be shown in errors and logs."""
     scheme, sep, rest = url.partition("://")
     if sep and "@" in rest:
@@ -48,6 +52,12 @@ def _redact(url: str) -> str:
         user = creds.split(":", 1)[0]
         return f"{scheme}://{user}:***@{host}"
     return url
+
+
+def embedded_url(data_dir: str | os.PathLike[str] | None = None) -> str:
+    """The ``unix://`` URL of the embedded Redis (started if need be), for other processes."""
+    socket_path = embedded(data_dir).connection_pool.connection_kwargs["path"]
+    return f"unix://{socket_path}"
 
 
 def embedded(data_dir: str | os.PathLike[str] | None = None) -> redis.Redis:

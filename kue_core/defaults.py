@@ -34,6 +34,10 @@ MAX_TYPE_LENGTH = 256
 #: Seconds to wait for Redis to accept a TCP connection before reporting it unreachable.
 CONNECT_TIMEOUT = 5.0
 
+#: Seconds a command may wait for Redis's reply before the connection is given up. Longer than
+#: ``IDLE_WAIT``, the longest a worker's blocking wait lasts (redis-py's own default, 5 s, is not).
+SOCKET_TIMEOUT = 30.0
+
 #: Seconds a started event subscriber may take to confirm its subscription.
 SUBSCRIBE_TIMEOUT = 5.0
 

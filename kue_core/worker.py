@@ -281,8 +281,10 @@ class Workers:
         if abandoned:  # ttl exceeded, lease lost or released: someone else ended it
             return self.scripts.claim(slot.job_type, *nxt) if nxt else None
         if isinstance(outcome, Done):
+            log.debug("job %d (%s) complete", job_id, slot.job_type)
             _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt)
         else:
+            log.info("job %d (%s) failed: %s", job_id, slot.job_type, outcome.message)
             delay = self._retry_delay(job, outcome.no_retry)
             _, claimed = self.scripts.fail(
                 job_id, attempt.token, outcome.message, outcome.text, delay, nxt

@@ -4,7 +4,7 @@ Run it with ``gunicorn "kue_http:create_app()"``; settings come from ``KUE_*`` e
 variables (see :mod:`kue_http.config`). ``mount(app, "/kue")`` serves it inside another app.
 """
 
-from .app import create_app, mount
+from .app import close, create_app, mount
 from .config import ConfigError
 
-__all__ = ["ConfigError", "create_app", "mount"]
+__all__ = ["ConfigError", "close", "create_app", "mount"]

@@ -54,6 +54,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         timeout = app.config["KUE_REDIS_TIMEOUT"]
         client = connection.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
     app.extensions["kue"] = Queue(prefix=app.config["KUE_PREFIX"], client=client)
+    app.extensions["kue_streams"] = stream.Streams()
     app.register_blueprint(api, url_prefix=app.config["KUE_API_PREFIX"])
     app.register_blueprint(metrics)
     app.register_blueprint(dashboard)
@@ -73,6 +74,13 @@ def mount(host: Flask, path: str, config: Mapping[str, Any] | None = None) -> Fl
     kue = create_app(config)
     host.wsgi_app = DispatcherMiddleware(host.wsgi_app, {path: kue.wsgi_app})  # type: ignore[method-assign]
     return kue
+
+
+def close(app: Flask, timeout: float = 2.0) -> None:
+    """For a server that stops: end the app's open event streams (waiting up to ``timeout``
+    seconds), then close its Redis connections."""
+    app.extensions["kue_streams"].close(timeout)
+    app.extensions["kue"].client.connection_pool.disconnect()
 
 
 def _error_handlers(app: Flask) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -30,6 +31,26 @@ _POLL = 0.5
 _RECONNECT_MS = 2000
 
 
+class Streams:
+    """The app's open event streams, so that a server that stops can end them."""
+
+    def __init__(self) -> None:
+        self.closing = threading.Event()
+        self._open = 0
+        self._changed = threading.Condition()
+
+    def add(self, delta: int) -> None:
+        with self._changed:
+            self._open += delta
+            self._changed.notify_all()
+
+    def close(self, timeout: float) -> bool:
+        """End every open stream (each within ``_POLL`` seconds); True if all ended in time."""
+        self.closing.set()
+        with self._changed:
+            return self._changed.wait_for(lambda: self._open == 0, timeout)
+
+
 @api.get("/events")
 def events() -> Response:
     """Job events; ``?type=`` keeps one job type, ``?id=`` one job."""
@@ -43,7 +64,9 @@ def events() -> Response:
     subscription = queue().event_stream(current_app.config["KUE_REDIS_TIMEOUT"])
     keepalive = current_app.config["KUE_SSE_KEEPALIVE"]
     wanted = _Filter(job_type, int(job_id) if job_id else None)
-    response = Response(_stream(subscription, wanted, keepalive), mimetype="text/event-stream")
+    streams: Streams = current_app.extensions["kue_streams"]
+    body = _stream(subscription, wanted, keepalive, streams)
+    response = Response(body, mimetype="text/event-stream")
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
     return response
 
@@ -64,11 +87,14 @@ class _Filter:
         return True
 
 
-def _stream(subscription: EventStream, wanted: _Filter, keepalive: float) -> Iterator[str]:
+def _stream(
+    subscription: EventStream, wanted: _Filter, keepalive: float, streams: Streams
+) -> Iterator[str]:
+    streams.add(1)
     try:
         yield f"retry: {_RECONNECT_MS}\n: connected\n\n"
         last = time.monotonic()
-        while True:
+        while not streams.closing.is_set():
             try:
                 event = subscription.get(timeout=_POLL)
             except redis.RedisError:
@@ -84,3 +110,4 @@ def _stream(subscription: EventStream, wanted: _Filter, keepalive: float) -> Ite
                 last = now
     finally:
         subscription.close()
+        streams.add(-1)

