@@ -29,6 +29,7 @@ from flask import Flask
 
 from kue_core import KueError, Queue, connection
 from kue_core import defaults as core_defaults
+from kue_core.job import validate_type
 from kue_core.states import STATES
 from kue_http import ConfigError, create_app
 
@@ -320,6 +321,8 @@ def worker(
     """Run HANDLER on jobs of each --type until SIGTERM or SIGINT, then shut down gracefully:
     claim nothing more, let running jobs finish, give back the rest."""
     fn = load_handler(handler)
+    for job_type in types:
+        validate_type(job_type)  # all of them, before any worker starts
     queue, url = connect(redis_url, prefix)
     for job_type in types:
         queue.process(job_type, concurrency, fn, isolation=isolation)
@@ -376,5 +379,5 @@ def _app(url: str, prefix: str, config: dict[str, Any] | None = None) -> Flask:
 
 def main() -> NoReturn:
     """The ``kue`` console script."""
-    cli.main(prog_name="kue")
+    cli.main(prog_name="kue", auto_envvar_prefix="KUE")  # --port of example: KUE_EXAMPLE_PORT
     raise SystemExit(0)  # pragma: no cover - click exits itself

@@ -34,6 +34,7 @@ class DevServer:
 
 
 def start_dev_server(app: Flask, host: str, port: int) -> DevServer:
+    check_port(host, port)  # werkzeug would print its own message and exit 1
     try:
         server = make_server(host, port, app, threaded=True)
     except OSError as e:

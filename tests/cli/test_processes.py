@@ -1,0 +1,253 @@
+"""The command line as real processes: ``kue worker`` runs jobs and stops gracefully on
+SIGTERM; ``kue example`` serves the dashboard while its jobs flow; ``kue dashboard`` serves
+with the development server and with gunicorn."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from kue_core import Queue
+from tests.cli.running import Kue
+from tests.conftest import free_port, wait_for
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def run() -> Iterator[list[Kue]]:
+    started: list[Kue] = []
+    yield started
+    for kue in started:
+        kue.kill()
+
+
+def get(url: str, timeout: float = 5) -> tuple[int, str, str]:
+    """Status, content type and body of a GET (an HTTP error status too)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.headers["Content-Type"], resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers["Content-Type"], e.read().decode()
+
+
+def request(method: str, url: str) -> int:
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def worker(run: list[Kue], redis_url: str, prefix: str, handler: str, *args: str) -> Kue:
+    kue = Kue(
+        "worker", f"tests.cli.handlers:{handler}", "--redis", redis_url, "--prefix", prefix, *args
+    )
+    run.append(kue)
+    kue.wait_for_line(r"worker pid \d+")
+    return kue
+
+
+# -- kue worker -------------------------------------------------------------------------------
+def test_worker_runs_jobs_then_stops_on_sigterm(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    kue = worker(run, redis_url, prefix, "echo", "--type", "double", "-n", "3")
+    jobs = queue.save_many(queue.create_job("double", {"n": n}) for n in range(20))
+    assert wait_for(lambda: queue.count("complete") == 20, timeout=20)
+    for job in jobs:
+        done = queue.get_job(job.id)
+        assert done.result == {"twice": job.data["n"] * 2, "pid": kue.proc.pid}
+    [info] = queue.workers()
+    assert (info["pid"], info["types"]) == (kue.proc.pid, {"double": 3})
+
+    kue.send(signal.SIGTERM)
+    assert kue.wait() == 0, kue.output
+    assert "SIGTERM: stopping" in kue.output and kue.err[-1].endswith("stopped")
+    assert queue.workers() == []
+
+
+def test_a_running_job_finishes_before_the_worker_exits(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    kue = worker(run, redis_url, prefix, "sleepy", "--type", "nap")
+    job = queue.create_job("nap", {"seconds": 1.5}).save()
+    assert wait_for(lambda: queue.get_job(job.id).state == "active", timeout=10)
+    kue.send(signal.SIGINT)  # Ctrl-C
+    assert kue.wait() == 0, kue.output
+    done = queue.get_job(job.id)
+    assert (done.state, done.result) == ("complete", {"slept": 1.5})
+
+
+def test_a_job_outliving_the_shutdown_timeout_goes_back_to_the_queue(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    kue = worker(run, redis_url, prefix, "sleepy", "--type", "nap", "--shutdown-timeout", "0.2")
+    job = queue.create_job("nap", {"seconds": 60}).attempts(2).save()
+    assert wait_for(lambda: queue.get_job(job.id).state == "active", timeout=10)
+    kue.send(signal.SIGTERM)
+    assert kue.wait(timeout=15) == 0, kue.output
+    back = queue.get_job(job.id)
+    assert (back.state, back.attempts_made) == ("inactive", 0)
+
+
+def test_a_second_signal_exits_at_once_with_status_1(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    kue = worker(run, redis_url, prefix, "sleepy", "--type", "nap")
+    job = queue.create_job("nap", {"seconds": 60}).save()
+    assert wait_for(lambda: queue.get_job(job.id).state == "active", timeout=10)
+    kue.send(signal.SIGTERM)
+    kue.wait_for_line("SIGTERM: stopping")
+    kue.send(signal.SIGTERM)
+    assert kue.wait(timeout=10) == 1
+    assert "exiting now" in kue.output
+    # Left to its lease: another worker gets it back when the lease expires.
+    assert queue.get_job(job.id).state == "active"
+
+
+def test_process_isolation_from_the_command_line(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    kue = worker(run, redis_url, prefix, "echo", "--type", "double", "--isolation", "process")
+    job = queue.create_job("double", {"n": 21}).save()
+    assert wait_for(lambda: queue.get_job(job.id).state == "complete", timeout=30)
+    result = queue.get_job(job.id).result
+    assert result["twice"] == 42 and result["pid"] != kue.proc.pid  # a child process ran it
+    kue.send(signal.SIGTERM)
+    assert kue.wait() == 0, kue.output
+
+
+def test_debug_logs_every_job(run: list[Kue], redis_url: str, prefix: str, queue: Queue) -> None:
+    kue = Kue(
+        "--log-level",
+        "debug",
+        "worker",
+        "tests.cli.handlers:echo",
+        "-t",
+        "double",
+        "--redis",
+        redis_url,
+        "--prefix",
+        prefix,
+    )
+    run.append(kue)
+    job = queue.create_job("double", {"n": 1}).save()
+    kue.wait_for_line(rf"job {job.id} \(double\) complete")
+    bad = queue.create_job("double", {}).save()  # no "n": the handler raises KeyError
+    kue.wait_for_line(rf"job {bad.id} \(double\) failed: KeyError")
+    kue.send(signal.SIGTERM)
+    assert kue.wait() == 0
+
+
+# -- kue example ------------------------------------------------------------------------------
+def test_example_serves_the_dashboard_while_jobs_flow(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    kue = Kue("example", "--redis", redis_url, "--prefix", prefix, "--port", "0")
+    run.append(kue)
+    base = kue.wait_for_line(r"dashboard is on (http://\S+)/").group(1)
+
+    def done(job_type: str, state: str, n: int) -> bool:
+        return queue.count(state, job_type) >= n
+
+    # Emails and webhooks within seconds, the 600-frame video and the 3 s reminder soon after.
+    assert wait_for(
+        lambda: done("email", "complete", 5) and done("webhook", "complete", 2), timeout=20
+    )
+    assert wait_for(
+        lambda: done("video", "complete", 1) and done("reminder", "complete", 1), timeout=30
+    )
+    assert done("email", "failed", 1)  # the address without an @ fails at once (NoRetry)
+    assert queue.count("delayed", "reminder") >= 1  # later reminders wait
+    retried = [j for j in queue.get_jobs(queue.ids("complete", "webhook")) if j.attempts_made > 1]
+    failed = queue.get_jobs(queue.ids("failed", "webhook"))
+    assert retried or failed, "no webhook was retried"
+    video = queue.get_jobs(queue.ids("complete", "video"))[0]
+    assert video.progress() == 100 and queue.get_log(video.id)[0].startswith("transcoding")
+    assert kue.wait_for_line(r"^complete\s+#\d+\s+\{")
+
+    status, kind, page = get(base + "/")
+    assert status == 200 and kind.startswith("text/html") and "email" in page
+    status, _, stats = get(base + "/api/stats")
+    assert status == 200 and json.loads(stats)["completeCount"] >= 7
+    assert get(base + "/static/kue.js")[:2] == (200, "text/javascript; charset=utf-8")
+
+    kue.send(signal.SIGINT)
+    assert kue.wait(timeout=30) == 0, kue.output
+    assert kue.out[-1] == "stopped" and "Traceback" not in kue.output
+    assert queue.count("active") == 0 and queue.workers() == []
+
+
+# -- kue dashboard ----------------------------------------------------------------------------
+def test_dashboard_dev_server_ends_open_streams_when_stopped(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    job = queue.create_job("email", {"title": "hello"}).save()
+    kue = Kue("dashboard", "--redis", redis_url, "--prefix", prefix, "--port", "0", "--readonly")
+    run.append(kue)
+    base = kue.wait_for_line(r"kue dashboard: (http://\S+)/").group(1)
+    assert get(f"{base}/job/{job.id}")[0] == 200
+    assert request("DELETE", f"{base}/api/job/{job.id}") == 405  # --readonly
+    stream = urllib.request.urlopen(base + "/api/events", timeout=10)
+    assert stream.readline().startswith(b"retry:")
+    kue.send(signal.SIGINT)
+    assert kue.wait(timeout=15) == 0, kue.output
+    assert "Traceback" not in kue.output
+    stream.close()
+
+
+def test_dashboard_under_gunicorn(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    queue.create_job("email", {}).save()
+    port = free_port()
+    kue = Kue(
+        "dashboard",
+        "--gunicorn",
+        "-w",
+        "2",
+        "--redis",
+        redis_url,
+        "--prefix",
+        prefix,
+        "--port",
+        str(port),
+    )
+    run.append(kue)
+    base = f"http://127.0.0.1:{port}"
+    assert wait_for(lambda: _answers(base + "/api/health"), timeout=30), kue.output
+    status, _, stats = get(base + "/api/stats")
+    assert status == 200 and json.loads(stats)["inactiveCount"] == 1
+    assert get(base + "/static/kue.css")[0] == 200
+    kue.wait_for_line(r"Booting worker")
+    kue.send(signal.SIGTERM)
+    assert kue.wait(timeout=30) == 0, kue.output
+
+
+def _answers(url: str) -> bool:
+    try:
+        return get(url, timeout=1)[0] == 200
+    except OSError:
+        return False
+
+
+def test_kue_runs_as_a_module() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "kue_cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ},
+    )
+    assert out.returncode == 0 and "worker" in out.stdout
