@@ -1,12 +1,7 @@
-"""The ``kue`` command line.
+"""The ``kue`` command line: ``kue example``, ``kue dashboard``, ``kue worker``, ``kue stats``.
 
-Exit codes, for scripts and service managers:
-
-* 0: done, or stopped gracefully by SIGTERM or SIGINT (Ctrl-C);
-* 1: failed while running;
-* 2: bad usage: an unknown option, a value out of range, an invalid Redis URL, prefix or
-  setting, a handler that cannot be imported. Trying again will not help;
-* 3: unavailable: Redis cannot be reached, or the port is taken. Trying again later may.
+Its exit codes (:data:`EPILOG`, shown by ``kue --help``) are part of its interface: scripts
+and service managers tell a bad invocation (2) from a Redis that is down for now (3).
 """
 
 from __future__ import annotations
@@ -31,6 +26,7 @@ from kue_core import KueError, Queue, connection
 from kue_core import defaults as core_defaults
 from kue_core.job import validate_type
 from kue_core.states import STATES
+from kue_example import demo
 from kue_http import ConfigError, create_app
 
 from . import serve
@@ -199,8 +195,6 @@ def cli(log_level: str) -> None:
 def example(redis_url: str | None, prefix: str, host: str, port: int, rate: float) -> None:
     """Run the demo: the dashboard, workers for several job types, and a producer that keeps
     creating jobs. Ctrl-C stops it gracefully."""
-    from kue_example import demo  # the demo's handlers are imported only when it runs
-
     queue, url = connect(redis_url, prefix)
     server = serve.start_dev_server(_app(url, prefix), host, port)
     stop = demo.start(queue, click.echo, rate)

@@ -4,9 +4,11 @@ suite's real Redis, and every answer must be documented and match its schema."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
@@ -30,6 +32,8 @@ from schemathesis.specs.openapi.checks import (
 
 from kue_core import Job, NoRetry, Queue
 from kue_http import create_app
+from kue_http.config import DEFAULTS
+from kue_http.openapi import document
 from tests.conftest import wait_for
 
 METHODS = {"get", "put", "post", "delete", "patch"}
@@ -249,3 +253,16 @@ def test_fuzz_the_api_from_its_document(fuzz_schema: BaseSchema) -> None:
     # The seeded jobs were met: the shapes of real jobs, logs and histories were checked.
     for label in ("GET /job/{id}", "GET /job/{id}/log", "GET /job/{id}/history"):
         assert answers[label][200] > 0, label
+
+
+REGENERATE = (
+    "python -c 'import json; from kue_http import config, openapi; "
+    'print(json.dumps(openapi.document("/api", config.DEFAULTS), indent=2))\' > docs/openapi.json'
+)
+
+
+def test_the_document_in_docs_is_current() -> None:
+    committed = json.loads((Path(__file__).parents[2] / "docs" / "openapi.json").read_text())
+    assert committed == document("/api", DEFAULTS), (
+        f"docs/openapi.json is out of date; run {REGENERATE}"
+    )
