@@ -122,7 +122,7 @@ def load_handler(spec: str) -> Callable[..., Any]:
         except AttributeError:
             raise BadUsage(f"{module_name!r} has no attribute {attr!r}") from None
     if not callable(obj):
-        raise BadUsage(f"{spec} is a {type(obj).__name__}, not a function")
+        raise BadUsage(f"{spec} is not a function: it is of type {type(obj).__name__}")
     return obj  # type: ignore[no-any-return]
 
 

@@ -26,20 +26,16 @@ class DevServer:
         self._thread.start()
 
     def shutdown(self) -> None:
-        """Stop serving, and close the app's Redis connections, which ends the event streams
-        still open (and lets an embedded Redis see this process leave)."""
+        """Stop serving; end the event streams still open and close the app's Redis
+        connections (so that an embedded Redis sees this process leave)."""
         self._server.shutdown()
         self._thread.join()
         close(self._app)
 
 
 def start_dev_server(app: Flask, host: str, port: int) -> DevServer:
-    check_port(host, port)  # werkzeug would print its own message and exit 1
-    try:
-        server = make_server(host, port, app, threaded=True)
-    except OSError as e:
-        raise _unavailable(host, port, e) from None
-    return DevServer(server, app)
+    check_port(host, port)  # werkzeug prints its own message and exits 1 on a taken port
+    return DevServer(make_server(host, port, app, threaded=True), app)
 
 
 def check_port(host: str, port: int) -> None:
@@ -49,11 +45,7 @@ def check_port(host: str, port: int) -> None:
         with socket.create_server((host, port), family=family):
             pass
     except OSError as e:
-        raise _unavailable(host, port, e) from None
-
-
-def _unavailable(host: str, port: int, error: OSError) -> Unavailable:
-    return Unavailable(f"cannot listen on {netloc(host, port)}: {error.strerror or error}")
+        raise Unavailable(f"cannot listen on {netloc(host, port)}: {e.strerror or e}") from None
 
 
 def netloc(host: str, port: int) -> str:

@@ -224,7 +224,7 @@ def test_handler_not_callable(module: Callable[[str], str]) -> None:
     name = module("run = 42\n")
     result = worker(f"{name}:run")
     assert result.exit_code == 2
-    assert f"{name}:run is a int, not a function" in result.stderr
+    assert f"{name}:run is not a function: it is of type int" in result.stderr
 
 
 def test_handler_module_raises_at_import(module: Callable[[str], str]) -> None:
