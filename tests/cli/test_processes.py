@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -240,14 +242,10 @@ def _answers(url: str) -> bool:
 
 
 def test_kue_runs_as_a_module() -> None:
-    import subprocess
-    import sys
-
     out = subprocess.run(
         [sys.executable, "-m", "kue_cli", "--help"],
         capture_output=True,
         text=True,
         timeout=30,
-        env={**os.environ},
     )
     assert out.returncode == 0 and "worker" in out.stdout
