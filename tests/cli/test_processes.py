@@ -5,7 +5,6 @@ with the development server and with gunicorn."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
