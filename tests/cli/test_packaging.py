@@ -11,12 +11,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.cli.running import ROOT, Kue
 from tests.cli.test_processes import get
-from tests.conftest import free_port, wait_for
+from tests.conftest import free_port, redis_servers_in, wait_for
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -41,17 +40,6 @@ def copy_checkout(to: Path) -> Path:
             (to / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, to / name)
     return to
-
-
-def redis_servers_in(directory: Path) -> list[int]:
-    found = []
-    for p in psutil.process_iter(["name"]):
-        try:
-            if "redis-server" in (p.info["name"] or "") and Path(p.cwd()).is_relative_to(directory):
-                found.append(p.pid)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return found
 
 
 def test_the_readme_has_two_quickstart_commands() -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import psutil
 
+from tests.conftest import redis_servers_in
+
 SAVE = """
 import sys
 from kue_core import Queue
@@ -48,17 +50,6 @@ def _read(cwd: Path, job_id: int) -> tuple[dict, str]:
     return data, path
 
 
-def _server_pids(data_dir: Path) -> list[int]:
-    pids = []
-    for p in psutil.process_iter(["name", "cmdline"]):
-        try:
-            if "redis-server" in (p.info["name"] or "") and p.cwd() == str(data_dir):
-                pids.append(p.pid)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return pids
-
-
 def test_two_processes_share_one_embedded_redis_and_data_survives(tmp_path: Path) -> None:
     producer = subprocess.Popen(
         [sys.executable, "-c", SAVE],
@@ -86,5 +77,5 @@ def test_two_processes_share_one_embedded_redis_and_data_survives(tmp_path: Path
     # Everyone left: the server is gone; a new process restarts it from the saved data.
     again, path = _read(tmp_path, job_id)
     assert again == seen
-    for pid in _server_pids(tmp_path / ".kue"):  # nothing may outlive the test
+    for pid in redis_servers_in(tmp_path / ".kue"):  # nothing may outlive the test
         psutil.Process(pid).kill()
