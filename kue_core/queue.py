@@ -90,7 +90,7 @@ class Queue:
         if client is not None:
             self.client = client
         elif url:
-            self.client = connection.from_url(url)
+            self.client = connection.from_url(url, route=prefix)
         else:
             self.client = connection.embedded(data_dir)
         self.prefix = prefix

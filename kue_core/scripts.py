@@ -20,6 +20,7 @@ from redis.commands.core import Script
 from redis.connection import AbstractConnection
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
+from .cluster import Redirected
 from .errors import SCRIPT_ERRORS, JobNotFound
 from .keys import Keys
 
@@ -168,6 +169,8 @@ class Scripts:
             except NoScriptError:
                 # The server lost its script cache (restart, SCRIPT FLUSH): load and resend.
                 self._client.script_load(script.script)
+            except Redirected:
+                pass  # it did not run (the cluster moved the slot): resend to the new owner
             except ResponseError as e:
                 raise translate(e) from None
             except BaseException:

@@ -52,7 +52,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     client = None
     if url:
         timeout = app.config["KUE_REDIS_TIMEOUT"]
-        client = connection.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        client = connection.from_url(
+            url,
+            route=app.config["KUE_PREFIX"],
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+        )
     app.extensions["kue"] = Queue(prefix=app.config["KUE_PREFIX"], client=client)
     app.extensions["kue_streams"] = stream.Streams()
     app.register_blueprint(api, url_prefix=app.config["KUE_API_PREFIX"])

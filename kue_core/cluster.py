@@ -1,0 +1,175 @@
+"""Redis Cluster: a connection pool whose connections all go to the primary of one hash slot.
+
+Every key of a queue carries the prefix, and a prefix with a hash tag (``{q}``) puts them all
+in one slot; so one queue needs exactly one node, the primary that owns that slot, and the
+transition scripts stay atomic. Everything kue_core does (Lua, pipelines, blocking waits with
+``CLIENT UNBLOCK``, pub/sub, whose messages a cluster forwards to every node) then runs
+unchanged on a plain :class:`redis.Redis` over this pool.
+
+The pool finds the owner with ``CLUSTER SLOTS`` on any node it knows, and finds it again
+when the slot moves (a ``MOVED`` reply names the new owner) or the owner stops answering
+(failover). A ``MOVED`` reply means the command did not run: it surfaces as
+:class:`Redirected`, a ``ConnectionError`` that redis-py's retries and ours resend.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.connection import Connection, SSLConnection
+from redis.crc import key_slot
+from redis.exceptions import ClusterDownError, MovedError, TryAgainError
+from redis.retry import Retry
+
+#: Settings a discovery connection keeps from the data connections (the rest are for those).
+_DISCOVERY_SETTINGS = (
+    "username",
+    "password",
+    "socket_connect_timeout",
+    "ssl_ca_certs",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_cert_reqs",
+)
+
+
+class Redirected(redis.ConnectionError):
+    """The slot is served elsewhere, or nowhere for now: the command did not run."""
+
+
+def hash_tag(prefix: str) -> str | None:
+    """The hash tag of ``prefix`` as Redis Cluster reads it (the text between the first
+    ``{`` and the first ``}`` after it, if not empty); None when it has none."""
+    start = prefix.find("{")
+    if start < 0:
+        return None
+    end = prefix.find("}", start + 1)
+    if end <= start + 1:
+        return None
+    return prefix[start + 1 : end]
+
+
+class SlotOwner:
+    """Where one slot is served: asked of the cluster, remembered until it changes."""
+
+    def __init__(self, nodes: list[tuple[str, int]], slot: int, settings: dict[str, Any]) -> None:
+        self.slot = slot
+        self._nodes = list(nodes)
+        self._settings = {k: v for k, v in settings.items() if k in _DISCOVERY_SETTINGS}
+        self._ssl = bool(settings.get("ssl"))
+        self._address: tuple[str, int] | None = None
+        self._lock = threading.Lock()
+
+    def address(self) -> tuple[str, int]:
+        with self._lock:
+            if self._address is None:
+                self._address = self._discover()
+            return self._address
+
+    def moved(self, address: tuple[str, int]) -> None:
+        with self._lock:
+            self._address = address
+            if address not in self._nodes:
+                self._nodes.append(address)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._address = None
+
+    def _discover(self) -> tuple[str, int]:
+        errors = []
+        for host, port in list(self._nodes):
+            probe = redis.Redis(
+                host=host,
+                port=port,
+                socket_timeout=self._settings.get("socket_connect_timeout"),
+                ssl=self._ssl,
+                **self._settings,
+            )
+            try:
+                slots = probe.execute_command("CLUSTER SLOTS")  # type: ignore[no-untyped-call]
+            except redis.RedisError as e:
+                errors.append(f"{host}:{port}: {e}")
+                continue
+            finally:
+                probe.close()
+            for row in slots:
+                start, end, primary = row[0], row[1], row[2]
+                if start <= self.slot <= end:
+                    owner = (_text(primary[0]) or host, int(primary[1]))
+                    self._learn([(_text(r[0]) or host, int(r[1])) for r in slots_nodes(slots)])
+                    return owner
+            errors.append(f"{host}:{port}: slot {self.slot} has no primary")
+        raise redis.ConnectionError(
+            f"no Redis Cluster node serves slot {self.slot}: " + "; ".join(errors)
+        )
+
+    def _learn(self, nodes: list[tuple[str, int]]) -> None:
+        for node in nodes:
+            if node not in self._nodes:
+                self._nodes.append(node)
+
+
+def slots_nodes(slots: list[Any]) -> list[Any]:
+    """Every node named in a ``CLUSTER SLOTS`` reply, primaries and replicas."""
+    return [node for row in slots for node in row[2:]]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class _SlotConnection(Connection):
+    """A connection to whichever primary serves the pool's slot now."""
+
+    def __init__(self, *, slot_owner: SlotOwner, **kwargs: Any) -> None:
+        self.slot_owner = slot_owner
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
+
+    def connect_check_health(self, *args: Any, **kwargs: Any) -> None:
+        if self._sock:
+            return
+        self.host, self.port = self.slot_owner.address()
+        try:
+            super().connect_check_health(*args, **kwargs)
+        except redis.ConnectionError:
+            self.slot_owner.forget()  # failed over, perhaps: ask the cluster again
+            raise
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().read_response(*args, **kwargs)
+        except MovedError as e:
+            self.slot_owner.moved((e.host, int(e.port)))
+            self.disconnect()  # type: ignore[no-untyped-call]
+            raise Redirected(f"slot {e.slot_id} moved to {e.host}:{e.port}") from None
+        except (ClusterDownError, TryAgainError) as e:
+            self.slot_owner.forget()
+            self.disconnect()  # type: ignore[no-untyped-call]
+            raise Redirected(f"the cluster cannot serve slot {self.slot_owner.slot}: {e}") from None
+
+
+class _SlotSSLConnection(_SlotConnection, SSLConnection):
+    pass
+
+
+class SlotPool(redis.ConnectionPool):
+    """A pool of connections to the primary serving the slot of ``route`` (a key, or a prefix
+    with a hash tag), found from the cluster nodes ``nodes``."""
+
+    def __init__(self, nodes: list[tuple[str, int]], route: str, **kwargs: Any) -> None:
+        ssl = bool(kwargs.pop("ssl", False))
+        self.nodes = list(nodes)
+        self.route = route
+        self.slot_owner = SlotOwner(nodes, key_slot(route.encode()), {**kwargs, "ssl": ssl})
+        kwargs.pop("connection_class", None)
+        cls = _SlotSSLConnection if ssl else _SlotConnection
+        # A redirected command did not run: send it again, to the new owner, a few times.
+        retry = Retry(ExponentialBackoff(cap=1.0, base=0.05), 4, supported_errors=(Redirected,))
+        super().__init__(connection_class=cls, slot_owner=self.slot_owner, retry=retry, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<SlotPool slot={self.slot_owner.slot} nodes={self.nodes}>"

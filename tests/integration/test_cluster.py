@@ -1,0 +1,189 @@
+"""Redis Cluster specifics: which node a queue lives on, several queues over the cluster's
+slots, a slot moved under a running worker, and prefixes a cluster cannot serve. (The whole
+core, worker and API suites also run on a cluster: see ``CLUSTER_SUITES`` in conftest.)"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from redis.crc import key_slot
+
+from kue_core import ConnectionFailed, Queue, connection
+from kue_core.cluster import SlotPool, hash_tag
+from tests.conftest import keys_under, wait_for
+
+#: For the tests below that need a Redis: the session's cluster.
+in_cluster = pytest.mark.parametrize("redis_url", ["cluster"], indirect=True, scope="session")
+
+
+def _nodes(redis_url: str) -> list[tuple[str, int]]:
+    hosts = redis_url.partition("://")[2].split(",")
+    return [(h.rpartition(":")[0], int(h.rpartition(":")[2])) for h in hosts]
+
+
+@pytest.fixture
+def cluster(redis_url: str) -> Iterator[redis.RedisCluster]:
+    """redis-py's own cluster client, which routes every key itself: the referee."""
+    host, port = _nodes(redis_url)[0]
+    client = redis.RedisCluster(host=host, port=port, decode_responses=True)
+    yield client
+    client.close()
+
+
+def _owner(cluster: redis.RedisCluster, prefix: str) -> tuple[str, int]:
+    node = cluster.get_node_from_key(prefix)
+    return node.host, int(node.port)
+
+
+def _prefix_on(cluster: redis.RedisCluster, port: int, avoid: set[str]) -> str:
+    """A hash-tagged prefix whose slot the node on ``port`` serves."""
+    n = 0
+    while True:
+        prefix = f"{{ns{n}}}"
+        if prefix not in avoid and _owner(cluster, prefix)[1] == port:
+            return prefix
+        n += 1
+
+
+@in_cluster
+def test_a_queue_lives_on_the_node_serving_its_hash_tag(
+    redis_url: str, prefix: str, cluster: redis.RedisCluster
+) -> None:
+    queue = Queue(redis_url, prefix=prefix)
+    try:
+        job = queue.create_job("email", {"to": "a@example.com"}).save()
+        queue.create_job("email", {}).delay(60_000).save()
+        queue.pause("email")
+        keys = keys_under(cluster, prefix)
+        assert f"{prefix}:job:{job.id}" in keys and f"{prefix}:jobs:email:delayed" in keys
+        assert {key_slot(k.encode()) for k in keys} == {key_slot(prefix.encode())}
+        pool = queue.client.connection_pool
+        assert isinstance(pool, SlotPool)
+        assert pool.slot_owner.address() == _owner(cluster, prefix)
+        assert cluster.hget(f"{prefix}:job:{job.id}", "state") == "inactive"
+    finally:
+        queue.close()
+
+
+@in_cluster
+def test_queues_with_different_hash_tags_spread_over_the_primaries(
+    redis_url: str, cluster: redis.RedisCluster
+) -> None:
+    """One queue per primary, each with a worker, all at once."""
+    ports = sorted(port for _, port in _nodes(redis_url))
+    prefixes: list[str] = []
+    for port in ports:
+        prefixes.append(_prefix_on(cluster, port, set(prefixes)))
+    queues = [Queue(redis_url, prefix=p) for p in prefixes]
+    try:
+        for q in queues:
+            for k in keys_under(cluster, q.prefix):
+                cluster.delete(k)
+            q.process("task", 2, lambda job: {"on": job.data["n"]})
+        ids = [[q.create_job("task", {"n": i}).save().id for i in range(20)] for q in queues]
+        for q, jobs in zip(queues, ids, strict=True):
+            wait_for(lambda q=q: q.count("complete", "task") == 20, timeout=20)
+            assert [q.get_job(i).result for i in jobs] == [{"on": n} for n in range(20)]
+        assert {_owner(cluster, p)[1] for p in prefixes} == set(ports)
+    finally:
+        for q in queues:
+            q.close()
+
+
+def _move_slot(cluster: redis.RedisCluster, slot: int, target: Any) -> None:
+    """Move one slot and its keys to ``target``, the way ``redis-cli --cluster reshard`` does."""
+    source = cluster.nodes_manager.get_node_from_slot(slot)
+    ids = {n.name: cluster.cluster_myid(n) for n in cluster.get_primaries()}
+    cluster.execute_command(
+        "CLUSTER SETSLOT", slot, "IMPORTING", ids[source.name], target_nodes=target
+    )
+    cluster.execute_command(
+        "CLUSTER SETSLOT", slot, "MIGRATING", ids[target.name], target_nodes=source
+    )
+    while keys := cluster.execute_command("CLUSTER GETKEYSINSLOT", slot, 100, target_nodes=source):
+        cluster.execute_command(
+            "MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *keys, target_nodes=source
+        )
+    for node in cluster.get_primaries():
+        cluster.execute_command(
+            "CLUSTER SETSLOT", slot, "NODE", ids[target.name], target_nodes=node
+        )
+
+
+@in_cluster
+def test_a_worker_follows_its_slot_to_another_primary(
+    redis_url: str, prefix: str, cluster: redis.RedisCluster
+) -> None:
+    """After a reshard, the first command to the old primary gets MOVED; the client asks the
+    new owner instead, and the worker and producer carry on."""
+    producer = Queue(redis_url, prefix=prefix)
+    worker = Queue(redis_url, prefix=prefix)
+    done = threading.Event()
+    try:
+        worker.process("task", 1, lambda job: job.data["n"] * 2)
+        first = producer.create_job("task", {"n": 1}).save()
+        wait_for(lambda: producer.get_job(first.id).state == "complete")
+        slot = key_slot(prefix.encode())
+        before = _owner(cluster, prefix)
+        target = next(n for n in cluster.get_primaries() if (n.host, int(n.port)) != before)
+        _move_slot(cluster, slot, target)
+        cluster.nodes_manager.initialize()
+        assert _owner(cluster, prefix) == (target.host, int(target.port))
+
+        later = [producer.create_job("task", {"n": n}).save().id for n in range(2, 12)]
+        wait_for(lambda: producer.count("complete", "task") == 11, timeout=20)
+        assert [producer.get_job(i).result for i in later] == [n * 2 for n in range(2, 12)]
+        assert producer.client.connection_pool.slot_owner.address() == (
+            target.host,
+            int(target.port),
+        )
+        assert cluster.hget(f"{prefix}:job:{first.id}", "result") == "2"
+        done.set()
+    finally:
+        worker.close()
+        producer.close()
+    assert done.is_set()
+
+
+@in_cluster
+def test_a_prefix_without_a_hash_tag_is_refused_and_writes_nothing(
+    redis_url: str, cluster: redis.RedisCluster
+) -> None:
+    for bad in ("plain", "{}x", "open{only", "x}y{"):
+        assert hash_tag(bad) is None
+        with pytest.raises(ConnectionFailed, match=r"hash tag, like '\{q\}'"):
+            Queue(redis_url, prefix=bad)
+    assert not keys_under(cluster, "plain") and not keys_under(cluster, "open{only")
+
+
+@pytest.mark.parametrize(
+    ("prefix", "tag"), [("{q}", "q"), ("app:{jobs}", "jobs"), ("{a}{b}", "a"), ("x{y}z}", "y")]
+)
+def test_hash_tags_are_read_as_redis_reads_them(prefix: str, tag: str) -> None:
+    assert hash_tag(prefix) == tag
+    assert key_slot(f"{prefix}:job:1".encode()) == key_slot(tag.encode())
+
+
+@in_cluster
+def test_cluster_urls_name_any_nodes_and_credentials(redis_url: str) -> None:
+    host, port = _nodes(redis_url)[0]
+    client = connection.from_url(f"redis+cluster://{host}:{port}/0", route="{only-one-node}")
+    try:
+        assert client.ping()
+    finally:
+        client.close()
+    for bad, why in [
+        ("redis+cluster://", "no host"),
+        (f"redis+cluster://{host}:{port}/3", "only database 0"),
+        (f"redis+cluster://{host}:x", "bad port"),
+        (f"redis+cluster://{host}:{port}?color=red", "unknown option 'color'"),
+    ]:
+        with pytest.raises(ConnectionFailed, match=why):
+            connection.from_url(bad, route="{q}")
+    with pytest.raises(ConnectionFailed) as info:
+        connection.from_url(f"redis+cluster://u:pw-secret@{host}:{port}/9", route="{q}")
+    assert "pw-secret" not in str(info.value)
