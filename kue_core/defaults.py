@@ -38,6 +38,10 @@ CONNECT_TIMEOUT = 5.0
 #: ``IDLE_WAIT``, the longest a worker's blocking wait lasts (redis-py's own default, 5 s, is not).
 SOCKET_TIMEOUT = 30.0
 
+#: Milliseconds a save waits for replicas to confirm it (the ``replicas`` URL option) before
+#: it is reported as not acknowledged.
+REPLICA_TIMEOUT_MS = 2000
+
 #: Seconds a started event subscriber may take to confirm its subscription.
 SUBSCRIBE_TIMEOUT = 5.0
 

@@ -27,6 +27,11 @@ class ConnectionFailed(KueError, ConnectionError):
     """Redis could not be reached, or the embedded Redis could not be started."""
 
 
+class NotReplicated(ConnectionFailed):
+    """Fewer replicas than asked for confirmed a save in time: the jobs are on the primary but
+    not acknowledged, since a failover could lose them. Saving again may store them twice."""
+
+
 class NoRetry(KueError):
     """Raise from a handler to fail the job at once, whatever attempts it has left."""
 

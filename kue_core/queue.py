@@ -61,6 +61,8 @@ class Queue:
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its
     data under ``data_dir`` (default ``./.kue``), shared by every process that uses it.
     ``lease_ms`` and ``stall_limit`` tune this process's workers (see ``kue_core.defaults``).
+    ``replicas``: how many replicas must have a job before ``save()`` returns (Redis ``WAIT``;
+    else :class:`NotReplicated` is raised); by default the URL's ``?replicas=N``, else 0.
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class Queue:
         client: redis.Redis | None = None,
         lease_ms: int = defaults.LEASE_MS,
         stall_limit: int = defaults.STALL_LIMIT,
+        replicas: int | None = None,
     ) -> None:
         if not isinstance(prefix, str) or not prefix or any(c.isspace() for c in prefix):
             raise InvalidJob(f"prefix must be a non-empty string without spaces, got {prefix!r}")
@@ -95,7 +98,11 @@ class Queue:
             self.client = connection.embedded(data_dir)
         self.prefix = prefix
         self.keys = Keys(prefix)
-        self.scripts = Scripts(self.client, self.keys)
+        if replicas is None:
+            replicas = connection.url_options(url).get("replicas", 0) if url and not client else 0
+        elif isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            raise InvalidJob(f"replicas must be an integer of at least 0, got {replicas!r}")
+        self.scripts = Scripts(self.client, self.keys, replicas)
         self.events = EventBus(self.client, self.keys.events)
 
     def __repr__(self) -> str:

@@ -21,7 +21,8 @@ from redis.connection import AbstractConnection
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
 from .cluster import Redirected
-from .errors import SCRIPT_ERRORS, JobNotFound
+from .defaults import REPLICA_TIMEOUT_MS
+from .errors import SCRIPT_ERRORS, JobNotFound, NotReplicated
 from .keys import Keys
 
 #: Every transition script; ``tests/scripts/test_contract.py`` checks this against the files.
@@ -132,11 +133,13 @@ class Scripts:
     this is a third of the cost of a ``save()`` on loopback.
     """
 
-    def __init__(self, client: redis.Redis, keys: Keys) -> None:
+    def __init__(self, client: redis.Redis, keys: Keys, replicas: int = 0) -> None:
         self._client = client
         self._keys = keys
         self._local = threading.local()
         self._scripts: dict[str, Script] = {
+        #: Replicas that must confirm a save before it returns (Redis ``WAIT``).
+        self.replicas = replicas
             name: client.register_script(script_source(name)) for name in SCRIPT_NAMES
         }
 
@@ -149,7 +152,17 @@ class Scripts:
             conn.disconnect()  # type: ignore[no-untyped-call]
         return conn
 
-    def _run(self, name: str, key: str, *args: Any) -> Any:
+    @staticmethod
+    def _send(conn: AbstractConnection, packed: bytes) -> None:
+        if getattr(conn, "_sock", None) is None:
+            # Connect through connect(), not send's shortcut to the last address: Sentinel
+            # finds the current primary there.
+            conn.connect()  # type: ignore[no-untyped-call]
+        conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
+
+    def _run(self, name: str, key: str, *args: Any, replicated: bool = False) -> Any:
+        """Run script ``name``; with ``replicated``, return only once ``self.replicas``
+        replicas have its writes."""
         script = self._scripts[name]
         conn = self._connection()
         # Every argument is an int or a valid str (validated or ASCII JSON): hiredis packs
@@ -157,7 +170,7 @@ class Scripts:
         packed = _pack("EVALSHA", script.sha, 1, key, self._keys.prefix, *args)
         for attempt in range(3):
             try:
-                conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
+                self._send(conn, packed)
             except ConnectionError:
                 # Nothing reached Redis: safe to send again on a fresh connection.
                 conn.disconnect()  # type: ignore[no-untyped-call]
@@ -165,7 +178,12 @@ class Scripts:
                     raise
                 continue
             try:
-                return conn.read_response()
+                reply = conn.read_response()
+                if replicated and self.replicas:
+                    # WAIT counts the replicas that have this connection's writes so far.
+                    self._send(conn, _pack("WAIT", self.replicas, REPLICA_TIMEOUT_MS))
+                    self._confirmed(conn.read_response())
+                return reply
             except NoScriptError:
                 # The server lost its script cache (restart, SCRIPT FLUSH): load and resend.
                 self._client.script_load(script.script)
@@ -181,7 +199,14 @@ class Scripts:
 
     def save(self, rows: Sequence[Sequence[Any]]) -> list[int]:
         """Store jobs given as rows of ``SAVE_WIDTH`` values in one call; returns their ids."""
-        ids: list[int] = self._run("save", self._keys.ids, len(rows), *_flat(rows))
+    def _confirmed(self, replicas: Any) -> None:
+        if int(replicas) < self.replicas:
+            raise NotReplicated(
+                f"only {replicas} of {self.replicas} replicas confirmed the save within "
+                f"{REPLICA_TIMEOUT_MS} ms: the jobs are not acknowledged"
+            )
+
+        ids: list[int] = self._run("save", self._keys.ids, len(rows), *_flat(rows), replicated=True)
         return ids
 
     def save_chunks(self, chunks: Sequence[Sequence[Sequence[Any]]]) -> list[int]:
@@ -208,7 +233,14 @@ class Scripts:
         pipe = self._client.pipeline(transaction=False)
         for rows in chunks:
             pipe.evalsha(script.sha, 1, self._keys.ids, self._keys.prefix, len(rows), *_flat(rows))
-        return pipe.execute(raise_on_error=False)
+        if not self.replicas:
+            return pipe.execute(raise_on_error=False)
+        pipe.execute_command("WAIT", self.replicas, REPLICA_TIMEOUT_MS)  # type: ignore[no-untyped-call]
+        *results, replicas = pipe.execute(raise_on_error=False)
+        if isinstance(replicas, Exception):
+            raise replicas
+        self._confirmed(replicas)
+        return results
 
     def update(self, job_id: int, fields: Sequence[Any]) -> str:
         state: str = self._run("update", self._keys.job(job_id), job_id, *fields)
@@ -238,7 +270,7 @@ class Scripts:
         conn = self._connection()
         packed = _pack("CLIENT", "ID") + _pack("BLMOVE", key, key, "RIGHT", "LEFT", timeout)
         try:
-            conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
+            self._send(conn, packed)
             blocked(int(conn.read_response()))
             return conn.read_response() is not None
         except BaseException:

