@@ -299,6 +299,14 @@ def dashboard(
     help="Seconds running jobs get to finish on SIGTERM; the rest go back to the queue.",
 )
 @redis_options
+@click.option(
+    "-p",
+    "--processes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 1024),
+    help="Worker processes to run under one supervisor, which restarts any that dies.",
+)
 @_failing
 def worker(
     handler: str,
@@ -307,6 +315,7 @@ def worker(
     isolation: str,
     shutdown_timeout: float,
     redis_url: str | None,
+    processes: int,
     prefix: str,
 ) -> None:
     """Run HANDLER on jobs of each --type until SIGTERM or SIGINT, then shut down gracefully:
@@ -316,6 +325,17 @@ def worker(
         validate_type(job_type)  # all of them, before any worker starts
     queue, url = connect(redis_url, prefix)
     for job_type in types:
+    if processes > 1:
+        queue.close()  # the children connect for themselves
+        argv = [sys.executable, "-m", "kue_cli", "worker", handler]
+        argv += [f"--type={t}" for t in types]
+        argv += [f"--concurrency={concurrency}", f"--isolation={isolation}"]
+        argv += [f"--shutdown-timeout={shutdown_timeout}"]
+        level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        env = {**os.environ, "KUE_REDIS_URL": url, "KUE_PREFIX": prefix, "KUE_LOG_LEVEL": level}
+        env.pop("KUE_WORKER_PROCESSES", None)
+        code = supervisor.Supervisor(argv, env, processes, shutdown_timeout).run()
+        click.get_current_context().exit(code)
         queue.process(job_type, concurrency, fn, isolation=isolation)
     log = logging.getLogger("kue_cli")
     log.info(
