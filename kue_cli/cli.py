@@ -29,7 +29,7 @@ from kue_core.states import STATES
 from kue_example import demo
 from kue_http import ConfigError, create_app
 
-from . import serve
+from . import serve, supervisor
 from .errors import EXIT_FAILED, BadUsage, Unavailable
 
 EPILOG = """\b
@@ -298,7 +298,6 @@ def dashboard(
     type=click.FloatRange(0),
     help="Seconds running jobs get to finish on SIGTERM; the rest go back to the queue.",
 )
-@redis_options
 @click.option(
     "-p",
     "--processes",
@@ -307,6 +306,7 @@ def dashboard(
     type=click.IntRange(1, 1024),
     help="Worker processes to run under one supervisor, which restarts any that dies.",
 )
+@redis_options
 @_failing
 def worker(
     handler: str,
@@ -314,8 +314,8 @@ def worker(
     concurrency: int,
     isolation: str,
     shutdown_timeout: float,
-    redis_url: str | None,
     processes: int,
+    redis_url: str | None,
     prefix: str,
 ) -> None:
     """Run HANDLER on jobs of each --type until SIGTERM or SIGINT, then shut down gracefully:
@@ -324,7 +324,6 @@ def worker(
     for job_type in types:
         validate_type(job_type)  # all of them, before any worker starts
     queue, url = connect(redis_url, prefix)
-    for job_type in types:
     if processes > 1:
         queue.close()  # the children connect for themselves
         argv = [sys.executable, "-m", "kue_cli", "worker", handler]
@@ -336,6 +335,7 @@ def worker(
         env.pop("KUE_WORKER_PROCESSES", None)
         code = supervisor.Supervisor(argv, env, processes, shutdown_timeout).run()
         click.get_current_context().exit(code)
+    for job_type in types:
         queue.process(job_type, concurrency, fn, isolation=isolation)
     log = logging.getLogger("kue_cli")
     log.info(

@@ -136,10 +136,10 @@ class Scripts:
     def __init__(self, client: redis.Redis, keys: Keys, replicas: int = 0) -> None:
         self._client = client
         self._keys = keys
-        self._local = threading.local()
-        self._scripts: dict[str, Script] = {
         #: Replicas that must confirm a save before it returns (Redis ``WAIT``).
         self.replicas = replicas
+        self._local = threading.local()
+        self._scripts: dict[str, Script] = {
             name: client.register_script(script_source(name)) for name in SCRIPT_NAMES
         }
 
@@ -197,8 +197,6 @@ class Scripts:
                 raise
         raise ConnectionError(f"could not run the {name} script")
 
-    def save(self, rows: Sequence[Sequence[Any]]) -> list[int]:
-        """Store jobs given as rows of ``SAVE_WIDTH`` values in one call; returns their ids."""
     def _confirmed(self, replicas: Any) -> None:
         if int(replicas) < self.replicas:
             raise NotReplicated(
@@ -206,6 +204,8 @@ class Scripts:
                 f"{REPLICA_TIMEOUT_MS} ms: the jobs are not acknowledged"
             )
 
+    def save(self, rows: Sequence[Sequence[Any]]) -> list[int]:
+        """Store jobs given as rows of ``SAVE_WIDTH`` values in one call; returns their ids."""
         ids: list[int] = self._run("save", self._keys.ids, len(rows), *_flat(rows), replicated=True)
         return ids
 
