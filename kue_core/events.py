@@ -26,18 +26,22 @@ from .errors import InvalidJob
 
 log = logging.getLogger("kue_core.events")
 
-#: Kue's job events, in the order of a job's life.
-EVENTS = (
-    "enqueue",
-    "start",
-    "promotion",
-    "progress",
-    "failed attempt",
-    "failed",
-    "complete",
-    "remove",
-    "error",
-)
+#: Kue's job events, in the order of a job's life, and how many arguments each gives its
+#: receivers (after the job id, for queue-level ones): ``enqueue(type)``, ``start(type)``,
+#: ``promotion()``, ``progress(percent, data)``, ``failed attempt(message, attempts made)``,
+#: ``failed(message)``, ``complete(result)``, ``remove(type)``, ``error(message)``.
+ARITY = {
+    "enqueue": 1,
+    "start": 1,
+    "promotion": 0,
+    "progress": 2,
+    "failed attempt": 2,
+    "failed": 1,
+    "complete": 1,
+    "remove": 1,
+    "error": 1,
+}
+EVENTS = tuple(ARITY)
 #: After these a job has no more events to give: its job-level receivers are dropped.
 FINAL_EVENTS = frozenset({"complete", "failed", "remove"})
 
@@ -132,6 +136,11 @@ class EventBus:
             return
         if event not in EVENTS:
             return  # an event of a newer or foreign version: not ours to interpret
+        # Node Kue's workers publish a fixed number of arguments, the unused ones as null
+        # (``complete`` is ``["complete", result, null]``): receivers get the event's own.
+        arity = ARITY[event]
+        if len(args) != arity:
+            args = (args + (None,) * arity)[:arity]
         self._send(self._job_signals.signal(event), job_id, args)
         self._send(self._queue_signals.signal("job " + event), job_id, args)
         if event in FINAL_EVENTS:

@@ -77,7 +77,8 @@ class _Filter:
         self.job_id = job_id
 
     def __call__(self, event: dict[str, Any]) -> bool:
-        if self.job_type is not None and event.get("type") != self.job_type:
+        # Node Kue's messages name no type: let them by, the page checks what changed.
+        if self.job_type is not None and event.get("type") not in (None, self.job_type):
             return False
         if self.job_id is not None:
             try:

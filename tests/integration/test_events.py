@@ -122,3 +122,29 @@ def test_a_message_from_node_kue_is_understood(queue: Queue, r) -> None:  # type
     r.publish(queue.keys.events, '{"id":13,"event":"complete","args":["complete",null]}')
     wait_for(lambda: len(heard) == 2)
     assert heard == [(12, {"ok": True}), (13, None)]
+
+
+def test_node_kue_workers_extra_null_arguments_are_dropped(queue: Queue, r) -> None:  # type: ignore[no-untyped-def]
+    """Kue's workers publish two arguments whatever the event, the unused one as null
+    (``["complete", result, null]``); receivers get the event's own arguments, and a missing
+    one as None."""
+    heard: list[tuple] = []
+    queue.on("job complete", lambda jid, result: heard.append(("complete", jid, result)))
+    queue.on("job start", lambda jid, jtype: heard.append(("start", jid, jtype)))
+    queue.on("job progress", lambda jid, pct, data: heard.append(("progress", jid, pct, data)))
+    queue.on("job promotion", lambda jid: heard.append(("promotion", jid)))
+    messages = [
+        '{"id":5,"event":"start","args":["start","email",null]}',
+        '{"id":5,"event":"progress","args":["progress",50]}',
+        '{"id":5,"event":"promotion","args":["promotion",null]}',
+        '{"id":5,"event":"complete","args":["complete",{"ok":true},null]}',
+    ]
+    for message in messages:
+        r.publish(queue.keys.events, message)
+    wait_for(lambda: len(heard) == 4)
+    assert heard == [
+        ("start", 5, "email"),
+        ("progress", 5, 50, None),
+        ("promotion", 5),
+        ("complete", 5, {"ok": True}),
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import redis
 from redis.crc import key_slot
 
@@ -55,6 +56,7 @@ def test_kue_types_of_every_key(queue: Queue, r: redis.Redis, prefix: str) -> No
     assert r.type(k.log(1)) == "list"
 
 
+@pytest.mark.single_node  # on the cluster: tests/integration/test_cluster.py
 def test_hash_tag_prefix_keeps_every_key_in_one_slot(
     redis_url: str, r: redis.Redis, prefix: str
 ) -> None:
