@@ -5,6 +5,9 @@ Producer side: ``queue.create_job(type, data).save()`` (W1, one round trip per j
 ``queue.save_many(jobs)`` (W1 bulk, one round trip per chunk of 1000). Worker side:
 ``queue.process(type, c, handler)`` (W2 drain, W3 latency, W4 delayed jobs); a busy slot makes
 one round trip per job (complete and claim the next in one script).
+
+``KUE_BENCH_PROCESSES=P`` (P > 1) runs the worker side as ``kue worker --processes P`` instead,
+reported as system ``kue_core_pP``: P processes, each with ``--conc`` slots.
 """
 
 import os
@@ -18,6 +21,8 @@ import common
 from kue_core import Queue
 
 TYPE = "bench"
+PROCESSES = int(os.environ.get("KUE_BENCH_PROCESSES", "1"))
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def handler(job):
@@ -25,10 +30,21 @@ def handler(job):
 
 
 class KueCoreAdapter(common.Adapter):
-    system = "kue_core"
+    system = "kue_core" if PROCESSES == 1 else f"kue_core_p{PROCESSES}"
 
     def conc_model(self, conc):
+        if PROCESSES > 1:
+            return f"kue worker -n {conc} --processes {PROCESSES}"
         return f"queue.process(type, {conc}, handler) in 1 process"
+
+    def worker_argv(self, conc, delayed=False):
+        if PROCESSES == 1:
+            return super().worker_argv(conc, delayed)
+        kue = os.path.join(os.path.dirname(sys.executable), "kue")
+        # The handler is this module's, imported by the worker processes from this directory.
+        os.chdir(HERE)
+        return [kue, "worker", "bench_kue_core:handler", "--type", TYPE, "--concurrency",
+                str(conc), "--processes", str(PROCESSES), "--redis", self.args.redis]
 
     def setup(self, args):
         super().setup(args)
