@@ -43,8 +43,9 @@ class KueCoreAdapter(common.Adapter):
         kue = os.path.join(os.path.dirname(sys.executable), "kue")
         # The handler is this module's, imported by the worker processes from this directory.
         os.chdir(HERE)
-        return [kue, "worker", "bench_kue_core:handler", "--type", TYPE, "--concurrency",
-                str(conc), "--processes", str(PROCESSES), "--redis", self.args.redis]
+        argv = [kue, "worker", "bench_kue_core:handler", "--type", TYPE]
+        argv += ["--concurrency", str(conc), "--processes", str(PROCESSES)]
+        return [*argv, "--redis", self.args.redis]
 
     def setup(self, args):
         super().setup(args)
