@@ -1,4 +1,5 @@
-"""The ``kue`` command line: ``kue example``, ``kue dashboard``, ``kue worker``, ``kue stats``.
+"""The ``kue`` command line: ``kue example``, ``kue dashboard``, ``kue worker``, ``kue stats``,
+``kue doctor``.
 
 Its exit codes (:data:`EPILOG`, shown by ``kue --help``) are part of its interface: scripts
 and service managers tell a bad invocation (2) from a Redis that is down for now (3).
@@ -29,13 +30,14 @@ from kue_core.states import STATES
 from kue_example import demo
 from kue_http import ConfigError, create_app
 
+from . import doctor as doctor_cli
 from . import serve, supervisor
 from .errors import EXIT_FAILED, BadUsage, Unavailable
 
 EPILOG = """\b
 Exit codes:
   0  done, or stopped gracefully by SIGTERM or SIGINT (Ctrl-C)
-  1  failed while running
+  1  failed while running; kue doctor: problems found (and not repaired)
   2  bad usage: an option, a Redis URL, a prefix or a handler that cannot work
   3  unavailable: Redis cannot be reached or the port is taken (try again later)
 """
@@ -379,6 +381,21 @@ def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
     for name, counts in rows:
         click.echo(name.ljust(width) + "".join(f"{counts.get(s, 0):>10}" for s in STATES))
     click.echo(f"workers: {workers} live worker processes")
+
+
+@cli.command(help=doctor_cli.HELP, short_help=doctor_cli.SHORT_HELP, epilog=doctor_cli.EPILOG)
+@redis_options
+@doctor_cli.options
+@_failing
+def doctor(
+    redis_url: str | None, prefix: str, repair: bool, as_json: bool, stuck_after: int
+) -> None:
+    queue, _ = connect(redis_url, prefix)
+    try:
+        code = doctor_cli.run(queue, repair, as_json, stuck_after)
+    finally:
+        queue.close()
+    click.get_current_context().exit(code)
 
 
 def _app(url: str, prefix: str, config: dict[str, Any] | None = None) -> Flask:

@@ -79,3 +79,19 @@ SHUTDOWN_TIMEOUT = 10.0
 
 #: Retry pause after a Redis error in a worker: doubles from the first value up to the second.
 RETRY_PAUSE = (0.1, 5.0)
+
+#: ``kue doctor``: an active job with no lease (a Kue Node worker's) whose ``updated_at`` is
+#: older than this (and than its ttl) is taken as stuck, its worker gone. Kue updates it when
+#: a job starts and at each progress report: set it above the longest a Node handler runs
+#: without reporting progress.
+DOCTOR_STUCK_AFTER_MS = 3_600_000
+
+#: ``kue doctor``: a job hash without a state or a type that was written this recently is
+#: left alone (a Kue client writes a job's fields one command at a time: it may be saving it).
+DOCTOR_GRACE_MS = 60_000
+
+#: ``kue doctor``: members and job logs per ``screen`` call, members per ZSCAN step (a SCAN
+#: step reads five times as many keys); and jobs per ``inspect`` call, actions per ``repair``
+#: call. Each call then blocks Redis for about a millisecond at most.
+DOCTOR_BATCH = 200
+DOCTOR_JOBS_PER_CALL = 50

@@ -7,6 +7,16 @@ the two in agreement.
 
 from __future__ import annotations
 
+import re
+
+#: Characters that are special in a Redis glob pattern (SCAN MATCH).
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a literal inside a Redis glob pattern (``{q}`` stays, ``a*b -> a\\*b``)."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
+
 
 def zid(job_id: int) -> str:
     """Kue's zset member for a job: two-digit length, ``|``, the id (``7 -> "01|7"``)."""
@@ -72,3 +82,35 @@ class Keys:
     def resumed(self, job_type: str) -> str:
         """Wake-up list of the slots that found their type paused: pushed on resume."""
         return f"{self.prefix}:{job_type}:resumed"
+
+    # -- names under the prefix (kue doctor's scans and scripts) ----------------------------
+    def match(self, rest: str) -> str:
+        """SCAN MATCH pattern of the keys ``<prefix>:<rest>``: ``rest`` is a glob, the prefix
+        is taken literally whatever characters it holds."""
+        return f"{glob_escape(self.prefix)}:{rest}"
+
+    def name(self, key: str) -> str:
+        """A key without ``<prefix>:`` (``q:jobs:inactive -> jobs:inactive``): how the
+        ``inspect`` and ``repair`` scripts name the sets they read (they add the prefix)."""
+        head = f"{self.prefix}:"
+        if not key.startswith(head):
+            raise ValueError(f"{key!r} is not under the prefix {self.prefix!r}")
+        return key[len(head) :]
+
+    def named(self, name: str) -> str:
+        """Inverse of :meth:`name`."""
+        return f"{self.prefix}:{name}"
+
+    def job_key(self, key: str) -> tuple[int, str] | None:
+        """``(id, part)`` for a key of one job: part ``""`` for its hash ``<prefix>:job:<id>``,
+        ``"log"`` or ``"history"`` for those lists; None for any other key."""
+        head = f"{self.prefix}:job:"
+        if not key.startswith(head):
+            return None
+        digits, _, part = key[len(head) :].partition(":")
+        if not (digits.isascii() and digits.isdigit()) or part not in ("", "log", "history"):
+            return None
+        job_id = int(digits)
+        if str(job_id) != digits:
+            return None  # leading zeros: no job of ours is named so
+        return job_id, part

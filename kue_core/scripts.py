@@ -44,6 +44,9 @@ SCRIPT_NAMES = (
     "pause",
     "resume",
     "bulk",
+    "inspect",
+    "screen",
+    "repair",
 )
 
 #: Values per job in a ``save`` call (see the header of ``save.lua``).
@@ -350,3 +353,34 @@ class Scripts:
         """Move due delayed jobs to inactive: (moved, next due ms or -1, server time ms)."""
         moved, next_due, now = self._run("promote", self._keys.state("delayed"), limit)
         return int(moved), int(next_due), int(now)
+
+    # -- kue doctor (see kue_core/doctor.py) ----------------------------------------------
+    def inspect(
+        self, jobs: Sequence[tuple[str, Sequence[str]]], types: Sequence[str]
+    ) -> tuple[int, list[Any], list[Any]]:
+        """A consistent snapshot of ``jobs`` (id, further set names to look in) and of the
+        wake-up tokens of ``types``; writes nothing (see ``inspect.lua``)."""
+        flat = [v for jid, names in jobs for v in (jid, len(names), *names)]
+        now, found, counts = self._run(
+            "inspect", self._keys.jobs, len(jobs), len(types), *flat, *types
+        )
+        return int(now), found, counts
+
+    def screen(
+        self, name: str, members: Sequence[str], lists: Sequence[tuple[int, str]]
+    ) -> tuple[list[str], list[tuple[int, str]]]:
+        """The ``members`` of the index set ``name`` (its key without the prefix) whose job may
+        not belong there, and the job ``lists`` (id, ``log`` or ``history``) that exist while
+        their job does not; writes nothing (see ``screen.lua``)."""
+        flat = [v for pair in lists for v in pair]
+        suspects, orphans = self._run(
+            "screen", self._keys.jobs, name, len(members), *members, *flat
+        )
+        it = iter(orphans)
+        return list(suspects), [(int(i), str(part)) for i, part in zip(it, it, strict=True)]
+
+    def repair(self, actions: Sequence[tuple[str, str, str, str]]) -> list[int]:
+        """Run repair actions (name and three values each, see ``repair.lua``); 1 for each
+        that changed something, 0 for each that found nothing left to do."""
+        done = self._run("repair", self._keys.jobs, len(actions), *_flat(actions))
+        return [int(d) for d in done]

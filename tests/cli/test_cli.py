@@ -369,6 +369,7 @@ def test_help_lists_the_commands_and_exit_codes() -> None:
     commands = result.stdout.split("Commands:")[1].split("Exit codes:")[0]
     assert [line.split()[0] for line in commands.strip().splitlines()] == [
         "dashboard",
+        "doctor",
         "example",
         "stats",
         "worker",

@@ -1,0 +1,283 @@
+-- repair: fix what kue doctor found, each fix only if its condition still holds.
+-- KEYS[1]  <p>:jobs (every key touched is built from the prefix, same slot)
+-- ARGV[1]  prefix   ARGV[2] number of actions n; then 4 values per action: name, a, b, c
+--          ('' when unused). A set is named by its key without '<p>:' ('jobs', 'leases' or
+--          'jobs:...'); a member is a zset member ('01|7').
+--          unindex  set, member: remove the member unless its job belongs in the set.
+--          index    set, member: add the job to a set of its state, or give it its score
+--                   there; a job added to its type's inactive set gets a wake-up token.
+--          types    type: add it to <p>:job:types.
+--          tokens   type: push wake-up tokens until there are as many as inactive jobs.
+--          requeue  id, stuck after ms, stall limit: an active job whose lease expired, or
+--                   that has no lease and no update for longer than max(stuck after, ttl),
+--                   goes back to inactive, as recover.lua does (failed past the stall limit).
+--          settle   id, grace ms: a job with no state (untouched for grace ms) becomes
+--                   inactive, or delayed when it has a delay; one with an unknown state fails.
+--          purge    id, grace ms: delete a hash that has neither type nor data (untouched
+--                   for grace ms), with its log and history.
+--          unlog    id, part ('log' or 'history'): delete that list of a job that does not
+--                   exist.
+--          unworker worker id: drop a worker from <p>:workers when its registration is gone.
+--          ids      id: raise <p>:ids to the id of an existing job above it.
+-- Returns  per action 1 when it changed something, 0 when there was nothing to do (the job
+--          moved on since the check).
+-- Events   requeue: enqueue [type], or error and failed [reason] past the stall limit;
+--          settle: enqueue [type] (inactive), the due time on <p>:promote (delayed), or error
+--          and failed [reason]. Both append to the job's history (with doctor = true).
+-- Errors   KUE_INVALID for an unknown action or set name (nothing is written).
+local p, n = ARGV[1], tonumber(ARGV[2])
+local WIDTH = 4
+if not n or #ARGV ~= 2 + n * WIDTH then
+  return redis.error_reply('KUE_INVALID repair expects ' .. WIDTH .. ' values per action')
+end
+local ACTIONS = { unindex = true, index = true, types = true, tokens = true, requeue = true,
+  settle = true, purge = true, unlog = true, unworker = true, ids = true }
+local function set_name(name)
+  return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
+end
+for i = 0, n - 1 do
+  local b = 2 + i * WIDTH
+  local action, a = ARGV[b + 1], ARGV[b + 2]
+  if not ACTIONS[action] or ((action == 'unindex' or action == 'index') and not set_name(a)) then
+    return redis.error_reply('KUE_INVALID repair action ' .. (i + 1) .. ' is malformed')
+  end
+end
+
+local function key_type(key) return redis.call('TYPE', key).ok end
+
+-- A finite number, or nil (as kue_core/doctor.py reads numbers: a NaN is no score).
+local function num(v)
+  local x = tonumber(v)
+  if x and x == x and x ~= math.huge and x ~= -math.huge then return x end
+  return nil
+end
+
+-- The job of id as the indexes see it, or nil when there is none (no hash, or no type).
+local function job_of(id)
+  if not string.match(id, '^[1-9]%d*$') then return nil end
+  local key = k_job(p, id)
+  if key_type(key) ~= 'hash' then return nil end
+  local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl')
+  if not h[1] then return nil end
+  return { type = h[1], state = h[2] or '', priority = num(h[3]) or 0,
+    promote_at = num(h[4]), ttl = num(h[5]) or 0 }
+end
+
+-- Whether job j belongs in the set named `name`, and the score it should have there (nil:
+-- any). Mirrors _belongs in kue_core/doctor.py.
+local function belongs(j, name)
+  if not j then return false end
+  if name == 'jobs' then return true, j.priority end
+  if name == 'leases' then return j.state == 'active' end
+  if j.state == '' then return false end
+  if name == 'jobs:' .. j.state then
+    if not STATES[j.state] or j.state == 'active' then return true end
+    if j.state == 'delayed' then return true, j.promote_at end
+    return true, j.priority
+  end
+  if name == 'jobs:' .. j.type .. ':' .. j.state then
+    if STATES[j.state] then return true, j.priority end
+    return true
+  end
+  return false
+end
+
+-- The member's job id, or nil when the member is not a job's ('01|7').
+local function member_id(member)
+  local id = zid_id(member)
+  if string.match(id, '^[1-9]%d*$') and zid(id) == member then return id end
+  return nil
+end
+
+-- A job's newest write (updated_at, else created_at), or nil when it has neither.
+local function last_write(key)
+  local h = redis.call('HMGET', key, 'updated_at', 'created_at')
+  return num(h[1]) or num(h[2])
+end
+
+local now = now_ms()
+
+local function unindex(name, member)
+  local key = p .. ':' .. name
+  if key_type(key) ~= 'zset' then return 0 end
+  local id = member_id(member)
+  if id and belongs(job_of(id), name) then return 0 end
+  return redis.call('ZREM', key, member)
+end
+
+local function index(name, member)
+  local id = member_id(member)
+  if not id or name == 'leases' then return 0 end  -- only a claim gives a lease
+  local j = job_of(id)
+  local ok, score = belongs(j, name)
+  if not ok or (name ~= 'jobs' and not STATES[j.state]) then return 0 end
+  local key = p .. ':' .. name
+  local kind = key_type(key)
+  if kind ~= 'zset' and kind ~= 'none' then return 0 end
+  local current = tonumber(redis.call('ZSCORE', key, member))
+  if score == nil then
+    if current then return 0 end
+    score = state_score(j.state, j.priority, j.promote_at or now, j.ttl, now)
+  elseif current == score then
+    return 0
+  end
+  redis.call('ZADD', key, score, member)
+  if not current and name == 'jobs:' .. j.type .. ':inactive' then
+    redis.call('LPUSH', k_tokens(p, j.type), 1)
+  end
+  return 1
+end
+
+local function tokens(jtype)
+  local list = k_tokens(p, jtype)
+  local kind = key_type(list)
+  if kind ~= 'list' and kind ~= 'none' then return 0 end
+  local zset = k_type_state(p, jtype, 'inactive')
+  if key_type(zset) ~= 'zset' then return 0 end
+  local short = redis.call('ZCARD', zset) - redis.call('LLEN', list)
+  if short <= 0 then return 0 end
+  while short > 0 do
+    local batch = {}
+    for _ = 1, math.min(short, 1000) do batch[#batch + 1] = 1 end
+    redis.call('LPUSH', list, unpack(batch))
+    short = short - #batch
+  end
+  return 1
+end
+
+local function requeue(id, stuck_after, stall_limit)
+  local j = job_of(id)
+  if not j or j.state ~= 'active' or not stuck_after or not stall_limit then return 0 end
+  local key, member = k_job(p, id), zid(id)
+  local lease = tonumber(redis.call('ZSCORE', k_leases(p), member))
+  if lease then
+    if lease > now then return 0 end
+  else
+    local at = last_write(key)
+    if at and now - at <= math.max(stuck_after, j.ttl) then return 0 end
+  end
+  local worker = redis.call('HGET', key, 'workerId') or ''
+  leave_active(p, id, j.type)
+  local stalls = redis.call('HINCRBY', key, 'stalls', 1)
+  if stalls > stall_limit then
+    local reason = 'stalled ' .. stalls .. ' times: its worker stopped (found by kue doctor)'
+    record_failure(p, id, {
+      type = j.type, priority = j.priority, worker = worker, message = reason, text = reason,
+      attempts = redis.call('HINCRBY', key, 'attempts', 1), promote_at = 0,
+    }, 'failed', now)
+  else
+    redis.call('HSET', key, 'state', 'inactive', 'updated_at', int(now))
+    index_add(p, id, j.type, 'inactive', j.priority, 0, 0, now)
+    history(p, id, { state = 'inactive', at = now, from = 'active', worker = worker,
+      stalled = stalls, doctor = true })
+    publish(p, id, j.type, 'enqueue', cjson.encode(j.type))
+  end
+  return 1
+end
+
+local function settle(id, grace)
+  local j = job_of(id)
+  if not j or STATES[j.state] or not grace then return 0 end
+  local key = k_job(p, id)
+  local state = 'failed'
+  if j.state == '' then
+    local at = last_write(key)
+    if at and now - at <= grace then return 0 end  -- a Kue save may still be writing it
+    state = 'inactive'
+    if (tonumber(redis.call('HGET', key, 'delay')) or 0) > 0 then state = 'delayed' end
+  else
+    redis.call('ZREM', k_state(p, j.state), zid(id))
+    redis.call('ZREM', k_type_state(p, j.type, j.state), zid(id))
+  end
+  local promote_at = j.promote_at or now
+  local fields = { 'state', state, 'updated_at', int(now) }
+  local reason = 'unknown state ' .. cjson.encode(j.state) .. ' (found by kue doctor)'
+  if state == 'failed' then
+    fields[#fields + 1] = 'error'; fields[#fields + 1] = reason
+    fields[#fields + 1] = 'failed_at'; fields[#fields + 1] = int(now)
+  elseif state == 'delayed' and not j.promote_at then
+    fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(now)
+  end
+  redis.call('HSET', key, unpack(fields))
+  index_add(p, id, j.type, state, j.priority, promote_at, 0, now)
+  local entry = { state = state, at = now, doctor = true }
+  if j.state ~= '' then entry.from = j.state end
+  if state == 'failed' then entry.error = reason end
+  history(p, id, entry)
+  if state == 'inactive' then
+    publish(p, id, j.type, 'enqueue', cjson.encode(j.type))
+  elseif state == 'delayed' then
+    redis.call('PUBLISH', k_promote(p), int(promote_at))
+  else
+    publish(p, id, j.type, 'error', cjson.encode(reason))
+    publish(p, id, j.type, 'failed', cjson.encode(reason))
+  end
+  return 1
+end
+
+local function purge(id, grace)
+  if not string.match(id, '^[1-9]%d*$') or not grace then return 0 end
+  local key = k_job(p, id)
+  if key_type(key) ~= 'hash' then return 0 end
+  local h = redis.call('HMGET', key, 'type', 'data')
+  if h[1] or h[2] then return 0 end
+  local at = last_write(key)
+  if at and now - at <= grace then return 0 end
+  redis.call('DEL', key, k_log(p, id), k_history(p, id))
+  return 1
+end
+
+local function unlog(id, part)
+  if not string.match(id, '^[1-9]%d*$') then return 0 end
+  if redis.call('EXISTS', k_job(p, id)) == 1 then return 0 end
+  if part == 'log' then return redis.call('DEL', k_log(p, id)) end
+  if part == 'history' then return redis.call('DEL', k_history(p, id)) end
+  return 0
+end
+
+local function unworker(wid)
+  if redis.call('EXISTS', k_worker(p, wid)) == 1 then return 0 end
+  return redis.call('ZREM', k_workers(p), wid)
+end
+
+local function ids(id)
+  local top = tonumber(id)
+  local key = p .. ':ids'
+  if not top or redis.call('EXISTS', k_job(p, id)) == 0 then return 0 end
+  local kind = key_type(key)
+  if kind ~= 'string' and kind ~= 'none' then return 0 end
+  if (tonumber(redis.call('GET', key)) or 0) >= top then return 0 end
+  redis.call('SET', key, id)
+  return 1
+end
+
+local done = {}
+for i = 0, n - 1 do
+  local b = 2 + i * WIDTH
+  local action, a, x, y = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
+  local r = 0
+  if action == 'unindex' then
+    r = unindex(a, x)
+  elseif action == 'index' then
+    r = index(a, x)
+  elseif action == 'types' then
+    local kind = key_type(k_types(p))
+    if kind == 'set' or kind == 'none' then r = redis.call('SADD', k_types(p), a) end
+  elseif action == 'tokens' then
+    r = tokens(a)
+  elseif action == 'requeue' then
+    r = requeue(a, tonumber(x), tonumber(y))
+  elseif action == 'settle' then
+    r = settle(a, tonumber(x))
+  elseif action == 'purge' then
+    r = purge(a, tonumber(x))
+  elseif action == 'unlog' then
+    r = unlog(a, x)
+  elseif action == 'unworker' then
+    r = unworker(a)
+  elseif action == 'ids' then
+    r = ids(a)
+  end
+  done[#done + 1] = r
+end
+return done
