@@ -100,7 +100,7 @@ class SlotOwner:
                 start, end, primary = row[0], row[1], row[2]
                 if start <= self.slot <= end:
                     owner = (_text(primary[0]) or host, int(primary[1]))
-                    self._learn([(_text(r[0]) or host, int(r[1])) for r in slots_nodes(slots)])
+                    self._learn([(_text(r[0]) or host, int(r[1])) for r in _slot_nodes(slots)])
                     return owner
             errors.append(f"{host}:{port}: slot {self.slot} has no primary")
         raise redis.ConnectionError(
@@ -113,7 +113,7 @@ class SlotOwner:
                 self._nodes.append(node)
 
 
-def slots_nodes(slots: list[Any]) -> list[Any]:
+def _slot_nodes(slots: list[Any]) -> list[Any]:
     """Every node named in a ``CLUSTER SLOTS`` reply, primaries and replicas."""
     return [node for row in slots for node in row[2:]]
 
