@@ -10,6 +10,10 @@ The pool finds the owner with ``CLUSTER SLOTS`` on any node it knows, and finds 
 when the slot moves (a ``MOVED`` reply names the new owner) or the owner stops answering
 (failover). A ``MOVED`` reply means the command did not run: it surfaces as
 :class:`Redirected`, a ``ConnectionError`` that redis-py's retries and ours resend.
+
+While the slot migrates, its keys are split between two nodes and no script can see the
+whole queue: ``ASK`` replies and scripts stopped at their fence (see ``lib.lua``) are
+:class:`Redirected` too, and are resent until the slot has moved.
 """
 
 from __future__ import annotations
@@ -21,7 +25,13 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.connection import Connection, SSLConnection
 from redis.crc import key_slot
-from redis.exceptions import ClusterDownError, MovedError, TryAgainError
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MovedError,
+    ResponseError,
+    TryAgainError,
+)
 from redis.retry import Retry
 
 #: Settings a discovery connection keeps from the data connections (the rest are for those).
@@ -34,6 +44,11 @@ _DISCOVERY_SETTINGS = (
     "ssl_keyfile",
     "ssl_cert_reqs",
 )
+
+
+#: In the error Redis gives a script that reads a key of a slot being migrated away (Redis
+#: 6.2 says "Lua script attempted...", 7 "Script attempted..."): the script stopped there.
+_SCRIPT_FENCED = "attempted to access a non local key in a cluster node"
 
 
 class Redirected(redis.ConnectionError):
@@ -130,9 +145,14 @@ class _SlotConnection(Connection):
         super().__init__(**kwargs)  # type: ignore[no-untyped-call]
 
     def connect_check_health(self, *args: Any, **kwargs: Any) -> None:
+        address = self.slot_owner.address()
         if self._sock:
-            return
-        self.host, self.port = self.slot_owner.address()
+            if (self.host, self.port) == address:
+                return
+            # Pooled while the slot moved: a command without a key (SCRIPT LOAD, WAIT,
+            # PUBLISH) would still go to the old owner and never be redirected.
+            self.disconnect()  # type: ignore[no-untyped-call]
+        self.host, self.port = address
         try:
             super().connect_check_health(*args, **kwargs)
         except redis.ConnectionError:
@@ -150,6 +170,18 @@ class _SlotConnection(Connection):
             self.slot_owner.forget()
             self.disconnect()  # type: ignore[no-untyped-call]
             raise Redirected(f"the cluster cannot serve slot {self.slot_owner.slot}: {e}") from None
+        except AskError as e:
+            # The slot is migrating and this key has moved (or is new). Asking the target
+            # would split a queue's keys between two nodes: wait until the slot has moved,
+            # when the owner answers MOVED. (A pipeline's other replies are unread: drop
+            # the connection.)
+            self.disconnect()  # type: ignore[no-untyped-call]
+            raise Redirected(f"slot {e.slot_id} is migrating to {e.host}:{e.port}") from None
+        except ResponseError as e:
+            if _SCRIPT_FENCED not in str(e):
+                raise
+            # A script met its fence (lib.lua) on a migrating slot, before any write.
+            raise Redirected(f"slot {self.slot_owner.slot} is migrating") from None
 
 
 class _SlotSSLConnection(_SlotConnection, SSLConnection):

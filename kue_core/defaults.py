@@ -42,6 +42,10 @@ SOCKET_TIMEOUT = 30.0
 #: it is reported as not acknowledged.
 REPLICA_TIMEOUT_MS = 2000
 
+#: Seconds a transition keeps resending while Redis Cluster redirects it (the queue's slot is
+#: migrating or failing over) before the caller gets a ``ConnectionError``.
+REDIRECT_PATIENCE = 10.0
+
 #: Seconds a started event subscriber may take to confirm its subscription.
 SUBSCRIBE_TIMEOUT = 5.0
 

@@ -47,6 +47,9 @@ class Keys:
         self.promote = f"{prefix}:promote"
         #: set of the job types whose jobs workers do not claim for now.
         self.paused = f"{prefix}:paused"
+        #: never written: each script reads it first, so that on Redis Cluster a script
+        #: stops before any write while the queue's slot is migrating (see lib.lua).
+        self.fence = f"{prefix}:fence"
         #: hash of counters: ``complete:<type>`` and ``failed:<type>`` (jobs that ended so),
         #: ``le:<ms>`` and ``le:inf`` (completed jobs by duration bucket).
         self.totals = f"{prefix}:stats:totals"

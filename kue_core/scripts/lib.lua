@@ -33,6 +33,7 @@ local function k_worker(p, wid) return p .. ':worker:' .. wid end
 local function k_promote(p) return p .. ':promote' end
 local function k_work_time(p) return p .. ':stats:work-time' end
 local function k_paused(p) return p .. ':paused' end
+local function k_fence(p) return p .. ':fence' end
 local function k_resumed(p, jtype) return p .. ':' .. jtype .. ':resumed' end
 local function k_totals(p) return p .. ':stats:totals' end
 local function k_minute(p, outcome, minute) return p .. ':stats:' .. outcome .. ':' .. minute end
@@ -265,3 +266,10 @@ local function claim_after(p, jtype, first, now)
   if not worker or worker == '' or not lease_ms then return {} end
   return claim(p, jtype, worker, lease_ms, now) or {}
 end
+
+-- Redis Cluster: while this queue's slot migrates to another node, its keys move a batch at a
+-- time, and a script that met an already-moved key half-way would stop with its first writes
+-- done. So every script first reads a key that never exists: on a migrating slot Redis
+-- refuses that read (the key may have moved), the script stops having changed nothing, and
+-- the client sends it again once the slot has moved. Anywhere else this is one cheap EXISTS.
+redis.call('EXISTS', k_fence(ARGV[1]))

