@@ -151,7 +151,7 @@ class _SlotConnection(Connection):
                 return
             # Pooled while the slot moved: a command without a key (SCRIPT LOAD, WAIT,
             # PUBLISH) would still go to the old owner and never be redirected.
-            self.disconnect()  # type: ignore[no-untyped-call]
+            self.disconnect()
         self.host, self.port = address
         try:
             super().connect_check_health(*args, **kwargs)
