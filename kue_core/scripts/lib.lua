@@ -227,7 +227,8 @@ local function claim(p, jtype, worker, lease_ms, now)
     local out = redis.call('HGETALL', jkey)
     local at = {}  -- field -> index of its value in `out`
     for i = 1, #out, 2 do at[out[i]] = i + 1 end
-    if at.state and out[at.state] == 'inactive' then
+    local state = at.state and out[at.state]
+    if state == 'inactive' and out[at.type or 0] == jtype then
       local priority = tonumber(out[at.priority or 0]) or 0
       local ttl = tonumber(out[at.ttl or 0]) or 0
       local attempts = tonumber(out[at.attempts or 0]) or 0
@@ -252,9 +253,12 @@ local function claim(p, jtype, worker, lease_ms, now)
       table.insert(out, 1, id)
       return out
     end
-    -- A member without a hash, or of a job in another state (left by an interrupted
-    -- client): it is out of this set now; take it out of the global inactive set too.
-    redis.call('ZREM', k_state(p, 'inactive'), member)
+    -- Not a job of this type waiting here (a member left by an interrupted client, or written
+    -- by hand): it is out of this set now. Unless the job waits under another type (and
+    -- belongs in the global inactive set), take it out of that set too.
+    if state ~= 'inactive' then
+      redis.call('ZREM', k_state(p, 'inactive'), member)
+    end
   end
   return false  -- only stale members so far; the caller asks again
 end

@@ -82,6 +82,20 @@ def test_claim_skips_members_without_a_job(queue: Queue, r: redis.Redis) -> None
     assert r.zcard(queue.keys.state("inactive")) == 0
 
 
+def test_claim_gives_a_worker_only_jobs_of_its_type(queue: Queue, r: redis.Redis) -> None:
+    """A member in one type's inactive set whose hash names another type (an index written
+    by hand, or by a client interrupted while changing a job's type) is not run by the wrong
+    handler: the claim drops it from this type's set and leaves the job waiting as it is."""
+    other = queue.create_job("other").save()
+    r.zadd(queue.keys.type_state("t", "inactive"), {zid(other.id): -100})
+    mine = queue.create_job("t").save()
+    assert _claim(queue)[0] == mine.id
+    assert r.zscore(queue.keys.type_state("t", "inactive"), zid(other.id)) is None
+    assert queue.get_job(other.id).state == "inactive"  # type: ignore[union-attr]
+    assert r.zscore(queue.keys.state("inactive"), zid(other.id)) is not None
+    assert _claim(queue, "other")[0] == other.id
+
+
 def test_complete_stores_result_and_claims_next(queue: Queue, r: redis.Redis) -> None:
     a = queue.create_job("t").save()
     b = queue.create_job("t").save()
