@@ -74,9 +74,10 @@ THROUGHPUT_MINUTES = 1440
 #: Seconds an idle worker blocks on Redis waiting for work before it checks again.
 IDLE_WAIT = 5.0
 
-#: Longest sleep of the promotion timer when it has heard of no delayed job (a safety net:
-#: saves of delayed jobs wake it at once).
-PROMOTE_MAX_WAIT = 5.0
+#: Longest sleep of the promotion timer when it has heard of no delayed job. kue's own saves
+#: of delayed jobs wake it at once; this bounds the lateness of those it is not told of
+#: (saved by Node Kue, or while it was reconnecting), as Kue's own one-second timer does.
+PROMOTE_MAX_WAIT = 1.0
 
 #: Seconds ``queue.shutdown()`` lets running handlers finish before giving their jobs back.
 SHUTDOWN_TIMEOUT = 10.0

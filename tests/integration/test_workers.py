@@ -176,16 +176,17 @@ def test_ttl_cancels_an_async_handler_and_retries(wq: Queue) -> None:
     assert wq.get_job(job.id).to_dict()["result"] == "second time"  # type: ignore[arg-type]
 
 
-def test_delayed_job_starts_on_time(wq: Queue) -> None:
+def test_delayed_job_starts_on_time(wq: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The promoter has nothing scheduled and sleeps long: the save must wake it.
+    monkeypatch.setattr(defaults, "PROMOTE_MAX_WAIT", 30.0)
     started: list[int] = []
     wq.process("t", lambda job: started.append(job.id))
-    # The promoter has nothing scheduled and sleeps long: the save must wake it.
     job = wq.create_job("t").delay(300).save()
     wait_for(lambda: started)
     done = wq.get_job(job.id)  # type: ignore[arg-type]
     lag = done.started_at - done.promote_at  # type: ignore[operator]
-    # Not early, and woken by the save: the promoter's idle sleep alone would make it ~5 s late.
-    assert 0 <= lag < defaults.PROMOTE_MAX_WAIT * 1000 / 5
+    # Not early, and woken by the save: the idle sleep alone would make it seconds late.
+    assert 0 <= lag < 1000
 
 
 def test_shutdown_gives_back_unfinished_jobs_and_lets_quick_ones_finish(wq: Queue) -> None:
