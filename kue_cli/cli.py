@@ -77,15 +77,15 @@ def http_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )
 
 
-def connect(redis_url: str | None, prefix: str) -> tuple[Queue, str]:
+def connect(redis_url: str | None, prefix: str, **options: Any) -> tuple[Queue, str]:
     """A queue on ``redis_url`` (else the embedded Redis, started if need be) that answers,
-    and the URL other processes can reach it at."""
+    and the URL other processes can reach it at; ``options`` go to :class:`Queue`."""
     try:
         url = redis_url or connection.embedded_url()
     except KueError as e:  # the embedded Redis would not start
         raise Unavailable(str(e)) from None
     try:
-        queue = Queue(url, prefix)
+        queue = Queue(url, prefix, **options)
     except KueError as e:  # an invalid URL or prefix
         raise BadUsage(str(e)) from None
     try:
@@ -301,6 +301,21 @@ def dashboard(
     help="Seconds running jobs get to finish on SIGTERM; the rest go back to the queue.",
 )
 @click.option(
+    "--lease",
+    default=core_defaults.LEASE_MS / 1000,
+    show_default=True,
+    type=click.FloatRange(0.01),
+    help="Seconds a job stays claimed without a heartbeat: a job whose worker died or hung "
+    "goes back to the queue this long after its last one.",
+)
+@click.option(
+    "--stall-limit",
+    default=core_defaults.STALL_LIMIT,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Times a job may lose its worker and go back to the queue; one more and it fails.",
+)
+@click.option(
     "-p",
     "--processes",
     default=1,
@@ -316,6 +331,8 @@ def worker(
     concurrency: int,
     isolation: str,
     shutdown_timeout: float,
+    lease: float,
+    stall_limit: int,
     processes: int,
     redis_url: str | None,
     prefix: str,
@@ -325,13 +342,14 @@ def worker(
     fn = load_handler(handler)
     for job_type in types:
         validate_type(job_type)  # all of them, before any worker starts
-    queue, url = connect(redis_url, prefix)
+    queue, url = connect(redis_url, prefix, lease_ms=round(lease * 1000), stall_limit=stall_limit)
     if processes > 1:
         queue.close()  # the children connect for themselves
         argv = [sys.executable, "-m", "kue_cli", "worker", handler]
         argv += [f"--type={t}" for t in types]
         argv += [f"--concurrency={concurrency}", f"--isolation={isolation}"]
-        argv += [f"--shutdown-timeout={shutdown_timeout}"]
+        argv += [f"--shutdown-timeout={shutdown_timeout}", f"--lease={lease}"]
+        argv += [f"--stall-limit={stall_limit}"]
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
         env = {**os.environ, "KUE_REDIS_URL": url, "KUE_PREFIX": prefix, "KUE_LOG_LEVEL": level}
         env.pop("KUE_WORKER_PROCESSES", None)

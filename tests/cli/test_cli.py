@@ -267,6 +267,16 @@ def test_worker_concurrency_zero() -> None:
 
 
 @pytest.mark.parametrize(
+    ("option", "value"),
+    [("--lease", "0"), ("--lease", "soon"), ("--stall-limit", "-1")],
+)
+def test_worker_lease_and_stall_limit_out_of_range(option: str, value: str) -> None:
+    result = worker("json:dumps", option, value)
+    assert result.exit_code == 2
+    assert f"Invalid value for '{option}'" in result.stderr
+
+
+@pytest.mark.parametrize(
     ("job_type", "message"),
     [
         ("bad\ntype", "type must not contain control characters"),

@@ -114,6 +114,25 @@ def test_a_second_signal_exits_at_once_with_status_1(
     assert queue.get_job(job.id).state == "active"
 
 
+def test_a_killed_workers_job_comes_back_after_its_lease(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    """``--lease`` sets how soon a job whose worker died goes back to the queue (here 1 s,
+    not the default 30 s), and ``--stall-limit`` how often that may happen before it fails."""
+    args = ("--type", "nap", "--lease", "1", "--stall-limit", "0")
+    first = worker(run, redis_url, prefix, "sleepy", *args)
+    job = queue.create_job("nap", {"seconds": 60}).attempts(3).save()
+    assert wait_for(lambda: queue.get_job(job.id).state == "active", timeout=10)
+    [info] = queue.workers()
+    assert (info["pid"], info["lease_ms"]) == (first.proc.pid, 1000)
+    first.send(signal.SIGKILL)
+    first.wait()
+    worker(run, redis_url, prefix, "sleepy", *args)  # its keeper recovers the lost job
+    # Its lease ran out with no stall left: failed as stalled, well before 30 s.
+    assert wait_for(lambda: queue.get_job(job.id).state == "failed", timeout=10)
+    assert "stalled" in queue.get_job(job.id).error.lower()
+
+
 def test_process_isolation_from_the_command_line(
     run: list[Kue], redis_url: str, prefix: str, queue: Queue
 ) -> None:
