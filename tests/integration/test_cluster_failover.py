@@ -15,17 +15,15 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from kue_core import Queue, doctor
-from kue_http import create_app
 from tests.conftest import (
     CLUSTER_ARGS,
-    Producer,
     replica_in_sync,
     start_cluster,
     start_redis,
     stop,
     wait_for,
 )
+from tests.integration.failover import survives_failover
 
 PREFIX = "{failover}"
 
@@ -84,50 +82,11 @@ def test_workers_producer_and_api_survive_a_failover_without_losing_a_job(
 ) -> None:
     old = ha_cluster.owner()
     new = ha_cluster.replica_of(old)
-    url = ha_cluster.url + "?replicas=1"
-    worker = Queue(url, prefix=PREFIX, lease_ms=2000)
-    producer_queue = Queue(url, prefix=PREFIX)
-    app = create_app({"KUE_REDIS_URL": url, "KUE_PREFIX": PREFIX, "KUE_REDIS_TIMEOUT": 2})
-    api = app.test_client()
-    done: set[int] = set()
-    worker.process("task", 4, lambda job: done.add(job.id) or job.data["n"])
-    producer = Producer(producer_queue)
-    producer.start()
-    try:
-        wait_for(lambda: len(done) >= 50, timeout=30)
-        assert api.get("/api/stats").status_code == 200
 
+    def fail_over() -> None:
         ha_cluster.kill(old)
         wait_for(lambda: ha_cluster.owner() == new, timeout=30, interval=0.1)
         ha_cluster.restart(old)
         wait_for(lambda: replica_in_sync(old), timeout=30, interval=0.1)
-        after = len(producer.acked)
-        wait_for(lambda: len(producer.acked) >= after + 50, timeout=30)
-    finally:
-        producer.stop()
 
-    try:
-        acked = producer.acked
-
-        # Every acknowledged job is on the new primary and gets done, exactly as saved (one
-        # active when the primary died comes back through its lease).
-        def states() -> list[str]:
-            return [j.state for j in producer_queue.get_jobs(acked)]
-
-        wait_for(lambda: states() == ["complete"] * len(acked), timeout=60, interval=0.1)
-        jobs = producer_queue.get_jobs(acked)
-        assert all(j.result == j.data["n"] for j in jobs)
-        assert set(acked) <= done
-        # The API, made before the failover, answers from the new primary.
-        res = wait_for(lambda: (r := api.get(f"/api/job/{acked[-1]}")).status_code == 200 and r)
-        assert res.json["state"] == "complete"
-        with redis.Redis(port=new) as node:
-            assert node.hget(f"{PREFIX}:job:{acked[-1]}", "state") == b"complete"
-        for queue in (worker, producer_queue):
-            assert queue.client.connection_pool.slot_owner.address() == ("127.0.0.1", new)
-        # Once everything saved has run, the indexes agree with the job hashes.
-        wait_for(lambda: producer_queue.count("inactive") + producer_queue.count("active") == 0)
-        assert doctor.check(producer_queue).findings == []
-    finally:
-        worker.close()
-        producer_queue.close()
+    survives_failover(ha_cluster.url + "?replicas=1", PREFIX, fail_over, new)

