@@ -40,6 +40,22 @@ def test_every_key_is_one_keys_py_names(queue: Queue, r: redis.Redis, prefix: st
     assert keys_under(r, prefix) == expected
 
 
+def test_every_script_reads_the_fence_first_and_never_writes_it(
+    queue: Queue, r: redis.Redis, prefix: str
+) -> None:
+    """The fence lib.lua reads is the key keys.py names, read before anything else (so that
+    on a migrating Cluster slot a script stops before any write), and never written."""
+    with r.monitor() as monitor:
+        queue.create_job("email").save()
+        seen: list[str] = []  # this queue's commands run inside the script, in order
+        while not seen or not seen[-1].startswith("HSET"):
+            command = monitor.next_command()["command"]
+            if prefix in command and not command.startswith("EVALSHA"):
+                seen.append(command)
+    assert seen[0] == f"EXISTS {queue.keys.fence}"
+    assert r.exists(queue.keys.fence) == 0
+
+
 def test_kue_types_of_every_key(queue: Queue, r: redis.Redis, prefix: str) -> None:
     _exercise(queue)
     k = Keys(prefix)
