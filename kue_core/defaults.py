@@ -24,6 +24,9 @@ MAX_ATTEMPTS = 1
 #: Number of transitions kept per job in ``<prefix>:job:<id>:history``.
 HISTORY_LENGTH = 50
 
+#: Characters of an error's text kept in a history entry (the job's ``error`` field keeps it all).
+HISTORY_ERROR_LENGTH = 4000
+
 #: Jobs per Lua call in ``save_many``: large enough to amortise the round trip, small enough that
 #: one call does not block Redis for long (about a millisecond per thousand jobs).
 SAVE_CHUNK = 1000
@@ -65,14 +68,22 @@ SWEEP_LIMIT = 1000
 BULK_BATCH = 500
 
 #: Upper bounds (ms) of the buckets of the job duration histogram (``Queue.totals()``, the
-#: Prometheus metrics). ``scripts/lib.lua`` counts with the same list; a test checks it.
+#: Prometheus metrics); the scripts count with this list.
 DURATION_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000)
 
 #: Longest window of per-minute counts ``Queue.throughput()`` reports: the counters live a day.
 THROUGHPUT_MINUTES = 1440
 
+#: Seconds a per-minute counter of completed or failed jobs is kept (as long as
+#: ``Queue.throughput()`` may ask for it).
+MINUTE_COUNTER_TTL = THROUGHPUT_MINUTES * 60
+
 #: Seconds an idle worker blocks on Redis waiting for work before it checks again.
 IDLE_WAIT = 5.0
+
+#: Milliseconds the wake-up signal of ``queue.resume(type)`` is kept for paused workers: longer
+#: than any of their waits (``IDLE_WAIT``), so each sees it.
+RESUMED_SIGNAL_MS = 60_000
 
 #: Longest sleep of the promotion timer when it has heard of no delayed job. kue's own saves
 #: of delayed jobs wake it at once; this bounds the lateness of those it is not told of

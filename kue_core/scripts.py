@@ -1,12 +1,13 @@
 """The only place that runs Lua: one wrapper per transition script in ``scripts/``.
 
-Each script is ``lib.lua`` (shared helpers) followed by the script's own file, registered once
-per client with ``register_script``. Error replies starting with a ``KUE_*`` code become the
-matching :mod:`kue_core.errors` exception.
+Each script is a preamble of constants from :mod:`kue_core.defaults`, then ``lib.lua`` (shared
+helpers), then the script's own file, registered once per client with ``register_script``.
+Error replies starting with a ``KUE_*`` code become the matching :mod:`kue_core.errors` exception.
 """
 
 from __future__ import annotations
 
+import re
 import select
 import threading
 import time
@@ -21,6 +22,7 @@ from redis.commands.core import Script
 from redis.connection import AbstractConnection
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
+from . import defaults
 from .cluster import Redirected
 from .defaults import REDIRECT_PATIENCE, REPLICA_TIMEOUT_MS
 from .errors import SCRIPT_ERRORS, JobNotFound, NotReplicated
@@ -53,12 +55,63 @@ SCRIPT_NAMES = (
 #: Values per job in a ``save`` call (see the header of ``save.lua``).
 SAVE_WIDTH = 8
 
+#: Values per action in a ``repair`` call (see the header of ``repair.lua``).
+REPAIR_WIDTH = 4
+
+
+#: The values of :mod:`kue_core.defaults` the scripts use. Each becomes a Lua ``local`` of the
+#: same name ahead of ``lib.lua`` (as do :data:`SAVE_WIDTH` and :data:`REPAIR_WIDTH`), so
+#: that Python and Lua read one value; the Lua files keep no copy (a test checks it).
+LUA_CONSTANTS = (
+    "HISTORY_LENGTH",
+    "HISTORY_ERROR_LENGTH",
+    "DURATION_BUCKETS_MS",
+    "MINUTE_COUNTER_TTL",
+    "RESUMED_SIGNAL_MS",
+)
+
+_LUA_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
+
+
+def lua_constants() -> dict[str, object]:
+    """Name -> value of every constant the preamble defines, as they are now."""
+    values: dict[str, object] = {name: getattr(defaults, name) for name in LUA_CONSTANTS}
+    values["SAVE_WIDTH"] = SAVE_WIDTH
+    values["REPAIR_WIDTH"] = REPAIR_WIDTH
+    return values
+
+
+def _lua_integer(name: str, value: object) -> str:
+    """An integer as Lua source; anything else is refused (a Lua number is exact below 2**53)."""
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**53:
+        raise TypeError(
+            name + " must be an integer below 2**53, or a tuple of them, to be a Lua "
+            "constant; got " + repr(value)
+        )
+    return str(int(value))
+
+
+def lua_preamble() -> str:
+    """``local NAME = value`` for each of :func:`lua_constants`, numbers or tuples of numbers
+    only (written out by this function, never from text given to it)."""
+    lines = ["-- Constants from kue_core/defaults.py, written by kue_core/scripts.py."]
+    for name, value in lua_constants().items():
+        if not _LUA_NAME.match(name):
+            raise ValueError("not a Lua constant name: " + repr(name))
+        if isinstance(value, tuple):
+            text = "{ " + ", ".join(_lua_integer(name, v) for v in value) + " }"
+        else:
+            text = _lua_integer(name, value)
+        lines.append("local " + name + " = " + text)
+    return "\n".join(lines) + "\n"
+
 
 def script_source(name: str) -> str:
-    """The Lua text run for ``name``: the shared helpers, then the script itself."""
+    """The Lua text run for ``name``: the constants from the defaults, the shared helpers,
+    then the script itself."""
     folder = resources.files("kue_core") / "scripts"
     lib = (folder / "lib.lua").read_text("utf-8")
-    return lib + "\n" + (folder / f"{name}.lua").read_text("utf-8")
+    return lua_preamble() + lib + "\n" + (folder / f"{name}.lua").read_text("utf-8")
 
 
 def translate(error: ResponseError) -> Exception:

@@ -1,9 +1,7 @@
 -- lib.lua: helpers prepended to every kue script when it is loaded (see kue_core/scripts.py).
 -- Key names mirror kue_core/keys.py; tests/scripts/test_layout.py checks that they agree.
-
-local HISTORY_LENGTH = 50
--- Characters of an error's text kept in a history entry (the job's `error` keeps it all).
-local HISTORY_ERROR_LENGTH = 4000
+-- Constants in capitals (HISTORY_LENGTH, DURATION_BUCKETS_MS...) are not defined here: they
+-- come from kue_core/defaults.py, in a preamble scripts.py puts ahead of this file.
 
 -- Milliseconds since the epoch on the Redis server's clock: one clock for every worker.
 local function now_ms()
@@ -114,22 +112,16 @@ local function leave_active(p, id, jtype)
   index_remove(p, id, jtype, 'active')
 end
 
--- Seconds a per-minute counter is kept: one day.
-local MINUTE_COUNTER_TTL = 86400
--- Upper bounds (ms) of the job duration histogram's buckets, as Prometheus's `le` labels
--- (kue_core/defaults.py DURATION_BUCKETS_MS; a test checks that they agree).
-local DURATION_BUCKETS = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
-  300000 }
-
--- Count a job that ended `outcome` ('complete' or 'failed'): this minute's counter, the
--- totals per type, and for a completed job the duration histogram.
+-- Count a job that ended `outcome` ('complete' or 'failed'): this minute's counter (kept
+-- MINUTE_COUNTER_TTL seconds), the totals per type, and for a completed job the duration
+-- histogram (buckets DURATION_BUCKETS_MS, labelled as Prometheus's `le`).
 local function count_outcome(p, jtype, outcome, now, duration)
   local key = k_minute(p, outcome, int(math.floor(now / 60000)))
   if redis.call('INCR', key) == 1 then redis.call('EXPIRE', key, MINUTE_COUNTER_TTL) end
   redis.call('HINCRBY', k_totals(p), outcome .. ':' .. jtype, 1)
   if duration then
     local bucket = 'inf'
-    for _, le in ipairs(DURATION_BUCKETS) do
+    for _, le in ipairs(DURATION_BUCKETS_MS) do
       if duration <= le then bucket = int(le); break end
     end
     redis.call('HINCRBY', k_totals(p), 'le:' .. bucket, 1)

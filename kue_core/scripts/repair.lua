@@ -26,9 +26,8 @@
 --          and failed [reason]. Both append to the job's history (with doctor = true).
 -- Errors   KUE_INVALID for an unknown action or set name (nothing is written).
 local p, n = ARGV[1], tonumber(ARGV[2])
-local WIDTH = 4
-if not n or #ARGV ~= 2 + n * WIDTH then
-  return redis.error_reply('KUE_INVALID repair expects ' .. WIDTH .. ' values per action')
+if not n or #ARGV ~= 2 + n * REPAIR_WIDTH then
+  return redis.error_reply('KUE_INVALID repair expects ' .. REPAIR_WIDTH .. ' values per action')
 end
 local ACTIONS = { unindex = true, index = true, types = true, tokens = true, requeue = true,
   settle = true, purge = true, unlog = true, unworker = true, ids = true }
@@ -36,7 +35,7 @@ local function set_name(name)
   return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
 end
 for i = 0, n - 1 do
-  local b = 2 + i * WIDTH
+  local b = 2 + i * REPAIR_WIDTH
   local action, a = ARGV[b + 1], ARGV[b + 2]
   if not ACTIONS[action] or ((action == 'unindex' or action == 'index') and not set_name(a)) then
     return redis.error_reply('KUE_INVALID repair action ' .. (i + 1) .. ' is malformed')
@@ -253,7 +252,7 @@ end
 
 local done = {}
 for i = 0, n - 1 do
-  local b = 2 + i * WIDTH
+  local b = 2 + i * REPAIR_WIDTH
   local action, a, x, y = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
   local r = 0
   if action == 'unindex' then

@@ -1,7 +1,7 @@
 -- save: store new jobs and index them (Kue's Job#save), one or many per call.
 -- KEYS[1]  <p>:ids (id counter; every other key is built from the prefix, same slot)
 -- ARGV[1]  prefix
--- ARGV[2]  number of jobs n; then 8 values per job:
+-- ARGV[2]  number of jobs n; then SAVE_WIDTH (8) values per job:
 --          type, data (JSON), priority, delay ms (0 = none), max_attempts,
 --          backoff (JSON, '' = none), ttl ms (0 = none), removeOnComplete ('1' or '')
 -- Returns  the new ids, in order.
@@ -10,12 +10,11 @@
 -- Errors   KUE_INVALID when a numeric value is not a number (nothing is written).
 local p = ARGV[1]
 local n = tonumber(ARGV[2])
-local WIDTH = 8
-if not n or #ARGV ~= 2 + n * WIDTH then
-  return redis.error_reply('KUE_INVALID save expects ' .. WIDTH .. ' values per job')
+if not n or #ARGV ~= 2 + n * SAVE_WIDTH then
+  return redis.error_reply('KUE_INVALID save expects ' .. SAVE_WIDTH .. ' values per job')
 end
 for i = 0, n - 1 do
-  local b = 2 + i * WIDTH
+  local b = 2 + i * SAVE_WIDTH
   if ARGV[b + 1] == '' or not tonumber(ARGV[b + 3]) or not tonumber(ARGV[b + 4])
       or not tonumber(ARGV[b + 5]) or not tonumber(ARGV[b + 7]) then
     return redis.error_reply('KUE_INVALID job ' .. (i + 1) .. ' of the batch is malformed')
@@ -25,7 +24,7 @@ end
 local now = now_ms()
 local ids = {}
 for i = 0, n - 1 do
-  local b = 2 + i * WIDTH
+  local b = 2 + i * SAVE_WIDTH
   local jtype, data, priority = ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
   local delay, ttl = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 7])
   local id = redis.call('INCR', KEYS[1])

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from importlib import resources
-
 import pytest
 import redis
 
@@ -107,13 +104,6 @@ def test_throughput_refuses_bad_windows(queue: Queue) -> None:
     for bad in (0, -1, defaults.THROUGHPUT_MINUTES + 1, "60", True):
         with pytest.raises(InvalidJob):
             queue.throughput(bad)  # type: ignore[arg-type]
-
-
-def test_lua_duration_buckets_match_the_defaults() -> None:
-    lib = (resources.files("kue_core") / "scripts" / "lib.lua").read_text("utf-8")
-    m = re.search(r"DURATION_BUCKETS = \{([^}]*)\}", lib)
-    assert m, "DURATION_BUCKETS not found in lib.lua"
-    assert tuple(int(v) for v in m.group(1).split(",")) == defaults.DURATION_BUCKETS_MS
 
 
 def test_search_by_type_title_and_id(queue: Queue) -> None:

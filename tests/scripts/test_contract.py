@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 
 import pytest
 
-from kue_core.scripts import SCRIPT_NAMES, Scripts, script_source
+from kue_core import Queue, defaults
+from kue_core.scripts import (
+    LUA_CONSTANTS,
+    REPAIR_WIDTH,
+    SAVE_WIDTH,
+    SCRIPT_NAMES,
+    Scripts,
+    lua_constants,
+    lua_preamble,
+    script_source,
+)
 
 FOLDER = resources.files("kue_core") / "scripts"
 
@@ -35,3 +46,73 @@ def test_scripts_are_loaded_once_per_client(queue, r) -> None:  # type: ignore[n
     after = r.info("commandstats").get("cmdstat_script", {}).get("calls", 0)
     assert after == before
     assert "local function now_ms" in script_source("save")
+
+
+# -- constants: kue_core/defaults.py is their one source ------------------------------------
+def _code(lua: str) -> str:
+    """Lua text without its comments and string literals."""
+    lua = re.sub(r"--[^\n]*", "", lua)
+    return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", lua)
+
+
+def _preamble_values() -> dict[str, str]:
+    return dict(re.findall(r"^local ([A-Z][A-Z0-9_]*) = (.+)$", lua_preamble(), re.M))
+
+
+def test_every_constant_a_script_uses_comes_from_the_defaults() -> None:
+    preamble = _preamble_values()
+    assert set(preamble) == {*LUA_CONSTANTS, "SAVE_WIDTH", "REPAIR_WIDTH"}
+    used: set[str] = set()
+    defined: set[str] = set()
+    for path in FOLDER.iterdir():
+        if path.name.endswith(".lua"):
+            code = _code(path.read_text("utf-8"))
+            used |= set(re.findall(r"\b[A-Z][A-Z0-9_]+\b", code)) - {"KEYS", "ARGV"}
+            defined |= set(re.findall(r"\blocal\s+([A-Z][A-Z0-9_]+)\s*=", code))
+            # No number kept as a constant in Lua: a copy of a default would drift from it.
+            literal = re.findall(r"\blocal\s+([A-Z][A-Z0-9_]+)\s*=\s*\{?\s*-?\d", code)
+            assert not literal, f"{path.name} defines {literal}: put them in defaults.py"
+    assert used - defined <= set(preamble), "constants used but not defined"
+    assert set(preamble) <= used, "constants defined but not used"
+    assert defined.isdisjoint(preamble)
+
+
+def test_the_preamble_holds_the_defaults_values() -> None:
+    preamble = _preamble_values()
+    expected = {name: getattr(defaults, name) for name in LUA_CONSTANTS}
+    expected |= {"SAVE_WIDTH": SAVE_WIDTH, "REPAIR_WIDTH": REPAIR_WIDTH}
+    assert lua_constants() == expected
+    for name, value in lua_constants().items():
+        if isinstance(value, tuple):
+            assert preamble[name] == "{ " + ", ".join(map(str, value)) + " }"
+        else:
+            assert preamble[name] == str(value)
+    for name in SCRIPT_NAMES:
+        assert script_source(name).startswith(lua_preamble())
+
+
+@pytest.mark.parametrize("bad", [1.5, True, 2**53, "50", (1, "2"), None])
+def test_only_integers_become_lua_constants(bad: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(defaults, "HISTORY_LENGTH", bad)
+    with pytest.raises(TypeError, match="HISTORY_LENGTH"):
+        lua_preamble()
+
+
+def test_scripts_run_with_the_defaults_values(
+    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed default reaches the scripts of a queue made afterwards: no copy in Lua."""
+    monkeypatch.setattr(defaults, "HISTORY_LENGTH", 7)
+    monkeypatch.setattr(defaults, "DURATION_BUCKETS_MS", (1, 2, 3))
+    with Queue(redis_url, prefix=prefix) as queue:
+        job = queue.create_job("t").save()
+        for _ in range(10):
+            job.set_state("failed")
+            job.set_state("inactive")
+        assert len(queue.history(job.id)) == 7
+        assert queue.history(job.id)[-1]["from"] == "failed"
+        claimed = queue.scripts.claim("t", "w", 60_000)
+        assert isinstance(claimed, tuple)
+        queue.scripts.complete(claimed[0], claimed[1]["lease"], "null", None)
+        buckets = {k for k in queue.client.hkeys(queue.keys.totals) if k.startswith("le:")}
+        assert buckets <= {"le:1", "le:2", "le:3", "le:inf"} and buckets
