@@ -1,5 +1,11 @@
-"""kue_core: a priority job queue on Redis, compatible with Kue 0.11."""
+"""kue_core: a priority job queue on Redis, compatible with Kue 0.11.
 
+The names below are its public API (what ``kue_http``, ``kue_cli`` and applications use); the
+modules ``defaults`` (every default, documented) and ``connection`` (Redis URLs, the embedded
+Redis) are public too.
+"""
+
+from . import connection, defaults
 from .errors import (
     ConnectionFailed,
     InvalidJob,
@@ -8,16 +14,20 @@ from .errors import (
     KueError,
     NoRetry,
     NotReplicated,
+    Stopped,
 )
-from .events import EVENTS
-from .job import Job
+from .events import EVENTS, EventStream
+from .job import Job, parse_priority, parse_state, validate_type
 from .queue import Queue
-from .states import PRIORITIES, JobState
+from .states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
 
 __all__ = [
     "EVENTS",
     "PRIORITIES",
+    "PRIORITY_LIMIT",
+    "STATES",
     "ConnectionFailed",
+    "EventStream",
     "InvalidJob",
     "InvalidTransition",
     "Job",
@@ -27,4 +37,11 @@ __all__ = [
     "NoRetry",
     "NotReplicated",
     "Queue",
+    "Stopped",
+    "connection",
+    "defaults",
+    "parse_priority",
+    "parse_state",
+    "priority_name",
+    "validate_type",
 ]

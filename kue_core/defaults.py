@@ -93,6 +93,16 @@ PROMOTE_MAX_WAIT = 1.0
 #: Seconds ``queue.shutdown()`` lets running handlers finish before giving their jobs back.
 SHUTDOWN_TIMEOUT = 10.0
 
+#: Threads per worker process left running a ``def`` handler that outlived its attempt (past
+#: its ttl, lease lost): Python cannot stop a thread, so its slot goes on in a new one. Past
+#: this many, a slot whose handler is stuck waits for it to return, so a handler that always
+#: hangs cannot grow threads without bound. Use ``isolation="process"`` for such handlers.
+ABANDONED_THREADS = 16
+
+#: Seconds a process-isolated handler's child may take to start before its job's ttl counts
+#: anyway (the ttl counts from when the child starts the job, not from its own start-up).
+CHILD_START_GRACE = 30.0
+
 #: Retry pause after a Redis error in a worker: doubles from the first value up to the second.
 RETRY_PAUSE = (0.1, 5.0)
 

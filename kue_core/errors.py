@@ -36,6 +36,13 @@ class NoRetry(KueError):
     """Raise from a handler to fail the job at once, whatever attempts it has left."""
 
 
+class Stopped(KueError):
+    """Raised by ``job.progress()`` and ``job.log()`` in a handler whose attempt is over (past
+    its ttl, lease lost, worker shutting down, cancelled): the handler should return, and
+    whatever it returns or raises is dropped. ``job.stopping`` tells the same without raising.
+    A handler in a thread cannot be killed, so this is how it learns to stop."""
+
+
 #: Error codes returned by the Lua scripts (first word of the error reply) -> exception class.
 SCRIPT_ERRORS: dict[str, type[KueError]] = {
     "KUE_NOT_FOUND": JobNotFound,

@@ -23,6 +23,7 @@ from blinker import NamedSignal, Namespace
 
 from . import defaults
 from .errors import InvalidJob
+from .retry import Pauses
 
 log = logging.getLogger("kue_core.events")
 
@@ -169,7 +170,7 @@ class EventBus:
         self._listening.wait(defaults.SUBSCRIBE_TIMEOUT)
 
     def _listen(self) -> None:
-        delay = 0.1
+        pauses = Pauses()
         while not self._stop.is_set():
             pubsub = self._client.pubsub()  # type: ignore[no-untyped-call]
             try:
@@ -179,7 +180,7 @@ class EventBus:
                     if self._stop.is_set():
                         return
                 self._listening.set()
-                delay = 0.1
+                pauses.reset()
                 while not self._stop.is_set():
                     msg = pubsub.get_message(timeout=POLL)
                     if msg is not None and msg["type"] == "message":
@@ -187,8 +188,7 @@ class EventBus:
             except redis.RedisError as e:
                 self._listening.clear()
                 self.report(e)
-                self._stop.wait(delay)
-                delay = min(delay * 2, 5.0)
+                self._stop.wait(pauses.next())
             finally:
                 self._listening.clear()
                 pubsub.close()

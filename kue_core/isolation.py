@@ -25,6 +25,7 @@ import multiprocessing
 import pickle
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -32,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import connection
-from .errors import InvalidJob, NoRetry
-from .job import Job, to_json
+from .errors import InvalidJob
+from .job import Job
+from .outcome import Failed, Outcome, run
 
 if TYPE_CHECKING:
     from multiprocessing.context import DefaultContext
@@ -42,25 +44,8 @@ if TYPE_CHECKING:
 
 ISOLATIONS = ("thread", "process")
 
-
-@dataclass(frozen=True)
-class Done:
-    """A handler returned: its result, as JSON."""
-
-    result: str
-
-
-@dataclass(frozen=True)
-class Failed:
-    """A handler failed: the error's one-line message, the text kept on the job, and whether
-    the error asked not to be retried (``NoRetry``)."""
-
-    message: str
-    text: str
-    no_retry: bool
-
-
-Outcome = Done | Failed
+#: What a child sends as it starts a job, before the job's outcome: the ttl counts from here.
+_STARTED = "started"
 
 
 def _context() -> DefaultContext:
@@ -76,6 +61,8 @@ class _Connect:
     made otherwise, its pool's connection settings."""
 
     prefix: str
+    #: The parent's queue class (pickled by name): the child makes its queue with it.
+    make: Callable[..., Queue]
     source: tuple[str, str | None, dict[str, Any]] | None
     connection_class: type[redis.connection.AbstractConnection] | None = None
     kwargs: dict[str, Any] | None = None
@@ -87,16 +74,14 @@ class _Connect:
     def of(cls, queue: Queue) -> _Connect:
         made_from = connection.source(queue.client)
         if made_from is not None:
-            return cls(queue.prefix, made_from)
+            return cls(queue.prefix, type(queue), made_from)
         pool = queue.client.connection_pool
         # The connection settings; objects a pool keeps for itself (registries, handlers
         # holding locks) do not pickle, and a new pool makes its own.
         kwargs = {k: v for k, v in pool.connection_kwargs.items() if _picklable(v)}
-        return cls(queue.prefix, None, pool.connection_class, kwargs)
+        return cls(queue.prefix, type(queue), None, pool.connection_class, kwargs)
 
     def queue(self) -> Queue:
-        from .queue import Queue  # the facade sits above this module
-
         if self.source is not None:
             url, route, options = self.source
             client = connection.from_url(url, route=route, **options)
@@ -104,7 +89,7 @@ class _Connect:
             assert self.connection_class is not None and self.kwargs is not None
             pool = redis.ConnectionPool(connection_class=self.connection_class, **self.kwargs)
             client = redis.Redis(connection_pool=pool)
-        return Queue(prefix=self.prefix, client=client)
+        return self.make(prefix=self.prefix, client=client)
 
 
 def check_handler(handler: Any) -> None:
@@ -128,8 +113,6 @@ def _picklable(value: Any) -> bool:
 
 def _child_main(conn: Connection, handler: Any, connect: _Connect) -> None:
     """The child's loop: run the handler on each job received, until told to stop."""
-    from .worker import describe
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     queue = connect.queue()
     is_async = inspect.iscoroutinefunction(handler)
@@ -143,15 +126,14 @@ def _child_main(conn: Connection, handler: Any, connect: _Connect) -> None:
                 return
             job_id, fields = message
             job = Job.from_hash(queue, job_id, fields)
-            outcome: Outcome
-            try:
-                result = asyncio.run(handler(job)) if is_async else handler(job)
-                outcome = Done(to_json(result, "result"))
-            except BaseException as e:  # the handler's failure, whatever it is, fails the attempt
-                outcome = Failed(*describe(e), isinstance(e, NoRetry))
-            conn.send(outcome)
+            conn.send(_STARTED)
+            conn.send(run(_run_async, handler, job) if is_async else run(handler, job))
     finally:
         queue.close()
+
+
+def _run_async(handler: Any, job: Job) -> Any:
+    return asyncio.run(handler(job))
 
 
 class Child:
@@ -165,8 +147,9 @@ class Child:
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
 
-    def run(self, job_id: int, fields: dict[str, str]) -> Outcome:
-        """Run the handler on one job in the child; a child that dies fails the attempt."""
+    def run(self, job_id: int, fields: dict[str, str], started: Callable[[], Any]) -> Outcome:
+        """Run the handler on one job in the child; a child that dies fails the attempt.
+        ``started()`` is called when the child begins the job (its start-up is over)."""
         try:
             conn = self.start()
         except Exception as e:
@@ -174,6 +157,8 @@ class Child:
             return Failed(message, message, False)
         try:
             conn.send((job_id, fields))
+            if conn.recv() == _STARTED:
+                started()
             outcome: Outcome = conn.recv()
             return outcome
         except (EOFError, OSError):

@@ -6,17 +6,25 @@ import json
 import math
 import re
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
 from . import defaults
-from .errors import InvalidJob, InvalidTransition
+from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
 from .scripts import SAVE_WIDTH
 from .states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState
 
 if TYPE_CHECKING:
     from .queue import Queue
+
+
+class _Running(Protocol):
+    """What a job sees of the attempt running it (``kue_core.attempt.Attempt``)."""
+
+    @property
+    def over(self) -> bool: ...
+
 
 _UNSET: Any = object()
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -148,6 +156,8 @@ class Job:
     progress_data: Any = _UNSET
     # Listeners added before the job has an id.
     _listeners: list[tuple[str, Receiver]] | None = None
+    # The attempt running this job in a worker of this process, if any.
+    _attempt: _Running | None = None
 
     def __init__(self, queue: Queue, job_type: str, data: Any = None) -> None:
         self.queue = queue
@@ -156,6 +166,17 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job {self.id} {self.type!r} {self.state}>"
+
+    @property
+    def stopping(self) -> bool:
+        """True once the attempt running this job is over (ttl exceeded, lease lost, worker
+        shutting down, cancelled): the handler should return; its result will be dropped.
+        ``progress()`` and ``log()`` then raise :class:`kue_core.Stopped`."""
+        return self._attempt is not None and self._attempt.over
+
+    def _check_running(self) -> None:
+        if self._attempt is not None and self._attempt.over:
+            raise Stopped(f"the attempt at job {self.id} is over; its handler should return")
 
     # -- options (fluent) -----------------------------------------------------------------
     @overload
@@ -282,6 +303,7 @@ class Job:
         """Record ``done`` of ``total`` (as a percentage); ``data`` goes to listeners too."""
         if done is _UNSET:
             return self._progress
+        self._check_running()
         for name, v in (("done", done), ("total", total)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise InvalidJob(f"progress {name} must be a number, got {v!r}")
@@ -297,6 +319,7 @@ class Job:
 
     def log(self, fmt: Any, *args: Any) -> Job:
         """Append a line to the job's log: ``job.log("sent %s to %s", n, to)``."""
+        self._check_running()
         if not isinstance(fmt, str):
             line = to_json(fmt, "log")
         elif args:

@@ -447,17 +447,29 @@ class Queue:
 
     def workers(self) -> list[dict[str, Any]]:
         """The live worker processes (of any host) on this queue: id, host, pid, types and
-        their concurrency, the ids of the jobs each runs, its last heartbeat (ms)."""
-        ids = cast(list[str], self.client.zrange(self.keys.workers, 0, -1))
+        their concurrency, handler threads left running past their attempt, the ids of the
+        jobs each runs (as of now: read from the leases, which claims and reports change),
+        its last heartbeat (ms)."""
         pipe = self.client.pipeline(transaction=False)
+        pipe.zrange(self.keys.workers, 0, -1)
+        pipe.zrange(self.keys.leases, 0, -1)
+        ids, leased = pipe.execute()
+        running = [job_id_from_zid(m) for m in leased]
         for wid in ids:
             pipe.hgetall(self.keys.worker(wid))
+        for jid in running:
+            pipe.hget(self.keys.job(jid), "workerId")
+        replies = pipe.execute()
+        jobs: dict[str, list[int]] = {}
+        for jid, holder in zip(running, replies[len(ids) :], strict=True):
+            if holder is not None:
+                jobs.setdefault(holder, []).append(jid)
         out = []
-        for h in pipe.execute():
+        for h in replies[: len(ids)]:
             if not h:
                 continue  # expired since: its process is gone
             info = json.loads(h.get("info") or "{}")
-            info["jobs"] = json.loads(h.get("jobs") or "[]")
+            info["jobs"] = sorted(jobs.get(info.get("id"), []))
             info["heartbeat"] = int(h.get("heartbeat") or 0)
             out.append(info)
         return out

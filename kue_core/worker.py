@@ -1,18 +1,23 @@
 """Workers: ``queue.process(type, n, handler)`` runs handlers in this process.
 
-One :class:`Workers` per queue holds everything a worker process runs:
+One :class:`Workers` per queue holds the threads and slots of a worker process:
 
-* ``n`` slot threads per ``process()`` call. A slot claims a job (``claim.lua``), runs the
-  handler, then completes or fails the job and claims the next one in the same call, so a busy
-  slot makes one round trip per job. An idle slot blocks on the type's wake-up list.
-  ``async def`` handlers run on one event loop thread; their slot waits for the result.
-  With ``isolation="process"`` each slot runs its handler in a child process instead
-  (:mod:`kue_core.isolation`).
+* ``n`` slots per ``process()`` call, each served by a thread. A slot claims a job
+  (``claim.lua``), runs the handler, then completes or fails the job and claims the next one in
+  the same call, so a busy slot makes one round trip per job. An idle slot blocks on the
+  type's wake-up list. ``async def`` handlers run on one event loop thread; their slot waits
+  for the result. With ``isolation="process"`` each slot runs its handler in a child process
+  instead (:mod:`kue_core.isolation`).
 * a keeper thread: renews the leases of running jobs and registers the process
   (``heartbeat.lua``), returns jobs whose lease expired to the queue (``recover.lua``), and
   fails attempts that outlive their ``ttl``.
-* a promotion thread: moves due delayed jobs to inactive (``promote.lua``). It sleeps until the
-  next due time, and is woken at once when a job due sooner is saved.
+* a promotion thread (:mod:`kue_core.promoter`): moves due delayed jobs to inactive.
+
+Each run of a handler is an :class:`~kue_core.attempt.Attempt`, which decides once how it
+ended. A coroutine is cancelled and a child process killed when their attempt ends early;
+a thread cannot be killed, so a ``def`` handler still running then is left to finish on its
+own (it sees ``job.stopping``, and ``Stopped`` from ``progress()``/``log()``) and its slot goes
+on in a new thread, up to ``defaults.ABANDONED_THREADS`` such threads per process.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ import os
 import socket
 import threading
 import time
-import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,10 +39,13 @@ import redis
 
 from . import backoff as backoff_policy
 from . import defaults
-from . import isolation as isolation_module
-from .errors import InvalidJob, NoRetry
-from .isolation import ISOLATIONS, Child, Done, Failed, Outcome, check_handler
-from .job import Job, to_json, validate_type
+from .attempt import Attempt, Reason
+from .errors import InvalidJob
+from .isolation import ISOLATIONS, Child, check_handler
+from .job import Job, validate_type
+from .outcome import Done, Outcome, run
+from .promoter import Promoter
+from .retry import Pauses
 from .scripts import PAUSED, Claim
 
 if TYPE_CHECKING:
@@ -46,23 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kue_core.worker")
 
-_MACHINERY = frozenset({__file__, isolation_module.__file__})
-
 Handler = Callable[[Job], Any]
-
-
-@dataclass(eq=False)
-class _Attempt:
-    """One run of a handler on a claimed job."""
-
-    job_id: int
-    job: Job
-    token: str
-    deadline: float | None  # time.monotonic() past which the ttl is exceeded
-    cancel: Callable[[], Any] | None = None  # stops the handler: cancels a coroutine, kills a child
-    # Set once, under Workers._lock, by whoever ends the attempt first: the slot when the
-    # handler returns, or the keeper (ttl exceeded, lease lost) or shutdown (job released).
-    over: bool = False
 
 
 @dataclass(eq=False)
@@ -70,47 +61,17 @@ class _Slot:
     job_type: str
     handler: Handler
     is_async: bool
+    name: str
     child: Child | None = None  # isolation="process"
-    thread: threading.Thread | None = None
+    thread: threading.Thread | None = None  # the thread serving the slot now
+    attempt: Attempt | None = None  # the attempt that thread runs
     blocked_on: int | None = None  # Redis client id while waiting for work
+    held_back: bool = False  # a stuck handler holds the slot: too many threads left behind
 
-
-@dataclass
-class _Pause:
-    """Retry pauses after Redis errors: doubling, reset by a success."""
-
-    first: float = defaults.RETRY_PAUSE[0]
-    last: float = defaults.RETRY_PAUSE[1]
-    current: float = defaults.RETRY_PAUSE[0]
-
-    def next(self) -> float:
-        pause, self.current = self.current, min(self.current * 2, self.last)
-        return pause
-
-    def reset(self) -> None:
-        self.current = self.first
-
-
-def describe(error: BaseException) -> tuple[str, str]:
-    """(one-line message, text kept on the job): the text starts with the message, like
-    a Kue stack, then the traceback from the handler down (the worker's frames left out)."""
-    text = str(error).strip()
-    message = f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
-    tb = error.__traceback__
-    while tb is not None and tb.tb_next is not None and _ours(tb.tb_frame.f_code.co_filename):
-        tb = tb.tb_next
-    trace = "".join(traceback.format_exception(type(error), error, tb))
-    return message, f"{message}\n{trace}"
-
-
-def _ours(filename: str) -> bool:
-    """Frames of the worker machinery (this module, futures, a child's loop) rather than of
-    the handler."""
-    return (
-        filename in _MACHINERY
-        or f"{os.sep}concurrent{os.sep}futures{os.sep}" in filename
-        or f"{os.sep}asyncio{os.sep}" in filename
-    )
+    @property
+    def in_thread(self) -> bool:
+        """Whether the handler runs in the slot's own thread (which cannot be stopped)."""
+        return self.child is None and not self.is_async
 
 
 class Workers:
@@ -125,13 +86,13 @@ class Workers:
         self.started_at = int(time.time() * 1000)
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
-        self._attempts: dict[int, _Attempt] = {}
+        self._attempts: dict[int, Attempt] = {}  # the running attempts, by job id
+        self._abandoned = 0  # threads whose handler outlived its attempt, still running
         self._stopping = threading.Event()  # no more claims
         self._closed = threading.Event()  # keeper and promoter end
         self._tick = threading.Event()  # wakes the keeper early
         self._loop: asyncio.AbstractEventLoop | None = None
         self._beat_now = True  # register at once (set again when types are added)
-        self._clock = (0, 0.0)  # (server ms, local monotonic) of the last promotion call
         self._threads: list[threading.Thread] = []  # keeper, promoter, event loop
 
     # -- public ---------------------------------------------------------------------------
@@ -149,19 +110,18 @@ class Workers:
             raise InvalidJob("the workers of this queue are shutting down")
         if not self._threads:  # the first process() call of this queue
             self._start_thread(self._keep, "kue-keeper")
-            self._start_thread(self._promote, "kue-promoter")
+            promoter = Promoter(self.queue, self._closed, self._report)
+            self._start_thread(promoter.run, "kue-promoter")
         is_async = inspect.iscoroutinefunction(handler)
         if is_async and isolation == "thread":
             self._event_loop()
         for i in range(n):
-            name = f"kue-{job_type}-{i + 1}"
-            slot = _Slot(job_type, handler, is_async)
+            slot = _Slot(job_type, handler, is_async, f"kue-{job_type}-{i + 1}")
             if isolation == "process":
-                slot.child = Child(self.queue, handler, name)
+                slot.child = Child(self.queue, handler, slot.name)
             with self._lock:
                 self._slots.append(slot)
-            slot.thread = threading.Thread(target=self._work, args=(slot,), name=name, daemon=True)
-            slot.thread.start()
+                self._serve(slot)
         self._beat_now = True  # register the new types now
         self._tick.set()
 
@@ -171,6 +131,7 @@ class Workers:
         with self._lock:
             for slot in self._slots:
                 types[slot.job_type] = types.get(slot.job_type, 0) + 1
+            abandoned = self._abandoned
         return {
             "id": self.id,
             "host": socket.gethostname(),
@@ -178,6 +139,7 @@ class Workers:
             "types": types,
             "started_at": self.started_at,
             "lease_ms": self.lease_ms,
+            "abandoned_threads": abandoned,
         }
 
     def shutdown(self, timeout: float) -> None:
@@ -196,14 +158,10 @@ class Workers:
                 break
             alive[0].thread.join(min(left, 0.05))  # type: ignore[union-attr]
         with self._lock:
-            running = [a for a in self._attempts.values() if not a.over]
-            for attempt in running:
-                attempt.over = True
-                if attempt.cancel is not None:
-                    attempt.cancel()
-            self._attempts.clear()
+            running = list(self._attempts.values())
         for attempt in running:
-            self._safely(self.scripts.release, attempt.job_id, attempt.token)
+            if self._end(attempt, Reason.RELEASED):
+                self._safely(self.scripts.release, attempt.job_id, attempt.token)
         self._closed.set()
         self._tick.set()
         self._safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # wake promoter
@@ -219,33 +177,47 @@ class Workers:
         self._safely(self._deregister)
 
     # -- slots ----------------------------------------------------------------------------
+    def _serve(self, slot: _Slot) -> None:
+        """Start a thread serving ``slot`` (called under ``_lock``)."""
+        slot.thread = threading.Thread(target=self._work, args=(slot,), name=slot.name, daemon=True)
+        slot.thread.start()
+
     def _work(self, slot: _Slot) -> None:
-        pause = _Pause()
-        claimed: Claim = None
+        """A slot's thread: claim, run, report, until shutdown, or until the slot goes on in
+        a new thread because this one's handler outlived its attempt."""
+        me = threading.current_thread()
+        pauses = Pauses()
         if slot.child is not None:
             try:
                 slot.child.start()
             except Exception as e:  # the first job will try again, and fail if it cannot
                 self._report(e)
-        while not self._stopping.is_set():
+        nxt: Claim = None  # a job claimed by the last report, in the same call
+        while not self._stopping.is_set() and slot.thread is me:
             try:
-                if claimed is None:
-                    claimed = self.scripts.claim(slot.job_type, self.id, self.lease_ms)
+                claimed, nxt = (
+                    nxt or self.scripts.claim(slot.job_type, self.id, self.lease_ms),
+                    None,
+                )
                 if claimed is None:
                     self._wait_for_work(slot, self.queue.keys.tokens(slot.job_type))
                 elif claimed == PAUSED:
-                    claimed = None
                     self._wait_for_work(slot, self.queue.keys.resumed(slot.job_type))
                 else:
-                    job_id, fields = claimed
-                    claimed = None  # from here the job is this attempt's, whatever happens
-                    claimed = self._run(slot, job_id, fields)
-                pause.reset()
+                    nxt = self._run(slot, *claimed)
+                pauses.reset()
             except Exception as e:
                 # Redis is down or restarting (or a bug): a job this slot held comes back
                 # through its lease; the slot keeps trying until Redis answers again.
                 self._report(e)
-                self._stopping.wait(pause.next())
+                self._stopping.wait(pauses.next())
+        if slot.thread is not me:
+            with self._lock:
+                self._abandoned -= 1
+                left = self._abandoned
+            log.info("a handler left running on %s returned (%d still running)", slot.name, left)
+            self._beat_now = True
+            self._tick.set()  # a stuck slot may get a new thread now
 
     def _wait_for_work(self, slot: _Slot, key: str) -> None:
         """Block on a wake-up list: the type's tokens, or its resume list while paused."""
@@ -259,27 +231,24 @@ class Workers:
             slot.blocked_on = None
 
     def _run(self, slot: _Slot, job_id: int, fields: dict[str, str]) -> Claim:
-        """Run the handler on one claimed job; finish it; return the next job claimed."""
+        """Run the handler on one claimed job; report how it ended, unless the attempt was
+        ended elsewhere first; return the next job claimed in the same call."""
         job = Job.from_hash(self.queue, job_id, fields)
-        ttl = job.ttl()
-        deadline = time.monotonic() + ttl / 1000 if ttl else None
-        attempt = _Attempt(job_id, job, fields.get("lease", ""), deadline)
-        if slot.child is not None:
-            attempt.cancel = slot.child.kill
+        grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
+        attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
         with self._lock:
             self._attempts[job_id] = attempt
-        if deadline is not None:
+            slot.attempt = attempt
+        if attempt.deadline is not None:
             self._tick.set()  # the keeper watches the deadline
-        if slot.child is not None:
-            outcome = slot.child.run(job_id, fields)
-        else:
-            outcome = self._call(slot, attempt)
+        outcome = self._call(slot, attempt, fields)
+        won = self._end(attempt, Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
         with self._lock:
-            abandoned, attempt.over = attempt.over, True
-            self._attempts.pop(job_id, None)
+            if slot.attempt is attempt:
+                slot.attempt = None
+        if not won:
+            return None  # ttl exceeded, lease lost or released: reported by whoever ended it
         nxt = None if self._stopping.is_set() else (self.id, self.lease_ms)
-        if abandoned:  # ttl exceeded, lease lost or released: someone else ended it
-            return self.scripts.claim(slot.job_type, *nxt) if nxt else None
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, slot.job_type)
             _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt)
@@ -291,19 +260,34 @@ class Workers:
             )
         return claimed
 
-    def _call(self, slot: _Slot, attempt: _Attempt) -> Outcome:
-        """Run the handler in this process: in the slot's thread, or on the event loop."""
-        try:
-            result = self._await(slot, attempt) if slot.is_async else slot.handler(attempt.job)
-            return Done(to_json(result, "result"))
-        except BaseException as e:  # the handler's failure, whatever it is, fails the attempt
-            return Failed(*describe(e), isinstance(e, NoRetry))
+    def _call(self, slot: _Slot, attempt: Attempt, fields: dict[str, str]) -> Outcome:
+        """Run the handler: in the slot's thread, on the event loop, or in the child."""
+        if slot.child is not None:
+            attempt.stop_with(slot.child.kill)
 
-    def _await(self, slot: _Slot, attempt: _Attempt) -> Any:
+            def started() -> None:
+                attempt.started()  # the ttl counts from the child's start of the job
+                self._tick.set()
+
+            return slot.child.run(attempt.job_id, fields, started)
+        if slot.is_async:
+            return run(self._await, slot, attempt)
+        return run(slot.handler, attempt.job)
+
+    def _await(self, slot: _Slot, attempt: Attempt) -> Any:
         future = asyncio.run_coroutine_threadsafe(slot.handler(attempt.job), self._event_loop())
-        with self._lock:
-            attempt.cancel = future.cancel
+        attempt.stop_with(future.cancel)
         return future.result()
+
+    def _end(self, attempt: Attempt, reason: Reason) -> bool:
+        """End ``attempt`` (see :meth:`Attempt.end`) and forget it; True for the caller that
+        ended it, who alone reports it."""
+        if not attempt.end(reason):
+            return False
+        with self._lock:
+            if self._attempts.get(attempt.job_id) is attempt:
+                del self._attempts[attempt.job_id]
+        return True
 
     @staticmethod
     def _retry_delay(job: Job, no_retry: bool) -> int:
@@ -321,7 +305,7 @@ class Workers:
 
     # -- keeper: leases, registry, recovery, ttl ------------------------------------------
     def _keep(self) -> None:
-        pause = _Pause()
+        pauses = Pauses()
         beat_every = self.lease_ms / 3000
         sweep_every = min(self.lease_ms / 2000, 5.0)
         next_beat = next_sweep = 0.0
@@ -329,6 +313,8 @@ class Workers:
             try:
                 now = time.monotonic()
                 self._tick.clear()
+                wake = self._expire(now)
+                self._relieve()
                 if now >= next_beat or self._beat_now:
                     self._beat_now = False
                     self._heartbeat()
@@ -336,95 +322,82 @@ class Workers:
                 if now >= next_sweep:
                     self.scripts.recover(self.stall_limit, defaults.SWEEP_LIMIT)
                     next_sweep = now + sweep_every
-                wake = self._expire(now)
-                pause.reset()
+                pauses.reset()
             except redis.RedisError as e:
                 self._report(e)
-                self._closed.wait(pause.next())
+                self._closed.wait(pauses.next())
                 continue
             until = min(next_beat, next_sweep, wake if wake is not None else next_beat)
             self._tick.wait(max(0.0, until - time.monotonic()))
 
     def _heartbeat(self) -> None:
         with self._lock:
-            held = [(jid, a.token) for jid, a in self._attempts.items() if not a.over]
+            running = [a for a in self._attempts.values() if not a.over]
         info = json.dumps(self.info(), separators=(",", ":"))
-        lost = self.scripts.heartbeat(self.id, self.lease_ms, info, held)
-        for job_id in lost:
-            self._end(job_id)  # recovered or moved elsewhere: its result will be dropped
+        lost = set(
+            self.scripts.heartbeat(
+                self.id, self.lease_ms, info, [(a.job_id, a.token) for a in running]
+            )
+        )
+        for attempt in running:
+            if attempt.job_id in lost:
+                # Recovered, moved or removed meanwhile: its result will be dropped.
+                self._end(attempt, Reason.LEASE_LOST)
 
     def _expire(self, now: float) -> float | None:
         """Fail attempts past their ttl; return the next deadline, if any."""
         with self._lock:
-            late = [a for a in self._attempts.values() if a.deadline and a.deadline <= now]
-            upcoming = [a.deadline for a in self._attempts.values() if a.deadline]
-        for attempt in late:
-            if self._end(attempt.job_id):
+            timed = [a for a in self._attempts.values() if a.deadline is not None]
+        upcoming = []
+        for attempt in timed:
+            deadline = attempt.deadline
+            assert deadline is not None
+            if deadline > now:
+                upcoming.append(deadline)
+            elif self._end(attempt, Reason.TTL):
                 message = "TTL exceeded"
-                text = f"{message}: the attempt ran longer than its ttl of {attempt.job.ttl()} ms"
-                self.scripts.fail(
-                    attempt.job_id,
-                    attempt.token,
-                    message,
-                    text,
-                    self._retry_delay(attempt.job, False),
-                    None,
-                )
+                text = f"{message}: the attempt ran longer than its ttl of {attempt.ttl_ms} ms"
+                delay = self._retry_delay(attempt.job, False)
+                self.scripts.fail(attempt.job_id, attempt.token, message, text, delay, None)
         return min(upcoming, default=None)
 
-    def _end(self, job_id: int) -> bool:
-        """End an attempt on behalf of its slot (its eventual result is dropped)."""
+    def _relieve(self) -> None:
+        """Give a new thread to each slot whose ``def`` handler still runs after its attempt
+        ended (a thread cannot be stopped), while fewer than ``ABANDONED_THREADS`` are left
+        running so; past that, the slot waits for its handler to return."""
         with self._lock:
-            attempt = self._attempts.pop(job_id, None)
-            if attempt is None or attempt.over:
-                return False
-            attempt.over = True
-            if attempt.cancel is not None:
-                attempt.cancel()
-            return True
-
-    # -- promotion timer ------------------------------------------------------------------
-    def _promote(self) -> None:
-        pause = _Pause()
-        while not self._closed.is_set():
-            pubsub = self.queue.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
-            try:
-                pubsub.subscribe(self.queue.keys.promote)
-                while not self._closed.is_set():
-                    wake = self._promote_due()
-                    while not self._closed.is_set():
-                        left = wake - time.monotonic()
-                        if left <= 0:
-                            break
-                        msg = pubsub.get_message(timeout=left)
-                        if msg is not None:
-                            wake = min(wake, self._due_at(msg["data"]))
-                    pause.reset()
-            except redis.RedisError as e:
-                self._report(e)
-                self._closed.wait(pause.next())
-            finally:
-                pubsub.close()
-
-    def _promote_due(self) -> float:
-        """Promote what is due; return the monotonic time of the next due job."""
-        while True:
-            moved, next_due, now = self.scripts.promote(defaults.SWEEP_LIMIT)
-            if moved < defaults.SWEEP_LIMIT:
-                break
-        self._clock = (now, time.monotonic())  # server ms <-> local monotonic, for _due_at
-        if next_due < 0:
-            return time.monotonic() + defaults.PROMOTE_MAX_WAIT
-        return self._clock[1] + min(max(0, next_due - now) / 1000, defaults.PROMOTE_MAX_WAIT)
-
-    def _due_at(self, data: str) -> float:
-        """Local monotonic time of a due time (server ms) heard on the promote channel."""
-        try:
-            due = int(data)
-        except (TypeError, ValueError):
-            return time.monotonic()
-        server_now, local_now = self._clock
-        return local_now + max(0, due - server_now) / 1000
+            if self._stopping.is_set():
+                return
+            for slot in self._slots:
+                attempt = slot.attempt
+                if attempt is None or not attempt.over or not slot.in_thread:
+                    continue
+                if self._abandoned >= defaults.ABANDONED_THREADS:
+                    if not slot.held_back:
+                        slot.held_back = True
+                        log.warning(
+                            "job %d (%s): the handler still runs after its attempt ended (%s);"
+                            " %d threads are left running so already: %s waits for it",
+                            attempt.job_id,
+                            slot.job_type,
+                            attempt.reason,
+                            self._abandoned,
+                            slot.name,
+                        )
+                    continue
+                self._abandoned += 1
+                slot.attempt, slot.held_back = None, False
+                self._serve(slot)
+                self._beat_now = True
+                log.warning(
+                    "job %d (%s): the handler still runs after its attempt ended (%s); it is "
+                    "left to finish and %s goes on in a new thread (%d left running)",
+                    attempt.job_id,
+                    slot.job_type,
+                    attempt.reason,
+                    slot.name,
+                    self._abandoned,
+                )
 
     # -- helpers --------------------------------------------------------------------------
     def _start_thread(self, target: Callable[[], Any], name: str) -> None:

@@ -12,13 +12,14 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from kue_core import Queue, connection
-from kue_core.errors import (
+from kue_core import (
     ConnectionFailed,
     InvalidJob,
     InvalidTransition,
     JobNotFound,
     KueError,
+    Queue,
+    connection,
 )
 
 from . import config as settings

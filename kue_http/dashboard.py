@@ -19,9 +19,7 @@ from typing import Any
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from kue_core import Job, JobNotFound
-from kue_core.job import validate_type
-from kue_core.states import PRIORITIES, STATES, priority_name
+from kue_core import PRIORITIES, STATES, Job, JobNotFound, priority_name, validate_type
 
 from .api import queue
 

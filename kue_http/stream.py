@@ -19,9 +19,7 @@ from typing import Any
 import redis
 from flask import Response, current_app, request
 
-from kue_core import InvalidJob
-from kue_core.events import EventStream
-from kue_core.job import validate_type
+from kue_core import EventStream, InvalidJob, validate_type
 
 from .api import api, queue
 

@@ -1,7 +1,8 @@
 -- heartbeat: a worker process renews the leases of the jobs it runs and registers itself.
 -- KEYS[1]  <p>:leases
 -- ARGV[1]  prefix   ARGV[2] worker id   ARGV[3] lease ms
--- ARGV[4]  worker description (JSON object: host, pid, types, ...), kept for 3 leases
+-- ARGV[4]  worker description (JSON object: host, pid, types, ...), kept for 3 leases (the
+--          jobs a worker runs are not kept here: Queue.workers() reads them from the leases)
 -- ARGV[5]  number of jobs n; then n pairs: job id, fencing token
 -- Returns  the ids of jobs whose lease is lost (recovered, moved by hand or removed): the
 --          worker must drop their results.
@@ -12,21 +13,17 @@ if not lease_ms or lease_ms <= 0 or not n or #ARGV ~= 5 + 2 * n then
 end
 local now = now_ms()
 local lost = {}
-local held = {}
 for i = 0, n - 1 do
   local id, token = ARGV[6 + 2 * i], ARGV[7 + 2 * i]
   local h = redis.call('HMGET', k_job(p, id), 'state', 'lease')
   if h[1] == 'active' and h[2] == token then
     redis.call('ZADD', KEYS[1], 'XX', now + lease_ms, zid(id))
-    held[#held + 1] = tonumber(id)
   else
     lost[#lost + 1] = id
   end
 end
 local key = k_worker(p, wid)
-local jobs = '[]'
-if #held > 0 then jobs = cjson.encode(held) end
-redis.call('HSET', key, 'info', ARGV[4], 'jobs', jobs, 'heartbeat', int(now))
+redis.call('HSET', key, 'info', ARGV[4], 'heartbeat', int(now))
 redis.call('PEXPIRE', key, 3 * lease_ms)
 redis.call('ZADD', k_workers(p), now, wid)
 redis.call('ZREMRANGEBYSCORE', k_workers(p), '-inf', now - 3 * lease_ms)

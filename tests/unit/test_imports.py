@@ -1,0 +1,143 @@
+"""The import graph: inside kue_core nothing imports upward and nothing imports in a circle
+(imports inside functions included; only ``if TYPE_CHECKING:`` blocks, which never run, are
+left out), and kue_http uses only kue_core's public names."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import kue_core
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ROOT / "kue_core"
+
+#: Each kue_core module's floor (DESIGN §2): a module imports only modules on its own floor
+#: or below. A new module must be given its floor here.
+FLOORS = {
+    # 1. pure: no Redis connection
+    "defaults": 1,
+    "errors": 1,
+    "states": 1,
+    "keys": 1,
+    "backoff": 1,
+    "retry": 1,
+    # 2. connection, scripts, events
+    "cluster": 2,
+    "connection": 2,
+    "scripts": 2,
+    "events": 2,
+    # 3. the job model
+    "job": 3,
+    # 4. workers: how a run ends, one attempt, child processes, promotion, slots and keeper
+    "outcome": 4,
+    "attempt": 4,
+    "isolation": 4,
+    "promoter": 4,
+    "worker": 4,
+    # 5. the facade
+    "queue": 5,
+    # 6. tools on the facade
+    "doctor": 6,
+    # the package's public names
+    "__init__": 7,
+}
+
+
+def _runs(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node that can run: everything but the bodies of ``if TYPE_CHECKING:``."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for child in node.orelse for n in (child, *_runs(child)))
+            continue
+        yield node
+        yield from _runs(node)
+
+
+def _core_imports(path: Path) -> set[str]:
+    """The kue_core modules that ``path`` (a kue_core module) imports."""
+    found = set()
+    for node in _runs(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:
+                found.add(node.module.split(".")[0])
+            else:  # from . import x
+                found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] == "kue_core":
+                parts = node.module.split(".")
+                found.update([parts[1]] if len(parts) > 1 else [a.name for a in node.names])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "kue_core" and len(parts) > 1:
+                    found.add(parts[1])
+    return {name for name in found if (CORE / f"{name}.py").exists()}
+
+
+def _graph() -> dict[str, set[str]]:
+    return {p.stem: _core_imports(p) for p in CORE.glob("*.py")}
+
+
+def test_every_module_has_a_floor() -> None:
+    assert set(_graph()) == set(FLOORS)
+
+
+def test_nothing_imports_upward() -> None:
+    upward = [
+        f"{module} (floor {FLOORS[module]}) imports {target} (floor {FLOORS[target]})"
+        for module, targets in _graph().items()
+        for target in targets
+        if FLOORS[target] > FLOORS[module]
+    ]
+    assert upward == []
+
+
+def test_no_import_cycles() -> None:
+    graph = _graph()
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            pytest.fail("import cycle: " + " -> ".join([*path[path.index(module) :], module]))
+        if module in done:
+            return
+        for target in sorted(graph[module]):
+            visit(target, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+
+
+def test_the_checker_sees_function_local_and_type_checking_imports() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from .queue import Queue\n"
+        "def f():\n    from .worker import describe\n"
+        "from . import defaults\n"
+    )
+    tree = ast.parse(source)
+    names = {
+        n.module or n.names[0].name
+        for n in _runs(tree)
+        if isinstance(n, ast.ImportFrom) and n.level == 1
+    }
+    assert names == {"worker", "defaults"}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "kue_http").glob("*.py")), ids=lambda p: p.name)
+def test_kue_http_uses_only_public_names(path: Path) -> None:
+    private = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kue_core"):
+            if node.module != "kue_core":
+                private.append(f"from {node.module} import ...")
+            else:
+                private += [a.name for a in node.names if a.name not in kue_core.__all__]
+        elif isinstance(node, ast.Import):
+            private += [a.name for a in node.names if a.name.startswith("kue_core.")]
+    assert private == []
