@@ -63,6 +63,7 @@ REPAIR_WIDTH = 4
 #: same name ahead of ``lib.lua`` (as do :data:`SAVE_WIDTH` and :data:`REPAIR_WIDTH`), so
 #: that Python and Lua read one value; the Lua files keep no copy (a test checks it).
 LUA_CONSTANTS = (
+    "MAX_ATTEMPTS",
     "HISTORY_LENGTH",
     "HISTORY_ERROR_LENGTH",
     "DURATION_BUCKETS_MS",

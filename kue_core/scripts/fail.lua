@@ -10,20 +10,22 @@
 --          complete.lua returns it.
 -- Events   error [message]; then failed attempt [message, attempts made] and enqueue [type]
 --          (or nothing more when delayed), or failed [message]; start [type] for the claim.
+-- The attempt counts up to max_attempts and never past it (Kue's Job#attempt).
 local p, id, token, message, text = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local delay = tonumber(ARGV[6])
 if not delay then return redis.error_reply('KUE_INVALID retry delay must be a number') end
 local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'max_attempts',
-  'workerId')
+  'workerId', 'attempts')
 local jtype = h[3]
 if not jtype then return { 'refused' } end
 local now = now_ms()
 local outcome = 'refused'
 if h[1] == 'active' and h[2] == token then
-  local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+  local attempts = next_attempt(h[7], h[5])
+  redis.call('HSET', KEYS[1], 'attempts', int(attempts))
   local priority = tonumber(h[4]) or 0
   outcome = 'failed'
-  if delay >= 0 and attempts < (tonumber(h[5]) or 1) then
+  if delay >= 0 and attempts < (tonumber(h[5]) or MAX_ATTEMPTS) then
     outcome = delay > 0 and 'delayed' or 'inactive'
   end
   leave_active(p, id, jtype)

@@ -106,6 +106,23 @@ local function load_job(key)
   }
 end
 
+-- The attempts made at a job once one more ended (`made` and `most`: its hash's attempts and
+-- max_attempts), counted as Kue's Job#attempt counts them: up to max_attempts and never past
+-- it, since Kue clients show remaining = max - made.
+local function next_attempt(made, most)
+  made = tonumber(made) or 0
+  if made < (tonumber(most) or MAX_ATTEMPTS) then return made + 1 end
+  return made
+end
+
+-- Count one more attempt at the job stored at `key` (see next_attempt); returns the count.
+local function count_attempt(key)
+  local h = redis.call('HMGET', key, 'attempts', 'max_attempts')
+  local made = next_attempt(h[1], h[2])
+  redis.call('HSET', key, 'attempts', int(made))
+  return made
+end
+
 -- Move an active job out of `active`: drop its lease and its active index entries.
 local function leave_active(p, id, jtype)
   redis.call('ZREM', k_leases(p), zid(id))

@@ -27,7 +27,7 @@ for _, member in ipairs(expired) do
         .. 'its lease (it died, hung, or lost Redis)'
       record_failure(p, id, {
         type = h[2], priority = priority, worker = h[4], message = reason, text = reason,
-        attempts = redis.call('HINCRBY', key, 'attempts', 1), promote_at = 0,
+        attempts = count_attempt(key), promote_at = 0,
       }, 'failed', now)
       failed = failed + 1
     else

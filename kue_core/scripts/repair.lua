@@ -162,7 +162,7 @@ local function requeue(id, stuck_after, stall_limit)
     local reason = 'stalled ' .. stalls .. ' times: its worker stopped (found by kue doctor)'
     record_failure(p, id, {
       type = j.type, priority = j.priority, worker = worker, message = reason, text = reason,
-      attempts = redis.call('HINCRBY', key, 'attempts', 1), promote_at = 0,
+      attempts = count_attempt(key), promote_at = 0,
     }, 'failed', now)
   else
     redis.call('HSET', key, 'state', 'inactive', 'updated_at', int(now))

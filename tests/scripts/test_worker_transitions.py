@@ -160,6 +160,41 @@ def test_fail_retries_delays_or_fails(queue: Queue, r: redis.Redis) -> None:
     ]
 
 
+def _completed_and_requeued(queue: Queue) -> tuple[int, dict[str, str]]:
+    """A job of one attempt that completed, was put back to inactive (as Kue, or a scheduler
+    on Kue, may) and claimed again."""
+    job = queue.create_job("t").save()
+    job_id, f = _claim(queue)
+    assert queue.scripts.complete(job_id, f["lease"], "1", None)[0] == "complete"
+    assert queue.get_job(job_id).attempts_made == 1
+    job.set_state("inactive")  # out of complete: attempts are kept (only a failed job's reset)
+    return _claim(queue)
+
+
+def test_complete_counts_attempts_up_to_the_maximum_as_kue(queue: Queue) -> None:
+    job_id, f = _completed_and_requeued(queue)
+    assert queue.scripts.complete(job_id, f["lease"], "2", None)[0] == "complete"
+    done = queue.get_job(job_id).to_dict()
+    assert done["attempts"] == {"made": 1, "remaining": 0, "max": 1}
+
+
+def test_fail_counts_attempts_up_to_the_maximum_as_kue(queue: Queue) -> None:
+    job_id, f = _completed_and_requeued(queue)
+    assert queue.scripts.fail(job_id, f["lease"], "E", "E", 0, None)[0] == "failed"
+    done = queue.get_job(job_id).to_dict()
+    assert done["attempts"] == {"made": 1, "remaining": 0, "max": 1}
+    assert queue.history(job_id)[-1]["attempt"] == 1
+
+
+def test_recover_counts_attempts_up_to_the_maximum_as_kue(queue: Queue, r: redis.Redis) -> None:
+    job_id, _ = _completed_and_requeued(queue)
+    r.zadd(queue.keys.leases, {zid(job_id): 1})
+    assert queue.scripts.recover(0, 100) == (0, 1)  # stalled past the limit: fails
+    done = queue.get_job(job_id).to_dict()
+    assert done["state"] == "failed"
+    assert done["attempts"] == {"made": 1, "remaining": 0, "max": 1}
+
+
 def test_fail_never_retry(queue: Queue) -> None:
     queue.create_job("t").attempts(5).save()
     job_id, f = _claim(queue)
