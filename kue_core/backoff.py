@@ -7,12 +7,11 @@ A job's ``backoff`` is stored as JSON data, never as code:
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from . import defaults
+from . import checks, defaults
 from .errors import InvalidJob
 
 Backoff: TypeAlias = bool | dict[str, Any] | None
@@ -21,11 +20,7 @@ KINDS = ("fixed", "exponential")
 
 
 def _ms(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidJob(f"backoff.{name} must be a number of milliseconds, got {value!r}")
-    if not 0 <= value <= defaults.MAX_MS:
-        raise InvalidJob(f"backoff.{name} must be from 0 to {defaults.MAX_MS} ms, got {value!r}")
-    return int(value)
+    return int(checks.number(value, f"backoff.{name}", 0, defaults.MAX_MS, " ms"))
 
 
 def normalize(value: object) -> Backoff:
@@ -50,9 +45,7 @@ def normalize(value: object) -> Backoff:
         out["maxDelay"] = _ms(cap, "maxDelay")
     jitter = value.get("jitter")
     if jitter is not None:
-        if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not 0 <= jitter <= 1:
-            raise InvalidJob(f"backoff.jitter must be a number from 0 to 1, got {jitter!r}")
-        out["jitter"] = float(jitter)
+        out["jitter"] = float(checks.number(jitter, "backoff.jitter", 0, 1))
     return out
 
 

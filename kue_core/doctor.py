@@ -73,8 +73,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from . import defaults
-from .errors import InvalidJob
+from . import checks, defaults
 from .keys import zid
 from .states import STATES
 
@@ -272,9 +271,7 @@ def _describe(job: _Job) -> str:
 
 # -- check ----------------------------------------------------------------------------------
 def _positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidJob(f"{name} must be an integer of at least 0, got {value!r}")
-    return value
+    return checks.integer(value, name, 0)
 
 
 def check(

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import redis
 
-from . import connection, defaults
+from . import checks, connection, defaults
 from .errors import InvalidJob, JobNotFound
 from .events import EventBus, EventStream, Receiver
 from .job import Job, parse_state, validate_type
@@ -25,15 +25,11 @@ def _job_id(value: object) -> int:
     """A job id given as an int or a string of digits."""
     if isinstance(value, str) and value.isascii() and value.isdigit():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**63:
-        raise InvalidJob(f"a job id is a positive integer (64-bit), got {value!r}")
-    return value
+    return checks.integer(value, "a job id", 1, 2**63 - 1)
 
 
 def _index(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value < 2**63:
-        raise InvalidJob(f"{name} must be an integer (64-bit), got {value!r}")
-    return value
+    return checks.integer(value, name, -(2**63), 2**63 - 1)
 
 
 def _title(data: str | None) -> str:
@@ -60,6 +56,9 @@ class Queue:
 
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its
     data under ``data_dir`` (default ``./.kue``), shared by every process that uses it.
+    ``prefix`` (of every key) defaults to ``$KUE_PREFIX``, else ``q`` (Kue's): the rule the
+    ``kue`` command and the HTTP app follow, so a producer and a worker started the documented
+    way share one queue.
     ``lease_ms`` and ``stall_limit`` tune this process's workers (see ``kue_core.defaults``).
     ``replicas``: how many replicas must have a job before ``save()`` returns (Redis ``WAIT``;
     else :class:`NotReplicated` is raised); by default the URL's ``?replicas=N``, else 0.
@@ -68,7 +67,7 @@ class Queue:
     def __init__(
         self,
         redis_url: str | None = None,
-        prefix: str = defaults.PREFIX,
+        prefix: str | None = None,
         *,
         data_dir: str | os.PathLike[str] | None = None,
         client: redis.Redis | None = None,
@@ -76,12 +75,12 @@ class Queue:
         stall_limit: int = defaults.STALL_LIMIT,
         replicas: int | None = None,
     ) -> None:
+        if prefix is None:
+            prefix = os.environ.get(defaults.PREFIX_ENV) or defaults.PREFIX
         if not isinstance(prefix, str) or not prefix or any(c.isspace() for c in prefix):
             raise InvalidJob(f"prefix must be a non-empty string without spaces, got {prefix!r}")
-        if isinstance(lease_ms, bool) or not isinstance(lease_ms, int) or lease_ms < 10:
-            raise InvalidJob(f"lease_ms must be an integer of at least 10, got {lease_ms!r}")
-        if isinstance(stall_limit, bool) or not isinstance(stall_limit, int) or stall_limit < 0:
-            raise InvalidJob(f"stall_limit must be an integer of at least 0, got {stall_limit!r}")
+        checks.integer(lease_ms, "lease_ms", 10)
+        checks.integer(stall_limit, "stall_limit", 0)
         self.lease_ms = lease_ms
         self.stall_limit = stall_limit
         self._workers: Workers | None = None
@@ -100,8 +99,8 @@ class Queue:
         self.keys = Keys(prefix)
         if replicas is None:
             replicas = connection.url_options(url).get("replicas", 0) if url and not client else 0
-        elif isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
-            raise InvalidJob(f"replicas must be an integer of at least 0, got {replicas!r}")
+        else:
+            checks.integer(replicas, "replicas", 0)
         self.scripts = Scripts(self.client, self.keys, replicas)
         self.events = EventBus(self.client, self.keys.events)
 
@@ -227,9 +226,8 @@ class Queue:
         """``count`` jobs of a state (optionally of one type) from rank ``offset``, in the
         order workers take them (priority, then first in, first out), or the reverse with
         ``desc``: one ZRANGE and one pipelined read, however many jobs the state holds."""
-        for name, value in (("offset", offset), ("count", count)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidJob(f"{name} must be a non-negative integer, got {value!r}")
+        checks.integer(offset, "offset", 0)
+        checks.integer(count, "count", 0)
         if count == 0:
             return []
         members = cast(
@@ -295,9 +293,8 @@ class Queue:
         bounded scan in pipelined batches; there is no full-text index)."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidJob("search text must be a non-empty string")
-        for name, value in (("limit", limit), ("scan", scan)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidJob(f"{name} must be a positive integer, got {value!r}")
+        checks.integer(limit, "limit", 1)
+        checks.integer(scan, "scan", 1)
         needle = text.strip().casefold()
         found: list[int] = []
         as_id = int(needle) if re.fullmatch(r"[0-9]{1,18}", needle) else None
@@ -369,10 +366,7 @@ class Queue:
     def throughput(self, minutes: int = 60) -> list[dict[str, int]]:
         """Jobs that completed and that failed for good, per minute, for the last ``minutes``
         minutes (this one included), oldest first: ``{"at": ms, "complete": n, "failed": n}``."""
-        if isinstance(minutes, bool) or not isinstance(minutes, int):
-            raise InvalidJob(f"minutes must be an integer, got {minutes!r}")
-        if not 1 <= minutes <= defaults.THROUGHPUT_MINUTES:
-            raise InvalidJob(f"minutes must be from 1 to {defaults.THROUGHPUT_MINUTES}")
+        checks.integer(minutes, "minutes", 1, defaults.THROUGHPUT_MINUTES)
         seconds, _ = self.client.time()  # the scripts' clock
         last = seconds // 60
         span = range(last - minutes + 1, last + 1)

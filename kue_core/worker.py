@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import backoff as backoff_policy
-from . import defaults
+from . import checks, defaults
 from .attempt import Attempt, Reason
 from .errors import InvalidJob
 from .isolation import ISOLATIONS, Child, check_handler
@@ -98,8 +98,7 @@ class Workers:
     # -- public ---------------------------------------------------------------------------
     def process(self, job_type: str, n: int, handler: Handler, isolation: str) -> None:
         validate_type(job_type)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise InvalidJob(f"concurrency must be an integer of at least 1, got {n!r}")
+        checks.integer(n, "concurrency", 1)
         if not callable(handler):
             raise InvalidJob(f"handler must be callable, got {handler!r}")
         if isolation not in ISOLATIONS:

@@ -25,6 +25,7 @@ FLOORS = {
     "keys": 1,
     "backoff": 1,
     "retry": 1,
+    "checks": 1,
     # 2. connection, scripts, events
     "cluster": 2,
     "connection": 2,
