@@ -48,10 +48,10 @@ def redis_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``--redis URL`` and ``--prefix``, on every command that reaches Redis."""
     fn = click.option(
         "--prefix",
-        envvar="KUE_PREFIX",
+        envvar=core_defaults.PREFIX_ENV,  # empty counts as unset, as in Queue()
         default=core_defaults.PREFIX,
         show_default=True,
-        help="Key prefix of the queue (Kue's default is q). [env: KUE_PREFIX]",
+        help=f"Key prefix of the queue (Kue's default is q). [env: {core_defaults.PREFIX_ENV}]",
     )(fn)
     return click.option(
         "--redis",
@@ -251,7 +251,7 @@ def dashboard(
         serve.check_port(host, port)
         click.echo(f"kue dashboard: http://{serve.netloc(host, port)}/ (API under {api})")
         serve.run_gunicorn(
-            {**config, "KUE_REDIS_URL": url, "KUE_PREFIX": prefix},
+            {**config, "KUE_REDIS_URL": url, core_defaults.PREFIX_ENV: prefix},
             host,
             port,
             workers=workers or 2,
@@ -351,7 +351,12 @@ def worker(
         argv += [f"--shutdown-timeout={shutdown_timeout}", f"--lease={lease}"]
         argv += [f"--stall-limit={stall_limit}"]
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
-        env = {**os.environ, "KUE_REDIS_URL": url, "KUE_PREFIX": prefix, "KUE_LOG_LEVEL": level}
+        env = {
+            **os.environ,
+            "KUE_REDIS_URL": url,
+            core_defaults.PREFIX_ENV: prefix,
+            "KUE_LOG_LEVEL": level,
+        }
         env.pop("KUE_WORKER_PROCESSES", None)
         code = supervisor.Supervisor(argv, env, processes, shutdown_timeout).run()
         click.get_current_context().exit(code)
@@ -418,7 +423,9 @@ def doctor(
 
 def _app(url: str, prefix: str, config: dict[str, Any] | None = None) -> Flask:
     try:
-        return create_app({**(config or {}), "KUE_REDIS_URL": url, "KUE_PREFIX": prefix})
+        return create_app(
+            {**(config or {}), "KUE_REDIS_URL": url, core_defaults.PREFIX_ENV: prefix}
+        )
     except ConfigError as e:
         raise BadUsage(str(e)) from None
 

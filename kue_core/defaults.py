@@ -5,6 +5,10 @@ from __future__ import annotations
 #: Key prefix; Kue's default. Use a hash tag (``"{q}"``) to keep every key in one Cluster slot.
 PREFIX = "q"
 
+#: Environment variable naming the key prefix when ``Queue(prefix=...)`` is not given (empty:
+#: not set); else ``PREFIX``. The ``kue`` command and the HTTP app follow the same rule.
+PREFIX_ENV = "KUE_PREFIX"
+
 #: Environment variable naming the Redis URL when ``Queue(redis_url=...)`` is not given.
 REDIS_URL_ENV = "KUE_REDIS_URL"
 

@@ -13,7 +13,8 @@ from kue_core import defaults as core_defaults
 DEFAULTS: dict[str, Any] = {
     # Redis URL; None: $KUE_REDIS_URL, else the embedded Redis (as ``kue_core.Queue``).
     "KUE_REDIS_URL": None,
-    "KUE_PREFIX": core_defaults.PREFIX,
+    # Key prefix; as ``kue_core.Queue``: an empty environment variable counts as unset.
+    core_defaults.PREFIX_ENV: core_defaults.PREFIX,
     # Where the JSON API is mounted.
     "KUE_API_PREFIX": "/api",
     # Seconds a request may wait for Redis before it is answered 503 (never a hang).
@@ -33,6 +34,10 @@ DEFAULTS: dict[str, Any] = {
     "KUE_SSE_KEEPALIVE": 15.0,
 }
 
+#: Settings whose environment variable, when empty, counts as not set (the ``kue`` command
+#: and ``kue_core.Queue`` read it so).
+_EMPTY_IS_UNSET = {core_defaults.PREFIX_ENV}
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -48,7 +53,7 @@ def load(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     for name, default in DEFAULTS.items():
         if name in given:
             value = given.pop(name)
-        elif name in os.environ:
+        elif name in os.environ and (os.environ[name] or name not in _EMPTY_IS_UNSET):
             value = os.environ[name]
         else:
             value = default

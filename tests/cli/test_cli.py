@@ -20,8 +20,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kue_cli.cli import cli
-from kue_core import Queue
+from kue_cli.errors import Unavailable
+from kue_core import Queue, defaults
 from kue_core.states import STATES
+from kue_http import config as http_config
+from kue_http import create_app
 from tests.conftest import finish, free_port
 
 cli_module = importlib.import_module("kue_cli.cli")
@@ -144,6 +147,47 @@ def test_environment_gives_the_redis_url_and_prefix(queue: Queue, redis_url: str
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["types"] == {"email": queue.counts_by_type()["email"]}
     assert queue.counts_by_type()["email"]["inactive"] == 1
+
+
+def test_queue_command_and_app_take_one_prefix_from_the_environment(
+    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A producer's ``Queue()``, ``kue`` and the HTTP app started the documented way (only
+    KUE_PREFIX set) use one queue."""
+    monkeypatch.setenv(defaults.PREFIX_ENV, prefix)
+    with Queue(redis_url) as producer:
+        assert producer.prefix == prefix
+        producer.create_job("email").save()
+    result = invoke("stats", "--json", "--redis", redis_url)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["types"]["email"]["inactive"] == 1
+    app = create_app({"KUE_REDIS_URL": redis_url})
+    assert app.extensions["kue"].prefix == prefix
+    assert app.extensions["kue"].counts_by_type()["email"]["inactive"] == 1
+    app.extensions["kue"].close()
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_without_kue_prefix_every_part_uses_the_default(
+    value: str | None, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unset and empty are one case (as click reads an empty variable)."""
+    if value is not None:
+        monkeypatch.setenv(defaults.PREFIX_ENV, value)
+    with Queue(redis_url) as queue:
+        assert queue.prefix == defaults.PREFIX
+    with Queue(redis_url, "given") as queue:
+        assert queue.prefix == "given"
+    assert http_config.load()[defaults.PREFIX_ENV] == defaults.PREFIX
+    seen: list[str] = []
+
+    def connect(url: str | None, given: str, **options: Any) -> None:
+        seen.append(given)
+        raise Unavailable("stop here")
+
+    monkeypatch.setattr(cli_module, "connect", connect)
+    assert invoke("stats", "--redis", redis_url).exit_code == 3
+    assert seen == [defaults.PREFIX]
 
 
 # -- Redis URL and prefix -----------------------------------------------------------------
