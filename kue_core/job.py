@@ -152,8 +152,13 @@ class Job:
     worker_id: str | None = None
     error: str | None = None
     attempts_made = 0
-    result: Any = _UNSET
-    progress_data: Any = _UNSET
+    #: What the handler returned, once the job completed; else None.
+    result: Any = None
+    #: The data given with the last progress report; else None.
+    progress_data: Any = None
+    # Whether the hash holds them: Kue's JSON has the keys only then (a stored null included).
+    _has_result = False
+    _has_progress_data = False
     # Listeners added before the job has an id.
     _listeners: list[tuple[str, Receiver]] | None = None
     # The attempt running this job in a worker of this process, if any.
@@ -315,6 +320,7 @@ class Job:
         self._progress = percent
         if data is not None:
             self.progress_data = data
+            self._has_progress_data = True
         return self
 
     def log(self, fmt: Any, *args: Any) -> Job:
@@ -418,18 +424,20 @@ class Job:
         job.error = h.get("error")
         if "result" in h:
             job.result = _json_field(h["result"], None)
+            job._has_result = True
         if "progress_data" in h:
             job.progress_data = _json_field(h["progress_data"], None)
+            job._has_progress_data = True
         return job
 
     def to_dict(self) -> dict[str, Any]:
         """Kue's ``GET /job/:id`` shape (Job#toJSON), with numbers as numbers."""
         out: dict[str, Any] = {"id": self.id, "type": self.type, "data": self.data}
-        if self.result is not _UNSET:
+        if self._has_result:
             out["result"] = self.result
         out["priority"] = self._priority if self._priority_ok else None
         out["progress"] = self._progress
-        if self.progress_data is not _UNSET:
+        if self._has_progress_data:
             out["progress_data"] = self.progress_data
         out["state"] = self.state
         optional = (
