@@ -28,6 +28,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from redis.backoff import ExponentialBackoff
+
 from .errors import EXIT_FAILED, EXIT_USAGE
 
 log = logging.getLogger("kue_cli")
@@ -36,6 +38,7 @@ log = logging.getLogger("kue_cli")
 #: (``STABLE``) before dying starts again after the first pause.
 RESTART_PAUSE = (0.5, 30.0)
 STABLE = 60.0
+_RESTART_BACKOFF = ExponentialBackoff(cap=RESTART_PAUSE[1], base=RESTART_PAUSE[0])
 #: Seconds a child gets beyond its own shutdown timeout before it is killed.
 GRACE = 10.0
 
@@ -116,8 +119,7 @@ class Supervisor:
                     return EXIT_USAGE
                 ran = now - child.started
                 child.quick_deaths = 0 if ran >= STABLE else child.quick_deaths + 1
-                first, longest = RESTART_PAUSE
-                pause = min(longest, first * 2 ** max(0, child.quick_deaths - 1))
+                pause = _RESTART_BACKOFF.compute(max(0, child.quick_deaths - 1))
                 child.restart_at = now + pause
                 log.warning(
                     "worker process %d (pid %d) %s after %.1f s; starting another in %g s",

@@ -107,20 +107,22 @@ class Workers:
             check_handler(handler)
         if self._stopping.is_set():
             raise InvalidJob("the workers of this queue are shutting down")
-        if not self._threads:  # the first process() call of this queue
-            self._start_thread(self._keep, "kue-keeper")
-            promoter = Promoter(self.queue, self._closed, self._report)
-            self._start_thread(promoter.run, "kue-promoter")
+        first = not self._threads  # the first process() call of this queue
         is_async = inspect.iscoroutinefunction(handler)
         if is_async and isolation == "thread":
             self._event_loop()
-        for i in range(n):
-            slot = _Slot(job_type, handler, is_async, f"kue-{job_type}-{i + 1}")
+        slots = [_Slot(job_type, handler, is_async, f"kue-{job_type}-{i + 1}") for i in range(n)]
+        for slot in slots:
             if isolation == "process":
                 slot.child = Child(self.queue, handler, slot.name)
-            with self._lock:
-                self._slots.append(slot)
+        with self._lock:  # all at once: a heartbeat never tells of half of them
+            self._slots.extend(slots)
+            for slot in slots:
                 self._serve(slot)
+        if first:  # keeper and promoter start once the slots are there to tell of
+            self._start_thread(self._keep, "kue-keeper")
+            promoter = Promoter(self.queue, self._closed, self._report)
+            self._start_thread(promoter.run, "kue-promoter")
         self._beat_now = True  # register the new types now
         self._tick.set()
 
