@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import timedelta
+import time
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
@@ -99,6 +100,24 @@ def _ms(value: object, field: str, minimum: int) -> int:
     return int(value)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ONE_MS = timedelta(milliseconds=1)
+
+
+def _due_ms(when: datetime) -> int:
+    """An aware datetime as ms since the epoch, rounded up (never early); at least 1."""
+    if when.utcoffset() is None:
+        raise InvalidJob(
+            f"delay: a datetime needs a time zone, e.g. datetime.now(timezone.utc) + "
+            f"timedelta(hours=1); got {when!r}, which means another time on each machine"
+        )
+    return max(1, -((_EPOCH - when) // _ONE_MS))
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 def _num(text: str | None) -> int | float | None:
     if text is None:
         return None
@@ -139,6 +158,7 @@ class Job:
     _max_attempts = defaults.MAX_ATTEMPTS
     _backoff: backoff_policy.Backoff = None
     _delay = 0
+    _due_at = 0  # ms since the epoch, when the delay was given as a time; 0: none
     _ttl = 0
     _remove_on_complete = False
     _progress: int | float = 0
@@ -223,12 +243,24 @@ class Job:
     @overload
     def delay(self) -> int: ...
     @overload
-    def delay(self, ms: int | float | timedelta) -> Job: ...
+    def delay(self, ms: int | float | timedelta | datetime) -> Job: ...
     def delay(self, ms: Any = _UNSET) -> Any:
-        """Run no sooner than ``ms`` milliseconds (or a timedelta) after saving."""
+        """Run no sooner than ``ms`` milliseconds (or a timedelta) after saving; or, given a
+        ``datetime`` with a time zone, at that time (Kue's ``delay(Date)``), at once if it is
+        past. A datetime without a time zone is refused: it means another time on each machine.
+
+        A time goes to Redis as it is, and the save (or ``update()``) compares it with the
+        Redis server's clock, the one every worker follows: the job is due at that time, however
+        long after ``delay()`` it is saved and whatever this machine's clock says. Only the local
+        guesses use this machine's clock: ``job.state`` right after ``save()``, and ``delay()``
+        without an argument, which gives the delay in ms (for a time: the ms left until it).
+        """
         if ms is _UNSET:
-            return self._delay
-        self._delay = _ms(ms, "delay", 0)
+            return max(0, self._due_at - _now_ms()) if self._due_at else self._delay
+        if isinstance(ms, datetime):
+            self._due_at, self._delay = _due_ms(ms), 0
+        else:
+            self._due_at, self._delay = 0, _ms(ms, "delay", 0)
         return self
 
     @overload
@@ -276,6 +308,7 @@ class Job:
                 self._ttl,
                 "1" if self._remove_on_complete else "",
                 self._delay,
+                self._due_at,
             ],
         )
         return self
@@ -373,6 +406,7 @@ class Job:
             self._backoff_json(),
             self._ttl,
             "1" if self._remove_on_complete else "",
+            self._due_at,
         ]
         assert len(row) == SAVE_WIDTH
         return row
@@ -380,7 +414,8 @@ class Job:
     def _saved(self, job_id: int) -> None:
         """Called by the queue once ``save.lua`` gave the job its id."""
         self.id = job_id
-        self.state = JobState.DELAYED.value if self._delay else JobState.INACTIVE.value
+        delayed = self._delay > 0 or self._due_at > _now_ms()  # save.lua decides on its clock
+        self.state = JobState.DELAYED.value if delayed else JobState.INACTIVE.value
         if self._listeners:
             for event, fn in self._listeners:
                 self.queue.events.on_job(job_id, event, fn)

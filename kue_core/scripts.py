@@ -27,7 +27,6 @@ from .cluster import Redirected
 from .defaults import REDIRECT_PATIENCE, REPLICA_TIMEOUT_MS
 from .errors import SCRIPT_ERRORS, JobNotFound, NotReplicated
 from .keys import Keys
-from .retry import Pauses
 
 #: Every transition script; ``tests/scripts/test_contract.py`` checks this against the files.
 SCRIPT_NAMES = (
@@ -54,7 +53,7 @@ SCRIPT_NAMES = (
 )
 
 #: Values per job in a ``save`` call (see the header of ``save.lua``).
-SAVE_WIDTH = 8
+SAVE_WIDTH = 9
 
 #: Values per action in a ``repair`` call (see the header of ``repair.lua``).
 REPAIR_WIDTH = 4
@@ -191,14 +190,13 @@ class _Redirects:
 
     def __init__(self) -> None:
         self.count = 0
-        self.pauses = Pauses(0.005, 0.25)
         self.deadline = time.monotonic() + REDIRECT_PATIENCE
 
     def wait(self, error: Redirected) -> None:
         if time.monotonic() >= self.deadline:
             raise error
         if self.count:
-            time.sleep(self.pauses.next())
+            time.sleep(min(0.005 * 2 ** (self.count - 1), 0.25))
         self.count += 1
 
 

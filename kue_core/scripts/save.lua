@@ -1,9 +1,11 @@
 -- save: store new jobs and index them (Kue's Job#save), one or many per call.
 -- KEYS[1]  <p>:ids (id counter; every other key is built from the prefix, same slot)
 -- ARGV[1]  prefix
--- ARGV[2]  number of jobs n; then SAVE_WIDTH (8) values per job:
+-- ARGV[2]  number of jobs n; then SAVE_WIDTH (9) values per job:
 --          type, data (JSON), priority, delay ms (0 = none), max_attempts,
---          backoff (JSON, '' = none), ttl ms (0 = none), removeOnComplete ('1' or '')
+--          backoff (JSON, '' = none), ttl ms (0 = none), removeOnComplete ('1' or ''),
+--          due time (ms since the epoch, 0 = none): instead of the delay, wait until this time
+--          on this server's clock (not at all when it is past)
 -- Returns  the new ids, in order.
 -- Events   enqueue [type] for every job that starts inactive (a delayed job publishes none);
 --          a delayed job's due time (ms) on <p>:promote, for promotion timers.
@@ -16,7 +18,7 @@ end
 for i = 0, n - 1 do
   local b = 2 + i * SAVE_WIDTH
   if ARGV[b + 1] == '' or not tonumber(ARGV[b + 3]) or not tonumber(ARGV[b + 4])
-      or not tonumber(ARGV[b + 5]) or not tonumber(ARGV[b + 7]) then
+      or not tonumber(ARGV[b + 5]) or not tonumber(ARGV[b + 7]) or not tonumber(ARGV[b + 9]) then
     return redis.error_reply('KUE_INVALID job ' .. (i + 1) .. ' of the batch is malformed')
   end
 end
@@ -26,7 +28,8 @@ local ids = {}
 for i = 0, n - 1 do
   local b = 2 + i * SAVE_WIDTH
   local jtype, data, priority = ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
-  local delay, ttl = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 7])
+  local delay, ttl, due_at = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 7]), tonumber(ARGV[b + 9])
+  if due_at > 0 then delay = math.max(0, due_at - now) end
   local id = redis.call('INCR', KEYS[1])
   while redis.call('EXISTS', k_job(p, id)) == 1 do
     id = redis.call('INCR', KEYS[1])

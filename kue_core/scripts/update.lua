@@ -4,12 +4,14 @@
 -- ARGV[3]  data (JSON) ARGV[4] priority   ARGV[5] max_attempts
 -- ARGV[6]  backoff (JSON, '' = none)      ARGV[7] ttl ms (0 = none)
 -- ARGV[8]  removeOnComplete ('1' or '')   ARGV[9] delay ms (0 = none)
+-- ARGV[10] due time (ms since the epoch, 0 = none): instead of the delay, due at this time
 -- Returns  the job's state.
 -- Events   none (re-scoring changes no state).
 -- Errors   KUE_NOT_FOUND, KUE_INVALID.
 local p, id = ARGV[1], ARGV[2]
 local priority, ttl, delay = tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[9])
-if not priority or not ttl or not delay or not tonumber(ARGV[5]) then
+local due_at = tonumber(ARGV[10])
+if not priority or not ttl or not delay or not due_at or not tonumber(ARGV[5]) then
   return redis.error_reply('KUE_INVALID update arguments are malformed')
 end
 local job = load_job(KEYS[1])
@@ -31,11 +33,17 @@ opt('backoff', ARGV[6], ARGV[6] ~= '')
 opt('ttl', int(ttl), ttl > 0)
 opt('removeOnComplete', 'true', ARGV[8] == '1')
 local promote_at = job.promote_at
-if delay > 0 then
+if delay > 0 or due_at > 0 then
   -- Kue: a delay counts from the last failure, else from creation.
-  local base = redis.call('HMGET', KEYS[1], 'failed_at', 'created_at')
-  promote_at = (tonumber(base[1]) or tonumber(base[2]) or now) + delay
-  opt('delay', int(delay), true)
+  local at = redis.call('HMGET', KEYS[1], 'failed_at', 'created_at')
+  local base = tonumber(at[1]) or tonumber(at[2]) or now
+  if due_at > 0 then
+    delay = math.max(0, due_at - base)  -- Kue's reading: promote_at = base + delay
+    promote_at = due_at
+  else
+    promote_at = base + delay
+  end
+  opt('delay', int(delay), delay > 0)
   opt('promote_at', int(promote_at), true)
 end
 redis.call('HSET', KEYS[1], unpack(set))

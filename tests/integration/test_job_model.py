@@ -3,8 +3,14 @@ and its options (delay given as a time)."""
 
 from __future__ import annotations
 
-from kue_core import Queue
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import redis
+
+from kue_core import InvalidJob, Queue
 from kue_core.job import Job
+from kue_core.keys import zid
 
 W = "worker-a"
 
@@ -53,3 +59,71 @@ def test_a_stored_null_result_is_kept_in_the_json(queue: Queue) -> None:
     done = queue.get_job(job_id)
     assert done.result is None
     assert "result" in done.to_dict() and done.to_dict()["result"] is None
+
+
+# -- delay(datetime): Kue's delay(Date) -----------------------------------------------------
+def _ms(when: datetime) -> int:
+    return int(when.timestamp() * 1000)
+
+
+def _server_now(r: redis.Redis) -> datetime:
+    seconds, micros = r.time()
+    return datetime.fromtimestamp(int(seconds) + int(micros) / 1e6, timezone.utc)
+
+
+def test_delay_until_a_time_is_due_exactly_then_on_the_redis_clock(
+    queue: Queue, r: redis.Redis
+) -> None:
+    when = (_server_now(r) + timedelta(minutes=10)).replace(microsecond=250_000)
+    job = queue.create_job("t").delay(when)
+    assert 500_000 < job.delay() <= 700_000  # a guess on the local clock, before the save
+    job.save()
+    assert job.state == "delayed"
+    h = r.hgetall(queue.keys.job(job.id))  # type: ignore[arg-type]
+    # The time itself, however long after delay() the job was saved: computed by save.lua.
+    assert int(h["promote_at"]) == _ms(when)
+    assert r.zscore(queue.keys.state("delayed"), zid(job.id)) == _ms(when)  # type: ignore[arg-type]
+    assert int(h["created_at"]) + int(h["delay"]) == _ms(when)  # Kue's reading of the fields
+    loaded = queue.get_job(job.id)  # type: ignore[arg-type]
+    assert loaded.state == "delayed" and loaded.promote_at == _ms(when)
+
+
+def test_delay_until_a_time_in_any_zone_is_that_instant(queue: Queue, r: redis.Redis) -> None:
+    when = _server_now(r).replace(microsecond=0) + timedelta(hours=1)
+    elsewhere = when.astimezone(timezone(timedelta(hours=5, minutes=30)))
+    job = queue.create_job("t").delay(elsewhere).save()
+    assert int(r.hget(queue.keys.job(job.id), "promote_at")) == _ms(when)  # type: ignore[arg-type]
+
+
+def test_delay_until_a_past_time_runs_at_once(queue: Queue, r: redis.Redis) -> None:
+    past = _server_now(r) - timedelta(seconds=30)
+    job = queue.create_job("t").delay(past)
+    assert job.delay() == 0
+    job.save()
+    assert job.state == "inactive"
+    assert "delay" not in r.hgetall(queue.keys.job(job.id))  # type: ignore[arg-type]
+    assert queue.scripts.claim("t", W, 60_000) is not None
+    long_ago = queue.create_job("t").delay(datetime(1901, 1, 1, tzinfo=timezone.utc)).save()
+    assert long_ago.state == "inactive"
+
+
+def test_a_time_without_a_zone_is_refused(queue: Queue, r: redis.Redis, prefix: str) -> None:
+    with pytest.raises(InvalidJob, match="time zone"):
+        queue.create_job("t").delay(datetime.now() + timedelta(hours=1))
+    assert not list(r.scan_iter(match=f"{prefix}:*"))
+
+
+def test_save_many_and_update_take_a_time(queue: Queue, r: redis.Redis) -> None:
+    when = _server_now(r).replace(microsecond=0) + timedelta(minutes=5)
+    jobs = queue.save_many([queue.create_job("t").delay(when), queue.create_job("t").delay(1000)])
+    scores = [r.zscore(queue.keys.state("delayed"), zid(j.id)) for j in jobs]  # type: ignore[arg-type]
+    assert scores[0] == _ms(when)
+    later = when + timedelta(minutes=5)
+    job = queue.get_job(jobs[1].id).delay(later)  # type: ignore[arg-type]
+    job.update()
+    h = r.hgetall(queue.keys.job(job.id))  # type: ignore[arg-type]
+    assert int(h["promote_at"]) == _ms(later)
+    assert int(h["created_at"]) + int(h["delay"]) == _ms(later)
+    assert r.zscore(queue.keys.state("delayed"), zid(job.id)) == _ms(later)  # type: ignore[arg-type]
+    job.delay(2000).update()  # back to a delay in ms: counted from creation, as Kue counts it
+    assert int(r.hget(queue.keys.job(job.id), "promote_at")) == int(h["created_at"]) + 2000  # type: ignore[arg-type]
