@@ -27,6 +27,7 @@ from .cluster import Redirected
 from .defaults import REDIRECT_PATIENCE, REPLICA_TIMEOUT_MS
 from .errors import SCRIPT_ERRORS, JobNotFound, NotReplicated
 from .keys import Keys
+from .retry import Pauses
 
 #: Every transition script; ``tests/scripts/test_contract.py`` checks this against the files.
 SCRIPT_NAMES = (
@@ -190,13 +191,14 @@ class _Redirects:
 
     def __init__(self) -> None:
         self.count = 0
+        self.pauses = Pauses(0.005, 0.25)
         self.deadline = time.monotonic() + REDIRECT_PATIENCE
 
     def wait(self, error: Redirected) -> None:
         if time.monotonic() >= self.deadline:
             raise error
         if self.count:
-            time.sleep(min(0.005 * 2 ** (self.count - 1), 0.25))
+            time.sleep(self.pauses.next())
         self.count += 1
 
 
