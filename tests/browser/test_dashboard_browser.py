@@ -79,6 +79,22 @@ def test_a_completed_job_appears_without_a_reload(ui: Watched, queue: Queue) -> 
     assert page.evaluate("window.__sameDocument") is True  # no reload happened
 
 
+def test_a_handler_left_running_past_its_ttl_is_shown(ui: Watched, queue: Queue) -> None:
+    release = threading.Event()
+    queue.process("stuck", lambda job: release.wait(30))
+    try:
+        job = queue.create_job("stuck").ttl(100).save()
+        wait_for(lambda: queue.get_job(job.id).state == "failed")  # type: ignore[arg-type]
+        wait_for(lambda: [w["abandoned_threads"] for w in queue.workers()] == [1])
+        page = ui.goto("/")
+        chip = page.locator("table.workers .chip.warn")
+        expect(chip).to_have_text("1 left running")
+        assert "isolation" in (chip.get_attribute("title") or "")
+    finally:
+        release.set()
+        queue.shutdown(5)
+
+
 def test_retry_priority_and_remove_from_the_job_page(ui: Watched, queue: Queue) -> None:
     job = queue.create_job("flaky", {"title": "try again"}).save()
     finish(queue, "flaky", ok=False)
