@@ -59,6 +59,11 @@ class QueueCollector:
         yield GaugeMetricFamily("kue_workers", "Live worker processes.", value=len(workers))
         running_jobs = sum(len(w["jobs"]) for w in workers)
         yield GaugeMetricFamily("kue_jobs_running", "Jobs held by live workers.", running_jobs)
+        yield GaugeMetricFamily(
+            "kue_abandoned_threads",
+            "Handler threads that live workers left running past their attempt (ttl, lease lost).",
+            sum(w.get("abandoned_threads", 0) for w in workers),
+        )
         paused = GaugeMetricFamily("kue_paused", "1 for a paused job type.", labels=["type"])
         for job_type in self.queue.paused():
             paused.add_metric([job_type], 1)

@@ -105,9 +105,28 @@ def test_workers(client: FlaskClient, redis_url: str, prefix: str) -> None:
     assert len(workers) == 1
     assert workers[0]["jobs"] == [job.id] and workers[0]["types"] == {"slow": 2}
     assert workers[0]["heartbeat"] > 0
+    assert workers[0]["abandoned_threads"] == 0
     gate.set()
     queue.close()
     assert client.get("/api/workers").json == []  # a worker that shut down is gone at once
+
+
+def test_threads_left_running_are_counted(client: FlaskClient, redis_url: str, prefix: str) -> None:
+    gate = threading.Event()
+    queue = Queue(redis_url, prefix=prefix)
+    try:
+        queue.process("stuck", 1, lambda job: gate.wait(30))
+        job = queue.create_job("stuck").ttl(100).save()
+        wait_for(lambda: queue.get_job(job.id).state == "failed")  # type: ignore[arg-type]
+        workers = wait_for(
+            lambda: [w for w in client.get("/api/workers").json if w["abandoned_threads"]]
+        )
+        assert workers[0]["abandoned_threads"] == 1 and workers[0]["jobs"] == []
+        lines = client.get("/metrics").get_data(as_text=True).splitlines()
+        assert "kue_abandoned_threads 1.0" in lines
+    finally:
+        gate.set()
+        queue.close()
 
 
 def test_throughput(client: FlaskClient, queue: Queue) -> None:
