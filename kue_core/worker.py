@@ -196,10 +196,8 @@ class Workers:
         nxt: Claim = None  # a job claimed by the last report, in the same call
         while not self._stopping.is_set() and slot.thread is me:
             try:
-                claimed, nxt = (
-                    nxt or self.scripts.claim(slot.job_type, self.id, self.lease_ms),
-                    None,
-                )
+                claimed = nxt or self.scripts.claim(slot.job_type, self.id, self.lease_ms)
+                nxt = None
                 if claimed is None:
                     self._wait_for_work(slot, self.queue.keys.tokens(slot.job_type))
                 elif claimed == PAUSED:
