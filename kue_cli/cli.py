@@ -8,10 +8,10 @@ and service managers tell a bad invocation (2) from a Redis that is down for now
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import logging
 import os
+import pkgutil
 import signal
 import sys
 import threading
@@ -98,14 +98,20 @@ def connect(redis_url: str | None, prefix: str, **options: Any) -> tuple[Queue, 
 
 def load_handler(spec: str) -> Callable[..., Any]:
     """The function named by ``MODULE:FUNC`` (FUNC may be dotted: ``module:obj.method``),
-    imported as Python would from the current directory."""
+    imported as Python would from the current directory (``pkgutil.resolve_name``)."""
     module_name, colon, attr = spec.partition(":")
     if not colon or not module_name or not attr:
         raise BadUsage(f"the handler must be given as MODULE:FUNC, got {spec!r}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = pkgutil.resolve_name(spec)
+    except ValueError as e:
+        if not _raised_by_resolve_name(e):  # the module raised it as it was imported
+            raise BadUsage(f"importing {module_name!r} failed:\n{traceback.format_exc()}") from None
+        raise BadUsage(
+            f"the handler must be given as MODULE:FUNC, dotted Python names, got {spec!r}"
+        ) from None
     except ModuleNotFoundError as e:
         if e.name and (module_name + ".").startswith(e.name + "."):
             raise BadUsage(
@@ -113,16 +119,23 @@ def load_handler(spec: str) -> Callable[..., Any]:
                 "directory or the installed packages"
             ) from None
         raise BadUsage(f"importing {module_name!r} failed:\n{traceback.format_exc()}") from None
+    except AttributeError:
+        if module_name not in sys.modules:  # the module raised it as it was imported
+            raise BadUsage(f"importing {module_name!r} failed:\n{traceback.format_exc()}") from None
+        raise BadUsage(f"{module_name!r} has no attribute {attr!r}") from None
     except Exception:  # the module itself raised (a syntax error, a failing import...)
         raise BadUsage(f"importing {module_name!r} failed:\n{traceback.format_exc()}") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise BadUsage(f"{module_name!r} has no attribute {attr!r}") from None
     if not callable(obj):
         raise BadUsage(f"{spec} is not a function: it is of type {type(obj).__name__}")
     return obj  # type: ignore[no-any-return]
+
+
+def _raised_by_resolve_name(error: BaseException) -> bool:
+    """Whether ``pkgutil.resolve_name`` raised ``error`` itself (not code it ran)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code is pkgutil.resolve_name.__code__
 
 
 def wait_for_signal(on_stop: str) -> str:

@@ -297,6 +297,35 @@ def test_handler_module_with_a_syntax_error(module: Callable[[str], str]) -> Non
     assert "SyntaxError" in result.stderr
 
 
+@pytest.mark.parametrize("spec", ["bad-name:run", "mod:1run", "mod:run.", "mod::run"])
+def test_handler_names_that_are_not_python_names(spec: str) -> None:
+    result = worker(spec)
+    assert result.exit_code == 2
+    assert f"MODULE:FUNC, dotted Python names, got {spec!r}" in result.stderr
+
+
+@pytest.mark.parametrize("error", ["AttributeError", "ValueError"])
+def test_handler_module_raising_what_a_bad_name_raises(
+    module: Callable[[str], str], error: str
+) -> None:
+    """Raised while the module is imported, these are an import that failed, not a missing
+    attribute or a malformed name."""
+    name = module(f"raise {error}('at import')\n\ndef run(job):\n    return 1\n")
+    result = worker(f"{name}:run")
+    assert result.exit_code == 2
+    assert f"importing {name!r} failed" in result.stderr
+    assert f"{error}: at import" in result.stderr
+
+
+def test_handler_given_by_a_dotted_path(module: Callable[[str], str]) -> None:
+    name = module("class Jobs:\n    @staticmethod\n    def send(job):\n        return 1\n")
+    handler = cli_module.load_handler(f"{name}:Jobs.send")
+    assert handler(None) == 1
+    result = worker(f"{name}:Jobs.nope")
+    assert result.exit_code == 2
+    assert f"{name!r} has no attribute 'Jobs.nope'" in result.stderr
+
+
 # -- kue worker: options ------------------------------------------------------------------
 def test_worker_needs_a_type() -> None:
     result = invoke("worker", "json:dumps", "--redis", unreachable())
