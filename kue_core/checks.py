@@ -22,13 +22,21 @@ def integer(
     return value
 
 
-def number(value: object, name: str, minimum: float, maximum: float, unit: str = "") -> float:
-    """``value`` if it is a finite int or float within ``minimum..maximum``."""
+def number(
+    value: object,
+    name: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    unit: str = "",
+) -> float:
+    """``value`` if it is a finite int or float within ``minimum..maximum`` (either may be
+    open); ``unit`` follows the bounds in the message (" ms")."""
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
-        or not minimum <= value <= maximum
+        or (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
     ):
         kind = _kind("a number", minimum, maximum)
         raise InvalidJob(f"{name} must be {kind}{unit}, got {value!r}")

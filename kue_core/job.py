@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
-from . import defaults
+from . import checks, defaults
 from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
 from .scripts import SAVE_WIDTH
@@ -76,11 +76,7 @@ def parse_priority(level: object) -> int:
             return PRIORITIES[level]
         names = ", ".join(PRIORITIES)
         raise InvalidJob(f"priority must be one of {names} or an integer, got {level!r}")
-    if isinstance(level, bool) or not isinstance(level, int):
-        raise InvalidJob(f"priority must be a name or an integer, got {level!r}")
-    if abs(level) >= PRIORITY_LIMIT:
-        raise InvalidJob(f"priority must be between -{PRIORITY_LIMIT} and {PRIORITY_LIMIT}")
-    return level
+    return checks.integer(level, "priority", 1 - PRIORITY_LIMIT, PRIORITY_LIMIT - 1)
 
 
 def parse_state(state: object) -> str:
@@ -93,11 +89,7 @@ def parse_state(state: object) -> str:
 def _ms(value: object, field: str, minimum: int) -> int:
     if isinstance(value, timedelta):
         value = value.total_seconds() * 1000
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidJob(f"{field} must be a number of milliseconds, got {value!r}")
-    if not minimum <= value <= defaults.MAX_MS:
-        raise InvalidJob(f"{field} must be from {minimum} to {defaults.MAX_MS} ms, got {value!r}")
-    return int(value)
+    return int(checks.number(value, field, minimum, defaults.MAX_MS, " ms"))
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -223,9 +215,7 @@ class Job:
         """Set the maximum number of attempts (at least 1; default 1)."""
         if n is _UNSET:
             return self._max_attempts
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise InvalidJob(f"attempts must be an integer of at least 1, got {n!r}")
-        self._max_attempts = n
+        self._max_attempts = checks.integer(n, "attempts", 1)
         return self
 
     @overload
@@ -342,11 +332,9 @@ class Job:
         if done is _UNSET:
             return self._progress
         self._check_running()
-        for name, v in (("done", done), ("total", total)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise InvalidJob(f"progress {name} must be a number, got {v!r}")
-        if total <= 0 or done < 0:
-            raise InvalidJob("progress needs done >= 0 and total > 0")
+        checks.number(done, "progress done", 0)
+        if checks.number(total, "progress total") <= 0:
+            raise InvalidJob(f"progress total must be above 0, got {total!r}")
         percent = min(100, int(done * 100 / total))
         data_json = "" if data is None else to_json(data, "progress data")
         self.queue.scripts.progress(self._saved_id(), percent, data_json)
