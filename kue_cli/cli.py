@@ -23,10 +23,8 @@ import click
 import redis
 from flask import Flask
 
-from kue_core import KueError, Queue, connection
+from kue_core import STATES, KueError, Queue, connection, validate_type
 from kue_core import defaults as core_defaults
-from kue_core.job import validate_type
-from kue_core.states import STATES
 from kue_example import demo
 from kue_http import ConfigError, create_app
 
