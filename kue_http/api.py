@@ -1,6 +1,6 @@
 """Kue's JSON API (``reference/kue.md`` §1): the same routes, field names and shapes, with real
 status codes. Every route reads or writes through ``kue_core.Queue``; bad input is refused
-before anything is written."""
+before anything is written (in an array of new jobs, as in Kue, the valid ones are saved)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,32 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 from flask.sansio.blueprints import BlueprintSetupState
+from flask.typing import RouteCallable
 from werkzeug.routing import PathConverter
 
 from kue_core import InvalidJob, Job, Queue
 from kue_core.job import parse_priority, parse_state
 from kue_core.states import STATES
 
-api = Blueprint("kue_api", __name__)
+
+class _Api(Blueprint):
+    """Kue's Express router takes ``/job/types/`` for ``/job/types``, and Kue clients send the
+    slash: every route of this blueprint answers with one trailing slash as without it, directly
+    (``strict_slashes=False``), not by a redirect, which a client may not follow with a write."""
+
+    def add_url_rule(
+        self,
+        rule: str,
+        endpoint: str | None = None,
+        view_func: RouteCallable | None = None,
+        provide_automatic_options: bool | None = None,
+        **options: Any,
+    ) -> None:
+        options.setdefault("strict_slashes", False)
+        super().add_url_rule(rule, endpoint, view_func, provide_automatic_options, **options)
+
+
+api = _Api("kue_api", __name__)
 
 _RANGE = re.compile(r"^(-?\d{1,19})\.\.(-?\d{1,19})\Z")  # \Z: no line break after
 
@@ -35,9 +54,13 @@ _IGNORED_OPTIONS = frozenset({"searchKeys"})
 
 class _Rest(PathConverter):
     """``<path:>`` that also matches a line break (werkzeug's ``.`` does not), so that every
-    malformed listing reaches the view and is answered 400, not 404."""
+    malformed listing reaches the view and is answered 400, not 404. It ends the rule, so one
+    trailing slash would be part of it: it is dropped, as on every route of the API."""
 
     regex = r"[^/][\s\S]*?"
+
+    def to_python(self, value: str) -> str:
+        return value.removesuffix("/")
 
 
 @api.record_once
@@ -160,22 +183,36 @@ def remove(job_id: str) -> Response:
 
 
 @api.post("/job")
-def create() -> Response | tuple[str, int]:
-    """One job object or an array of them; all are checked before any is saved."""
+def create() -> Response | tuple[Response | str, int]:
+    """One job object; or an array of them, answered as Kue does: in each element's place,
+    ``{"message": "job created", "id": n}`` or ``{"error": ...}``. The valid elements are saved
+    (in one call, in order) even when others are refused; then the answer is 400."""
     body = request.get_json()  # 415 without a JSON content type, 400 when malformed
     if body == {} or body == []:
         return "", 204  # as Kue: nothing to create
-    items = body if isinstance(body, list) else [body]
-    built = []
-    for i, item in enumerate(items):
-        try:
-            built.append(_build(queue(), item))
-        except InvalidJob as e:
-            where = f"job {i}: " if isinstance(body, list) else ""
-            raise InvalidJob(f"{where}{e}") from None
-    queue().save_many(built)
-    created = [{"message": "job created", "id": j.id} for j in built]
-    return jsonify(created if isinstance(body, list) else created[0])
+    if not isinstance(body, list):
+        job = _build(queue(), body)
+        queue().save_many([job])
+        return jsonify(_created(job))
+    built = [_attempt(queue(), item) for item in body]
+    valid = [j for j in built if isinstance(j, Job)]
+    if valid:
+        queue().save_many(valid)
+    answers = [_created(j) if isinstance(j, Job) else {"error": str(j)} for j in built]
+    # Kue answers the first refusal's status; every refusal here is bad input.
+    return jsonify(answers), 200 if len(valid) == len(built) else 400
+
+
+def _created(job: Job) -> dict[str, Any]:
+    return {"message": "job created", "id": job.id}
+
+
+def _attempt(q: Queue, item: Any) -> Job | InvalidJob:
+    """The job ``item`` describes, or why there is none."""
+    try:
+        return _build(q, item)
+    except InvalidJob as e:
+        return e
 
 
 def _build(q: Queue, item: Any) -> Job:

@@ -102,15 +102,25 @@ def _paths(max_page: int) -> Schema:
         "/job": {
             "post": _write(
                 "jobs",
-                "Create one job, or several (all are checked before any is saved)",
+                "Create one job, or several: each element of an array is created or refused "
+                "on its own, in its place in the answer",
                 {
                     "200": _json(
                         "Created",
                         {"oneOf": [_ref("Created"), _array(_ref("Created"), min_items=1)]},
                     ),
                     "204": {"description": "The body was {} or []: nothing to create"},
+                    "400": _json(
+                        "Bad input: one job or the body refused (nothing was written), or an "
+                        "array with at least one job refused (the others were saved)",
+                        {
+                            "oneOf": [
+                                _ref("Error"),
+                                _array({"oneOf": [_ref("Created"), _ref("Error")]}, min_items=1),
+                            ]
+                        },
+                    ),
                 },
-                400,
                 413,
                 body=_body(
                     {
@@ -546,9 +556,14 @@ def _schemas() -> Schema:
                 },
                 "started_at": _MS,
                 "lease_ms": {"type": "integer", "minimum": 1},
+                "abandoned_threads": {
+                    **_COUNT,
+                    "description": "Handler threads left running past their attempt",
+                },
                 "jobs": _array({"type": "integer", "minimum": 1}, "Ids of the jobs it runs."),
                 "heartbeat": _MS,
-            }
+            },
+            optional="abandoned_threads",
         ),
         "Minute": _object(
             {"at": {**_MS, "multipleOf": 60_000}, "complete": _COUNT, "failed": _COUNT}

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
 import redis
 from flask.testing import FlaskClient
 
+from kue_core import Job, Queue
 from kue_http import ConfigError, create_app
 from tests.conftest import keys_under
 
@@ -82,7 +84,6 @@ def test_empty_post_is_204_as_in_kue(client: FlaskClient, r: redis.Redis, prefix
         ({"type": "email", "options": {"backoff": "function(){}"}}, "backoff"),
         ({"type": "email", "options": []}, "options"),
         ({"type": "email", "extra": 1}, "unknown field"),
-        ([{"type": "ok"}, {"type": "email", "options": {"delay": -5}}], "job 1:"),
         ("just a string", "JSON object"),
     ],
 )
@@ -94,6 +95,58 @@ def test_bad_jobs_are_refused_and_nothing_is_written(
     assert res.status_code == 400, res.json
     assert message in res.json["error"]  # type: ignore[index]
     assert _snapshot(r, prefix) == before
+
+
+def test_an_array_is_answered_in_its_places_and_its_valid_jobs_saved(
+    client: FlaskClient, queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Kue: a result in each element's place, the valid jobs saved, 400 if any was refused."""
+    bad_attempts = {"type": "c", "options": {"attempts": -1}}
+    refusal = _post(client, bad_attempts).json["error"]  # type: ignore[index]
+    saved: list[list[str]] = []
+    save_many = Queue.save_many
+
+    def spy(self: Queue, jobs: Iterable[Job]) -> list[Job]:
+        batch = list(jobs)
+        saved.append([j.type for j in batch])
+        return save_many(self, batch)
+
+    monkeypatch.setattr(Queue, "save_many", spy)
+    res = _post(
+        client,
+        [{"type": "a"}, {"data": {}}, {"type": "b", "options": {"delay": 60000}}, 7, bad_attempts],
+    )
+    assert res.status_code == 400
+    assert res.json == [
+        {"message": "job created", "id": 1},
+        {"error": "Must provide job type"},
+        {"message": "job created", "id": 2},
+        {"error": "a job is a JSON object with type, data and options"},
+        {"error": refusal},
+    ]
+    assert saved == [["a", "b"]]  # one call, in order
+    assert queue.get_job(1).type == "a" and queue.get_job(2).state == "delayed"
+    assert queue.counts()["inactive"] == 1 and sorted(queue.types()) == ["a", "b"]
+
+
+def test_an_array_of_refused_jobs_writes_nothing(
+    client: FlaskClient, r: redis.Redis, prefix: str
+) -> None:
+    before = _snapshot(r, prefix)
+    res = _post(client, [{"type": ""}, {"type": "t", "extra": 1}])
+    assert res.status_code == 400
+    assert res.json == [
+        {"error": "Must provide job type"},
+        {"error": "unknown field(s): extra"},
+    ]
+    assert _snapshot(r, prefix) == before
+
+
+def test_an_array_of_valid_jobs_is_all_created(client: FlaskClient, queue: Queue) -> None:
+    res = _post(client, [{"type": "a"}, {"type": "b"}, {"type": "a"}])
+    assert res.status_code == 200
+    assert res.json == [{"message": "job created", "id": i} for i in (1, 2, 3)]
+    assert [queue.get_job(i).type for i in (1, 2, 3)] == ["a", "b", "a"]
 
 
 def test_malformed_wrong_type_and_oversized_bodies(

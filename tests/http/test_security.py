@@ -37,13 +37,14 @@ def _basic(user: str, password: str) -> dict[str, str]:
 
 
 def _write_routes(app: Flask, jid: int) -> list[tuple[str, str]]:
-    """(method, url) of every write route of the app, with its parameters filled in."""
+    """(method, url) of every write route of the app, with its parameters filled in, with and
+    without a trailing slash."""
     values = {"job_id": str(jid), "state": "failed", "priority": "5", "job_type": "t"}
     out = []
     for rule in app.url_map.iter_rules():
         for method in sorted((rule.methods or set()) & WRITES):
             url = re.sub(r"<(?:\w+:)?(\w+)>", lambda m: values[m.group(1)], rule.rule)
-            out.append((method, url))
+            out += [(method, url), (method, url + "/")]
     return out
 
 
@@ -61,7 +62,9 @@ def test_basic_auth(redis_url: str, prefix: str) -> None:
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", headers=ok).status_code == 200
     assert client.get("/api/nothing-here").status_code == 401  # no route is revealed
+    assert client.get("/api/stats/").status_code == 401
     assert client.get("/api/health").status_code == 200  # open, for load balancers
+    assert client.get("/api/health/").status_code == 200
 
 
 def test_bearer_token(redis_url: str, prefix: str) -> None:
@@ -91,7 +94,7 @@ def test_read_only_refuses_every_write(
     app = _app(redis_url, prefix, KUE_READONLY="true")
     client = app.test_client()
     routes = _write_routes(app, jid)  # type: ignore[arg-type]
-    assert len(routes) >= 9  # create, state, priority, remove, bulk x3, pause, resume
+    assert len(routes) >= 18  # create, state, priority, remove, bulk x3, pause, resume; x2 (/)
     before = _snapshot(r, prefix)
     for method, url in routes:
         res = client.open(url, method=method, json={"type": "t"})
@@ -119,6 +122,9 @@ def test_a_cross_site_form_cannot_write(
     for origin in ("https://evil.example", "null", "http://localhost:81"):
         res = client.put(f"/api/job/{jid}/state/failed", headers={"Origin": origin})
         assert res.status_code == 403, origin
+        res = client.put(f"/api/job/{jid}/state/failed/", headers={"Origin": origin})
+        assert res.status_code == 403, origin
+    assert client.post("/api/job/", data={"type": "t"}).status_code == 415
     assert _snapshot(r, prefix) == before
     # The same origin, or no Origin (curl, scripts), may write.
     same = client.put(f"/api/job/{jid}/state/failed", headers={"Origin": "http://localhost"})

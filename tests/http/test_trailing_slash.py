@@ -1,0 +1,139 @@
+"""Kue's Express router takes ``/job/types/`` for ``/job/types``, and Kue clients send the slash:
+every route of the API answers one trailing slash as it answers none, directly, never by a
+redirect. The routes are read from the app, so that a new one is checked too."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from kue_core import Queue
+from kue_http import close, create_app
+from kue_http.api import api
+
+#: A value for each path argument of the routes; a listing (``rest``) in each of its forms.
+ARGUMENTS: dict[str, list[str]] = {
+    "job_id": ["1"],
+    "state": ["failed"],
+    "priority": ["high"],
+    "job_type": ["email"],
+    "rest": [
+        "0..9",
+        "0..9/desc",
+        "inactive/0..9",
+        "inactive/0..9/asc",
+        "email/inactive/0..9",
+        "email/inactive/0..9/desc",
+        "email/inactive/stats",
+    ],
+}
+#: Query strings a route needs to answer 200.
+QUERIES = {"/api/job/search": "q=email"}
+#: What a POST sends (the bulk actions ignore it, but a POST must carry JSON).
+BODY = {"type": "email"}
+
+
+def _routes() -> list[tuple[str, str, str]]:
+    """(method, path, query) of every route of the API blueprint, its arguments filled in."""
+    app = Flask(__name__)
+    app.register_blueprint(api, url_prefix="/api")
+    routes = []
+    for rule in app.url_map.iter_rules():
+        if not rule.endpoint.startswith(f"{api.name}."):
+            continue
+        missing = rule.arguments - set(ARGUMENTS)
+        assert not missing, f"{rule.rule}: give {missing} a value in ARGUMENTS"
+        names = sorted(rule.arguments)
+        for values in itertools.product(*(ARGUMENTS[name] for name in names)):
+            path = rule.rule
+            for name, value in zip(names, values, strict=True):
+                path = re.sub(rf"<(?:\w+:)?{name}>", value, path)
+            for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+                routes.append((method, path, QUERIES.get(rule.rule, "")))
+    return routes
+
+
+def _seed(queue: Queue) -> None:
+    """Job 1 inactive, 2 failed, 3 delayed, all of type email: every route answers 200."""
+    queue.create_job("email", {"title": "hello"}).save()
+    queue.create_job("email").save()
+    queue.get_job(2).set_state("failed")
+    queue.create_job("email").delay(60_000).save()
+
+
+@pytest.fixture
+def seeded(redis_url: str, prefix: str) -> Iterator[Callable[[str], FlaskClient]]:
+    """Clients of apps seeded alike, each under its own prefix (``prefix`` + the suffix)."""
+    apps: list[Flask] = []
+
+    def make(suffix: str) -> FlaskClient:
+        app = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix + suffix})
+        _seed(app.extensions["kue"])
+        apps.append(app)
+        return app.test_client()
+
+    yield make
+    for app in apps:
+        close(app)
+
+
+def _answer(client: FlaskClient, method: str, url: str) -> tuple[int, str, bytes]:
+    body = BODY if method == "POST" else None
+    res = client.open(url, method=method, json=body, buffered=False)
+    try:
+        if res.mimetype == "text/event-stream":
+            return res.status_code, res.mimetype, next(iter(res.response))  # endless: its start
+        return res.status_code, res.mimetype, res.get_data()
+    finally:
+        res.close()
+
+
+def _jobs_and_pauses(client: FlaskClient) -> tuple[Any, ...]:
+    """What a write may have changed."""
+    jobs = client.get("/api/jobs/0..-1").json
+    return (
+        [(j["id"], j["type"], j["state"], j["priority"]) for j in jobs],  # type: ignore[union-attr]
+        client.get("/api/paused").json,
+    )
+
+
+@pytest.mark.parametrize(("method", "path", "query"), _routes())
+def test_a_trailing_slash_is_answered_as_none(
+    seeded: Callable[[str], FlaskClient], method: str, path: str, query: str
+) -> None:
+    """Reads go twice to one app; a write goes to each of two apps seeded alike, which must
+    answer and change the same."""
+    plain = seeded("")
+    slashed = plain if method == "GET" else seeded("b")
+    question = f"?{query}" if query else ""
+    without = _answer(plain, method, path + question)
+    assert without[0] == 200, without
+    assert _answer(slashed, method, f"{path}/{question}") == without
+    assert _jobs_and_pauses(slashed) == _jobs_and_pauses(plain)
+
+
+def test_the_table_holds_every_kind_of_route() -> None:
+    """It is read from the app: the test above cannot pass by checking nothing."""
+    routes = {(method, path) for method, path, _ in _routes()}
+    assert {
+        ("GET", "/api/job/types"),
+        ("GET", "/api/jobs/email/inactive/0..9/desc"),
+        ("POST", "/api/job"),
+        ("PUT", "/api/job/1/state/failed"),
+        ("DELETE", "/api/job/1"),
+        ("PUT", "/api/paused/email"),
+        ("GET", "/api/events"),
+    } <= routes
+
+
+def test_the_dashboard_keeps_its_routes(seeded: Callable[[str], FlaskClient]) -> None:
+    client = seeded("")
+    assert client.get("/jobs/inactive").status_code == 200
+    assert client.get("/jobs/inactive/").status_code == 404  # unchanged: strict, as before
+    assert client.get("/api/stats/").status_code == 200
