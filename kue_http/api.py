@@ -13,9 +13,7 @@ from flask.sansio.blueprints import BlueprintSetupState
 from flask.typing import RouteCallable
 from werkzeug.routing import PathConverter
 
-from kue_core import InvalidJob, Job, Queue
-from kue_core.job import parse_priority, parse_state
-from kue_core.states import STATES
+from kue_core import STATES, InvalidJob, Job, Queue, parse_priority, parse_state
 
 
 class _Api(Blueprint):

@@ -19,8 +19,7 @@ from typing import Any
 
 from flask import Response, current_app, jsonify, request
 
-from kue_core import defaults
-from kue_core.states import PRIORITIES, PRIORITY_LIMIT, STATES
+from kue_core import PRIORITIES, PRIORITY_LIMIT, STATES, defaults
 
 from .api import api
 
