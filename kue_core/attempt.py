@@ -73,6 +73,11 @@ class Attempt:
     def over(self) -> bool:
         return self._reason is not None
 
+    @property
+    def stopped(self) -> bool:
+        """Ended from outside while its handler ran (not by the handler returning)."""
+        return self._reason in _STOPS
+
     def started(self) -> None:
         """The handler starts now: the ttl counts from here."""
         if self.ttl_ms:

@@ -192,7 +192,7 @@ class Job:
         return self._attempt is not None and self._attempt.over
 
     def _check_running(self) -> None:
-        if self._attempt is not None and self._attempt.over:
+        if self.stopping:
             raise Stopped(f"the attempt at job {self.id} is over; its handler should return")
 
     # -- options (fluent) -----------------------------------------------------------------

@@ -210,6 +210,7 @@ class Workers:
                 # through its lease; the slot keeps trying until Redis answers again.
                 self._report(e)
                 self._stopping.wait(pauses.next())
+        self._give_back(nxt)  # a job claimed as the slot stopped, if any
         if slot.thread is not me:
             with self._lock:
                 self._abandoned -= 1
@@ -217,6 +218,12 @@ class Workers:
             log.info("a handler left running on %s returned (%d still running)", slot.name, left)
             self._beat_now = True
             self._tick.set()  # a stuck slot may get a new thread now
+
+    def _give_back(self, claimed: Claim) -> None:
+        """Release a job claimed but not run (not counted as an attempt)."""
+        if claimed is not None and claimed != PAUSED:
+            job_id, fields = claimed
+            self._safely(self.scripts.release, job_id, fields.get("lease", ""))
 
     def _wait_for_work(self, slot: _Slot, key: str) -> None:
         """Block on a wake-up list: the type's tokens, or its resume list while paused."""
@@ -241,10 +248,10 @@ class Workers:
         if attempt.deadline is not None:
             self._tick.set()  # the keeper watches the deadline
         outcome = self._call(slot, attempt, fields)
-        won = self._end(attempt, Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
-        with self._lock:
+        with self._lock:  # the handler returned: this thread is not stuck, whatever comes next
             if slot.attempt is attempt:
                 slot.attempt = None
+        won = self._end(attempt, Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
         if not won:
             return None  # ttl exceeded, lease lost or released: reported by whoever ended it
         nxt = None if self._stopping.is_set() else (self.id, self.lease_ms)
@@ -369,7 +376,7 @@ class Workers:
                 return
             for slot in self._slots:
                 attempt = slot.attempt
-                if attempt is None or not attempt.over or not slot.in_thread:
+                if attempt is None or not attempt.stopped or not slot.in_thread:
                     continue
                 if self._abandoned >= defaults.ABANDONED_THREADS:
                     if not slot.held_back:

@@ -131,3 +131,27 @@ def test_workers_show_a_running_job_at_once(redis_url: str, prefix: str) -> None
     finally:
         gate.set()
         q.close()
+
+
+def test_quick_handlers_never_count_as_left_running(redis_url: str, prefix: str) -> None:
+    # The keeper looks for stuck slots while handlers are returning (here without pause, as
+    # it may at any moment): none may be taken for stuck, and no claimed job dropped (it would
+    # wait for its 30 s lease, far past the deadline below).
+    q = Queue(redis_url, prefix=prefix)
+    done = threading.Event()
+    try:
+        jobs = q.save_many([q.create_job("t") for _ in range(3000)])
+        q.process("t", 8, lambda job: None)
+        workers = q._workers
+        assert workers is not None
+
+        def keeper() -> None:
+            while not done.is_set():
+                workers._relieve()
+
+        threading.Thread(target=keeper, daemon=True).start()
+        wait_for(lambda: q.count("complete") == len(jobs), timeout=20)
+        assert [w["abandoned_threads"] for w in q.workers()] == [0]
+    finally:
+        done.set()
+        q.close()

@@ -42,7 +42,7 @@ def test_the_handler_is_stopped_only_when_it_did_not_end_itself(reason: Reason) 
     attempt = _attempt()
     attempt.stop_with(lambda: stops.append(1))
     assert attempt.end(reason)
-    assert bool(stops) is (reason not in (Reason.DONE, Reason.FAILED))
+    assert bool(stops) is attempt.stopped is (reason not in (Reason.DONE, Reason.FAILED))
     assert not attempt.end(Reason.TTL) and len(stops) <= 1
 
 
