@@ -42,8 +42,25 @@ class Reason(str, enum.Enum):
 _STOPS = frozenset({Reason.TTL, Reason.LEASE_LOST, Reason.RELEASED, Reason.CANCELLED})
 
 
+class _Ending:
+    """How an attempt ended, as its job sees it (``job.stopping``). Kept apart so that the job
+    and its attempt do not refer to each other: the job of a finished attempt is then freed
+    at once, not left to the garbage collector."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self) -> None:
+        self.reason: Reason | None = None
+
+    @property
+    def over(self) -> bool:
+        return self.reason is not None
+
+
 class Attempt:
     """A handler's run on one claimed job (see the module docstring)."""
+
+    __slots__ = ("_ending", "_lock", "_stop", "deadline", "job", "token", "ttl_ms")
 
     def __init__(self, job: Job, token: str, ttl_ms: int, *, grace: float = 0.0) -> None:
         self.job = job
@@ -55,9 +72,9 @@ class Attempt:
         if ttl_ms:
             self.deadline = time.monotonic() + ttl_ms / 1000 + grace
         self._lock = threading.Lock()
-        self._reason: Reason | None = None
+        self._ending = _Ending()
         self._stop: Callable[[], Any] | None = None
-        job._attempt = self  # job.stopping, and Stopped from progress() and log()
+        job._attempt = self._ending  # job.stopping, and Stopped from progress() and log()
 
     @property
     def job_id(self) -> int:
@@ -67,16 +84,16 @@ class Attempt:
     @property
     def reason(self) -> Reason | None:
         """Why the attempt ended; None while it runs."""
-        return self._reason
+        return self._ending.reason
 
     @property
     def over(self) -> bool:
-        return self._reason is not None
+        return self._ending.reason is not None
 
     @property
     def stopped(self) -> bool:
         """Ended from outside while its handler ran (not by the handler returning)."""
-        return self._reason in _STOPS
+        return self._ending.reason in _STOPS
 
     def started(self) -> None:
         """The handler starts now: the ttl counts from here."""
@@ -87,10 +104,10 @@ class Attempt:
         """How to stop the handler early (cancel its coroutine, kill its child process). If
         the attempt has ended already, ``stop`` is called at once."""
         with self._lock:
-            if self._reason is None:
+            if self._ending.reason is None:
                 self._stop = stop
                 return
-            stopping = self._reason in _STOPS
+            stopping = self._ending.reason in _STOPS
         if stopping:
             stop()
 
@@ -98,13 +115,13 @@ class Attempt:
         """End the attempt for ``reason``; True for the one caller that ended it (and must
         report it), False for everyone after. Stops the handler if it is still running."""
         with self._lock:
-            if self._reason is not None:
+            if self._ending.reason is not None:
                 return False
-            self._reason = reason
+            self._ending.reason = reason
             stop, self._stop = self._stop, None
         if stop is not None and reason in _STOPS:
             stop()
         return True
 
     def __repr__(self) -> str:
-        return f"<Attempt job={self.job.id} reason={self._reason}>"
+        return f"<Attempt job={self.job.id} reason={self.reason}>"

@@ -248,11 +248,12 @@ class Workers:
         if attempt.deadline is not None:
             self._tick.set()  # the keeper watches the deadline
         outcome = self._call(slot, attempt, fields)
-        with self._lock:  # the handler returned: this thread is not stuck, whatever comes next
+        with self._lock:  # the handler returned: this thread is not stuck, and it is not running
             if slot.attempt is attempt:
                 slot.attempt = None
-        won = self._end(attempt, Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
-        if not won:
+            if self._attempts.get(job_id) is attempt:
+                del self._attempts[job_id]
+        if not attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED):
             return None  # ttl exceeded, lease lost or released: reported by whoever ended it
         nxt = None if self._stopping.is_set() else (self.id, self.lease_ms)
         if isinstance(outcome, Done):
