@@ -312,8 +312,10 @@ class Workers:
 
     # -- keeper: leases, registry, recovery, ttl ------------------------------------------
     def _keep(self) -> None:
-        pauses = Pauses()
         beat_every = self.lease_ms / 3000
+        # After a Redis error, try again at least as often as a heartbeat is due, so that a
+        # short lease does not expire while Redis is back.
+        pauses = Pauses(last=min(defaults.RETRY_PAUSE[1], beat_every))
         sweep_every = min(self.lease_ms / 2000, 5.0)
         next_beat = next_sweep = 0.0
         while not self._closed.is_set():
