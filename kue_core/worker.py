@@ -250,7 +250,7 @@ class Workers:
         outcome = self._call(slot, attempt, fields)
         with self._lock:  # the handler returned: this thread is not stuck, and it is not running
             if slot.attempt is attempt:
-                slot.attempt = None
+                slot.attempt, slot.held_back = None, False
             if self._attempts.get(job_id) is attempt:
                 del self._attempts[job_id]
         if not attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED):
