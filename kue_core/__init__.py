@@ -15,6 +15,7 @@ from .errors import (
     NoRetry,
     NotReplicated,
     Stopped,
+    WorkerNotFound,
 )
 from .events import EVENTS, EventStream
 from .job import Job, parse_priority, parse_state, validate_type
@@ -38,6 +39,7 @@ __all__ = [
     "NotReplicated",
     "Queue",
     "Stopped",
+    "WorkerNotFound",
     "connection",
     "defaults",
     "parse_priority",

@@ -56,6 +56,10 @@ REDIRECT_PATIENCE = 10.0
 #: Seconds a started event subscriber may take to confirm its subscription.
 SUBSCRIBE_TIMEOUT = 5.0
 
+#: Seconds a worker process's control listener waits for a message before checking whether it
+#: should stop (a message itself is handled as it arrives).
+CONTROL_POLL = 0.2
+
 #: Milliseconds a worker's claim on a job lasts unless renewed. A worker renews its leases every
 #: third of this; a job whose lease expires (its worker died or hung) goes back to the queue.
 LEASE_MS = 30_000

@@ -19,6 +19,14 @@ class JobNotFound(KueError, LookupError):
         self.job_id = job_id
 
 
+class WorkerNotFound(KueError, LookupError):
+    """No live worker process has this id."""
+
+    def __init__(self, worker_id: object) -> None:
+        super().__init__(f'worker "{worker_id}" is not running')
+        self.worker_id = worker_id
+
+
 class InvalidTransition(KueError):
     """The job cannot move to the requested state from the state it is in."""
 

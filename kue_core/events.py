@@ -30,7 +30,8 @@ log = logging.getLogger("kue_core.events")
 #: Kue's job events, in the order of a job's life, and how many arguments each gives its
 #: receivers (after the job id, for queue-level ones): ``enqueue(type)``, ``start(type)``,
 #: ``promotion()``, ``progress(percent, data)``, ``failed attempt(message, attempts made)``,
-#: ``failed(message)``, ``complete(result)``, ``remove(type)``, ``error(message)``.
+#: ``failed(message)``, ``complete(result)``, ``remove(type)``, ``error(message)``; and ours:
+#: ``cancelled(reason)`` (before its ``failed``), ``moved(old type)``, ``edited()``.
 ARITY = {
     "enqueue": 1,
     "start": 1,
@@ -41,6 +42,9 @@ ARITY = {
     "complete": 1,
     "remove": 1,
     "error": 1,
+    "cancelled": 1,
+    "moved": 1,
+    "edited": 0,
 }
 EVENTS = tuple(ARITY)
 #: After these a job has no more events to give: its job-level receivers are dropped.

@@ -27,12 +27,14 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 import redis
 
 from . import connection
+from . import middleware as mw
 from .errors import InvalidJob
 from .job import Job
 from .outcome import Failed, Outcome, run
@@ -124,10 +126,15 @@ def _child_main(conn: Connection, handler: Any, connect: _Connect) -> None:
                 return  # the parent is gone
             if message is None:
                 return
-            job_id, fields = message
+            job_id, fields, middleware = message
             job = Job.from_hash(queue, job_id, fields)
             conn.send(_STARTED)
-            conn.send(run(_run_async, handler, job) if is_async else run(handler, job))
+            if not is_async:
+                conn.send(run(mw.wrap(middleware, handler), job))
+                continue
+            plain, awaited = mw.split(middleware)
+            wrapped = partial(_run_async, mw.wrap_async(awaited, handler))
+            conn.send(run(mw.wrap(plain, wrapped), job))
     finally:
         queue.close()
 
@@ -147,16 +154,28 @@ class Child:
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
 
-    def run(self, job_id: int, fields: dict[str, str], started: Callable[[], Any]) -> Outcome:
-        """Run the handler on one job in the child; a child that dies fails the attempt.
-        ``started()`` is called when the child begins the job (its start-up is over)."""
+    def run(
+        self,
+        job_id: int,
+        fields: dict[str, str],
+        started: Callable[[], Any],
+        middleware: tuple[mw.Middleware, ...] = (),
+    ) -> Outcome:
+        """Run the handler, wrapped in ``middleware``, on one job in the child; a child that
+        dies fails the attempt. ``started()`` is called when the child begins the job (its
+        start-up is over)."""
         try:
             conn = self.start()
         except Exception as e:
             message = f"ChildProcessError: could not start the handler's process: {e}"
             return Failed(message, message, False)
         try:
-            conn.send((job_id, fields))
+            packed = pickle.dumps((job_id, fields, middleware))
+        except Exception as e:  # checked by use() and process(): not expected
+            text = f"ChildProcessError: the job could not be sent to the handler's process: {e}"
+            return Failed(text, text, False)
+        try:
+            conn.send_bytes(packed)
             if conn.recv() == _STARTED:
                 started()
             outcome: Outcome = conn.recv()

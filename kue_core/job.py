@@ -307,6 +307,29 @@ class Job:
         """Delete the job, its log and its history."""
         self.queue.scripts.remove(self._saved_id())
 
+    def cancel(self, reason: str = "") -> Job:
+        """Fail the job at once, wherever it is, with the error ``cancelled: <reason>`` and no
+        retry; a running one is stopped in its worker process (see ``Queue.cancel``)."""
+        self._reload(self.queue.cancel(self._saved_id(), reason))
+        return self
+
+    def move(self, to_type: str, *, force: bool = False) -> Job:
+        """Put the job under another type, keeping its id, data, priority and state; a running
+        job only with ``force``, which stops its attempt (see ``Queue.move``)."""
+        self._reload(self.queue.move(self._saved_id(), to_type, force=force))
+        return self
+
+    def update_data(self, data: Any) -> Job:
+        """Replace the data of a waiting or failed job (see ``Queue.update_data``)."""
+        self._reload(self.queue.update_data(self._saved_id(), data))
+        return self
+
+    def _reload(self, other: Job) -> None:
+        """Take the stored fields of ``other``, a fresh load of this job."""
+        for name, value in vars(other).items():
+            if name not in ("queue", "_listeners", "_attempt"):
+                setattr(self, name, value)
+
     def set_state(self, state: JobState | str) -> Job:
         """Move the job to another state (``active`` is a worker's to give)."""
         target = parse_state(state)

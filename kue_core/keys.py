@@ -67,6 +67,10 @@ class Keys:
         """Hash describing one worker process (host, pid, types, jobs held, heartbeat)."""
         return f"{self.prefix}:worker:{worker_id}"
 
+    def control(self, worker_id: str) -> str:
+        """Pub/sub channel of one worker process: an attempt ended by hand, a request to stop."""
+        return f"{self.prefix}:control:{worker_id}"
+
     def minute(self, outcome: str, minute: int) -> str:
         """Jobs that ended ``outcome`` (complete, failed) in one minute since the epoch;
         kept a day."""

@@ -11,10 +11,12 @@ from typing import Any, cast
 
 import redis
 
-from . import checks, connection, defaults
+from . import checks, connection, defaults, stats
+from . import middleware as mw
+from .control import Control
 from .errors import InvalidJob, JobNotFound
 from .events import EventBus, EventStream, Receiver
-from .job import Job, parse_state, validate_type
+from .job import Job, parse_state, to_json, validate_type
 from .keys import Keys, job_id_from_zid
 from .scripts import Scripts
 from .states import STATES
@@ -42,6 +44,12 @@ def _title(data: str | None) -> str:
         return ""
     title = value.get("title") if isinstance(value, dict) else None
     return title if isinstance(title, str) else ""
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidJob(f"{name} must be true or false, got {value!r}")
+    return value
 
 
 def _order(order: str) -> bool:
@@ -103,6 +111,11 @@ class Queue:
             checks.integer(replicas, "replicas", 0)
         self.scripts = Scripts(self.client, self.keys, replicas)
         self.events = EventBus(self.client, self.keys.events)
+        self.control = Control(self.client, self.keys, self.scripts)
+        self._middleware: tuple[mw.Middleware, ...] = ()
+        #: Set once this process's workers have shut down on a remote request
+        #: (:meth:`stop_worker` from anywhere): ``kue worker`` then exits.
+        self.stopped_remotely = threading.Event()
 
     def __repr__(self) -> str:
         return f"<Queue prefix={self.prefix!r}>"
@@ -366,30 +379,45 @@ class Queue:
     def throughput(self, minutes: int = 60) -> list[dict[str, int]]:
         """Jobs that completed and that failed for good, per minute, for the last ``minutes``
         minutes (this one included), oldest first: ``{"at": ms, "complete": n, "failed": n}``."""
-        checks.integer(minutes, "minutes", 1, defaults.THROUGHPUT_MINUTES)
-        seconds, _ = self.client.time()  # the scripts' clock
-        last = seconds // 60
-        span = range(last - minutes + 1, last + 1)
-        complete = self.client.mget([self.keys.minute("complete", m) for m in span])
-        failed = self.client.mget([self.keys.minute("failed", m) for m in span])
-        return [
-            {"at": m * 60_000, "complete": int(c or 0), "failed": int(f or 0)}
-            for m, c, f in zip(span, complete, failed, strict=True)
-        ]
+        return stats.throughput(self.client, self.keys, minutes)
 
     def totals(self) -> dict[str, Any]:
         """Counters since the start: ``{"complete": {type: n}, "failed": {type: n},
         "durations": [(upper bound ms or None for the rest, n), ...]}`` (completed jobs by
         duration, each bucket counted alone, not cumulatively)."""
-        raw = cast(dict[str, str], self.client.hgetall(self.keys.totals))
-        out: dict[str, Any] = {"complete": {}, "failed": {}}
-        for field, value in raw.items():
-            kind, _, rest = field.partition(":")
-            if kind in ("complete", "failed"):
-                out[kind][rest] = int(value)
-        bounds: list[int | None] = [*defaults.DURATION_BUCKETS_MS, None]
-        out["durations"] = [(b, int(raw.get(f"le:{'inf' if b is None else b}", 0))) for b in bounds]
-        return out
+        return stats.totals(self.client, self.keys)
+
+    # -- job control (see kue_core.control) -------------------------------------------------
+    def cancel(self, job_id: int | str, reason: str = "") -> Job:
+        """End a job in any state but complete: it fails at once with the error
+        ``cancelled: <reason>`` and is not retried; a running one is stopped in its worker
+        process. ``InvalidTransition`` for a complete job. Returns the job as it is now."""
+        jid = _job_id(job_id)
+        self.control.cancel(jid, reason)
+        return self.get_job(jid)
+
+    def move(self, job_id: int | str, to_type: str, *, force: bool = False) -> Job:
+        """Put a job under another type, keeping its id, data, priority and state (a waiting
+        job waits in the new type's queue). A running job is refused (``InvalidTransition``)
+        unless ``force``: then its attempt is stopped as by :meth:`cancel` and it waits,
+        inactive, under the new type. Returns the job as it is now."""
+        jid = _job_id(job_id)
+        self.control.move(jid, validate_type(to_type), force)
+        return self.get_job(jid)
+
+    def update_data(self, job_id: int | str, data: Any) -> Job:
+        """Replace the data of a waiting (inactive, delayed) or failed job; an active or
+        complete one is refused (``InvalidTransition``). Returns the job as it is now."""
+        jid = _job_id(job_id)
+        self.control.edit(jid, to_json(data, "data"))
+        return self.get_job(jid)
+
+    def stop_worker(self, worker_id: str, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:
+        """Ask a live worker process (an id from :meth:`workers`) to shut down gracefully, as
+        SIGTERM does: it claims nothing more, its running handlers get ``timeout`` seconds,
+        and the jobs still running then go back to the queue. ``WorkerNotFound`` for an id of
+        no live worker. Returns once asked; the process goes from :meth:`workers` as it ends."""
+        self.control.stop_worker(worker_id, timeout)
 
     # -- workers ----------------------------------------------------------------------------
     def process(
@@ -412,10 +440,7 @@ class Queue:
             handler, n = n, 1
         if handler is None or not isinstance(n, int):
             raise InvalidJob("call process(type, n, handler) or process(type, handler)")
-        with self._workers_lock:
-            if self._workers is None:
-                self._workers = Workers(self, self.lease_ms, self.stall_limit)
-            self._workers.process(job_type, n, handler, isolation)
+        self._worker_side().process(job_type, n, handler, isolation)
         return self
 
     def shutdown(self, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:
@@ -426,14 +451,44 @@ class Queue:
         if workers is not None:
             workers.shutdown(timeout)
 
-    def pause(self, job_type: str) -> bool:
+    def pause(self, job_type: str, *, local: bool = False) -> bool:
         """Stop every worker (of any process) from claiming jobs of ``job_type``: running jobs
-        finish, new jobs wait. False when the type was paused already."""
-        return self.scripts.pause(validate_type(job_type))
+        finish, new jobs wait. With ``local``, only this process's workers (Kue's
+        ``ctx.pause``). False when the type was paused already (there)."""
+        validate_type(job_type)
+        if _flag(local, "local"):
+            return self._worker_side().pause_here(job_type)
+        return self.scripts.pause(job_type)
 
-    def resume(self, job_type: str) -> bool:
-        """Let workers claim jobs of a paused type again. False when it was not paused."""
-        return self.scripts.resume(validate_type(job_type))
+    def resume(self, job_type: str, *, local: bool = False) -> bool:
+        """Let workers claim jobs of a paused type again (with ``local``: undo a local pause).
+        False when it was not paused (there)."""
+        validate_type(job_type)
+        if _flag(local, "local"):
+            return self._worker_side().resume_here(job_type)
+        return self.scripts.resume(job_type)
+
+    def use(self, middleware: mw.Middleware) -> Queue:
+        """Wrap every handler call of this queue's workers in this process in ``middleware``
+        (``def mw(job, call_next)``, or ``async def`` for async handlers); see
+        :mod:`kue_core.middleware`. Middleware added first runs outermost."""
+        mw.check(middleware)
+        with self._workers_lock:
+            if self._workers is not None:
+                self._workers.use(middleware)
+            self._middleware = (*self._middleware, middleware)
+        return self
+
+    @property
+    def middleware(self) -> tuple[mw.Middleware, ...]:
+        """The middleware added with :meth:`use`, in order."""
+        return self._middleware
+
+    def _worker_side(self) -> Workers:
+        with self._workers_lock:
+            if self._workers is None:
+                self._workers = Workers(self, self.lease_ms, self.stall_limit)
+            return self._workers
 
     def paused(self) -> list[str]:
         """The paused job types, sorted."""
@@ -441,32 +496,10 @@ class Queue:
 
     def workers(self) -> list[dict[str, Any]]:
         """The live worker processes (of any host) on this queue: id, host, pid, types and
-        their concurrency, handler threads left running past their attempt, the ids of the
-        jobs each runs (as of now: read from the leases, which claims and reports change),
-        its last heartbeat (ms)."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zrange(self.keys.workers, 0, -1)
-        pipe.zrange(self.keys.leases, 0, -1)
-        ids, leased = pipe.execute()
-        running = [job_id_from_zid(m) for m in leased]
-        for wid in ids:
-            pipe.hgetall(self.keys.worker(wid))
-        for jid in running:
-            pipe.hget(self.keys.job(jid), "workerId")
-        replies = pipe.execute()
-        jobs: dict[str, list[int]] = {}
-        for jid, holder in zip(running, replies[len(ids) :], strict=True):
-            if holder is not None:
-                jobs.setdefault(holder, []).append(jid)
-        out = []
-        for h in replies[: len(ids)]:
-            if not h:
-                continue  # expired since: its process is gone
-            info = json.loads(h.get("info") or "{}")
-            info["jobs"] = sorted(jobs.get(info.get("id"), []))
-            info["heartbeat"] = int(h.get("heartbeat") or 0)
-            out.append(info)
-        return out
+        their concurrency, types paused in that process only, handler threads left running
+        past their attempt, the ids of the jobs each runs (as of now: read from the leases,
+        which claims and reports change), its last heartbeat (ms)."""
+        return self.control.workers()
 
     # -- events -----------------------------------------------------------------------------
     def on(self, name: str, fn: Receiver) -> Queue:

@@ -38,6 +38,9 @@ SCRIPT_NAMES = (
     "progress",
     "log",
     "remove",
+    "cancel",
+    "move",
+    "edit",
     "claim",
     "complete",
     "fail",
@@ -348,6 +351,21 @@ class Scripts:
     def remove(self, job_id: int) -> None:
         self._run("remove", self._keys.job(job_id), job_id)
 
+    # -- job control (see kue_core/control.py): each returns a state ----------------------
+    def cancel(self, job_id: int, reason: str) -> str:
+        state: str = self._run("cancel", self._keys.job(job_id), job_id, reason)
+        return state
+
+    def move(self, job_id: int, to_type: str, force: bool) -> str:
+        state: str = self._run(
+            "move", self._keys.job(job_id), job_id, to_type, "1" if force else ""
+        )
+        return state
+
+    def edit(self, job_id: int, data_json: str) -> str:
+        state: str = self._run("edit", self._keys.job(job_id), job_id, data_json)
+        return state
+
     def wait_for_token(self, key: str, timeout: float, blocked: Callable[[int], None]) -> bool:
         """Block until the wake-up list ``key`` has a token or ``timeout`` seconds pass, taking
         none (claims take them). ``blocked(client_id)`` is called as the wait starts, so that
@@ -403,14 +421,15 @@ class Scripts:
 
     def heartbeat(
         self, worker_id: str, lease_ms: int, info_json: str, held: Sequence[tuple[int, str]]
-    ) -> list[int]:
-        """Renew the leases in ``held`` (id, token) and register the worker; returns the ids
-        whose lease is lost."""
+    ) -> list[tuple[int, str]]:
+        """Renew the leases in ``held`` (id, token) and register the worker; returns the
+        (id, token) pairs whose lease is lost."""
         pairs = [v for pair in held for v in pair]
         lost = self._run(
             "heartbeat", self._keys.leases, worker_id, lease_ms, info_json, len(held), *pairs
         )
-        return [int(i) for i in lost]
+        it = iter(lost)
+        return [(int(i), str(token)) for i, token in zip(it, it, strict=True)]
 
     def recover(self, stall_limit: int, limit: int) -> tuple[int, int]:
         """Requeue (or fail, past ``stall_limit``) jobs whose lease expired: (requeued, failed)."""

@@ -39,7 +39,9 @@ import redis
 
 from . import backoff as backoff_policy
 from . import checks, defaults
+from . import middleware as mw
 from .attempt import Attempt, Reason
+from .control import Listener
 from .errors import InvalidJob
 from .isolation import ISOLATIONS, Child, check_handler
 from .job import Job, validate_type
@@ -86,7 +88,9 @@ class Workers:
         self.started_at = int(time.time() * 1000)
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
-        self._attempts: dict[int, Attempt] = {}  # the running attempts, by job id
+        # The running attempts, by job id and token: a job cancelled or moved by hand may be
+        # claimed again by another slot while its first attempt is still winding down.
+        self._attempts: dict[tuple[int, str], Attempt] = {}
         self._abandoned = 0  # threads whose handler outlived its attempt, still running
         self._stopping = threading.Event()  # no more claims
         self._closed = threading.Event()  # keeper and promoter end
@@ -94,6 +98,8 @@ class Workers:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._beat_now = True  # register at once (set again when types are added)
         self._threads: list[threading.Thread] = []  # keeper, promoter, event loop
+        self._control: Listener | None = None  # this process's control channel
+        self._held: dict[str, threading.Event] = {}  # types paused here: set on resume
 
     # -- public ---------------------------------------------------------------------------
     def process(self, job_type: str, n: int, handler: Handler, isolation: str) -> None:
@@ -103,18 +109,24 @@ class Workers:
             raise InvalidJob(f"handler must be callable, got {handler!r}")
         if isolation not in ISOLATIONS:
             raise InvalidJob(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
+        is_async = inspect.iscoroutinefunction(handler)
         if isolation == "process":
             check_handler(handler)
+        for each in self.queue.middleware:
+            self.check_middleware(each, is_async, isolation == "process")
         if self._stopping.is_set():
             raise InvalidJob("the workers of this queue are shutting down")
         first = not self._threads  # the first process() call of this queue
-        is_async = inspect.iscoroutinefunction(handler)
         if is_async and isolation == "thread":
             self._event_loop()
         slots = [_Slot(job_type, handler, is_async, f"kue-{job_type}-{i + 1}") for i in range(n)]
         for slot in slots:
             if isolation == "process":
                 slot.child = Child(self.queue, handler, slot.name)
+        if first:  # listening before any job is claimed: a cancel reaches it at once
+            channel = self.queue.keys.control(self.id)
+            self._control = Listener(self.queue.client, channel, self._on_control, self._report)
+            self._control.start()
         with self._lock:  # all at once: a heartbeat never tells of half of them
             self._slots.extend(slots)
             for slot in slots:
@@ -141,12 +153,60 @@ class Workers:
             "started_at": self.started_at,
             "lease_ms": self.lease_ms,
             "abandoned_threads": abandoned,
+            "paused": sorted(self._held),
+            "stopping": self._stopping.is_set(),
         }
+
+    def check_middleware(self, each: mw.Middleware, is_async: bool, isolated: bool) -> None:
+        """Refuse a middleware that could not wrap a handler: an ``async def`` one around a
+        ``def`` handler, or one a child process could not import."""
+        if mw.is_async(each) and not is_async:
+            raise InvalidJob(
+                f"the async def middleware {each!r} can only wrap async def handlers, and this "
+                "queue has a def handler"
+            )
+        if isolated:
+            check_handler(each)
+
+    def use(self, each: mw.Middleware) -> None:
+        """Check a middleware against the handlers there are (``Queue.use`` adds it)."""
+        with self._lock:
+            slots = list(self._slots)
+        for slot in slots:
+            self.check_middleware(each, slot.is_async, slot.child is not None)
+
+    def pause_here(self, job_type: str) -> bool:
+        """Stop this process's slots of ``job_type`` from claiming; False if they were."""
+        with self._lock:
+            if job_type in self._held:
+                return False
+            self._held[job_type] = threading.Event()
+        self._wake_slots(job_type)  # an idle slot stops waiting for work, and waits here
+        self._beat_now = True
+        self._tick.set()
+        return True
+
+    def resume_here(self, job_type: str) -> bool:
+        """Undo :meth:`pause_here`; False if the type was not paused here."""
+        with self._lock:
+            held = self._held.pop(job_type, None)
+        if held is None:
+            return False
+        held.set()
+        self._beat_now = True
+        self._tick.set()
+        return True
 
     def shutdown(self, timeout: float) -> None:
         """Stop claiming; let running handlers finish for ``timeout`` seconds; give back the
         jobs still running then (not counted as attempts); stop every thread."""
         self._stopping.set()
+        self._beat_now = True  # tell of it: "stopping" in Queue.workers()
+        self._tick.set()
+        with self._lock:
+            held = list(self._held.values())
+        for event in held:
+            event.set()
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
             with self._lock:
@@ -170,6 +230,8 @@ class Workers:
             self._loop.call_soon_threadsafe(self._loop.stop)
         for thread in self._threads:
             thread.join(timeout=5)
+        if self._control is not None:
+            self._control.close()
         for slot in self._slots:
             if slot.child is not None:
                 slot.child.close()
@@ -195,6 +257,10 @@ class Workers:
                 self._report(e)
         nxt: Claim = None  # a job claimed by the last report, in the same call
         while not self._stopping.is_set() and slot.thread is me:
+            held = self._held.get(slot.job_type) if self._held else None
+            if held is not None and nxt is None:  # paused in this process only
+                held.wait(defaults.IDLE_WAIT)
+                continue
             try:
                 claimed = nxt or self.scripts.claim(slot.job_type, self.id, self.lease_ms)
                 nxt = None
@@ -243,7 +309,7 @@ class Workers:
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
         with self._lock:
-            self._attempts[job_id] = attempt
+            self._attempts[job_id, attempt.token] = attempt
             slot.attempt = attempt
         if attempt.deadline is not None:
             self._tick.set()  # the keeper watches the deadline
@@ -251,11 +317,11 @@ class Workers:
         with self._lock:  # the handler returned: this thread is not stuck, and it is not running
             if slot.attempt is attempt:
                 slot.attempt, slot.held_back = None, False
-            if self._attempts.get(job_id) is attempt:
-                del self._attempts[job_id]
+            self._attempts.pop((job_id, attempt.token), None)
         if not attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED):
             return None  # ttl exceeded, lease lost or released: reported by whoever ended it
-        nxt = None if self._stopping.is_set() else (self.id, self.lease_ms)
+        stop = self._stopping.is_set() or (self._held and slot.job_type in self._held)
+        nxt = None if stop else (self.id, self.lease_ms)
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, slot.job_type)
             _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt)
@@ -268,7 +334,9 @@ class Workers:
         return claimed
 
     def _call(self, slot: _Slot, attempt: Attempt, fields: dict[str, str]) -> Outcome:
-        """Run the handler: in the slot's thread, on the event loop, or in the child."""
+        """Run the handler (wrapped in the queue's middleware): in the slot's thread, on the
+        event loop, or in the child."""
+        middleware = self.queue.middleware
         if slot.child is not None:
             attempt.stop_with(slot.child.kill)
 
@@ -276,13 +344,19 @@ class Workers:
                 attempt.started()  # the ttl counts from the child's start of the job
                 self._tick.set()
 
-            return slot.child.run(attempt.job_id, fields, started)
+            return slot.child.run(attempt.job_id, fields, started, middleware)
         if slot.is_async:
-            return run(self._await, slot, attempt)
+            if not middleware:
+                return run(self._await, slot, attempt, slot.handler)
+            plain, awaited = mw.split(middleware)
+            handler = mw.wrap_async(awaited, slot.handler)
+            return run(mw.wrap(plain, lambda job: self._await(slot, attempt, handler)), attempt.job)
+        if middleware:
+            return run(mw.wrap(middleware, slot.handler), attempt.job)
         return run(slot.handler, attempt.job)
 
-    def _await(self, slot: _Slot, attempt: Attempt) -> Any:
-        future = asyncio.run_coroutine_threadsafe(slot.handler(attempt.job), self._event_loop())
+    def _await(self, slot: _Slot, attempt: Attempt, handler: Handler) -> Any:
+        future = asyncio.run_coroutine_threadsafe(handler(attempt.job), self._event_loop())
         attempt.stop_with(future.cancel)
         return future.result()
 
@@ -292,9 +366,27 @@ class Workers:
         if not attempt.end(reason):
             return False
         with self._lock:
-            if self._attempts.get(attempt.job_id) is attempt:
-                del self._attempts[attempt.job_id]
+            self._attempts.pop((attempt.job_id, attempt.token), None)
         return True
+
+    def _on_control(self, message: dict[str, Any]) -> None:
+        """A message on this process's control channel (see :mod:`kue_core.control`)."""
+        if message["op"] == "stop":
+            log.info("worker %s: asked to stop; running jobs get %g s", self.id, message["timeout"])
+            threading.Thread(target=self._stop, args=(message["timeout"],), name="kue-stop").start()
+            return
+        with self._lock:
+            attempt = self._attempts.get((message["id"], message["lease"]))
+        if attempt is None:
+            return  # ended already
+        if self._end(attempt, Reason.CANCELLED):  # Redis has it failed or moved already
+            log.info("job %d (%s): %s", attempt.job_id, attempt.job.type, message["reason"])
+            self._tick.set()  # the keeper gives a stuck thread slot a new thread now
+
+    def _stop(self, timeout: float) -> None:
+        """Shut down on a stop request, as on SIGTERM; then tell ``queue.stopped_remotely``."""
+        self.queue.shutdown(timeout)
+        self.queue.stopped_remotely.set()
 
     @staticmethod
     def _retry_delay(job: Job, no_retry: bool) -> int:
@@ -349,7 +441,7 @@ class Workers:
             )
         )
         for attempt in running:
-            if attempt.job_id in lost:
+            if (attempt.job_id, attempt.token) in lost:
                 # Recovered, moved or removed meanwhile: its result will be dropped.
                 self._end(attempt, Reason.LEASE_LOST)
 
@@ -413,6 +505,14 @@ class Workers:
         thread = threading.Thread(target=target, name=name, daemon=True)
         self._threads.append(thread)
         thread.start()
+
+    def _wake_slots(self, job_type: str) -> None:
+        """End the waits for work of the idle slots of ``job_type``."""
+        with self._lock:
+            waiting = [s.blocked_on for s in self._slots if s.job_type == job_type]
+        for client_id in waiting:
+            if client_id is not None:
+                self._unblock(client_id)
 
     def _unblock(self, client_id: int) -> None:
         self._safely(self.queue.client.client_unblock, client_id)

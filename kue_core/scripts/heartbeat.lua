@@ -4,8 +4,9 @@
 -- ARGV[4]  worker description (JSON object: host, pid, types, ...), kept for 3 leases (the
 --          jobs a worker runs are not kept here: Queue.workers() reads them from the leases)
 -- ARGV[5]  number of jobs n; then n pairs: job id, fencing token
--- Returns  the ids of jobs whose lease is lost (recovered, moved by hand or removed): the
---          worker must drop their results.
+-- Returns  the pairs (job id, token) of the leases lost (the job was recovered, cancelled,
+--          moved by hand or removed), one after another: the worker must drop their results.
+--          (The token tells two attempts at one job apart: an old one and a new claim.)
 -- Events   none.
 local p, wid, lease_ms, n = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[5])
 if not lease_ms or lease_ms <= 0 or not n or #ARGV ~= 5 + 2 * n then
@@ -20,6 +21,7 @@ for i = 0, n - 1 do
     redis.call('ZADD', KEYS[1], 'XX', now + lease_ms, zid(id))
   else
     lost[#lost + 1] = id
+    lost[#lost + 1] = token
   end
 end
 local key = k_worker(p, wid)

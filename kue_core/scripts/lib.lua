@@ -35,6 +35,7 @@ local function k_fence(p) return p .. ':fence' end
 local function k_resumed(p, jtype) return p .. ':' .. jtype .. ':resumed' end
 local function k_totals(p) return p .. ':stats:totals' end
 local function k_minute(p, outcome, minute) return p .. ':stats:' .. outcome .. ':' .. minute end
+local function k_control(p, wid) return p .. ':control:' .. wid end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -170,6 +171,28 @@ local function move_job(p, id, key, job, state, now)
     publish(p, id, job.type, 'enqueue', cjson.encode(job.type))
   elseif state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(job.promote_at))
+  end
+end
+
+-- Tell worker process `wid` that its attempt at job `id` under lease `token` was ended by
+-- hand (cancelled, moved): it stops the handler at once. The caller has taken the job out of
+-- active already, so that worker's reports are refused by the token whatever it does; a
+-- worker that misses the message finds the lease lost at its next heartbeat.
+local function tell_worker(p, wid, id, token, reason)
+  if not wid or wid == '' then return end
+  redis.call('PUBLISH', k_control(p, wid),
+    cjson.encode({ op = 'end', id = id, lease = token or '', reason = reason }))
+end
+
+-- Take a job out of the sets of its state before it changes state or type by hand (`job` as
+-- load_job gives it); a running job's worker is told its attempt is over (see tell_worker).
+local function leave_state(p, id, key, job, reason)
+  if job.state == 'active' then
+    local h = redis.call('HMGET', key, 'workerId', 'lease')
+    leave_active(p, id, job.type)
+    tell_worker(p, h[1], id, h[2], reason)
+  else
+    index_remove(p, id, job.type, job.state)
   end
 end
 

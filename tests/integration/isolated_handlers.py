@@ -42,3 +42,8 @@ def refuse(job: Job) -> None:
 
 def unserialisable(job: Job) -> Any:
     return {1, 2}
+
+
+def wrap_with_pid(job: Job, call_next: Any) -> dict[str, Any]:
+    """A middleware for the child: what the handler returned, and where it ran."""
+    return {"inner": call_next(), "mw_pid": os.getpid()}

@@ -219,7 +219,7 @@ def test_heartbeat_renews_and_reports_lost(queue: Queue, r: redis.Redis) -> None
     r.zadd(queue.keys.leases, {zid(a): 1})
     queue.client.hset(queue.keys.job(b), "lease", "99")  # as if recovered and re-claimed
     lost = queue.scripts.heartbeat(W, LEASE, '{"host":"h"}', [(a, fa["lease"]), (b, fb["lease"])])
-    assert lost == [b]
+    assert lost == [(b, fb["lease"])]
     assert r.zscore(queue.keys.leases, zid(a)) > 1  # type: ignore[operator]
     assert r.zrange(queue.keys.workers, 0, -1) == [W]
     h = r.hgetall(queue.keys.worker(W))

@@ -31,10 +31,13 @@ FLOORS = {
     "connection": 2,
     "scripts": 2,
     "events": 2,
+    "control": 2,
+    "stats": 2,
     # 3. the job model
     "job": 3,
-    # 4. workers: how a run ends, one attempt, child processes, promotion, slots and keeper
+    # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper
     "outcome": 4,
+    "middleware": 4,
     "attempt": 4,
     "isolation": 4,
     "promoter": 4,

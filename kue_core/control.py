@@ -1,0 +1,193 @@
+"""Job control: what an operator does to jobs and worker processes from anywhere.
+
+* ``cancel``: a job in any state but complete fails at once, without retry (``cancel.lua``).
+* ``move``: a job goes under another type, keeping its id, data, priority and state
+  (``move.lua``); a running one only with ``force``, which ends its attempt.
+* ``edit``: the data of a waiting or failed job is replaced (``edit.lua``).
+* ``stop_worker``: a worker process shuts down gracefully, as on SIGTERM.
+
+A job that is running when it is cancelled or moved leaves ``active`` in the script itself, so
+its worker's reports are refused by the fencing token whatever happens next. The script also
+publishes ``{"op": "end", ...}`` on the channel of the worker process holding the job
+(``Keys.control``): the process stops the handler within milliseconds instead of at its next
+heartbeat (which would find the lease lost anyway, if the message was missed). A stop request
+is ``{"op": "stop", "timeout": seconds}`` on the same channel. Each worker process listens to
+its own channel with a :class:`Listener`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, cast
+
+import redis
+
+from . import checks, defaults
+from .errors import InvalidJob, WorkerNotFound
+from .keys import Keys, job_id_from_zid
+from .retry import Pauses
+from .scripts import Scripts
+
+log = logging.getLogger("kue_core.control")
+
+#: Longest cancel reason kept (it becomes the job's error and a history entry).
+MAX_REASON = 1000
+
+
+def reason_text(reason: object) -> str:
+    if not isinstance(reason, str):
+        raise InvalidJob(f"reason must be a string, got {type(reason).__name__}")
+    if len(reason) > MAX_REASON:
+        raise InvalidJob(f"reason must be at most {MAX_REASON} characters")
+    try:
+        reason.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidJob("reason is not valid unicode (lone surrogate)") from None
+    return reason
+
+
+class Control:
+    """The control operations of one queue (see the module docstring)."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, scripts: Scripts) -> None:
+        self._client = client
+        self._keys = keys
+        self._scripts = scripts
+
+    def cancel(self, job_id: int, reason: str) -> str:
+        """Cancel a job; returns the state it was in."""
+        return self._scripts.cancel(job_id, reason_text(reason))
+
+    def move(self, job_id: int, to_type: str, force: bool) -> str:
+        """Put a job under ``to_type`` (validated by the caller); returns its state after."""
+        if not isinstance(force, bool):
+            raise InvalidJob(f"force must be true or false, got {force!r}")
+        return self._scripts.move(job_id, to_type, force)
+
+    def edit(self, job_id: int, data_json: str) -> str:
+        """Replace a job's data (JSON text); returns its state."""
+        return self._scripts.edit(job_id, data_json)
+
+    def stop_worker(self, worker_id: object, timeout: float) -> None:
+        """Ask a live worker process to shut down; ``WorkerNotFound`` when none has this id."""
+        if not isinstance(worker_id, str) or not worker_id:
+            raise InvalidJob(f"a worker id must be a non-empty string, got {worker_id!r}")
+        seconds = checks.number(timeout, "timeout", 0, defaults.MAX_MS / 1000, " s")
+        pipe = self._client.pipeline(transaction=False)
+        pipe.zscore(self._keys.workers, worker_id)
+        pipe.exists(self._keys.worker(worker_id))
+        score, registered = pipe.execute()
+        if score is None or not registered:
+            raise WorkerNotFound(worker_id)
+        message = json.dumps({"op": "stop", "timeout": seconds})
+        self._client.publish(self._keys.control(worker_id), message)
+
+    def workers(self) -> list[dict[str, Any]]:
+        """The live worker processes (see ``Queue.workers``)."""
+        pipe = self._client.pipeline(transaction=False)
+        pipe.zrange(self._keys.workers, 0, -1)
+        pipe.zrange(self._keys.leases, 0, -1)
+        ids, leased = pipe.execute()
+        running = [job_id_from_zid(m) for m in leased]
+        for wid in ids:
+            pipe.hgetall(self._keys.worker(wid))
+        for jid in running:
+            pipe.hget(self._keys.job(jid), "workerId")
+        replies = pipe.execute()
+        jobs: dict[str, list[int]] = {}
+        for jid, holder in zip(running, replies[len(ids) :], strict=True):
+            if holder is not None:
+                jobs.setdefault(holder, []).append(jid)
+        out = []
+        for h in cast(list[dict[str, str]], replies[: len(ids)]):
+            if not h:
+                continue  # expired since: its process is gone
+            info = json.loads(h.get("info") or "{}")
+            info["jobs"] = sorted(jobs.get(info.get("id"), []))
+            info["heartbeat"] = int(h.get("heartbeat") or 0)
+            info.setdefault("paused", [])
+            info.setdefault("stopping", False)
+            out.append(info)
+        return out
+
+
+def parse(message: str) -> dict[str, Any] | None:
+    """A control message, or None (logged) when it is not one this version knows."""
+    try:
+        msg = json.loads(message)
+        op = msg["op"]
+        if op == "end":
+            return {
+                "op": op,
+                "id": int(msg["id"]),
+                "lease": str(msg["lease"]),
+                "reason": str(msg.get("reason", "")),
+            }
+        if op == "stop":
+            timeout = float(msg.get("timeout", defaults.SHUTDOWN_TIMEOUT))
+            if not 0 <= timeout < float("inf"):
+                raise ValueError(timeout)
+            return {"op": op, "timeout": timeout}
+    except (ValueError, KeyError, TypeError):
+        pass
+    log.warning("ignoring a malformed control message: %.200r", message)
+    return None
+
+
+class Listener:
+    """A thread subscribed to one worker process's control channel; ``handle(message)`` is
+    called for each message (parsed). Resubscribes after a Redis error."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        channel: str,
+        handle: Callable[[dict[str, Any]], Any],
+        report: Callable[[Exception], Any],
+    ) -> None:
+        self._client = client
+        self._channel = channel
+        self._handle = handle
+        self._report = report
+        self._stop = threading.Event()
+        self.listening = threading.Event()
+        self._thread = threading.Thread(target=self._listen, name="kue-control", daemon=True)
+
+    def start(self) -> None:
+        """Start listening; returns once subscribed (or after ``SUBSCRIBE_TIMEOUT``)."""
+        self._thread.start()
+        self.listening.wait(defaults.SUBSCRIBE_TIMEOUT)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def _listen(self) -> None:
+        pauses = Pauses()
+        while not self._stop.is_set():
+            pubsub = self._client.pubsub()  # type: ignore[no-untyped-call]
+            try:
+                pubsub.subscribe(self._channel)
+                while pubsub.get_message(timeout=defaults.CONTROL_POLL) is None:
+                    if self._stop.is_set():
+                        return
+                self.listening.set()
+                pauses.reset()
+                while not self._stop.is_set():
+                    msg = pubsub.get_message(timeout=defaults.CONTROL_POLL)
+                    if msg is not None and msg["type"] == "message":
+                        parsed = parse(msg["data"])
+                        if parsed is not None:
+                            self._handle(parsed)
+            except redis.RedisError as e:
+                self._report(e)
+                self._stop.wait(pauses.next())
+            except Exception as e:  # a bug in a handler of messages: keep listening
+                self._report(e)
+            finally:
+                self.listening.clear()
+                pubsub.close()

@@ -1,0 +1,19 @@
+-- edit: replace the data of a job that is not running and has not completed (inactive,
+-- delayed, failed): fix a job's input, then retry it.
+-- KEYS[1]  <p>:job:<id>
+-- ARGV[1]  prefix   ARGV[2] id   ARGV[3] data (JSON)
+-- Returns  the job's state (unchanged).
+-- Events   edited [].
+-- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for an active or complete job.
+local p, id = ARGV[1], ARGV[2]
+local job = load_job(KEYS[1])
+if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
+if job.state == 'active' or job.state == 'complete' then
+  return redis.error_reply('KUE_INVALID_TRANSITION job ' .. id .. ' is ' .. job.state
+    .. ': only the data of a waiting or failed job can be edited')
+end
+local now = now_ms()
+redis.call('HSET', KEYS[1], 'data', ARGV[3], 'updated_at', int(now))
+history(p, id, { state = job.state, at = now, edited = true })
+publish(p, id, job.type, 'edited', '')
+return job.state

@@ -1,0 +1,33 @@
+-- move: put a job under another type, keeping its id, data, priority and state (qless's
+-- requeue); a waiting job waits in the new type's queue.
+-- KEYS[1]  <p>:job:<id>
+-- ARGV[1]  prefix   ARGV[2] id   ARGV[3] new type   ARGV[4] force ('1' or '')
+-- Returns  the job's state after the move (unchanged, with nothing written, when the job has
+--          that type already).
+-- Events   moved [old type] (with the new type as the event's type); enqueue [new type] when
+--          it waits inactive. A running job moved with force: its lease ends here (complete
+--          and fail are refused by the token), its worker process is told on
+--          <p>:control:<worker id> to stop it, and it waits inactive under the new type; the
+--          attempt is not counted.
+-- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a running job without force.
+local p, id, to, force = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
+local job = load_job(KEYS[1])
+if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
+if job.type == to then return job.state end
+if job.state == 'active' and not force then
+  return redis.error_reply('KUE_INVALID_TRANSITION job ' .. id .. ' is running: move it with '
+    .. 'force to stop its attempt, or once it has ended')
+end
+local now = now_ms()
+local state = job.state
+leave_state(p, id, KEYS[1], job, 'moved to ' .. to)
+if state == 'active' then state = 'inactive' end
+redis.call('HSET', KEYS[1], 'type', to, 'state', state, 'updated_at', int(now))
+redis.call('SADD', k_types(p), to)
+if STATES[state] then
+  index_add(p, id, to, state, job.priority, job.promote_at, job.ttl, now)
+end
+history(p, id, { state = state, at = now, from = job.state, moved = { from = job.type, to = to } })
+publish(p, id, to, 'moved', cjson.encode(job.type))
+if state == 'inactive' then publish(p, id, to, 'enqueue', cjson.encode(to)) end
+return state
