@@ -19,7 +19,15 @@ from .job import to_json
 #: Source files of the worker machinery, whose frames a kept traceback leaves out.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _MACHINERY = frozenset(
-    os.path.join(_HERE, name) for name in ("worker.py", "isolation.py", "attempt.py", "outcome.py")
+    os.path.join(_HERE, name)
+    for name in (
+        "worker.py",
+        "slots.py",
+        "isolation.py",
+        "attempt.py",
+        "outcome.py",
+        "middleware.py",
+    )
 )
 
 

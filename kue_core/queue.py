@@ -19,8 +19,9 @@ from .events import EventBus, EventStream, Receiver
 from .job import Job, parse_state, to_json, validate_type
 from .keys import Keys, job_id_from_zid
 from .scripts import Scripts
+from .slots import Handler
 from .states import STATES
-from .worker import Handler, Workers
+from .worker import Workers
 
 
 def _job_id(value: object) -> int:

@@ -22,7 +22,6 @@ on in a new thread, up to ``defaults.ABANDONED_THREADS`` such threads per proces
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
@@ -32,7 +31,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -45,35 +43,16 @@ from .control import Listener
 from .errors import InvalidJob
 from .isolation import ISOLATIONS, Child, check_handler
 from .job import Job, validate_type
-from .outcome import Done, Outcome, run
+from .outcome import Done
 from .promoter import Promoter
 from .retry import Pauses
 from .scripts import PAUSED, Claim
+from .slots import Handler, Runner, Slot
 
 if TYPE_CHECKING:
     from .queue import Queue
 
 log = logging.getLogger("kue_core.worker")
-
-Handler = Callable[[Job], Any]
-
-
-@dataclass(eq=False)
-class _Slot:
-    job_type: str
-    handler: Handler
-    is_async: bool
-    name: str
-    child: Child | None = None  # isolation="process"
-    thread: threading.Thread | None = None  # the thread serving the slot now
-    attempt: Attempt | None = None  # the attempt that thread runs
-    blocked_on: int | None = None  # Redis client id while waiting for work
-    held_back: bool = False  # a stuck handler holds the slot: too many threads left behind
-
-    @property
-    def in_thread(self) -> bool:
-        """Whether the handler runs in the slot's own thread (which cannot be stopped)."""
-        return self.child is None and not self.is_async
 
 
 class Workers:
@@ -87,7 +66,7 @@ class Workers:
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.started_at = int(time.time() * 1000)
         self._lock = threading.Lock()
-        self._slots: list[_Slot] = []
+        self._slots: list[Slot] = []
         # The running attempts, by job id and token: a job cancelled or moved by hand may be
         # claimed again by another slot while its first attempt is still winding down.
         self._attempts: dict[tuple[int, str], Attempt] = {}
@@ -95,7 +74,7 @@ class Workers:
         self._stopping = threading.Event()  # no more claims
         self._closed = threading.Event()  # keeper and promoter end
         self._tick = threading.Event()  # wakes the keeper early
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner = Runner(self._tick.set)
         self._beat_now = True  # register at once (set again when types are added)
         self._threads: list[threading.Thread] = []  # keeper, promoter, event loop
         self._control: Listener | None = None  # this process's control channel
@@ -118,8 +97,8 @@ class Workers:
             raise InvalidJob("the workers of this queue are shutting down")
         first = not self._threads  # the first process() call of this queue
         if is_async and isolation == "thread":
-            self._event_loop()
-        slots = [_Slot(job_type, handler, is_async, f"kue-{job_type}-{i + 1}") for i in range(n)]
+            self._runner.loop()
+        slots = [Slot(job_type, handler, is_async, f"kue-{job_type}-{i + 1}") for i in range(n)]
         for slot in slots:
             if isolation == "process":
                 slot.child = Child(self.queue, handler, slot.name)
@@ -226,8 +205,7 @@ class Workers:
         self._closed.set()
         self._tick.set()
         self._safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # wake promoter
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._runner.close()
         for thread in self._threads:
             thread.join(timeout=5)
         if self._control is not None:
@@ -235,17 +213,15 @@ class Workers:
         for slot in self._slots:
             if slot.child is not None:
                 slot.child.close()
-        if self._loop is not None and not self._loop.is_running():
-            self._loop.close()
         self._safely(self._deregister)
 
     # -- slots ----------------------------------------------------------------------------
-    def _serve(self, slot: _Slot) -> None:
+    def _serve(self, slot: Slot) -> None:
         """Start a thread serving ``slot`` (called under ``_lock``)."""
         slot.thread = threading.Thread(target=self._work, args=(slot,), name=slot.name, daemon=True)
         slot.thread.start()
 
-    def _work(self, slot: _Slot) -> None:
+    def _work(self, slot: Slot) -> None:
         """A slot's thread: claim, run, report, until shutdown, or until the slot goes on in
         a new thread because this one's handler outlived its attempt."""
         me = threading.current_thread()
@@ -291,7 +267,7 @@ class Workers:
             job_id, fields = claimed
             self._safely(self.scripts.release, job_id, fields.get("lease", ""))
 
-    def _wait_for_work(self, slot: _Slot, key: str) -> None:
+    def _wait_for_work(self, slot: Slot, key: str) -> None:
         """Block on a wake-up list: the type's tokens, or its resume list while paused."""
 
         def blocked(client_id: int) -> None:
@@ -302,7 +278,7 @@ class Workers:
         finally:
             slot.blocked_on = None
 
-    def _run(self, slot: _Slot, job_id: int, fields: dict[str, str]) -> Claim:
+    def _run(self, slot: Slot, job_id: int, fields: dict[str, str]) -> Claim:
         """Run the handler on one claimed job; report how it ended, unless the attempt was
         ended elsewhere first; return the next job claimed in the same call."""
         job = Job.from_hash(self.queue, job_id, fields)
@@ -313,7 +289,7 @@ class Workers:
             slot.attempt = attempt
         if attempt.deadline is not None:
             self._tick.set()  # the keeper watches the deadline
-        outcome = self._call(slot, attempt, fields)
+        outcome = self._runner.call(slot, attempt, fields, self.queue.middleware)
         with self._lock:  # the handler returned: this thread is not stuck, and it is not running
             if slot.attempt is attempt:
                 slot.attempt, slot.held_back = None, False
@@ -332,33 +308,6 @@ class Workers:
                 job_id, attempt.token, outcome.message, outcome.text, delay, nxt
             )
         return claimed
-
-    def _call(self, slot: _Slot, attempt: Attempt, fields: dict[str, str]) -> Outcome:
-        """Run the handler (wrapped in the queue's middleware): in the slot's thread, on the
-        event loop, or in the child."""
-        middleware = self.queue.middleware
-        if slot.child is not None:
-            attempt.stop_with(slot.child.kill)
-
-            def started() -> None:
-                attempt.started()  # the ttl counts from the child's start of the job
-                self._tick.set()
-
-            return slot.child.run(attempt.job_id, fields, started, middleware)
-        if slot.is_async:
-            if not middleware:
-                return run(self._await, slot, attempt, slot.handler)
-            plain, awaited = mw.split(middleware)
-            handler = mw.wrap_async(awaited, slot.handler)
-            return run(mw.wrap(plain, lambda job: self._await(slot, attempt, handler)), attempt.job)
-        if middleware:
-            return run(mw.wrap(middleware, slot.handler), attempt.job)
-        return run(slot.handler, attempt.job)
-
-    def _await(self, slot: _Slot, attempt: Attempt, handler: Handler) -> Any:
-        future = asyncio.run_coroutine_threadsafe(handler(attempt.job), self._event_loop())
-        attempt.stop_with(future.cancel)
-        return future.result()
 
     def _end(self, attempt: Attempt, reason: Reason) -> bool:
         """End ``attempt`` (see :meth:`Attempt.end`) and forget it; True for the caller that
@@ -394,13 +343,6 @@ class Workers:
             return -1
         delay = backoff_policy.retry_delay(job.backoff(), job.attempts_made + 1, job.delay())
         return delay or 0
-
-    def _event_loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                loop = self._loop = asyncio.new_event_loop()
-                self._start_thread(loop.run_forever, "kue-async")
-            return self._loop
 
     # -- keeper: leases, registry, recovery, ttl ------------------------------------------
     def _keep(self) -> None:

@@ -41,6 +41,7 @@ FLOORS = {
     "attempt": 4,
     "isolation": 4,
     "promoter": 4,
+    "slots": 4,
     "worker": 4,
     # 5. the facade
     "queue": 5,
