@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 import redis
 
-from . import checks, connection, defaults, stats
+from . import checks, connection, defaults, search, stats
 from . import middleware as mw
 from .control import Control
 from .errors import InvalidJob, JobNotFound
@@ -33,18 +32,6 @@ def _job_id(value: object) -> int:
 
 def _index(value: object, name: str) -> int:
     return checks.integer(value, name, -(2**63), 2**63 - 1)
-
-
-def _title(data: str | None) -> str:
-    """``data.title`` of a stored job, or ""."""
-    if not data or '"title"' not in data:
-        return ""
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return ""
-    title = value.get("title") if isinstance(value, dict) else None
-    return title if isinstance(title, str) else ""
 
 
 def _flag(value: object, name: str) -> bool:
@@ -305,37 +292,7 @@ class Queue:
         """Ids of jobs whose id is ``text`` or whose type or ``data.title`` contains it
         (ignoring case), newest first: at most ``limit``, among the ``scan`` newest jobs (a
         bounded scan in pipelined batches; there is no full-text index)."""
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidJob("search text must be a non-empty string")
-        checks.integer(limit, "limit", 1)
-        checks.integer(scan, "scan", 1)
-        needle = text.strip().casefold()
-        found: list[int] = []
-        as_id = int(needle) if re.fullmatch(r"[0-9]{1,18}", needle) else None
-        if as_id and self.client.exists(self.keys.job(as_id)):
-            found.append(as_id)
-        batch = 500
-        for start in range(0, scan, batch):
-            members = cast(
-                list[str],
-                self.client.zrange(self.keys.jobs, start, min(start + batch, scan) - 1, desc=True),
-            )
-            ids = sorted((job_id_from_zid(m) for m in members), reverse=True)
-            pipe = self.client.pipeline(transaction=False)
-            for jid in ids:
-                pipe.hmget(self.keys.job(jid), "type", "data")
-            for jid, (job_type, data) in zip(ids, pipe.execute(), strict=True):
-                if (
-                    jid != as_id
-                    and job_type is not None
-                    and (needle in job_type.casefold() or needle in _title(data).casefold())
-                ):
-                    found.append(jid)
-                    if len(found) >= limit:
-                        return found
-            if len(members) < batch:
-                break
-        return found
+        return search.scan(self.client, self.keys, text, limit, scan)
 
     def ping(self) -> bool:
         """Whether Redis answers."""

@@ -33,6 +33,7 @@ FLOORS = {
     "events": 2,
     "control": 2,
     "stats": 2,
+    "search": 2,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper
