@@ -166,6 +166,15 @@ class Listener:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
 
+    def _dispatch(self, data: str) -> None:
+        parsed = parse(data)
+        if parsed is None:
+            return
+        try:
+            self._handle(parsed)
+        except Exception as e:  # a bug: report it and go on listening
+            self._report(e)
+
     def _listen(self) -> None:
         pauses = Pauses()
         while not self._stop.is_set():
@@ -180,14 +189,10 @@ class Listener:
                 while not self._stop.is_set():
                     msg = pubsub.get_message(timeout=defaults.CONTROL_POLL)
                     if msg is not None and msg["type"] == "message":
-                        parsed = parse(msg["data"])
-                        if parsed is not None:
-                            self._handle(parsed)
+                        self._dispatch(msg["data"])
             except redis.RedisError as e:
                 self._report(e)
                 self._stop.wait(pauses.next())
-            except Exception as e:  # a bug in a handler of messages: keep listening
-                self._report(e)
             finally:
                 self.listening.clear()
                 pubsub.close()

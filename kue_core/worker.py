@@ -78,6 +78,7 @@ class Workers:
         self._beat_now = True  # register at once (set again when types are added)
         self._threads: list[threading.Thread] = []  # keeper, promoter, event loop
         self._control: Listener | None = None  # this process's control channel
+        self._stop_asked = False  # a stop request came on it
         self._held: dict[str, threading.Event] = {}  # types paused here: set on resume
 
     # -- public ---------------------------------------------------------------------------
@@ -321,6 +322,9 @@ class Workers:
     def _on_control(self, message: dict[str, Any]) -> None:
         """A message on this process's control channel (see :mod:`kue_core.control`)."""
         if message["op"] == "stop":
+            if self._stop_asked:
+                return
+            self._stop_asked = True  # messages come one at a time, on the listener's thread
             log.info("worker %s: asked to stop; running jobs get %g s", self.id, message["timeout"])
             threading.Thread(target=self._stop, args=(message["timeout"],), name="kue-stop").start()
             return

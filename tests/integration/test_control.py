@@ -422,3 +422,34 @@ def test_stop_a_worker_remotely(redis_url: str, prefix: str, other: Queue) -> No
         assert _state(other, running) == "complete" and finished == [running.id]
         assert _state(other, waiting) == "inactive"  # not claimed after the request
         wait_for(lambda: other.workers() == [])
+
+
+def test_bad_control_messages_are_ignored_and_a_second_stop_changes_nothing(
+    redis_url: str, prefix: str, other: Queue
+) -> None:
+    stopped = threading.Event()
+
+    def handler(job: Job) -> None:
+        while not job.stopping:
+            time.sleep(0.005)
+        stopped.set()
+
+    with Queue(redis_url, prefix=prefix) as worker:
+        job = worker.create_job("t").save()
+        worker.process("t", 1, handler)
+        wait_for(lambda: _state(other, job) == "active" and other.workers())
+        channel = other.keys.control(other.workers()[0]["id"])
+        for bad in (
+            "not json",
+            '{"op": "end"}',
+            '{"op": "bogus"}',
+            '{"op": "stop", "timeout": -1}',
+        ):
+            other.client.publish(channel, bad)
+        other.cancel(job.id)  # type: ignore[arg-type]  # heard after the bad ones
+        assert stopped.wait(2)
+        assert not other.workers()[0]["stopping"]
+        other.stop_worker(other.workers()[0]["id"], timeout=5)
+        other.client.publish(channel, '{"op": "stop", "timeout": 0}')
+        assert worker.stopped_remotely.wait(10)
+        wait_for(lambda: other.workers() == [])
