@@ -1,5 +1,6 @@
 """The ``kue`` command line: ``kue example``, ``kue dashboard``, ``kue worker``, ``kue stats``,
-``kue doctor``.
+``kue doctor``; job control (``kue cancel``, ``kue move``, ``kue stop-worker``) is in
+:mod:`kue_cli.control`.
 
 Its exit codes (:data:`EPILOG`, shown by ``kue --help``) are part of its interface: scripts
 and service managers tell a bad invocation (2) from a Redis that is down for now (3).
@@ -34,9 +35,10 @@ from .errors import EXIT_FAILED, BadUsage, Unavailable
 
 EPILOG = """\b
 Exit codes:
-  0  done, or stopped gracefully by SIGTERM or SIGINT (Ctrl-C)
-  1  failed while running; kue doctor: problems found (and not repaired)
-  2  bad usage: an option, a Redis URL, a prefix or a handler that cannot work
+  0  done, or stopped gracefully by SIGTERM, SIGINT (Ctrl-C) or kue stop-worker
+  1  failed while running; kue doctor: problems found (and not repaired);
+     kue cancel, move: the job's state does not allow it
+  2  bad usage: an option, Redis URL, prefix, handler, job or worker id that cannot work
   3  unavailable: Redis cannot be reached or the port is taken (try again later)
 """
 
@@ -136,8 +138,9 @@ def _raised_by_resolve_name(error: BaseException) -> bool:
     return tb is not None and tb.tb_frame.f_code is pkgutil.resolve_name.__code__
 
 
-def wait_for_signal(on_stop: str) -> str:
-    """Block until SIGTERM or SIGINT; return its name. A second signal while the first is
+def wait_for_signal(on_stop: str, stopped: threading.Event | None = None) -> str | None:
+    """Block until SIGTERM or SIGINT and return its name, or until ``stopped`` is set (a
+    remote stop: ``Queue.stopped_remotely``) and return None. A signal while the first is
     being handled exits at once (status 1)."""
     stop = threading.Event()
     received: list[str] = []
@@ -151,8 +154,15 @@ def wait_for_signal(on_stop: str) -> str:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, handle)
+    if stopped is not None:
+
+        def remote() -> None:
+            stopped.wait()
+            stop.set()
+
+        threading.Thread(target=remote, name="kue-remote-stop", daemon=True).start()
     stop.wait()
-    return received[0]
+    return received[0] if received else None
 
 
 def _failing(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -348,8 +358,8 @@ def worker(
     redis_url: str | None,
     prefix: str,
 ) -> None:
-    """Run HANDLER on jobs of each --type until SIGTERM or SIGINT, then shut down gracefully:
-    claim nothing more, let running jobs finish, give back the rest."""
+    """Run HANDLER on jobs of each --type until SIGTERM, SIGINT or kue stop-worker, then shut
+    down gracefully: claim nothing more, let running jobs finish, give back the rest."""
     fn = load_handler(handler)
     for job_type in types:
         validate_type(job_type)  # all of them, before any worker starts
@@ -383,9 +393,13 @@ def worker(
         connection.redact(url),
         prefix,
     )
-    name = wait_for_signal("Running jobs return to the queue when their leases expire.")
-    log.info("%s: stopping; running jobs get %g s to finish", name, shutdown_timeout)
-    queue.shutdown(shutdown_timeout)
+    on_stop = "Running jobs return to the queue when their leases expire."
+    name = wait_for_signal(on_stop, queue.stopped_remotely)
+    if name is None:  # the queue has shut its workers down already
+        log.info("stopped remotely (kue stop-worker)")
+    else:
+        log.info("%s: stopping; running jobs get %g s to finish", name, shutdown_timeout)
+        queue.shutdown(shutdown_timeout)
     queue.close()
     log.info("stopped")
 

@@ -9,6 +9,12 @@ EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
 
 
+class Refused(click.ClickException):
+    """The state of things does not allow it now (a complete job cannot be cancelled): exit 1."""
+
+    exit_code = EXIT_FAILED
+
+
 class BadUsage(click.ClickException):
     """Invalid input: trying again will not help (exit 2)."""
 

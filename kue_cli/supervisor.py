@@ -13,6 +13,9 @@ SIGTERM or SIGINT passes the signal on and waits for every child's graceful shut
 - A child that dies is started again after a pause that doubles with each quick death
   (0.5 s up to 30 s), so a handler that crashes its process does not spin the machine.
   A child that exits with status 2 (bad usage: it can never work) stops everything.
+- A child that exits with status 0 was stopped on purpose (``kue stop-worker``, or a SIGTERM
+  sent to it alone) and is not started again; once every child has stopped so, the
+  supervisor exits 0 too.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class _Child:
     started: float = 0.0
     quick_deaths: int = 0
     restart_at: float | None = None
+    stopped: bool = False  # exited 0: not to be started again
 
 
 class Supervisor:
@@ -83,6 +87,9 @@ class Supervisor:
         for child in self.children:
             self._start(child)
         status = self._supervise()
+        if status == 0:
+            log.info("every worker process was stopped: stopped")
+            return 0
         return self._stop(status)
 
     def _on_signal(self, signum: int, frame: object) -> None:
@@ -101,11 +108,13 @@ class Supervisor:
         log.info("worker process %d started: pid %d", child.slot, child.proc.pid)
 
     def _supervise(self) -> int | None:
-        """Until the first signal: restart children that die. None, or the status to exit
-        with when a child reported bad usage."""
+        """Until the first signal: restart children that die. None; or the status to exit
+        with when a child reported bad usage (2), or when every child was stopped (0)."""
         while not self._signals:
             now = time.monotonic()
             for child in self.children:
+                if child.stopped:
+                    continue
                 if child.restart_at is not None:
                     if now >= child.restart_at:
                         self._start(child)
@@ -117,6 +126,14 @@ class Supervisor:
                 if code == EXIT_USAGE:
                     log.error("worker process %d exited with status 2 (bad usage)", child.slot)
                     return EXIT_USAGE
+                if code == 0:
+                    child.stopped = True
+                    log.info(
+                        "worker process %d (pid %d) was stopped: not started again",
+                        child.slot,
+                        child.proc.pid,
+                    )
+                    continue
                 ran = now - child.started
                 child.quick_deaths = 0 if ran >= STABLE else child.quick_deaths + 1
                 pause = _RESTART_BACKOFF.compute(max(0, child.quick_deaths - 1))
@@ -129,6 +146,8 @@ class Supervisor:
                     ran,
                     pause,
                 )
+            if all(child.stopped for child in self.children):
+                return 0
             self._wake.wait(0.2)
             self._wake.clear()
         return None

@@ -19,11 +19,12 @@ from kue_core import (
     JobNotFound,
     KueError,
     Queue,
+    WorkerNotFound,
     connection,
 )
 
 from . import config as settings
-from . import openapi, operations, security, stream
+from . import control, openapi, operations, security, stream
 from .api import api
 from .dashboard import dashboard
 from .metrics import metrics
@@ -31,11 +32,12 @@ from .metrics import metrics
 log = logging.getLogger("kue_http")
 
 # Modules whose routes join the API blueprint when imported.
-_ROUTES = (operations, stream, openapi)
+_ROUTES = (operations, control, stream, openapi)
 
 #: Library errors -> HTTP status.
 _STATUS: tuple[tuple[type[Exception], int], ...] = (
     (JobNotFound, 404),
+    (WorkerNotFound, 404),
     (InvalidJob, 400),
     (InvalidTransition, 409),
     (ConnectionFailed, 503),

@@ -31,6 +31,8 @@ _COUNT = {"type": "integer", "minimum": 0}
 _MS = {"type": "integer", "minimum": 0, "description": "Unix time in milliseconds"}
 #: ``KUE_AUTH``'s scheme -> what every route but the health check requires (none without it).
 _SECURITY: dict[str, list[Schema]] = {"basic": [{"basicAuth": []}], "bearer": [{"bearerAuth": []}]}
+#: Longest cancel reason (``kue_core.control.MAX_REASON``).
+_MAX_REASON = 1000
 #: Characters a job type may not hold (``kue_core.job.validate_type``).
 _CONTROL = r"\x00-\x1f\x7f"
 
@@ -52,13 +54,15 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
             "version": "1.0.0",
             "description": (
                 "Kue's JSON API (same routes, field names and shapes) with real status codes, "
-                "and routes Kue lacks: history, bulk actions, pausing, workers, throughput, "
-                'events, health. Every error answer is {"error": "..."}.'
+                "and routes Kue lacks: history, job control, bulk actions, pausing, workers, "
+                'throughput, events, health. Every error answer is {"error": "..."}.'
             ),
         },
         "servers": [{"url": server or "/"}],
         "security": _SECURITY.get(scheme, []),
-        "tags": [{"name": name} for name in ("jobs", "listing", "bulk", "pausing", "watching")],
+        "tags": [
+            {"name": name} for name in ("jobs", "control", "listing", "bulk", "pausing", "watching")
+        ],
         "paths": _paths(settings.get("KUE_MAX_PAGE", 1000)),
         "components": {
             "schemas": _schemas(),
@@ -175,6 +179,7 @@ def _paths(max_page: int) -> Schema:
                 "jobs", "Change a job's priority", _ok(_message("updated priority")), 400, 404
             ),
         },
+        **_control(),
         "/jobs/{from}..{to}": {"parameters": _RANGE, "get": listing},
         "/jobs/{from}..{to}/{order}": {"parameters": [*_RANGE, _ORDER], "get": listing},
         "/jobs/{state}/{from}..{to}": {"parameters": [_STATE_PARAM, *_RANGE], "get": listing},
@@ -283,6 +288,106 @@ def _paths(max_page: int) -> Schema:
     }
 
 
+def _control() -> Schema:
+    """Job control (``kue_http/control.py``): each answers the job as it is after."""
+    return {
+        "/job/{id}/cancel": {
+            "parameters": [_JOB_ID],
+            "post": _write(
+                "control",
+                "Cancel a job in any state but complete: it fails at once, with the error "
+                "'cancelled: <reason>', and is not retried; a running one is stopped in its "
+                "worker process",
+                _ok(_changed(r"^cancelled job [1-9][0-9]*$")),
+                400,
+                404,
+                409,
+                413,
+                body=_body(
+                    _object(
+                        {"reason": {"type": "string", "maxLength": _MAX_REASON}}, optional="reason"
+                    ),
+                    "Optional (an empty body is {}), but a POST must send JSON (CSRF).",
+                    required=False,
+                ),
+            ),
+        },
+        "/job/{id}/type/{type}": {
+            "parameters": [_JOB_ID, {**_TYPE_PARAM, "description": "The job's new type."}],
+            "put": _write(
+                "control",
+                "Put a job under another type, keeping its id, data, priority and state; a "
+                "running job only with force=true, which ends its attempt as cancel does and "
+                "leaves it inactive under the new type",
+                _ok(_changed(r"^moved job [1-9][0-9]* to ")),
+                400,
+                404,
+                409,
+                parameters=[
+                    _query(
+                        "force",
+                        {"enum": ["true", "false"]},
+                        "Move a running job too (default false: 409).",
+                    )
+                ],
+            ),
+        },
+        "/job/{id}/data": {
+            "parameters": [_JOB_ID],
+            "put": _write(
+                "control",
+                "Replace the data of an inactive, delayed or failed job (active or complete: 409)",
+                _ok(_changed(r"^updated the data of job [1-9][0-9]*$")),
+                400,
+                404,
+                409,
+                413,
+                body=_body({"description": "Any JSON value"}, "The job's new data."),
+            ),
+        },
+        "/workers/{id}/stop": {
+            "parameters": [
+                _path(
+                    "id",
+                    {"type": "string", "minLength": 1, "pattern": "^[^/]+$"},
+                    "A worker process's id (GET /workers).",
+                    example="host:1234:0a1b2c3d",
+                )
+            ],
+            "post": _write(
+                "control",
+                "Ask a live worker process to shut down gracefully, as SIGTERM does: it claims "
+                "nothing more, its running jobs get timeout seconds to finish, the rest go "
+                "back to the queue; answered once asked",
+                _ok(_message(pattern="^asked worker .+ to stop$")),
+                400,
+                404,
+                413,
+                body=_body(
+                    _object(
+                        {
+                            "timeout": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": defaults.MAX_MS // 1000,
+                                "description": "Seconds running jobs get to finish (default "
+                                f"{defaults.SHUTDOWN_TIMEOUT:g})",
+                            }
+                        },
+                        optional="timeout",
+                    ),
+                    "Optional (an empty body is {}), but a POST must send JSON (CSRF).",
+                    required=False,
+                ),
+            ),
+        },
+    }
+
+
+def _changed(pattern: str) -> Schema:
+    return _object({"message": {"type": "string", "pattern": pattern}, "job": _ref("Job")})
+
+
 def _bulk(summary: str, *, post: bool = False) -> Schema:
     """A bulk action: a write with the optional ``type`` filter and a count in the answer."""
     operation = _write(
@@ -338,9 +443,9 @@ def _json(description: str, schema: Schema) -> Schema:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _body(schema: Schema, description: str) -> Schema:
+def _body(schema: Schema, description: str, *, required: bool = True) -> Schema:
     return {
-        "required": True,
+        "required": required,
         "description": description,
         "content": {"application/json": {"schema": schema}},
     }
@@ -352,9 +457,9 @@ _ERRORS: dict[int, tuple[str, str]] = {
     400: ("BadRequest", "Bad input (nothing was written)"),
     401: ("Unauthorized", "No or wrong credentials (KUE_AUTH)"),
     403: ("Forbidden", "A write from another site (Origin does not match)"),
-    404: ("NotFound", "No job with this id"),
+    404: ("NotFound", "No job (or worker process) with this id"),
     405: ("ReadOnly", "Read-only mode (KUE_READONLY): no writes"),
-    409: ("Conflict", "The job cannot move to this state"),
+    409: ("Conflict", "The job's state does not allow this"),
     413: ("TooLarge", "The body is larger than KUE_MAX_BODY"),
     415: ("NotJson", "A write's body is not application/json, or a POST has none"),
     503: ("Unavailable", "Redis is unavailable"),
@@ -540,8 +645,11 @@ def _schemas() -> Schema:
                 "error": {"type": "string"},
                 "stalled": {"type": "integer", "minimum": 1},
                 "released": {"const": True},
+                "cancelled": {"type": "string", "description": "The reason (may be empty)"},
+                "moved": _object({"from": {"type": "string"}, "to": {"type": "string"}}),
+                "edited": {"const": True},
             },
-            optional="from worker attempt duration error stalled released",
+            optional="from worker attempt duration error stalled released cancelled moved edited",
         ),
         "Worker": _object(
             {
@@ -561,8 +669,16 @@ def _schemas() -> Schema:
                 },
                 "jobs": _array({"type": "integer", "minimum": 1}, "Ids of the jobs it runs."),
                 "heartbeat": _MS,
+                "paused": {
+                    **_names(),
+                    "description": "Types paused in this process only (pause with local)",
+                },
+                "stopping": {
+                    "type": "boolean",
+                    "description": "Shutting down (a signal or a remote stop): claims nothing",
+                },
             },
-            optional="abandoned_threads",
+            optional="abandoned_threads paused stopping",
         ),
         "Minute": _object(
             {"at": {**_MS, "multipleOf": 60_000}, "complete": _COUNT, "failed": _COUNT}

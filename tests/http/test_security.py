@@ -39,7 +39,14 @@ def _basic(user: str, password: str) -> dict[str, str]:
 def _write_routes(app: Flask, jid: int) -> list[tuple[str, str]]:
     """(method, url) of every write route of the app, with its parameters filled in, with and
     without a trailing slash."""
-    values = {"job_id": str(jid), "state": "failed", "priority": "5", "job_type": "t"}
+    values = {
+        "job_id": str(jid),
+        "state": "failed",
+        "priority": "5",
+        "job_type": "t",
+        "to_type": "t2",
+        "worker_id": "host:1:0a1b2c3d",
+    }
     out = []
     for rule in app.url_map.iter_rules():
         for method in sorted((rule.methods or set()) & WRITES):

@@ -5,6 +5,7 @@ redirect. The routes are read from the app, so that a new one is checked too."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,13 +17,18 @@ from flask.testing import FlaskClient
 from kue_core import Queue
 from kue_http import close, create_app
 from kue_http.api import api
+from tests.conftest import wait_for
 
+#: Stands for the id of the worker process each app runs (``seeded``), in paths and answers.
+WORKER = "{worker}"
 #: A value for each path argument of the routes; a listing (``rest``) in each of its forms.
 ARGUMENTS: dict[str, list[str]] = {
     "job_id": ["1"],
     "state": ["failed"],
     "priority": ["high"],
     "job_type": ["email"],
+    "to_type": ["sms"],
+    "worker_id": [WORKER],
     "rest": [
         "0..9",
         "0..9/desc",
@@ -37,6 +43,8 @@ ARGUMENTS: dict[str, list[str]] = {
 QUERIES = {"/api/job/search": "q=email"}
 #: What a POST sends (the bulk actions ignore it, but a POST must carry JSON).
 BODY = {"type": "email"}
+#: What the routes that read a body send, by the end of their path.
+BODIES = {"/cancel": {"reason": "by hand"}, "/data": {"title": "edited"}, "/stop": {"timeout": 0}}
 
 
 def _routes() -> list[tuple[str, str, str]]:
@@ -68,30 +76,56 @@ def _seed(queue: Queue) -> None:
 
 
 @pytest.fixture
-def seeded(redis_url: str, prefix: str) -> Iterator[Callable[[str], FlaskClient]]:
-    """Clients of apps seeded alike, each under its own prefix (``prefix`` + the suffix)."""
+def seeded(redis_url: str, prefix: str) -> Iterator[Callable[..., FlaskClient]]:
+    """Clients of apps seeded alike, each under its own prefix (``prefix`` + the suffix);
+    ``worker=True``: the app's queue runs a worker too (of a type without jobs), whose id
+    takes the place of ``WORKER`` in the client's requests and answers."""
     apps: list[Flask] = []
 
-    def make(suffix: str) -> FlaskClient:
+    def make(suffix: str, worker: bool = False) -> FlaskClient:
         app = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix + suffix})
-        _seed(app.extensions["kue"])
+        queue = app.extensions["kue"]
+        _seed(queue)
         apps.append(app)
-        return app.test_client()
+        client = app.test_client()
+        if worker:
+            queue.process("idle", lambda job: None)
+            [info] = wait_for(queue.workers)
+            client.environ_base["kue.test.worker"] = info["id"]
+        return client
 
     yield make
     for app in apps:
+        app.extensions["kue"].shutdown(0)
         close(app)
 
 
 def _answer(client: FlaskClient, method: str, url: str) -> tuple[int, str, bytes]:
-    body = BODY if method == "POST" else None
-    res = client.open(url, method=method, json=body, buffered=False)
+    body = next(
+        (b for end, b in BODIES.items() if url.split("?")[0].rstrip("/").endswith(end)), None
+    )
+    if body is None and method == "POST":
+        body = BODY
+    worker = client.environ_base.get("kue.test.worker", WORKER)
+    res = client.open(url.replace(WORKER, worker), method=method, json=body, buffered=False)
     try:
         if res.mimetype == "text/event-stream":
             return res.status_code, res.mimetype, next(iter(res.response))  # endless: its start
-        return res.status_code, res.mimetype, res.get_data()
+        return res.status_code, res.mimetype, _comparable(res.get_data(), worker)
     finally:
         res.close()
+
+
+def _comparable(data: bytes, worker: str) -> bytes:
+    """An answer without what differs between two apps seeded alike: the id of their worker,
+    and the times of the job that job control answers."""
+    data = data.replace(worker.encode(), WORKER.encode())
+    if not data.startswith(b'{"message"'):
+        return data
+    body = json.loads(data)
+    if "job" in body:
+        body["job"] = {k: v for k, v in body["job"].items() if not k.endswith("_at")}
+    return json.dumps(body).encode()
 
 
 def _jobs_and_pauses(client: FlaskClient) -> tuple[Any, ...]:
@@ -105,17 +139,21 @@ def _jobs_and_pauses(client: FlaskClient) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize(("method", "path", "query"), _routes())
 def test_a_trailing_slash_is_answered_as_none(
-    seeded: Callable[[str], FlaskClient], method: str, path: str, query: str
+    seeded: Callable[..., FlaskClient], method: str, path: str, query: str
 ) -> None:
     """Reads go twice to one app; a write goes to each of two apps seeded alike, which must
     answer and change the same."""
-    plain = seeded("")
-    slashed = plain if method == "GET" else seeded("b")
+    worker = WORKER in path
+    plain = seeded("", worker)
+    slashed = plain if method == "GET" else seeded("b", worker)
     question = f"?{query}" if query else ""
     without = _answer(plain, method, path + question)
     assert without[0] == 200, without
     assert _answer(slashed, method, f"{path}/{question}") == without
     assert _jobs_and_pauses(slashed) == _jobs_and_pauses(plain)
+    if worker:  # each app's worker was stopped
+        for client in (plain, slashed):
+            assert wait_for(client.application.extensions["kue"].stopped_remotely.is_set)
 
 
 def test_the_table_holds_every_kind_of_route() -> None:
@@ -128,11 +166,15 @@ def test_the_table_holds_every_kind_of_route() -> None:
         ("PUT", "/api/job/1/state/failed"),
         ("DELETE", "/api/job/1"),
         ("PUT", "/api/paused/email"),
+        ("POST", "/api/job/1/cancel"),
+        ("PUT", "/api/job/1/type/sms"),
+        ("PUT", "/api/job/1/data"),
+        ("POST", f"/api/workers/{WORKER}/stop"),
         ("GET", "/api/events"),
     } <= routes
 
 
-def test_the_dashboard_keeps_its_routes(seeded: Callable[[str], FlaskClient]) -> None:
+def test_the_dashboard_keeps_its_routes(seeded: Callable[..., FlaskClient]) -> None:
     client = seeded("")
     assert client.get("/jobs/inactive").status_code == 200
     assert client.get("/jobs/inactive/").status_code == 404  # unchanged: strict, as before

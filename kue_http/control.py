@@ -1,0 +1,80 @@
+"""Job control, on the API blueprint: cancel a job wherever it runs, move it to another type,
+replace the data of a waiting or failed job, stop a worker process. Each route checks its
+input, then makes one call to ``kue_core.Queue``, which refuses what the job's state does not
+allow (409) and an unknown job (404) or worker (404)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, jsonify, request
+
+from kue_core import InvalidJob, Job
+
+from .api import api, queue
+
+
+def _object_body(fields: frozenset[str]) -> dict[str, Any]:
+    """The optional JSON object a POST sends (``{}`` when its body is empty), with no fields
+    but ``fields``. The content type is JSON: ``security`` refuses a POST without it."""
+    if not request.get_data():
+        return {}
+    body = request.get_json()  # 400 when malformed
+    if not isinstance(body, dict):
+        raise InvalidJob("the body must be a JSON object")
+    unknown = set(body) - fields
+    if unknown:
+        known = ", ".join(sorted(fields))
+        raise InvalidJob(f"unknown field(s): {', '.join(sorted(unknown))}; known: {known}")
+    return body
+
+
+def _done(message: str, job: Job) -> Response:
+    return jsonify({"message": message, "job": job.to_dict()})
+
+
+@api.post("/job/<job_id>/cancel")
+def cancel(job_id: str) -> Response:
+    """End a job in any state but complete: it fails at once (``cancelled: <reason>``), is
+    not retried, and a running one is stopped in its worker process. Body: ``{"reason":
+    "..."}``, optional."""
+    reason = _object_body(frozenset({"reason"})).get("reason", "")
+    if not isinstance(reason, str):
+        raise InvalidJob(f"reason must be a string, got {type(reason).__name__}")
+    job = queue().cancel(job_id, reason)
+    return _done(f"cancelled job {job.id}", job)
+
+
+@api.put("/job/<job_id>/type/<rest:to_type>")
+def move(job_id: str, to_type: str) -> Response:
+    """Put a job under another type, keeping its id, data, priority and state. A running job
+    only with ``?force=true``: its attempt ends as on cancel, and it waits under the new
+    type."""
+    force = request.args.get("force", "false")
+    if force not in ("true", "false"):
+        raise InvalidJob(f"force must be true or false, got {force!r}")
+    job = queue().move(job_id, to_type, force=force == "true")
+    return _done(f"moved job {job.id} to {job.type}", job)
+
+
+@api.put("/job/<job_id>/data")
+def update_data(job_id: str) -> Response:
+    """Replace the data of an inactive, delayed or failed job with the body (any JSON)."""
+    if not request.get_data():
+        raise InvalidJob("send the new data as the JSON body")
+    data = request.get_json()  # 400 when malformed, 415 when not JSON
+    job = queue().update_data(job_id, data)
+    return _done(f"updated the data of job {job.id}", job)
+
+
+@api.post("/workers/<worker_id>/stop")
+def stop_worker(worker_id: str) -> Response:
+    """Ask a live worker process to shut down as on SIGTERM: it claims nothing more, its
+    running jobs get ``timeout`` seconds (body ``{"timeout": s}``, optional), the rest go
+    back to the queue."""
+    body = _object_body(frozenset({"timeout"}))
+    if "timeout" in body:
+        queue().stop_worker(worker_id, body["timeout"])
+    else:
+        queue().stop_worker(worker_id)
+    return jsonify({"message": f"asked worker {worker_id} to stop"})
