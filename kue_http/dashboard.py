@@ -4,7 +4,8 @@ Every page is complete HTML (escaped by Jinja), so it works without script and i
 first paint. ``static/kue.js`` makes it live: it listens to the event stream and, when
 something happens, fetches the page again and swaps in the parts marked ``data-live``, at
 most about once a second however many events arrive. Actions are ``fetch`` calls to the JSON
-API, which checks them (read-only mode, CSRF) as it checks any client.
+API, which checks them (read-only mode, CSRF) as it checks any client: retry, remove,
+priority, pause, and job control (cancel, move, edit a job's data, stop a worker process).
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from typing import Any
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from kue_core import PRIORITIES, STATES, Job, JobNotFound, priority_name, validate_type
+from kue_core import (
+    PRIORITIES,
+    STATES,
+    Job,
+    JobNotFound,
+    defaults,
+    priority_name,
+    validate_type,
+)
 
 from .api import queue
 
@@ -56,6 +65,11 @@ CHART_WINDOWS = (60, 360, 1440)
 _BARS = 60
 #: Active jobs read to show what each worker runs.
 _RUNNING_SHOWN = 500
+#: The error of a cancelled job, before ``: <reason>``.
+CANCELLED = "cancelled"
+#: The states whose jobs can be cancelled and whose data can be edited from the dashboard.
+CANCELLABLE = ("inactive", "delayed", "active")
+EDITABLE = ("inactive", "delayed", "failed")
 #: Bulk actions per state besides "Remove all": (label, method, API endpoint).
 BULK = {
     "failed": [("Retry all", "POST", "kue_api.retry_all")],
@@ -117,6 +131,17 @@ def job_title(job: Job) -> Any:
     return job.data.get("title", "") if isinstance(job.data, dict) else ""
 
 
+@dashboard.app_template_filter("cancel_reason")
+def cancel_reason(error: str | None) -> str | None:
+    """The reason of a job cancelled by an operator (its error is ``cancelled: <reason>``,
+    or ``cancelled`` without one), or None for any other error."""
+    if error == CANCELLED:
+        return ""
+    if error and error.startswith(CANCELLED + ": "):
+        return error[len(CANCELLED) + 2 :]
+    return None
+
+
 @dashboard.app_template_filter("priority")
 def priority_label(value: int | None) -> str:
     if value is None:
@@ -131,6 +156,8 @@ def _context() -> dict[str, Any]:
         "labels": LABELS,
         "states": STATES,
         "priorities": PRIORITIES,
+        "cancellable": CANCELLABLE,
+        "editable": EDITABLE,
     }
 
 
@@ -159,6 +186,7 @@ def overview() -> str:
         paused=paused,
         workers=workers,
         running=running,
+        stop_timeout=defaults.SHUTDOWN_TIMEOUT,
         chart=_chart(q.throughput(minutes)),
         minutes=minutes,
         windows=CHART_WINDOWS,
@@ -211,6 +239,7 @@ def job(job_id: str) -> str:
         url_for("kue_api.events", id=job_id),
         job=found,
         info=found.to_dict(),
+        types=[t for t in q.types() if t != found.type],
         history=history,
         attempt_errors=[h for h in history if h.get("error")],
         log=q.get_log(job_id),

@@ -75,15 +75,23 @@ class _Filter:
         self.job_id = job_id
 
     def __call__(self, event: dict[str, Any]) -> bool:
-        # Node Kue's messages name no type: let them by, the page checks what changed.
+        # Node Kue's messages name no type: let them by, the page checks what changed. A job
+        # moved to another type names the new one, and the old one after the event's name.
         if self.job_type is not None and event.get("type") not in (None, self.job_type):
-            return False
+            args = event.get("args")
+            if not (event.get("event") == "moved" and _second(args) == self.job_type):
+                return False
         if self.job_id is not None:
             try:
                 return int(event.get("id", 0)) == self.job_id
             except (TypeError, ValueError):
                 return False
         return True
+
+
+def _second(args: object) -> object:
+    """An event's first argument after its name (``args`` is ``[name, ...]``), or None."""
+    return args[1] if isinstance(args, list) and len(args) > 1 else None
 
 
 def _stream(

@@ -98,6 +98,7 @@
       if (again) again.focus();
     }
     relativeTimes();
+    markStopping();
   }
 
   // -- the event stream --------------------------------------------------------------------
@@ -132,23 +133,26 @@
   }
 
   // -- actions -----------------------------------------------------------------------------
-  async function send(method, url) {
+  // A write to the JSON API, with `body` (any JSON value) when given; the answer's message
+  // is shown. Returns whether it succeeded.
+  async function send(method, url, body) {
     const options = {
       method,
       credentials: "same-origin",
       headers: { Accept: "application/json", "Content-Type": "application/json" },
     };
-    if (method === "POST") options.body = "{}";
-    let body = {};
+    if (body !== undefined) options.body = JSON.stringify(body);
+    else if (method === "POST") options.body = "{}";
+    let answer = {};
     let response;
     try {
       response = await fetch(url, options);
-      body = await response.json();
+      answer = await response.json();
     } catch (error) {
       show(response ? `Failed (${response.status})` : "The server is unreachable", true);
       return false;
     }
-    show(body.message || body.error || `Done (${response.status})`, !response.ok);
+    show(answer.message || answer.error || `Done (${response.status})`, !response.ok);
     return response.ok;
   }
 
@@ -160,34 +164,157 @@
     show.timer = setTimeout(() => (toast.hidden = true), 4000);
   }
 
-  function confirmed(question) {
+  // Ask `question` in the confirmation dialog, with a reason field when `withReason`; the
+  // buttons say `ok` and `back`. Resolves to null when declined, else to the reason given.
+  function confirmed(question, { withReason = false, ok = "Confirm", back = "Cancel" } = {}) {
     const dialog = document.getElementById("confirm");
+    const reason = document.getElementById("confirm-reason-text");
     document.getElementById("confirm-text").textContent = question;
+    document.getElementById("confirm-ok").textContent = ok;
+    document.getElementById("confirm-back").textContent = back;
+    document.getElementById("confirm-reason").hidden = !withReason;
+    reason.value = "";
     return new Promise((resolve) => {
-      dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), {
-        once: true,
-      });
+      dialog.addEventListener(
+        "close",
+        () => resolve(dialog.returnValue === "ok" ? reason.value.trim() : null),
+        { once: true }
+      );
       dialog.returnValue = "";
       dialog.showModal();
+      if (withReason) reason.focus();
     });
   }
+
+  // A worker process asked to stop leaves the list when it has finished, which no event
+  // tells: until then its row says "Stopping…" and the page is fetched again every second.
+  const STOP_WATCH = 60000; // ms to keep watching
+  const stopping = new Map(); // worker id -> when to stop watching
+
+  function markStopping() {
+    for (const [id, until] of stopping) {
+      const row = document.querySelector(`tr[data-worker="${CSS.escape(id)}"]`);
+      if (!row || Date.now() > until) {
+        stopping.delete(id);
+        continue;
+      }
+      const button = row.querySelector("button[data-worker]");
+      if (button) {
+        button.disabled = true;
+        button.textContent = "Stopping…";
+      }
+    }
+    if (stopping.size) setTimeout(schedule, 1000);
+  }
+
+  // Enter in the reason field confirms (the form's first button would decline).
+  document.getElementById("confirm-reason-text").addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      document.getElementById("confirm").close("ok");
+    }
+  });
 
   document.addEventListener("click", async (event) => {
     const button = event.target.closest("button[data-url]");
     if (!button || button.disabled) return;
     event.preventDefault();
-    if (button.dataset.confirm && !(await confirmed(button.dataset.confirm))) return;
+    const data = button.dataset;
+    let body;
+    if (data.confirm) {
+      const withReason = data.reason !== undefined;
+      const reason = await confirmed(data.confirm, { withReason, ok: data.ok, back: data.back });
+      if (reason === null) return;
+      if (reason) body = { reason };
+    }
     button.disabled = true;
-    const ok = await send(button.dataset.method, button.dataset.url);
+    const ok = await send(data.method, data.url, body);
     button.disabled = false;
-    if (ok && button.dataset.after) location.assign(button.dataset.after);
+    if (ok && data.worker) stopping.set(data.worker, Date.now() + STOP_WATCH);
+    if (ok && data.after) location.assign(data.after);
     else refreshNow();
+    markStopping();
   });
 
+  // Move a job to another type; a running one only once told its attempt will be stopped.
+  async function move(form) {
+    const type = form.elements.type.value.trim();
+    if (!type) return;
+    let url = form.dataset.url + encodeURIComponent(type);
+    if (form.dataset.running !== undefined) {
+      const question =
+        `Job #${form.dataset.job} is running: moving it to ${type} stops its running ` +
+        "attempt (not counted), and it waits under the new type.";
+      if ((await confirmed(question, { ok: "Stop and move", back: "Keep it running" })) === null)
+        return;
+      url += "?force=true";
+    }
+    if (await send("PUT", url)) {
+      form.elements.type.value = "";
+      refreshNow();
+    }
+  }
+
+  // -- the data editor (job page) ----------------------------------------------------------
+  // It stays outside the live parts, so a refresh never takes what is being typed.
+  const editor = document.getElementById("editor");
+
+  function openEditor() {
+    const data = document.getElementById("job-data");
+    const live = document.querySelector('[data-live="data"]');
+    if (!editor || !data) return;
+    editor.elements.data.value = data.textContent; // the server's pretty-printed JSON
+    editor.elements.retry.hidden = live.dataset.state !== "failed";
+    setEditError("");
+    editor.hidden = false;
+    document.getElementById("data-panel").classList.add("editing");
+    editor.elements.data.focus();
+  }
+
+  function closeEditor() {
+    editor.hidden = true;
+    document.getElementById("data-panel").classList.remove("editing");
+  }
+
+  function setEditError(text) {
+    document.getElementById("edit-error").textContent = text;
+    if (text) editor.elements.data.setAttribute("aria-invalid", "true");
+    else editor.elements.data.removeAttribute("aria-invalid");
+  }
+
+  async function saveData(retry) {
+    let data;
+    try {
+      data = JSON.parse(editor.elements.data.value);
+    } catch (error) {
+      setEditError(`Not valid JSON, nothing was saved: ${error.message}`);
+      editor.elements.data.focus();
+      return;
+    }
+    setEditError("");
+    if (!(await send("PUT", editor.dataset.url, data))) return;
+    if (retry) await send("PUT", editor.dataset.retryUrl);
+    closeEditor();
+    refreshNow();
+  }
+
+  document.addEventListener("click", (event) => {
+    if (event.target.closest("[data-edit]")) openEditor();
+    else if (event.target.closest("[data-discard]")) closeEditor();
+  });
+
+  if (editor) {
+    editor.elements.data.addEventListener("input", () => setEditError(""));
+    // (#edit names no element: a fragment naming a hidden one would take the focus away.)
+    if (location.hash === "#edit" && document.getElementById("edit-data")) openEditor();
+  }
+
   document.addEventListener("submit", async (event) => {
-    const form = event.target.closest("form.priority");
+    const form = event.target.closest("form.priority, form.move, form.edit-data");
     if (!form) return;
     event.preventDefault();
+    if (form.matches(".move")) return move(form);
+    if (form.matches(".edit-data")) return saveData(event.submitter === form.elements.retry);
     const value = form.elements.priority.value;
     if (await send("PUT", form.dataset.url + encodeURIComponent(value))) refreshNow();
   });

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -22,7 +23,7 @@ from kue_core.states import STATES
 from kue_http import ConfigError, create_app
 from kue_http.app import mount
 from kue_http.dashboard import LABELS, dashboard
-from tests.conftest import finish
+from tests.conftest import finish, wait_for
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -176,12 +177,17 @@ def test_list_rows_filter_and_bulk_buttons(client: FlaskClient, queue: Queue) ->
 
 
 def test_active_list_has_no_bulk_actions(client: FlaskClient, queue: Queue) -> None:
-    """Running jobs can be neither removed nor retried from the list."""
+    """Running jobs can be neither removed nor retried from the list, only cancelled, one by
+    one, after a question that says the running attempt is stopped."""
     job = queue.create_job("t").save()
     queue.scripts.claim("t", "kue:test:1", 10_000)
     html = page(client, "/jobs/active")
     assert list(rows(html)) == [str(job.id)]
-    assert 'class="bulk"' not in html and "data-method" not in html
+    assert 'class="bulk"' not in html
+    buttons = re.findall(r"<button [^>]*data-method[^>]*>[^<]*</button>", html)
+    assert len(buttons) == 1 and buttons[0].endswith(">Cancel</button>")
+    assert f'data-url="/api/job/{job.id}/cancel"' in buttons[0]
+    assert "running attempt is stopped" in buttons[0] and " data-reason" in buttons[0]
 
 
 def test_list_pages_clamp_and_order(client: FlaskClient, queue: Queue) -> None:
@@ -259,6 +265,172 @@ def test_detail_of_no_job_is_404(client: FlaskClient, url: str) -> None:
     assert "<h1>404</h1>" in res.get_data(as_text=True)
 
 
+# -- job control ---------------------------------------------------------------------------
+def _buttons(html: str) -> dict[str, str]:
+    """The action buttons of a page, each whole tag by its id."""
+    tags = re.findall(r"<button [^>]*>[^<]*</button>", html)
+    return {m.group(1): tag for tag in tags if (m := re.search(r'\bid="([^"]+)"', tag))}
+
+
+def test_cancel_and_edit_are_offered_where_the_state_allows(
+    client: FlaskClient, queue: Queue
+) -> None:
+    """Cancel (with a question that asks for a reason) on queued, delayed and running jobs;
+    a link to the data editor on queued, delayed and failed ones; neither on complete jobs."""
+    waiting = queue.create_job("t").save()
+    delayed = queue.create_job("t").delay(60_000).save()
+    queue.create_job("r").save()
+    running = finish(queue, "r", ok=False)  # a failed one, then a running one
+    queue.create_job("r").save()
+    claimed = queue.scripts.claim("r", "kue:test:1", 10_000)
+    assert claimed and claimed != "paused"
+    active = claimed[0]
+    queue.create_job("c").save()
+    done = finish(queue, "c", ok=True)
+    failed = running
+
+    for state, jid, cancel, edit in [
+        ("inactive", waiting.id, True, True),
+        ("delayed", delayed.id, True, True),
+        ("active", active, True, False),
+        ("failed", failed, False, True),
+        ("complete", done, False, False),
+    ]:
+        html = page(client, f"/jobs/{state}")
+        buttons = _buttons(html)
+        assert (f"cancel-{jid}" in buttons) is cancel, state
+        assert (f'href="/job/{jid}#edit"' in html) is edit, state
+        if cancel:
+            tag = buttons[f"cancel-{jid}"]
+            assert f'data-url="/api/job/{jid}/cancel"' in tag and " data-reason" in tag
+            assert 'data-method="POST"' in tag and "data-confirm=" in tag
+            assert ("running attempt is stopped" in tag) is (state == "active")
+        detail = page(client, f"/job/{jid}")
+        assert (f"cancel-{jid}" in _buttons(detail)) is cancel, state
+        assert ('id="edit-data"' in detail) is edit, state
+        assert f'class="edit-data" id="editor" data-url="/api/job/{jid}/data"' in detail
+        move = re.search(r'<form class="move"[^>]*>', detail)
+        assert move and f'data-url="/api/job/{jid}/type/"' in move.group(0)
+        assert ("data-running" in move.group(0)) is (state == "active"), state
+
+
+def test_move_suggests_the_other_known_types(client: FlaskClient, queue: Queue) -> None:
+    job = queue.create_job("email").save()
+    queue.create_job(f"sms{SCRIPT}").save()
+    html = page(client, f"/job/{job.id}")
+    known = re.search(r'<datalist id="known-types">(.*?)</datalist>', html, re.S)
+    assert known
+    values = re.findall(r'<option value="([^"]*)">', known.group(1))
+    assert values == [str(escape(f"sms{SCRIPT}"))]  # not its own type; escaped
+    assert 'list="known-types"' in html
+
+
+def test_the_editor_starts_from_the_data_the_page_shows(client: FlaskClient, queue: Queue) -> None:
+    """The editor copies the page's pretty-printed data, which must be JSON as it stands
+    (non-ASCII kept); the page has the retry URL for "Save and retry"."""
+    data = {"to": "Zoë", "n": [1, 2], "html": IMG}
+    job = queue.create_job("t", data).save()
+    html = page(client, f"/job/{job.id}")
+    shown = re.search(r'<pre class="json" id="job-data">(.*?)</pre>', html, re.S)
+    assert shown and json.loads(unescape(shown.group(1))) == data
+    assert f'data-retry-url="/api/job/{job.id}/state/inactive"' in html
+    assert re.search(r'<textarea id="edit-text"[^>]*></textarea>', html)  # filled by the script
+
+
+def test_a_cancelled_job_shows_its_reason_and_its_history(
+    client: FlaskClient, queue: Queue
+) -> None:
+    """The reason stands out on the job's page (in full) and in the lists (its first line),
+    escaped; the timeline shows the move, the edit and the cancel as such."""
+    job = queue.create_job("old", {"n": 1}).save()
+    queue.move(job.id, "new")
+    queue.update_data(job.id, {"n": 2})
+    reason = f"wrong input {SCRIPT}\nsee the ticket"
+    queue.cancel(job.id, reason)
+
+    html = page(client, f"/job/{job.id}")
+    notice = re.search(r'<p class="notice cancelled" id="cancelled">(.*?)</p>', html, re.S)
+    assert notice and str(escape(reason)) in notice.group(1) and SCRIPT not in html
+    items = re.findall(r'<li class="state-(\w+)( \w+)?">(.*?)</li>', html, re.S)
+    timeline = [
+        (state, kind.strip(), " ".join(re.sub(r"<[^>]+>", " ", body).split()))
+        for state, kind, body in items
+    ]
+    assert [t[:2] for t in timeline] == [
+        ("inactive", ""),
+        ("inactive", "moved"),
+        ("inactive", "edited"),
+        ("failed", "cancelled"),
+    ]
+    assert timeline[1][2].startswith("Moved from old to new")
+    assert timeline[2][2].startswith("Data edited while queued")
+    assert timeline[3][2].startswith("Cancelled from Queued")
+    assert unescape(timeline[3][2]).endswith(f"Reason: wrong input {SCRIPT} see the ticket")
+
+    for url in ("/jobs/failed", "/search?q=new"):
+        row = rows(page(client, url))[str(job.id)]
+        assert row["Error"] == f"cancelled wrong input {SCRIPT}", url
+
+    other = queue.create_job("t").save()
+    queue.cancel(other.id)  # no reason
+    assert rows(page(client, "/jobs/failed"))[str(other.id)]["Error"] == "cancelled"
+    assert "No reason given." in page(client, f"/job/{other.id}")
+    failed = queue.create_job("t").save()
+    fail(queue, "t", "cancelled by the remote side")  # a handler's error: not a cancel
+    assert "notice cancelled" not in page(client, f"/job/{failed.id}")
+
+
+def test_workers_table_offers_stop_and_shows_local_pauses(
+    client: FlaskClient, queue: Queue
+) -> None:
+    """Each worker row has Stop (confirmed), whose URL reaches the API, and lists the types
+    paused in that process only."""
+    queue.process("mail", lambda job: None)
+    queue.process("sms", lambda job: None)
+    queue.pause("sms", local=True)
+    worker = wait_for(lambda: [w for w in queue.workers() if w["paused"] == ["sms"]])[0]
+    try:
+        html = page(client, "/")
+        row = re.search(rf'<tr data-worker="{re.escape(worker["id"])}">(.*?)</tr>', html, re.S)
+        assert row
+        assert "sms paused here" in row.group(1) and "mail paused here" not in row.group(1)
+        stop = re.search(r"<button [^>]*>Stop</button>", row.group(1))
+        assert stop and 'data-method="POST"' in stop.group(0) and "data-confirm=" in stop.group(0)
+        assert "10 s to finish" in stop.group(0)
+        url = re.search(r'data-url="([^"]+)"', stop.group(0))
+        assert url and unescape(url.group(1)) == f"/api/workers/{worker['id']}/stop"
+        assert client.post(unescape(url.group(1)), json={}).status_code == 200
+        wait_for(lambda: queue.workers() == [])  # in this process: its workers shut down
+        assert "No worker is running" in page(client, "/")
+    finally:
+        queue.shutdown(5)
+
+
+def test_a_list_of_one_type_hears_of_a_job_moved_out_of_it(
+    client: FlaskClient, queue: Queue
+) -> None:
+    """The stream of a type's list passes ``moved`` events naming that type as the old one
+    (the event's own type is the new one), so the job leaves the list live."""
+    job = queue.create_job("email").save()
+    res = client.get("/api/events?type=email", buffered=False)
+    chunks = iter(res.response)
+    queue.create_job("sms").save()  # filtered out
+    queue.move(job.id, "sms")
+    deadline = time.monotonic() + 5
+    events: list[dict[str, object]] = []
+    while not events:
+        assert time.monotonic() < deadline, "no event came"
+        text = next(chunks).decode()  # a keep-alive at least every 0.2 s
+        events += [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+    assert events[0] == {
+        "id": job.id,
+        "event": "moved",
+        "args": ["moved", "email"],
+        "type": "sms",
+    }
+    res.close()
+
+
 # -- search --------------------------------------------------------------------------------
 def test_search(client: FlaskClient, queue: Queue) -> None:
     """An existing id (with or without ``#``) opens the job; text lists the jobs whose type
@@ -300,21 +472,32 @@ def test_job_content_is_escaped_on_every_page(client: FlaskClient, queue: Queue)
 def test_read_only_pages_offer_no_actions(
     client: FlaskClient, queue: Queue, redis_url: str, prefix: str
 ) -> None:
-    """Read-only: no action buttons, no priority form, and the badge; the same pages of a
-    writable app do have actions."""
+    """Read-only: no action buttons (Stop on a worker included), no priority or move form, no
+    data editor nor link to it, and the badge; the same pages of a writable app do have
+    actions."""
     queue.create_job("email").save()
     jid = finish(queue, "email", ok=False)
+    queue.process("sms", lambda job: None)  # a worker process, with its row on the overview
+    wait_for(queue.workers)
     readonly = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_READONLY": True})
     urls = ["/", "/jobs/failed", f"/job/{jid}", "/search?q=email"]
-    with readonly.test_client() as ro:
+    forms = ('class="priority"', 'class="move"', 'class="edit-data"', "data-edit", '#edit"')
+    try:
+        with readonly.test_client() as ro:
+            for url in urls:
+                html = page(ro, url)
+                assert "data-method" not in html, url
+                assert not [f for f in forms if f in html], url
+                assert 'class="badge readonly"' in html, url
         for url in urls:
-            html = page(ro, url)
-            assert "data-method" not in html and 'class="priority"' not in html, url
-            assert 'class="badge readonly"' in html, url
-    for url in urls:
-        html = page(client, url)
-        assert "data-method" in html and 'class="badge readonly"' not in html, url
-    assert 'class="priority"' in page(client, f"/job/{jid}")
+            html = page(client, url)
+            assert "data-method" in html and 'class="badge readonly"' not in html, url
+        assert "Stop</button>" in page(client, "/")
+        html = page(client, f"/job/{jid}")
+        assert [f for f in forms if f in html] == list(forms[:4])
+        assert '#edit"' in page(client, "/jobs/failed")
+    finally:
+        queue.shutdown(5)
 
 
 # -- security headers ----------------------------------------------------------------------
