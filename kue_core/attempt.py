@@ -60,7 +60,7 @@ class _Ending:
 class Attempt:
     """A handler's run on one claimed job (see the module docstring)."""
 
-    __slots__ = ("_ending", "_lock", "_stop", "deadline", "job", "token", "ttl_ms")
+    __slots__ = ("_ending", "_lock", "_stop", "deadline", "ended_at", "job", "token", "ttl_ms")
 
     def __init__(self, job: Job, token: str, ttl_ms: int, *, grace: float = 0.0) -> None:
         self.job = job
@@ -71,6 +71,8 @@ class Attempt:
         self.deadline: float | None = None
         if ttl_ms:
             self.deadline = time.monotonic() + ttl_ms / 1000 + grace
+        #: ``time.monotonic()`` when the attempt ended; None while it runs.
+        self.ended_at: float | None = None
         self._lock = threading.Lock()
         self._ending = _Ending()
         self._stop: Callable[[], Any] | None = None
@@ -118,6 +120,7 @@ class Attempt:
             if self._ending.reason is not None:
                 return False
             self._ending.reason = reason
+            self.ended_at = time.monotonic()
             stop, self._stop = self._stop, None
         if stop is not None and reason in _STOPS:
             stop()

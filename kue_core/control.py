@@ -33,15 +33,12 @@ from .scripts import Scripts
 
 log = logging.getLogger("kue_core.control")
 
-#: Longest cancel reason kept (it becomes the job's error and a history entry).
-MAX_REASON = 1000
-
 
 def reason_text(reason: object) -> str:
     if not isinstance(reason, str):
         raise InvalidJob(f"reason must be a string, got {type(reason).__name__}")
-    if len(reason) > MAX_REASON:
-        raise InvalidJob(f"reason must be at most {MAX_REASON} characters")
+    if len(reason) > defaults.MAX_REASON:
+        raise InvalidJob(f"reason must be at most {defaults.MAX_REASON} characters")
     try:
         reason.encode("utf-8")
     except UnicodeEncodeError:

@@ -56,6 +56,9 @@ REDIRECT_PATIENCE = 10.0
 #: Seconds a started event subscriber may take to confirm its subscription.
 SUBSCRIBE_TIMEOUT = 5.0
 
+#: Longest reason a job can be cancelled with (it becomes the job's error and a history entry).
+MAX_REASON = 1000
+
 #: Seconds a worker process's control listener waits for a message before checking whether it
 #: should stop (a message itself is handled as it arrives).
 CONTROL_POLL = 0.2
@@ -100,6 +103,10 @@ PROMOTE_MAX_WAIT = 1.0
 
 #: Seconds ``queue.shutdown()`` lets running handlers finish before giving their jobs back.
 SHUTDOWN_TIMEOUT = 10.0
+
+#: Seconds a ``def`` handler whose attempt was ended from outside (ttl, lost lease, cancel)
+#: gets to return by itself before its slot goes on in a new thread.
+STOP_GRACE = 0.1
 
 #: Threads per worker process left running a ``def`` handler that outlived its attempt (past
 #: its ttl, lease lost): Python cannot stop a thread, so its slot goes on in a new one. Past

@@ -81,6 +81,7 @@ class Queue:
         self.stall_limit = stall_limit
         self._workers: Workers | None = None
         self._workers_lock = threading.Lock()
+        self._closing: Workers | None = None  # the last workers shut down
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
         # Only a client made from a URL is ours to close: the embedded one is shared by every
         # queue of this process, and a client passed in belongs to the caller.
@@ -406,8 +407,13 @@ class Queue:
         seconds; the jobs still running then go back to the queue at once."""
         with self._workers_lock:
             workers, self._workers = self._workers, None
+            if workers is not None:
+                self._closing = workers
+            closing = self._closing
         if workers is not None:
             workers.shutdown(timeout)
+        elif closing is not None:  # a shutdown under way (a remote stop): wait for its end
+            closing.closed.wait(max(0.0, timeout) + defaults.SHUTDOWN_TIMEOUT)
 
     def pause(self, job_type: str, *, local: bool = False) -> bool:
         """Stop every worker (of any process) from claiming jobs of ``job_type``: running jobs

@@ -73,6 +73,8 @@ class Workers:
         self._abandoned = 0  # threads whose handler outlived its attempt, still running
         self._stopping = threading.Event()  # no more claims
         self._closed = threading.Event()  # keeper and promoter end
+        #: Set once :meth:`shutdown` has finished.
+        self.closed = threading.Event()
         self._tick = threading.Event()  # wakes the keeper early
         self._runner = Runner(self._tick.set)
         self._beat_now = True  # register at once (set again when types are added)
@@ -215,6 +217,7 @@ class Workers:
             if slot.child is not None:
                 slot.child.close()
         self._safely(self._deregister)
+        self.closed.set()
 
     # -- slots ----------------------------------------------------------------------------
     def _serve(self, slot: Slot) -> None:
@@ -361,7 +364,9 @@ class Workers:
                 now = time.monotonic()
                 self._tick.clear()
                 wake = self._expire(now)
-                self._relieve()
+                relieve = self._relieve(now)
+                if relieve is not None:
+                    wake = relieve if wake is None else min(wake, relieve)
                 if now >= next_beat or self._beat_now:
                     self._beat_now = False
                     self._heartbeat()
@@ -408,16 +413,22 @@ class Workers:
                 self.scripts.fail(attempt.job_id, attempt.token, message, text, delay, None)
         return min(upcoming, default=None)
 
-    def _relieve(self) -> None:
-        """Give a new thread to each slot whose ``def`` handler still runs after its attempt
-        ended (a thread cannot be stopped), while fewer than ``ABANDONED_THREADS`` are left
-        running so; past that, the slot waits for its handler to return."""
+    def _relieve(self, now: float) -> float | None:
+        """Give a new thread to each slot whose ``def`` handler still runs ``STOP_GRACE``
+        after its attempt ended (a thread cannot be stopped), while fewer than
+        ``ABANDONED_THREADS`` are left running so; past that, the slot waits for its handler to
+        return. Returns when to look again for a handler still within its grace."""
+        upcoming: list[float] = []
         with self._lock:
             if self._stopping.is_set():
-                return
+                return None
             for slot in self._slots:
                 attempt = slot.attempt
                 if attempt is None or not attempt.stopped or not slot.in_thread:
+                    continue
+                assert attempt.ended_at is not None
+                if now < attempt.ended_at + defaults.STOP_GRACE:
+                    upcoming.append(attempt.ended_at + defaults.STOP_GRACE)
                     continue
                 if self._abandoned >= defaults.ABANDONED_THREADS:
                     if not slot.held_back:
@@ -445,6 +456,7 @@ class Workers:
                     slot.name,
                     self._abandoned,
                 )
+        return min(upcoming, default=None)
 
     # -- helpers --------------------------------------------------------------------------
     def _start_thread(self, target: Callable[[], Any], name: str) -> None:

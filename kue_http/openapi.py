@@ -31,8 +31,6 @@ _COUNT = {"type": "integer", "minimum": 0}
 _MS = {"type": "integer", "minimum": 0, "description": "Unix time in milliseconds"}
 #: ``KUE_AUTH``'s scheme -> what every route but the health check requires (none without it).
 _SECURITY: dict[str, list[Schema]] = {"basic": [{"basicAuth": []}], "bearer": [{"bearerAuth": []}]}
-#: Longest cancel reason (``kue_core.control.MAX_REASON``).
-_MAX_REASON = 1000
 #: Characters a job type may not hold (``kue_core.job.validate_type``).
 _CONTROL = r"\x00-\x1f\x7f"
 
@@ -305,7 +303,8 @@ def _control() -> Schema:
                 413,
                 body=_body(
                     _object(
-                        {"reason": {"type": "string", "maxLength": _MAX_REASON}}, optional="reason"
+                        {"reason": {"type": "string", "maxLength": defaults.MAX_REASON}},
+                        optional="reason",
                     ),
                     "Optional (an empty body is {}), but a POST must send JSON (CSRF).",
                     required=False,

@@ -13,8 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kue_cli.cli import cli
-from kue_core import Job, Queue
-from kue_core.control import MAX_REASON
+from kue_core import Job, Queue, defaults
 from tests.cli.running import Kue
 from tests.conftest import finish, free_port, wait_for
 
@@ -89,7 +88,7 @@ def test_cancel_refusals(queue: Queue, redis_url: str) -> None:
     refused(kue(queue, redis_url, "cancel", str(done)), 1, "Error: ")
     assert queue.get_job(done).state == "complete"
     job = queue.create_job("t").save()
-    long = "x" * (MAX_REASON + 1)
+    long = "x" * (defaults.MAX_REASON + 1)
     refused(kue(queue, redis_url, "cancel", str(job.id), "--reason", long), 2, "reason")
     assert queue.get_job(job.id).state == "inactive"
 

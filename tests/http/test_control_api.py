@@ -15,8 +15,7 @@ import redis
 from flask import Flask
 from flask.testing import FlaskClient
 
-from kue_core import Job, Queue
-from kue_core.control import MAX_REASON
+from kue_core import Job, Queue, defaults
 from kue_http import close, create_app
 from tests.conftest import finish, keys_under, wait_for
 
@@ -110,7 +109,7 @@ def test_cancelling_a_complete_job_is_a_conflict(client: FlaskClient, queue: Que
         ('{"reason": null}', "reason must be a string"),
         ('{"why": "x"}', "unknown field"),
         ("{", ""),
-        (f'{{"reason": "{"x" * (MAX_REASON + 1)}"}}', "reason"),
+        (f'{{"reason": "{"x" * (defaults.MAX_REASON + 1)}"}}', "reason"),
     ],
 )
 def test_bad_cancel_requests_change_nothing(
@@ -125,7 +124,7 @@ def test_bad_cancel_requests_change_nothing(
 
 def test_a_reason_of_the_longest_length_is_kept(client: FlaskClient, queue: Queue) -> None:
     job = queue.create_job("t").save()
-    reason = "é" * MAX_REASON
+    reason = "é" * defaults.MAX_REASON
     assert client.post(f"/api/job/{job.id}/cancel", json={"reason": reason}).status_code == 200
     assert queue.get_job(job.id).error == f"cancelled: {reason}"
 
@@ -422,4 +421,4 @@ def test_the_document_knows_the_longest_reason(client: FlaskClient) -> None:
     doc: dict[str, Any] = client.get("/api/openapi.json").json  # type: ignore[assignment]
     body = doc["paths"]["/job/{id}/cancel"]["post"]["requestBody"]
     schema = body["content"]["application/json"]["schema"]
-    assert schema["properties"]["reason"]["maxLength"] == MAX_REASON
+    assert schema["properties"]["reason"]["maxLength"] == defaults.MAX_REASON

@@ -5,6 +5,7 @@ workers shows running jobs at once."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -147,7 +148,7 @@ def test_quick_handlers_never_count_as_left_running(redis_url: str, prefix: str)
 
         def keeper() -> None:
             while not done.is_set():
-                workers._relieve()
+                workers._relieve(time.monotonic())
 
         threading.Thread(target=keeper, daemon=True).start()
         wait_for(lambda: q.count("complete") == len(jobs), timeout=20)

@@ -107,8 +107,8 @@ def test_cancel_a_running_thread_handler(wq: Queue, other: Queue) -> None:
     results: list[Any] = []
 
     def handler(job: Job) -> str:
+        results.append(threading.get_ident())
         if job.data.get("quick"):
-            results.append(job.id)
             return "quick"
         started.set()
         while not job.stopping:
@@ -128,6 +128,8 @@ def test_cancel_a_running_thread_handler(wq: Queue, other: Queue) -> None:
     done = wq.get_job(job.id)  # type: ignore[arg-type]
     assert done.state == "failed" and done.error == "cancelled: no longer needed"
     assert "result" not in done.to_dict()  # the late result was refused
+    # The handler returned within STOP_GRACE of being told: its slot kept its thread.
+    assert results[0] == results[1] and wq.workers()[0]["abandoned_threads"] == 0
 
 
 def test_cancel_a_running_async_handler(wq: Queue, other: Queue) -> None:
