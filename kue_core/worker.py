@@ -12,6 +12,10 @@ One :class:`Workers` per queue holds the threads and slots of a worker process:
   (``heartbeat.lua``), returns jobs whose lease expired to the queue (``recover.lua``), and
   fails attempts that outlive their ``ttl``.
 * a promotion thread (:mod:`kue_core.promoter`): moves due delayed jobs to inactive.
+* a control listener (:mod:`kue_core.control`) on the process's own channel: a running job
+  cancelled or moved by hand has its attempt ended at once, and a stop request shuts the
+  workers down as SIGTERM would. ``queue.pause(type, local=True)`` holds this process's slots
+  of a type; ``queue.use(middleware)`` wraps every handler call (:mod:`kue_core.slots`).
 
 Each run of a handler is an :class:`~kue_core.attempt.Attempt`, which decides once how it
 ended. A coroutine is cancelled and a child process killed when their attempt ends early;
@@ -78,7 +82,7 @@ class Workers:
         self._tick = threading.Event()  # wakes the keeper early
         self._runner = Runner(self._tick.set)
         self._beat_now = True  # register at once (set again when types are added)
-        self._threads: list[threading.Thread] = []  # keeper, promoter, event loop
+        self._threads: list[threading.Thread] = []  # keeper, promoter
         self._control: Listener | None = None  # this process's control channel
         self._stop_asked = False  # a stop request came on it
         self._held: dict[str, threading.Event] = {}  # types paused here: set on resume
