@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -451,12 +452,16 @@ def test_help_lists_the_commands_and_exit_codes() -> None:
     assert result.exit_code == 0
     commands = result.stdout.split("Commands:")[1].split("Exit codes:")[0]
     assert [line.split()[0] for line in commands.strip().splitlines()] == [
+        "cancel",
         "dashboard",
         "doctor",
         "example",
+        "move",
         "stats",
+        "stop-worker",
         "worker",
     ]
     codes = result.stdout.split("Exit codes:")[1]
-    assert [line.split()[0] for line in codes.strip().splitlines()] == ["0", "1", "2", "3"]
+    # One line per code; longer explanations go on in lines indented further.
+    assert re.findall(r"^ {0,4}(\S+) ", codes, re.MULTILINE) == ["0", "1", "2", "3"]
     assert "bad usage" in codes and "unavailable" in codes

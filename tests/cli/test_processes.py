@@ -122,7 +122,8 @@ def test_a_killed_workers_job_comes_back_after_its_lease(
     args = ("--type", "nap", "--lease", "1", "--stall-limit", "0")
     first = worker(run, redis_url, prefix, "sleepy", *args)
     job = queue.create_job("nap", {"seconds": 60}).attempts(3).save()
-    assert wait_for(lambda: queue.get_job(job.id).state == "active", timeout=10)
+    # Registered by its first heartbeat, which may come just after the claim.
+    assert wait_for(lambda: queue.get_job(job.id).state == "active" and queue.workers(), 10)
     [info] = queue.workers()
     assert (info["pid"], info["lease_ms"]) == (first.proc.pid, 1000)
     first.send(signal.SIGKILL)
