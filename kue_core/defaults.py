@@ -56,6 +56,9 @@ REDIRECT_PATIENCE = 10.0
 #: Seconds a started event subscriber may take to confirm its subscription.
 SUBSCRIBE_TIMEOUT = 5.0
 
+#: Longest unique key of a job (``job.unique(key)``).
+MAX_UNIQUE_KEY = 200
+
 #: Longest reason a job can be cancelled with (it becomes the job's error and a history entry).
 MAX_REASON = 1000
 

@@ -31,7 +31,8 @@ log = logging.getLogger("kue_core.events")
 #: receivers (after the job id, for queue-level ones): ``enqueue(type)``, ``start(type)``,
 #: ``promotion()``, ``progress(percent, data)``, ``failed attempt(message, attempts made)``,
 #: ``failed(message)``, ``complete(result)``, ``remove(type)``, ``error(message)``; and ours:
-#: ``cancelled(reason)`` (before its ``failed``), ``moved(old type)``, ``edited()``.
+#: ``cancelled(reason)`` (before its ``failed``), ``moved(old type)``, ``edited()``,
+#: ``deduplicated(unique key)`` (a save that found the job holding its key).
 ARITY = {
     "enqueue": 1,
     "start": 1,
@@ -45,6 +46,7 @@ ARITY = {
     "cancelled": 1,
     "moved": 1,
     "edited": 0,
+    "deduplicated": 1,
 }
 EVENTS = tuple(ARITY)
 #: After these a job has no more events to give: its job-level receivers are dropped.

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
-from . import checks, defaults
+from . import checks, defaults, unique
 from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
 from .scripts import SAVE_WIDTH
@@ -153,6 +153,9 @@ class Job:
     _due_at = 0  # ms since the epoch, when the delay was given as a time; 0: none
     _ttl = 0
     _remove_on_complete = False
+    _unique: unique.Unique | None = None
+    #: True when ``save()`` found a job holding this job's unique key: ``id`` is that job's.
+    deduplicated = False
     _progress: int | float = 0
     # Set when loaded from Redis.
     created_at: int | None = None
@@ -277,12 +280,42 @@ class Job:
         self._remove_on_complete = flag
         return self
 
+    @overload
+    def unique(self) -> dict[str, Any] | None: ...
+    @overload
+    def unique(
+        self, key: str, mode: str = "until_done", ttl: int | float | timedelta | None = None
+    ) -> Job: ...
+    def unique(self, key: Any = _UNSET, mode: str = "until_done", ttl: Any = None) -> Any:
+        """Save at most one job per ``key`` (see :mod:`kue_core.unique` for the modes:
+        ``until_done``, ``throttle`` (needs ``ttl`` ms), ``debounce``, ``reuse``)."""
+        if key is _UNSET:
+            u = self._unique
+            return None if u is None else {"key": u.key, "mode": u.mode, "ttl": u.ttl or None}
+        if self.id is not None:
+            raise InvalidJob("a unique key is given before the job is saved")
+        self._unique = unique.normalize(key, mode, ttl)
+        return self
+
     # -- persistence ------------------------------------------------------------------------
     def save(self) -> Job:
-        """Store the job (or, once saved, its changes); returns it with ``id`` set."""
+        """Store the job (or, once saved, its changes); returns it with ``id`` set. With a
+        unique key that a job holds, see :meth:`unique`: ``deduplicated`` tells."""
         if self.id is not None:
             return self.update()
+        if self._unique is not None:
+            return self._save_unique()
         self._saved(self.queue.scripts.save([self._save_row()])[0])
+        return self
+
+    def _save_unique(self) -> Job:
+        u = self._unique
+        assert u is not None
+        job_id, outcome, state = self.queue.scripts.save_unique(self._save_row(), *u)
+        self._saved(job_id)
+        self.deduplicated = outcome != "saved"
+        if state:
+            self.state = state
         return self
 
     def update(self) -> Job:
@@ -474,6 +507,9 @@ class Job:
         if "progress_data" in h:
             job.progress_data = _json_field(h["progress_data"], None)
             job._has_progress_data = True
+        key, mode = h.get("unique"), h.get("unique_mode")
+        if key is not None and mode in unique.MODES:
+            job._unique = unique.Unique(key, mode, 0)
         return job
 
     def to_dict(self) -> dict[str, Any]:
@@ -499,6 +535,8 @@ class Job:
             ("ttl", self._ttl or None),
         )
         out.update((k, v) for k, v in optional if v is not None)
+        if self._unique is not None:
+            out["unique"] = {"key": self._unique.key, "mode": self._unique.mode}
         made, most = self.attempts_made, self._max_attempts
         remaining = most - made if made > 0 else most
         out["attempts"] = {"made": made, "remaining": remaining, "max": most}

@@ -67,6 +67,15 @@ class Keys:
         """Hash describing one worker process (host, pid, types, jobs held, heartbeat)."""
         return f"{self.prefix}:worker:{worker_id}"
 
+    def unique(self, key: str) -> str:
+        """The id of the job holding a unique key (modes until_done, throttle, debounce)."""
+        return f"{self.prefix}:unique:{key}"
+
+    @property
+    def unique_jobs(self) -> str:
+        """Node kue-unique's hash, unique key -> job id (mode reuse)."""
+        return f"{self.prefix}:unique:jobs"
+
     def control(self, worker_id: str) -> str:
         """Pub/sub channel of one worker process: an attempt ended by hand, a request to stop."""
         return f"{self.prefix}:control:{worker_id}"

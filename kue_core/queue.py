@@ -138,6 +138,8 @@ class Queue:
                 raise InvalidJob("save_many takes jobs created by this queue")
             if job.id is not None:
                 raise InvalidJob(f"job {job.id} is saved already; use job.update()")
+        if any(job._unique is not None for job in batch):
+            return self._save_each(batch)
         rows = [job._save_row() for job in batch]
         if not rows:
             return batch
@@ -148,6 +150,25 @@ class Queue:
             ids = self.scripts.save_chunks([rows[i : i + size] for i in range(0, len(rows), size)])
         for job, job_id in zip(batch, ids, strict=True):
             job._saved(job_id)
+        return batch
+
+    def _save_each(self, batch: list[Job]) -> list[Job]:
+        """``save_many`` of a batch with unique keys: each of those is one script call (it may
+        find its key held); the jobs between them go in one call per run, in order."""
+        for job in batch:
+            job._save_row()  # every job is checked before any is saved
+        plain: list[Job] = []
+        for each in [*batch, None]:
+            if each is not None and each._unique is None:
+                plain.append(each)
+                continue
+            if plain:
+                ids = self.scripts.save([j._save_row() for j in plain])
+                for saved, job_id in zip(plain, ids, strict=True):
+                    saved._saved(job_id)
+                plain = []
+            if each is not None:
+                each._save_unique()
         return batch
 
     # -- reading ----------------------------------------------------------------------------

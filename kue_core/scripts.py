@@ -32,6 +32,7 @@ from .retry import Pauses
 #: Every transition script; ``tests/scripts/test_contract.py`` checks this against the files.
 SCRIPT_NAMES = (
     "save",
+    "save_unique",
     "update",
     "set_state",
     "set_priority",
@@ -296,6 +297,15 @@ class Scripts:
         """Store jobs given as rows of ``SAVE_WIDTH`` values in one call; returns their ids."""
         ids: list[int] = self._run("save", self._keys.ids, len(rows), *_flat(rows), replicated=True)
         return ids
+
+    def save_unique(
+        self, row: Sequence[Any], key: str, mode: str, ttl: int
+    ) -> tuple[int, str, str | None]:
+        """Save one job with a unique key unless a job holds it: (id, outcome, state)."""
+        job_id, outcome, state = self._run(
+            "save_unique", self._keys.ids, *row, key, mode, ttl, replicated=True
+        )
+        return int(job_id), outcome, state
 
     def save_chunks(self, chunks: Sequence[Sequence[Sequence[Any]]]) -> list[int]:
         """Like :meth:`save` for several chunks, pipelined in one round trip."""

@@ -7,7 +7,7 @@
 --          of its worker's hands: its lease ends here (complete and fail are refused by the
 --          token) and its worker process is told on <p>:control:<worker id> to stop it.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a complete job.
--- The job is counted as failed, unless it had failed already; its attempts are left as
+-- Its unique key is released (until_done, debounce). The job is counted as failed, unless it had failed already; its attempts are left as
 -- they are (a retry by hand starts them anew).
 local p, id, reason = ARGV[1], ARGV[2], ARGV[3]
 local job = load_job(KEYS[1])
@@ -25,6 +25,7 @@ redis.call('HSET', KEYS[1], 'state', 'failed', 'error', message, 'failed_at', in
 index_add(p, id, job.type, 'failed', job.priority, 0, 0, now)
 history(p, id, { state = 'failed', at = now, from = job.state, cancelled = reason })
 if job.state ~= 'failed' then count_outcome(p, job.type, 'failed', now, nil) end
+release_unique_of(p, id)
 publish(p, id, job.type, 'cancelled', cjson.encode(reason))
 publish(p, id, job.type, 'failed', cjson.encode(message))
 return job.state

@@ -36,6 +36,8 @@ local function k_resumed(p, jtype) return p .. ':' .. jtype .. ':resumed' end
 local function k_totals(p) return p .. ':stats:totals' end
 local function k_minute(p, outcome, minute) return p .. ':stats:' .. outcome .. ':' .. minute end
 local function k_control(p, wid) return p .. ':control:' .. wid end
+local function k_unique(p, key) return p .. ':unique:' .. key end
+local function k_unique_jobs(p) return p .. ':unique:jobs' end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -146,6 +148,30 @@ local function count_outcome(p, jtype, outcome, now, duration)
   end
 end
 
+-- Unique keys (see kue_core/unique.py). A job saved with one has the hash fields `unique`
+-- (the key) and `unique_mode`. until_done and debounce keys (<p>:unique:<key>, the holder's
+-- id) are released when the job ends (complete, failed for good, cancelled, removed); throttle
+-- keys only expire; reuse keys (kue-unique's hash <p>:unique:jobs) go with the job.
+local function releases_at_end(mode)
+  return mode == 'until_done' or mode == 'debounce'
+end
+
+-- Release the key the job `id` holds, if it still holds it (the key may have expired and been
+-- taken by another job meanwhile). `key` and `mode` as the hash has them (nil for none).
+local function release_unique(p, id, key, mode)
+  if key and releases_at_end(mode) then
+    local k = k_unique(p, key)
+    if redis.call('GET', k) == tostring(id) then redis.call('DEL', k) end
+  end
+end
+
+-- Read the job's unique key and release it (the ends that do not read the hash themselves).
+local function release_unique_of(p, id)
+  local u = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode')
+  release_unique(p, id, u[1], u[2])
+  return u
+end
+
 -- Move a job (`job` as load_job gives it, stored at `key`) to `state`, which is not
 -- 'active' and not its current state: indexes, hash, history, and the events of the move.
 -- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
@@ -166,6 +192,15 @@ local function move_job(p, id, key, job, state, now)
   end
   index_add(p, id, job.type, state, job.priority, job.promote_at, job.ttl, now)
   history(p, id, { state = state, at = now, from = job.state })
+  if state == 'complete' or state == 'failed' then
+    release_unique_of(p, id)
+  elseif job.state == 'complete' or job.state == 'failed' then
+    -- Back from the dead by hand: it holds its key again, unless another job took it.
+    local u = redis.call('HMGET', key, 'unique', 'unique_mode')
+    if u[1] and releases_at_end(u[2]) then
+      redis.call('SET', k_unique(p, u[1]), tostring(id), 'NX')
+    end
+  end
   if job.state == 'delayed' and state == 'inactive' then publish(p, id, job.type, 'promotion', '') end
   if state == 'inactive' then
     publish(p, id, job.type, 'enqueue', cjson.encode(job.type))
@@ -199,6 +234,10 @@ end
 -- Delete a job, its log and history, and every index entry it may have (the sets of every
 -- state, and of `state` when it is not one of Kue's); publish remove.
 local function delete_job(p, id, jtype, state)
+  local u = release_unique_of(p, id)
+  if u[2] == 'reuse' and redis.call('HGET', k_unique_jobs(p), u[1]) == tostring(id) then
+    redis.call('HDEL', k_unique_jobs(p), u[1])
+  end
   for s in pairs(STATES) do index_remove(p, id, jtype, s) end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))
@@ -226,6 +265,7 @@ local function record_failure(p, id, f, outcome, now)
   local msg = cjson.encode(f.message)
   publish(p, id, f.type, 'error', msg)
   if outcome == 'failed' then
+    release_unique_of(p, id)
     count_outcome(p, f.type, 'failed', now, nil)
     publish(p, id, f.type, 'failed', msg)
     return
@@ -236,6 +276,58 @@ local function record_failure(p, id, f, outcome, now)
   else
     redis.call('PUBLISH', k_promote(p), int(f.promote_at))  -- wake promoters due sooner
   end
+end
+
+-- Whether ARGV[b+1..b+SAVE_WIDTH] is a well-formed job for save_job.
+local function save_row_ok(b)
+  return ARGV[b + 1] ~= '' and tonumber(ARGV[b + 3]) and tonumber(ARGV[b + 4])
+    and tonumber(ARGV[b + 5]) and tonumber(ARGV[b + 7]) and tonumber(ARGV[b + 9])
+end
+
+-- Store a new job from ARGV[b+1..b+SAVE_WIDTH] (see save.lua), with `extra` hash fields
+-- (a flat list, or nil); index it, publish its events; return its id.
+local function save_job(p, ids_key, b, now, extra)
+  local jtype, data, priority = ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
+  local delay, ttl, due_at = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 7]), tonumber(ARGV[b + 9])
+  if due_at > 0 then delay = math.max(0, due_at - now) end
+  local id = redis.call('INCR', ids_key)
+  while redis.call('EXISTS', k_job(p, id)) == 1 do
+    id = redis.call('INCR', ids_key)
+  end
+  local state = 'inactive'
+  if delay > 0 then state = 'delayed' end
+  local promote_at = now + delay
+  local fields = {
+    'type', jtype, 'data', data, 'priority', int(priority), 'state', state,
+    'created_at', int(now), 'promote_at', int(promote_at), 'updated_at', int(now),
+    'max_attempts', ARGV[b + 5],
+  }
+  if delay > 0 then
+    fields[#fields + 1] = 'delay'; fields[#fields + 1] = int(delay)
+  end
+  if ARGV[b + 6] ~= '' then
+    fields[#fields + 1] = 'backoff'; fields[#fields + 1] = ARGV[b + 6]
+  end
+  if ttl > 0 then
+    fields[#fields + 1] = 'ttl'; fields[#fields + 1] = int(ttl)
+  end
+  if ARGV[b + 8] == '1' then
+    fields[#fields + 1] = 'removeOnComplete'; fields[#fields + 1] = 'true'
+  end
+  if extra then
+    for _, v in ipairs(extra) do fields[#fields + 1] = v end
+  end
+  redis.call('HSET', k_job(p, id), unpack(fields))
+  redis.call('ZADD', k_jobs(p), priority, zid(id))
+  index_add(p, id, jtype, state, priority, promote_at, ttl, now)
+  redis.call('SADD', k_types(p), jtype)
+  history(p, id, { state = state, at = now })
+  if state == 'inactive' then
+    publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
+  else
+    redis.call('PUBLISH', k_promote(p), int(promote_at))  -- wake promoters due sooner
+  end
+  return id
 end
 
 -- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score):

@@ -26,6 +26,7 @@ FLOORS = {
     "backoff": 1,
     "retry": 1,
     "checks": 1,
+    "unique": 1,
     # 2. connection, scripts, events
     "cluster": 2,
     "connection": 2,
