@@ -37,6 +37,15 @@ api = _Api("kue_api", __name__)
 
 _RANGE = re.compile(r"^(-?\d{1,19})\.\.(-?\d{1,19})\Z")  # \Z: no line break after
 
+
+def _unique(job: Job, value: Any) -> Job:
+    """``options.unique``: ``{"key": str, "mode": str, "ttl": ms}``, mode and ttl optional;
+    ``Job.unique`` checks the values."""
+    if not isinstance(value, dict) or "key" not in value or set(value) - {"key", "mode", "ttl"}:
+        raise InvalidJob('unique is {"key": str, "mode": str, "ttl": ms}, mode and ttl optional')
+    return job.unique(value["key"], value.get("mode", "until_done"), value.get("ttl"))
+
+
 #: ``POST /job`` options, Kue's names -> the Job setter that checks and applies them.
 _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
     "attempts": Job.attempts,
@@ -45,6 +54,7 @@ _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
     "ttl": Job.ttl,
     "backoff": Job.backoff,
     "removeOnComplete": Job.remove_on_complete,
+    "unique": _unique,
 }
 #: Options Kue knows that this project accepts and ignores (full-text search is not kept).
 _IGNORED_OPTIONS = frozenset({"searchKeys"})
@@ -183,8 +193,9 @@ def remove(job_id: str) -> Response:
 @api.post("/job")
 def create() -> Response | tuple[Response | str, int]:
     """One job object; or an array of them, answered as Kue does: in each element's place,
-    ``{"message": "job created", "id": n}`` or ``{"error": ...}``. The valid elements are saved
-    (in one call, in order) even when others are refused; then the answer is 400."""
+    ``{"message": "job created", "id": n}`` or ``{"error": ...}``; a duplicate of a job that
+    holds its unique key answers ``"job deduplicated"`` with that job's id. The valid elements
+    are saved (in one call, in order) even when others are refused; then the answer is 400."""
     body = request.get_json()  # 415 without a JSON content type, 400 when malformed
     if body == {} or body == []:
         return "", 204  # as Kue: nothing to create
@@ -202,7 +213,8 @@ def create() -> Response | tuple[Response | str, int]:
 
 
 def _created(job: Job) -> dict[str, Any]:
-    return {"message": "job created", "id": job.id}
+    """A saved job's answer; a duplicate of a job holding its unique key has that job's id."""
+    return {"message": "job deduplicated" if job.deduplicated else "job created", "id": job.id}
 
 
 def _attempt(q: Queue, item: Any) -> Job | InvalidJob:

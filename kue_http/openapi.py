@@ -618,9 +618,12 @@ def _schemas() -> Schema:
                         "max": {"type": "integer", "minimum": 1},
                     }
                 ),
+                "unique": _object(
+                    {"key": {"type": "string"}, "mode": {"enum": list(_UNIQUE_MODES)}}
+                ),
             },
             optional="result progress_data error created_at promote_at updated_at failed_at "
-            "started_at duration delay workerId ttl",
+            "started_at duration delay workerId ttl unique",
         ),
         "NewJob": _object(
             {
@@ -631,7 +634,14 @@ def _schemas() -> Schema:
             optional="data options",
         ),
         "Created": _object(
-            {"message": {"const": "job created"}, "id": {"type": "integer", "minimum": 1}}
+            {
+                "message": {
+                    "enum": ["job created", "job deduplicated"],
+                    "description": "job deduplicated: nothing new was saved, id is the job "
+                    "holding the unique key",
+                },
+                "id": {"type": "integer", "minimum": 1},
+            }
         ),
         "HistoryEntry": _object(
             {
@@ -685,6 +695,45 @@ def _schemas() -> Schema:
     }
 
 
+#: ``Job.unique``'s modes, the first the default.
+_UNIQUE_MODES = ("until_done", "throttle", "debounce", "reuse")
+#: ``options.unique`` (``_unique`` in api.py, checked by ``kue_core.job.Job.unique``).
+_UNIQUE: Schema = {
+    **_object(
+        {
+            "key": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": defaults.MAX_UNIQUE_KEY,
+                "pattern": rf"^[^{_CONTROL}]*$",
+                "not": {"const": "jobs"},
+            },
+            "mode": {"enum": list(_UNIQUE_MODES), "default": _UNIQUE_MODES[0]},
+            "ttl": {
+                "type": ["number", "null"],
+                "minimum": 1,
+                "maximum": defaults.MAX_MS,
+                "description": "ms the key holds: required for throttle, refused for reuse, "
+                "a safety expiry for until_done and debounce",
+            },
+        },
+        optional="mode ttl",
+    ),
+    "description": "At most one job per key: until_done (while it is not finished), throttle "
+    "(for ttl ms from the first save), debounce (a delayed job's data is replaced and its due "
+    "time pushed back), reuse (one job per key for ever, re-queued: Node kue-unique's). A "
+    "duplicate saves nothing new and is answered 'job deduplicated' with the job's id.",
+    "allOf": [
+        {
+            "if": {"required": ["mode"], "properties": {"mode": {"const": "throttle"}}},
+            "then": {"required": ["ttl"], "properties": {"ttl": {"type": "number"}}},
+        },
+        {
+            "if": {"required": ["mode"], "properties": {"mode": {"const": "reuse"}}},
+            "then": {"properties": {"ttl": {"type": "null"}}},
+        },
+    ],
+}
 #: ``POST /job`` options (``_OPTIONS`` in api.py and the setters of ``kue_core.job.Job``).
 _OPTIONS: Schema = {
     "type": ["object", "null"],
@@ -719,6 +768,7 @@ _OPTIONS: Schema = {
             ]
         },
         "removeOnComplete": {"type": "boolean"},
+        "unique": _UNIQUE,
         "searchKeys": {"description": "Accepted and ignored (no full-text index)"},
     },
     "additionalProperties": False,

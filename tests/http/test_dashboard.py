@@ -257,6 +257,17 @@ def test_detail_shows_the_result(client: FlaskClient, queue: Queue) -> None:
     assert '<pre class="json result">' + str(escape(json.dumps({"ok": True}, indent=2))) in html
 
 
+def test_detail_shows_the_unique_key_escaped(client: FlaskClient, queue: Queue) -> None:
+    """A job's unique key and mode are among its facts, the key as text; none without one."""
+    key = f"<b>bold</b>{IMG}"
+    job = queue.create_job("t").unique(key, "debounce").delay(60_000).save()
+    html = page(client, f"/job/{job.id}")
+    assert "<b>bold</b>" not in html and IMG not in html
+    assert f'<span class="mono">{escape(key)}</span>' in html and ">debounce</span>" in html
+    plain = queue.create_job("t").save()
+    assert 'id="unique"' not in page(client, f"/job/{plain.id}")
+
+
 @pytest.mark.parametrize("url", ["/job/999999", "/job/abc", "/job/0", "/job/1e3"])
 def test_detail_of_no_job_is_404(client: FlaskClient, url: str) -> None:
     """An unknown or malformed id is the 404 page, not a 400 or a 500."""
