@@ -60,6 +60,11 @@ What is checked (the finding kinds):
 ``ids-behind``
     ``<p>:ids`` below the id of an existing job: Kue's save would write over that job.
     Repair: raise the counter to that id.
+``stale-unique``
+    a unique key (``<p>:unique:<key>``, without an expiry) naming a job that is gone or has
+    ended, or an entry of kue-unique's ``<p>:unique:jobs`` naming a job that is gone: Node Kue
+    ends and removes jobs without releasing them. They block nothing (a save takes such a key
+    over) but stay in Redis. Repair: delete them.
 ``not-a-hash``, ``wrong-type``
     a job key, or one of Kue's fixed keys, holding another Redis type. A person must look.
 
@@ -95,6 +100,7 @@ _ORDER = (
     "unlog",
     "unworker",
     "ids",
+    "ununique",
 )
 
 #: Redis types of the fixed keys (a key that does not exist is fine too).
@@ -332,6 +338,7 @@ class _Check:
         self._tokens(sets)
         self._workers()
         self._ids(max_id)
+        self._unique_keys()
         # By job (then the rest), whatever order SCAN gave.
         self.report.findings.sort(key=lambda f: (f.job_id is None, f.job_id or 0, f.kind, f.key))
         return self.report
@@ -708,6 +715,49 @@ class _Check:
                 max_id,
                 ("ids", str(max_id), "", ""),
             )
+
+    def _unique_keys(self) -> None:
+        """Unique keys without an expiry naming a job that is gone or has ended, and
+        kue-unique entries naming a job that is gone: left by Node Kue, which ends and removes
+        jobs without our scripts."""
+        reuse = self.keys.unique_jobs
+        for key in self.client.scan_iter(match=self.keys.match("unique:*"), count=self.batch * 5):
+            if key == reuse:
+                continue
+            pipe = self.client.pipeline(transaction=False)
+            pipe.type(key)
+            pipe.get(key)
+            pipe.pttl(key)
+            kind, holder, ttl = pipe.execute()
+            if kind != "string" or not str(holder).isdigit() or ttl != -1:
+                continue
+            state, jtype = cast(
+                "list[str | None]", self.client.hmget(self.keys.job(int(holder)), "state", "type")
+            )
+            if jtype is None or state in ("complete", "failed"):
+                what = "is gone" if jtype is None else f"is {state}"
+                name = key[len(self.keys.prefix) + len(":unique:") :]
+                self.add(
+                    "stale-unique",
+                    key,
+                    f"unique key {name!r} names job {holder}, which {what}: it blocks nothing "
+                    "now but stays in Redis",
+                    "delete it",
+                    int(holder),
+                    ("ununique", name, str(holder), ""),
+                )
+        if self.client.type(reuse) != "hash":
+            return
+        for name, holder in self.client.hscan_iter(reuse, count=self.batch):
+            if str(holder).isdigit() and not self.client.exists(self.keys.job(int(holder))):
+                self.add(
+                    "stale-unique",
+                    reuse,
+                    f"kue-unique's key {name!r} names job {holder}, which is gone",
+                    "delete the entry",
+                    int(holder),
+                    ("ununique", "", str(holder), str(name)),
+                )
 
 
 # -- repair ---------------------------------------------------------------------------------

@@ -19,6 +19,9 @@
 --                   exist.
 --          unworker worker id: drop a worker from <p>:workers when its registration is gone.
 --          ids      id: raise <p>:ids to the id of an existing job above it.
+--          ununique key, id: delete the unique key <p>:unique:<key> (or kue-unique's entry
+--                   for it, when the key is 'jobs' and id its field) while it still names id
+--                   and that job is gone, or has ended and the key has no expiry.
 -- Returns  per action 1 when it changed something, 0 when there was nothing to do (the job
 --          moved on since the check).
 -- Events   requeue: enqueue [type], or error and failed [reason] past the stall limit;
@@ -30,7 +33,7 @@ if not n or #ARGV ~= 2 + n * REPAIR_WIDTH then
   return redis.error_reply('KUE_INVALID repair expects ' .. REPAIR_WIDTH .. ' values per action')
 end
 local ACTIONS = { unindex = true, index = true, types = true, tokens = true, requeue = true,
-  settle = true, purge = true, unlog = true, unworker = true, ids = true }
+  settle = true, purge = true, unlog = true, unworker = true, ids = true, ununique = true }
 local function set_name(name)
   return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
 end
@@ -250,6 +253,24 @@ local function ids(id)
   return 1
 end
 
+-- Whether a unique key naming job `id` is held by nothing: the job is gone or has ended.
+local function unheld(id)
+  local state = redis.call('HGET', k_job(p, id), 'state')
+  return not redis.call('HGET', k_job(p, id), 'type') or state == 'complete' or state == 'failed'
+end
+
+local function ununique(key, id, field)
+  if field ~= '' then  -- kue-unique's hash: only a job that is gone frees its key
+    if redis.call('HGET', k_unique_jobs(p), field) ~= id
+        or redis.call('HGET', k_job(p, id), 'type') then return 0 end
+    return redis.call('HDEL', k_unique_jobs(p), field)
+  end
+  local k = k_unique(p, key)
+  if key_type(k) ~= 'string' or redis.call('GET', k) ~= id or redis.call('PTTL', k) ~= -1
+      or not unheld(id) then return 0 end
+  return redis.call('DEL', k)
+end
+
 local done = {}
 for i = 0, n - 1 do
   local b = 2 + i * REPAIR_WIDTH
@@ -276,6 +297,8 @@ for i = 0, n - 1 do
     r = unworker(a)
   elseif action == 'ids' then
     r = ids(a)
+  elseif action == 'ununique' then
+    r = ununique(a, x, y)
   end
   done[#done + 1] = r
 end

@@ -189,3 +189,38 @@ def test_a_key_is_never_left_behind_by_a_killed_worker(queue: Queue, redis_url: 
         q2.close()
     assert queue.client.get(queue.keys.unique("once")) is None
     assert doctor.check(queue).findings == []
+
+
+def test_doctor_finds_and_repairs_unique_keys_left_by_node_kue(
+    queue: Queue, r: redis.Redis
+) -> None:
+    ended = queue.create_job("t").unique("ended").save()
+    gone = queue.create_job("t").unique("gone").save()
+    reused = queue.create_job("t").unique("again", "reuse").save()
+    held = queue.create_job("t").unique("held").save()
+    throttled = queue.create_job("t").unique("slow", "throttle", ttl=60_000).save()
+    # What Node Kue does: it ends and deletes jobs without our scripts.
+    r.hset(queue.keys.job(ended.id), "state", "complete")  # type: ignore[arg-type]
+    queue.client.zrem(queue.keys.state("inactive"), f"0{len(str(ended.id))}|{ended.id}")
+    queue.client.zadd(queue.keys.state("complete"), {f"0{len(str(ended.id))}|{ended.id}": 0})
+    queue.client.zrem(queue.keys.type_state("t", "inactive"), f"0{len(str(ended.id))}|{ended.id}")
+    queue.client.zadd(
+        queue.keys.type_state("t", "complete"), {f"0{len(str(ended.id))}|{ended.id}": 0}
+    )
+    for job in (gone, reused, throttled):
+        r.delete(queue.keys.job(job.id), queue.keys.history(job.id))  # type: ignore[arg-type]
+        member = f"0{len(str(job.id))}|{job.id}"
+        for key in (
+            queue.keys.jobs,
+            queue.keys.state("inactive"),
+            queue.keys.type_state("t", "inactive"),
+        ):
+            r.zrem(key, member)
+    found = [f for f in doctor.check(queue).findings if f.kind == "stale-unique"]
+    assert sorted(f.job_id for f in found) == sorted([ended.id, gone.id, reused.id])  # type: ignore[type-var]
+    doctor.repair(queue, found)
+    assert _holder(r, queue, "ended") is None and _holder(r, queue, "gone") is None
+    assert r.hget(queue.keys.unique_jobs, "again") is None
+    assert _holder(r, queue, "held") == str(held.id)  # still held by a waiting job
+    assert _holder(r, queue, "slow") == str(throttled.id)  # expires by itself
+    assert [f for f in doctor.check(queue).findings if f.kind == "stale-unique"] == []
