@@ -92,6 +92,14 @@ THROUGHPUT_MINUTES = 1440
 #: ``Queue.throughput()`` may ask for it).
 MINUTE_COUNTER_TTL = THROUGHPUT_MINUTES * 60
 
+#: Days the wait and run statistics of each type are kept (``Queue.timings()``), as qless
+#: keeps its per-queue statistics: a month of daily figures, about 1 KB per type and day.
+TIMINGS_DAYS = 30
+
+#: Seconds a day's wait or run statistics of a type live after their first job (the day, and
+#: ``TIMINGS_DAYS`` more).
+TIMINGS_TTL = (TIMINGS_DAYS + 1) * 86400
+
 #: Seconds an idle worker blocks on Redis waiting for work before it checks again.
 IDLE_WAIT = 5.0
 

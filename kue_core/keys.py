@@ -80,6 +80,11 @@ class Keys:
         """Pub/sub channel of one worker process: an attempt ended by hand, a request to stop."""
         return f"{self.prefix}:control:{worker_id}"
 
+    def timings(self, job_type: str, day: str, kind: str) -> str:
+        """Wait or run statistics (``kind``) of a type on a UTC day (``YYYY-MM-DD``): a hash
+        of ``count``, ``sum`` and ``sumsq`` (ms) and ``le:<ms>``/``le:inf`` bucket counts."""
+        return f"{self.prefix}:stats:{job_type}:{day}:{kind}"
+
     def minute(self, outcome: str, minute: int) -> str:
         """Jobs that ended ``outcome`` (complete, failed) in one minute since the epoch;
         kept a day."""

@@ -6,6 +6,7 @@ import json
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from datetime import date
 from typing import Any, cast
 
 import redis
@@ -366,6 +367,17 @@ class Queue:
         "durations": [(upper bound ms or None for the rest, n), ...]}`` (completed jobs by
         duration, each bucket counted alone, not cumulatively)."""
         return stats.totals(self.client, self.keys)
+
+    def timings(self, job_type: str | None = None, day: date | str | None = None) -> dict[str, Any]:
+        """How long jobs waited (from their last change while waiting to their start) and ran
+        (start to the attempt's end), per type, on a UTC day (default today on the Redis
+        server's clock; kept ``defaults.TIMINGS_DAYS`` days): ``{"count", "mean_ms",
+        "stddev_ms", "buckets": [[le ms or None, n], ...]}`` for each. With a type:
+        ``{"type", "day", "wait", "run"}``; else ``{"day", "types": {type: {"wait", "run"}}}``."""
+        if job_type is None:
+            return stats.timings(self.client, self.keys, self.types(), day)
+        found = stats.timings(self.client, self.keys, [validate_type(job_type)], day)
+        return {"type": job_type, "day": found["day"], **found["types"][job_type]}
 
     # -- job control (see kue_core.control) -------------------------------------------------
     def cancel(self, job_id: int | str, reason: str = "") -> Job:

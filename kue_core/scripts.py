@@ -74,6 +74,7 @@ LUA_CONSTANTS = (
     "DURATION_BUCKETS_MS",
     "MINUTE_COUNTER_TTL",
     "RESUMED_SIGNAL_MS",
+    "TIMINGS_TTL",
 )
 
 _LUA_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")

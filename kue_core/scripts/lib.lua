@@ -38,6 +38,9 @@ local function k_minute(p, outcome, minute) return p .. ':stats:' .. outcome .. 
 local function k_control(p, wid) return p .. ':control:' .. wid end
 local function k_unique(p, key) return p .. ':unique:' .. key end
 local function k_unique_jobs(p) return p .. ':unique:jobs' end
+local function k_timings(p, jtype, day, kind)
+  return p .. ':stats:' .. jtype .. ':' .. day .. ':' .. kind
+end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -132,6 +135,43 @@ local function leave_active(p, id, jtype)
   index_remove(p, id, jtype, 'active')
 end
 
+-- The label of the duration bucket of `ms` (DURATION_BUCKETS_MS, as Prometheus's `le`).
+local function bucket(ms)
+  for _, le in ipairs(DURATION_BUCKETS_MS) do
+    if ms <= le then return int(le) end
+  end
+  return 'inf'
+end
+
+-- The UTC day (YYYY-MM-DD) of a time in ms since the epoch (the civil calendar from a day
+-- count, as in Howard Hinnant's date algorithms).
+local function utc_day(ms)
+  local z = math.floor(ms / 86400000) + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+    - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp + 3
+  if mp >= 10 then m = mp - 9 end
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return string.format('%04d-%02d-%02d', y, m, d)
+end
+
+-- Add one wait or run (`kind`) of `ms` to the statistics of `jtype` for today (UTC), kept
+-- TIMINGS_TTL seconds: count, sum, sum of squares (for the standard deviation), bucket.
+local function record_timing(p, jtype, kind, ms, now)
+  ms = math.max(0, ms)
+  local key = k_timings(p, jtype, utc_day(now), kind)
+  if redis.call('HINCRBY', key, 'count', 1) == 1 then redis.call('EXPIRE', key, TIMINGS_TTL) end
+  redis.call('HINCRBY', key, 'sum', int(ms))
+  redis.call('HINCRBYFLOAT', key, 'sumsq', string.format('%.17g', ms * ms))
+  redis.call('HINCRBY', key, 'le:' .. bucket(ms), 1)
+end
+
 -- Count a job that ended `outcome` ('complete' or 'failed'): this minute's counter (kept
 -- MINUTE_COUNTER_TTL seconds), the totals per type, and for a completed job the duration
 -- histogram (buckets DURATION_BUCKETS_MS, labelled as Prometheus's `le`).
@@ -140,11 +180,7 @@ local function count_outcome(p, jtype, outcome, now, duration)
   if redis.call('INCR', key) == 1 then redis.call('EXPIRE', key, MINUTE_COUNTER_TTL) end
   redis.call('HINCRBY', k_totals(p), outcome .. ':' .. jtype, 1)
   if duration then
-    local bucket = 'inf'
-    for _, le in ipairs(DURATION_BUCKETS_MS) do
-      if duration <= le then bucket = int(le); break end
-    end
-    redis.call('HINCRBY', k_totals(p), 'le:' .. bucket, 1)
+    redis.call('HINCRBY', k_totals(p), 'le:' .. bucket(duration), 1)
   end
 end
 
@@ -356,6 +392,7 @@ local function claim(p, jtype, worker, lease_ms, now)
       local priority = tonumber(out[at.priority or 0]) or 0
       local ttl = tonumber(out[at.ttl or 0]) or 0
       local attempts = tonumber(out[at.attempts or 0]) or 0
+      local waiting_since = tonumber(out[at.updated_at or 0]) or now
       local changes = { state = 'active', started_at = int(now), updated_at = int(now),
         workerId = worker, lease = int((tonumber(out[at.lease or 0]) or 0) + 1) }
       local fields = {}
@@ -373,6 +410,7 @@ local function claim(p, jtype, worker, lease_ms, now)
       redis.call('RPOP', k_tokens(p, jtype))
       redis.call('ZADD', k_leases(p), now + lease_ms, member)
       history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 })
+      record_timing(p, jtype, 'wait', now - waiting_since, now)
       publish(p, id, jtype, 'start', cjson.encode(jtype))
       table.insert(out, 1, id)
       return out
