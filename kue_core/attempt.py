@@ -60,7 +60,17 @@ class _Ending:
 class Attempt:
     """A handler's run on one claimed job (see the module docstring)."""
 
-    __slots__ = ("_ending", "_lock", "_stop", "deadline", "ended_at", "job", "token", "ttl_ms")
+    __slots__ = (
+        "_ending",
+        "_lock",
+        "_stop",
+        "began",
+        "deadline",
+        "ended_at",
+        "job",
+        "token",
+        "ttl_ms",
+    )
 
     def __init__(self, job: Job, token: str, ttl_ms: int, *, grace: float = 0.0) -> None:
         self.job = job
@@ -69,8 +79,10 @@ class Attempt:
         #: ``time.monotonic()`` past which the ttl is exceeded (None: no ttl). ``grace``
         #: seconds are added until :meth:`started` restarts the clock (a child starting up).
         self.deadline: float | None = None
+        #: ``time.monotonic()`` when the attempt began (for the run statistics).
+        self.began = time.monotonic()
         if ttl_ms:
-            self.deadline = time.monotonic() + ttl_ms / 1000 + grace
+            self.deadline = self.began + ttl_ms / 1000 + grace
         #: ``time.monotonic()`` when the attempt ended; None while it runs.
         self.ended_at: float | None = None
         self._lock = threading.Lock()

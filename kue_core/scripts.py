@@ -74,7 +74,6 @@ LUA_CONSTANTS = (
     "DURATION_BUCKETS_MS",
     "MINUTE_COUNTER_TTL",
     "RESUMED_SIGNAL_MS",
-    "TIMINGS_TTL",
 )
 
 _LUA_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")

@@ -52,6 +52,7 @@ from .promoter import Promoter
 from .retry import Pauses
 from .scripts import PAUSED, Claim
 from .slots import Handler, Runner, Slot
+from .timings import Recorder
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -81,6 +82,7 @@ class Workers:
         self.closed = threading.Event()
         self._tick = threading.Event()  # wakes the keeper early
         self._runner = Runner(self._tick.set)
+        self._timings = Recorder()  # wait and run figures, added to Redis with each heartbeat
         self._beat_now = True  # register at once (set again when types are added)
         self._threads: list[threading.Thread] = []  # keeper, promoter
         self._control: Listener | None = None  # this process's control channel
@@ -220,6 +222,7 @@ class Workers:
         for slot in self._slots:
             if slot.child is not None:
                 slot.child.close()
+        self._safely(self._timings.flush, self.queue.client, self.queue.keys)
         self._safely(self._deregister)
         self.closed.set()
 
@@ -292,6 +295,8 @@ class Workers:
         job = Job.from_hash(self.queue, job_id, fields)
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
+        started_at = job.started_at or 0
+        self._timings.add(slot.job_type, "wait", int(fields.get("waited") or 0), started_at)
         with self._lock:
             self._attempts[job_id, attempt.token] = attempt
             slot.attempt = attempt
@@ -304,6 +309,8 @@ class Workers:
             self._attempts.pop((job_id, attempt.token), None)
         if not attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED):
             return None  # ttl exceeded, lease lost or released: reported by whoever ended it
+        ran = round((time.monotonic() - attempt.began) * 1000)
+        self._timings.add(slot.job_type, "run", ran, started_at)
         stop = self._stopping.is_set() or (self._held and slot.job_type in self._held)
         nxt = None if stop else (self.id, self.lease_ms)
         if isinstance(outcome, Done):
@@ -399,6 +406,7 @@ class Workers:
             if (attempt.job_id, attempt.token) in lost:
                 # Recovered, moved or removed meanwhile: its result will be dropped.
                 self._end(attempt, Reason.LEASE_LOST)
+        self._timings.flush(self.queue.client, self.queue.keys)
 
     def _expire(self, now: float) -> float | None:
         """Fail attempts past their ttl; return the next deadline, if any."""
@@ -411,6 +419,8 @@ class Workers:
             if deadline > now:
                 upcoming.append(deadline)
             elif self._end(attempt, Reason.TTL):
+                ran = round((now - attempt.began) * 1000)
+                self._timings.add(attempt.job.type, "run", ran, attempt.job.started_at or 0)
                 message = "TTL exceeded"
                 text = f"{message}: the attempt ran longer than its ttl of {attempt.ttl_ms} ms"
                 delay = self._retry_delay(attempt.job, False)

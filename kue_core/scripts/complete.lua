@@ -7,8 +7,7 @@
 --          is written); then the next job of the same type claimed for this worker, as
 --          claim.lua returns it (empty when none or not asked).
 -- Events   complete [result]; remove [type] when removeOnComplete; start [type] for the claim.
--- The job's unique key is released (until_done, debounce); the run counts in the type's
--- statistics for today.
+-- The job's unique key is released (until_done, debounce).
 -- The completion counts as an attempt (as in Kue), up to max_attempts and never past it.
 local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'started_at',
@@ -23,7 +22,6 @@ if h[1] == 'active' and h[2] == token then
   local attempt = next_attempt(h[8], h[9])  -- Kue counts a completion as an attempt
   leave_active(p, id, jtype)
   release_unique(p, id, h[10], h[11])
-  record_timing(p, jtype, 'run', duration, now)
   redis.call('INCRBY', k_work_time(p), duration)
   count_outcome(p, jtype, 'complete', now, duration)
   publish(p, id, jtype, 'complete', result)

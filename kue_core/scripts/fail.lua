@@ -10,19 +10,17 @@
 --          complete.lua returns it.
 -- Events   error [message]; then failed attempt [message, attempts made] and enqueue [type]
 --          (or nothing more when delayed), or failed [message]; start [type] for the claim.
--- The attempt's run counts in the type's statistics for today.
 -- The attempt counts up to max_attempts and never past it (Kue's Job#attempt).
 local p, id, token, message, text = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local delay = tonumber(ARGV[6])
 if not delay then return redis.error_reply('KUE_INVALID retry delay must be a number') end
 local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'max_attempts',
-  'workerId', 'attempts', 'started_at')
+  'workerId', 'attempts')
 local jtype = h[3]
 if not jtype then return { 'refused' } end
 local now = now_ms()
 local outcome = 'refused'
 if h[1] == 'active' and h[2] == token then
-  record_timing(p, jtype, 'run', now - (tonumber(h[8]) or now), now)
   local attempts = next_attempt(h[7], h[5])
   redis.call('HSET', KEYS[1], 'attempts', int(attempts))
   local priority = tonumber(h[4]) or 0

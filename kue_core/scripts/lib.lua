@@ -38,9 +38,6 @@ local function k_minute(p, outcome, minute) return p .. ':stats:' .. outcome .. 
 local function k_control(p, wid) return p .. ':control:' .. wid end
 local function k_unique(p, key) return p .. ':unique:' .. key end
 local function k_unique_jobs(p) return p .. ':unique:jobs' end
-local function k_timings(p, jtype, day, kind)
-  return p .. ':stats:' .. jtype .. ':' .. day .. ':' .. kind
-end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -141,35 +138,6 @@ local function bucket(ms)
     if ms <= le then return int(le) end
   end
   return 'inf'
-end
-
--- The UTC day (YYYY-MM-DD) of a time in ms since the epoch (the civil calendar from a day
--- count, as in Howard Hinnant's date algorithms).
-local function utc_day(ms)
-  local z = math.floor(ms / 86400000) + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
-    - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local d = doy - math.floor((153 * mp + 2) / 5) + 1
-  local m = mp + 3
-  if mp >= 10 then m = mp - 9 end
-  local y = yoe + era * 400
-  if m <= 2 then y = y + 1 end
-  return string.format('%04d-%02d-%02d', y, m, d)
-end
-
--- Add one wait or run (`kind`) of `ms` to the statistics of `jtype` for today (UTC), kept
--- TIMINGS_TTL seconds: count, sum, sum of squares (for the standard deviation), bucket.
-local function record_timing(p, jtype, kind, ms, now)
-  ms = math.max(0, ms)
-  local key = k_timings(p, jtype, utc_day(now), kind)
-  if redis.call('HINCRBY', key, 'count', 1) == 1 then redis.call('EXPIRE', key, TIMINGS_TTL) end
-  redis.call('HINCRBY', key, 'sum', int(ms))
-  redis.call('HINCRBYFLOAT', key, 'sumsq', string.format('%.17g', ms * ms))
-  redis.call('HINCRBY', key, 'le:' .. bucket(ms), 1)
 end
 
 -- Count a job that ended `outcome` ('complete' or 'failed'): this minute's counter (kept
@@ -410,8 +378,9 @@ local function claim(p, jtype, worker, lease_ms, now)
       redis.call('RPOP', k_tokens(p, jtype))
       redis.call('ZADD', k_leases(p), now + lease_ms, member)
       history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 })
-      record_timing(p, jtype, 'wait', now - waiting_since, now)
       publish(p, id, jtype, 'start', cjson.encode(jtype))
+      -- Not stored: how long it waited, from its last change while waiting (for statistics).
+      out[#out + 1] = 'waited'; out[#out + 1] = int(math.max(0, now - waiting_since))
       table.insert(out, 1, id)
       return out
     end

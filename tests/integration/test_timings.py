@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
-from importlib import resources
 
 import pytest
 import redis
 
 from kue_core import InvalidJob, Job, Queue, defaults
-from kue_core.scripts import lua_preamble
+from kue_core.timings import Recorder, day_of
 from tests.conftest import wait_for
+
+
+@pytest.fixture
+def wq(redis_url: str, prefix: str) -> Iterator[Queue]:
+    q = Queue(redis_url, prefix=prefix, lease_ms=600)
+    yield q
+    q.close()
 
 
 def _today(r: redis.Redis) -> str:
@@ -20,7 +27,8 @@ def _today(r: redis.Redis) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).date().isoformat()
 
 
-def test_waits_and_runs_are_counted_per_type(queue: Queue, r: redis.Redis) -> None:
+def test_waits_and_runs_are_counted_per_type(wq: Queue, r: redis.Redis) -> None:
+    queue = wq
     go = threading.Event()
 
     def handler(job: Job) -> None:
@@ -36,6 +44,8 @@ def test_waits_and_runs_are_counted_per_type(queue: Queue, r: redis.Redis) -> No
     queue.process("a", 2, handler)
     go.set()
     wait_for(lambda: queue.count("complete", "a") == 3 and queue.count("failed", "a") == 1)
+    # Added to Redis with the worker's next heartbeat (every 200 ms with these leases).
+    wait_for(lambda: queue.timings("a")["run"]["count"] == 4)
     a = queue.timings("a")
     assert a["type"] == "a" and a["day"] == _today(r)
     assert a["wait"]["count"] == 4 and a["run"]["count"] == 4  # the failed attempt ran too
@@ -74,12 +84,13 @@ def test_a_past_day_and_bad_input(queue: Queue) -> None:
 @pytest.mark.parametrize(
     "day", ["1970-01-01", "2000-02-29", "2000-03-01", "2024-02-29", "2024-12-31", "2100-03-01"]
 )
-def test_the_scripts_utc_day_is_the_calendars(r: redis.Redis, day: str) -> None:
-    lib = (resources.files("kue_core") / "scripts" / "lib.lua").read_text("utf-8")
-    source = (
-        lua_preamble() + lib + "\nreturn {utc_day(tonumber(ARGV[2])), utc_day(tonumber(ARGV[3]))}"
-    )
+def test_a_time_is_counted_on_its_utc_day(day: str) -> None:
     start = datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
     first = int(start.timestamp() * 1000)
     last = int((start + timedelta(days=1)).timestamp() * 1000) - 1
-    assert r.eval(source, 0, "p", first, last) == [day, day]
+    assert day_of(first) == day_of(last) == day
+    recorder = Recorder()
+    recorder.add("t", "run", 7, first)
+    recorder.add("t", "run", 9, last)
+    recorder.add("t", "run", 11, last + 1)
+    assert sorted(key[1] for key in recorder._pending) == sorted({day, day_of(last + 1)})

@@ -34,6 +34,7 @@ FLOORS = {
     "events": 2,
     "control": 2,
     "stats": 2,
+    "timings": 2,
     "search": 2,
     # 3. the job model
     "job": 3,
