@@ -53,7 +53,8 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
             "description": (
                 "Kue's JSON API (same routes, field names and shapes) with real status codes, "
                 "and routes Kue lacks: history, job control, bulk actions, pausing, workers, "
-                'throughput, events, health. Every error answer is {"error": "..."}.'
+                "throughput, wait and run timings, events, health. "
+                'Every error answer is {"error": "..."}.'
             ),
         },
         "servers": [{"url": server or "/"}],
@@ -256,6 +257,27 @@ def _paths(max_page: int) -> Schema:
                     _query("id", {"type": "integer", "minimum": 1, "maximum": 10**19 - 1}),
                 ],
             )
+        },
+        "/timings": {
+            "get": _get(
+                "watching",
+                "How long jobs of every known type waited (from their last change while waiting "
+                "to their start) and ran (start to the attempt's end) on a UTC day",
+                _ok(_ref("Timings")),
+                400,
+                parameters=[_DAY],
+            )
+        },
+        "/timings/{type}": {
+            "parameters": [_TYPE_PARAM],
+            "get": _get(
+                "watching",
+                "How long jobs of one type waited and ran on a UTC day (zeros for a type "
+                "without jobs that day)",
+                _ok(_ref("TypeTimings")),
+                400,
+                parameters=[_DAY],
+            ),
         },
         "/health": {
             "get": {
@@ -526,6 +548,12 @@ _MINUTES = {"type": "integer", "minimum": 1, "maximum": defaults.THROUGHPUT_MINU
 _JOB_ID = _path("id", {**_INT64, "minimum": 1}, "A job id.", example=1)
 _STATE_PARAM = _path("state", _STATE, example="inactive")
 _TYPE_PARAM = _path("type", _job_type(segment=True), "A job type.", example="email")
+_DAY = _query(
+    "day",
+    {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+    f"A UTC day, YYYY-MM-DD (default today on the Redis server's clock); the figures are "
+    f"kept {defaults.TIMINGS_DAYS} days.",
+)
 _ORDER = _path("order", {"enum": ["asc", "desc"]}, "Ids ascending (the default) or not.")
 _RANGE = [
     _path("from", _INT64, "First rank of the window (negative: from the end).", example=0),
@@ -688,6 +716,53 @@ def _schemas() -> Schema:
                 },
             },
             optional="abandoned_threads paused stopping",
+        ),
+        "Timing": _object(
+            {
+                "count": _COUNT,
+                "mean_ms": {
+                    "type": ["number", "null"],
+                    "minimum": 0,
+                    "description": "null when count is 0",
+                },
+                "stddev_ms": {"type": ["number", "null"], "minimum": 0},
+                "buckets": {
+                    "type": "array",
+                    "description": "[upper bound in ms (null: no bound), jobs in this bucket and "
+                    "no lower one]: not cumulative",
+                    "items": {
+                        "type": "array",
+                        "prefixItems": [
+                            {"enum": [*defaults.DURATION_BUCKETS_MS, None]},
+                            _COUNT,
+                        ],
+                        "items": False,
+                        "minItems": 2,
+                    },
+                    "minItems": len(defaults.DURATION_BUCKETS_MS) + 1,
+                    "maxItems": len(defaults.DURATION_BUCKETS_MS) + 1,
+                },
+            }
+        ),
+        "TypeTimings": _object(
+            {
+                "type": {"type": "string"},
+                "day": {"type": "string", "format": "date"},
+                "wait": _ref("Timing"),
+                "run": _ref("Timing"),
+            }
+        ),
+        "Timings": _object(
+            {
+                "day": {"type": "string", "format": "date"},
+                "types": {
+                    "type": "object",
+                    "description": "Every known job type (GET /job/types) -> its figures",
+                    "additionalProperties": _object(
+                        {"wait": _ref("Timing"), "run": _ref("Timing")}
+                    ),
+                },
+            }
         ),
         "Minute": _object(
             {"at": {**_MS, "multipleOf": 60_000}, "complete": _COUNT, "failed": _COUNT}

@@ -1,5 +1,6 @@
 """Routes Kue lacks, on the same blueprint and in the same style: a job's history, bulk actions
-on a state, pausing a type, the live workers, per-minute counts for charts, a health check."""
+on a state, pausing a type, the live workers, per-minute counts for charts, how long jobs
+waited and ran, a health check."""
 
 from __future__ import annotations
 
@@ -73,6 +74,19 @@ def workers() -> Response:
 def throughput() -> Response:
     """Jobs completed and failed for good per minute (``?minutes=``, default 60)."""
     return jsonify(queue().throughput(int_arg("minutes", 60)))
+
+
+@api.get("/timings")
+def timings() -> Response:
+    """How long jobs of every known type waited and ran on a UTC day (``?day=YYYY-MM-DD``,
+    default today): count, mean and standard deviation (ms), and a histogram."""
+    return jsonify(queue().timings(day=request.args.get("day")))
+
+
+@api.get("/timings/<rest:job_type>")
+def type_timings(job_type: str) -> Response:
+    """The same for one type."""
+    return jsonify(queue().timings(job_type, day=request.args.get("day")))
 
 
 @api.get("/health")
