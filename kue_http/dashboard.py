@@ -97,6 +97,17 @@ def span(ms: int | float | None) -> str:
     return _span_text(ms / 1000, coarse=False)
 
 
+@dashboard.app_template_filter("ms")
+def ms_text(ms: float | None) -> str:
+    """A mean or a deviation in milliseconds: ``0.4ms``, ``12ms``, ``2.4s``, ``3m 5s``
+    (``""`` for None: no job)."""
+    if ms is None:
+        return ""
+    if ms < 10:
+        return f"{ms:.1f}ms"
+    return span(ms)
+
+
 def _span_text(seconds: float, *, coarse: bool) -> str:
     if seconds < 60:
         return f"{seconds:.0f}s" if coarse or seconds >= 10 else f"{seconds:.1f}s"
@@ -191,6 +202,7 @@ def overview() -> str:
         minutes=minutes,
         windows=CHART_WINDOWS,
         durations=_durations(q.totals()["durations"]),
+        timings=_timings(q.timings()),
     )
 
 
@@ -303,6 +315,26 @@ def _durations(buckets: list[tuple[int | None, int]]) -> dict[str, Any]:
     ]
     top = _layout(bars, ("complete",))
     return {"bars": bars, "top": top, "total": sum(n for _, n in buckets)}
+
+
+def _timings(found: dict[str, Any]) -> dict[str, Any]:
+    """``Queue.timings()`` of a day as rows: per type with a job that day, wait and run each
+    with its count, mean, standard deviation and histogram columns."""
+    rows = []
+    for job_type, figures in found["types"].items():
+        if not (figures["wait"]["count"] or figures["run"]["count"]):
+            continue
+        row: dict[str, Any] = {"type": job_type}
+        for kind in ("wait", "run"):
+            summary = figures[kind]
+            bars: list[dict[str, Any]] = [
+                {"label": f"≤ {_bound(b)}" if b else "longer", "n": n}
+                for b, n in summary["buckets"]
+            ]
+            _layout(bars, ("n",))
+            row[kind] = {**summary, "bars": bars}
+        rows.append(row)
+    return {"day": found["day"], "rows": rows, "days": defaults.TIMINGS_DAYS}
 
 
 def _bound(ms: int) -> str:

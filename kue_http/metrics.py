@@ -4,6 +4,7 @@ every host is counted, and a restarted server loses nothing)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from flask import Blueprint, Response, current_app
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -55,6 +56,8 @@ class QueueCollector:
             sum_value=self.queue.work_time() / 1000,
         )
 
+        yield from _timings(self.queue.timings())
+
         workers = self.queue.workers()
         yield GaugeMetricFamily("kue_workers", "Live worker processes.", value=len(workers))
         running_jobs = sum(len(w["jobs"]) for w in workers)
@@ -68,6 +71,34 @@ class QueueCollector:
         for job_type in self.queue.paused():
             paused.add_metric([job_type], 1)
         yield paused
+
+
+def _timings(today: dict[str, Any]) -> Iterator[Metric]:
+    """``kue_job_wait_seconds`` and ``kue_job_run_seconds`` per type, from the counters of the
+    current UTC day (``Queue.timings``): they start again from zero at midnight UTC."""
+    for kind, name, what in (
+        (
+            "wait",
+            "kue_job_wait_seconds",
+            "Time jobs waited, from their last change while "
+            "waiting (saved, promoted, retried, released) to their start",
+        ),
+        ("run", "kue_job_run_seconds", "Time attempts ran, from start to completion or failure"),
+    ):
+        family = HistogramMetricFamily(
+            name,
+            f"{what}, per job type, today: the counters reset at midnight UTC.",
+            labels=["type"],
+        )
+        for job_type, figures in today["types"].items():
+            summary = figures[kind]
+            buckets, running = [], 0
+            for bound, n in summary["buckets"]:
+                running += n
+                buckets.append(("+Inf" if bound is None else str(bound / 1000), running))
+            total = (summary["mean_ms"] or 0) * summary["count"] / 1000
+            family.add_metric([job_type], buckets, sum_value=total)
+        yield family
 
 
 @metrics.get("/metrics")
