@@ -30,7 +30,7 @@ from kue_example import demo
 from kue_http import ConfigError, create_app
 
 from . import doctor as doctor_cli
-from . import serve, supervisor
+from . import serve, supervisor, timings
 from .errors import EXIT_FAILED, BadUsage, Unavailable
 
 EPILOG = """\b
@@ -409,17 +409,25 @@ def worker(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @_failing
 def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
-    """Jobs per state, for every job type and in all; paused types; live workers."""
+    """Jobs per state, for every job type and in all; paused types; live workers; how long
+    jobs of each type waited and ran today (UTC)."""
     queue, _ = connect(redis_url, prefix)
     try:
         total, by_type = queue.counts(), queue.counts_by_type()
         paused, workers = queue.paused(), len(queue.workers())
+        today = queue.timings()
     except (redis.RedisError, OSError) as e:
         raise Unavailable(f"Redis stopped answering: {e}") from None
     finally:
         queue.close()
     if as_json:
-        report = {"total": total, "types": by_type, "paused": paused, "workers": workers}
+        report = {
+            "total": total,
+            "types": by_type,
+            "paused": paused,
+            "workers": workers,
+            "timings": today,
+        }
         click.echo(json.dumps(report, indent=2))
         return
     rows = [(t + (" (paused)" if t in paused else ""), counts) for t, counts in by_type.items()]
@@ -429,6 +437,9 @@ def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
     for name, counts in rows:
         click.echo(name.ljust(width) + "".join(f"{counts.get(s, 0):>10}" for s in STATES))
     click.echo(f"workers: {workers} live worker processes")
+    click.echo()
+    for line in timings.lines(today):
+        click.echo(line)
 
 
 @cli.command(help=doctor_cli.HELP, short_help=doctor_cli.SHORT_HELP, epilog=doctor_cli.EPILOG)

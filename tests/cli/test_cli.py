@@ -20,13 +20,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from kue_cli import timings
 from kue_cli.cli import cli
 from kue_cli.errors import Unavailable
 from kue_core import Queue, defaults
 from kue_core.states import STATES
 from kue_http import config as http_config
 from kue_http import create_app
-from tests.conftest import finish, free_port
+from tests.conftest import finish, free_port, wait_for
 
 cli_module = importlib.import_module("kue_cli.cli")
 
@@ -78,8 +79,9 @@ def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
 
 def stats_table(output: str) -> dict[str, dict[str, int]]:
     """``{row name: {state: count}}`` from ``kue stats``'s table."""
-    lines = output.splitlines()
+    lines = output.split("\n\n", 1)[0].splitlines()  # then the wait and run section
     assert lines[0].split() == ["type", *STATES]
+    assert lines[-1].startswith("workers: ")
     rows = {}
     for line in lines[1:-1]:
         words = line.split()
@@ -119,7 +121,7 @@ def test_stats_table_counts_each_type_and_the_total(filled: Queue, redis_url: st
         "video (paused)": filled.counts_by_type()["video"],
         "total": filled.counts(),
     }
-    assert result.stdout.splitlines()[-1] == "workers: 0 live worker processes"
+    assert "\nworkers: 0 live worker processes\n\n" in result.stdout
     assert result.stderr == ""
 
 
@@ -132,6 +134,7 @@ def test_stats_json_is_what_the_queue_holds(filled: Queue, redis_url: str) -> No
         "types": filled.counts_by_type(),
         "paused": filled.paused(),
         "workers": 0,
+        "timings": filled.timings(),
     }
 
 
@@ -139,6 +142,54 @@ def test_stats_of_an_empty_queue(redis_url: str, prefix: str) -> None:
     result = invoke("stats", *on(redis_url, prefix))
     assert result.exit_code == 0, result.output
     assert stats_table(result.stdout) == {"total": dict.fromkeys(STATES, 0)}
+    assert result.stdout.endswith(" (UTC; mean ± stddev (jobs)):\n  no job started today\n")
+
+
+def test_stats_shows_how_long_jobs_waited_and_ran_today(redis_url: str, queue: Queue) -> None:
+    """Real jobs through a worker (shut down: it adds its figures to Redis then)."""
+    worker = Queue(redis_url, prefix=queue.prefix, lease_ms=600)
+    ids = [queue.create_job("email").save().id for _ in range(3)]
+    ids.append(queue.create_job("a slow one").save().id)
+    queue.create_job("idle").delay(60_000).save()
+    worker.process("email", 2, lambda job: None)
+    worker.process("a slow one", lambda job: None)
+    wait_for(lambda: all(j.state == "complete" for j in queue.get_jobs(ids)), timeout=10)
+    worker.shutdown()
+    worker.close()
+    today = queue.timings()
+    result = invoke("stats", *on(redis_url, queue.prefix))
+    assert result.exit_code == 0, result.output
+    section = result.stdout.split("\n\n", 1)[1].splitlines()
+    assert section[0] == f"wait and run, {today['day']} (UTC; mean ± stddev (jobs)):"
+    assert section[1].split() == ["type", "wait", "run"]
+    rows = {line[2:].split("  ", 1)[0].strip(): line for line in section[2:]}
+    assert list(rows) == ["a slow one", "email"]  # idle: nothing started today
+    for job_type, n in (("email", 3), ("a slow one", 1)):
+        wait, run = today["types"][job_type]["wait"], today["types"][job_type]["run"]
+        assert wait["count"] == run["count"] == n
+        expected = [
+            f"{timings.duration(s['mean_ms'])} ± {timings.duration(s['stddev_ms'])} ({n})"
+            for s in (wait, run)
+        ]
+        assert re.fullmatch(
+            rf"  {re.escape(job_type)} +{re.escape(expected[0])} +{re.escape(expected[1])}",
+            rows[job_type],
+        ), rows[job_type]
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (0.04, "0.0ms"),
+        (3.25, "3.2ms"),
+        (12.4, "12ms"),
+        (2400, "2.4s"),
+        (185_000, "3m 5s"),
+        (7_860_000, "2h 11m"),
+    ],
+)
+def test_stats_durations_are_in_human_units(ms: float, text: str) -> None:
+    assert timings.duration(ms) == text
 
 
 def test_environment_gives_the_redis_url_and_prefix(queue: Queue, redis_url: str) -> None:
