@@ -20,6 +20,7 @@ from .errors import (
 from .events import EVENTS, EventStream
 from .job import Job, parse_priority, parse_state, validate_type
 from .queue import Queue
+from .search import Found
 from .states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "STATES",
     "ConnectionFailed",
     "EventStream",
+    "Found",
     "InvalidJob",
     "InvalidTransition",
     "Job",

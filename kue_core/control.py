@@ -64,9 +64,9 @@ class Control:
             raise InvalidJob(f"force must be true or false, got {force!r}")
         return self._scripts.move(job_id, to_type, force)
 
-    def edit(self, job_id: int, data_json: str) -> str:
-        """Replace a job's data (JSON text); returns its state."""
-        return self._scripts.edit(job_id, data_json)
+    def edit(self, job_id: int, data_json: str, words: str) -> str:
+        """Replace a job's data (JSON text, and its search words); returns its state."""
+        return self._scripts.edit(job_id, data_json, words)
 
     def stop_worker(self, worker_id: object, timeout: float) -> None:
         """Ask a live worker process to shut down; ``WorkerNotFound`` when none has this id."""

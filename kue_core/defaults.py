@@ -147,3 +147,33 @@ DOCTOR_GRACE_MS = 60_000
 #: call. Each call then blocks Redis for about a millisecond at most.
 DOCTOR_BATCH = 200
 DOCTOR_JOBS_PER_CALL = 50
+
+#: Tags: longest tag (and longest search key name), most tags (and search keys) per job.
+MAX_TAG = 100
+MAX_TAGS = 32
+
+#: Search index: longest word kept (longer ones are cut), most words indexed per job's data
+#: (title and search keys), most index words a prefix (the query's last word) stands for.
+SEARCH_WORD = 64
+SEARCH_WORDS = 100
+SEARCH_PREFIX_WORDS = 100
+
+#: Search index: most candidates one query looks at when a word must be checked job by job (a
+#: word that is also in a type name, or a type filter without a state): past this, the total
+#: it reports is a lower bound (``Found.exact`` is false).
+SEARCH_SCAN = 20_000
+
+#: Retention of finished jobs when the queue sets none (``queue.set_retention``): the newest
+#: 100,000 completed jobs for at most 7 days, failed ones for at most 30 days. A busy queue
+#: stays bounded (about 100 MB of Redis at 1 KB per job, whatever the rate) while a person can
+#: still look back over a week of successes and a month of failures to debug them.
+RETAIN_COMPLETE = (100_000, 7 * 86_400_000)
+RETAIN_FAILED = (100_000, 30 * 86_400_000)
+
+#: Finished jobs a finishing script removes at most under retention (each call stays short);
+#: the maintenance sweep removes up to ``SWEEP_LIMIT`` a call.
+RETIRE_BATCH = 10
+
+#: Seconds between a worker process's retention sweeps (jobs finished by Node Kue workers,
+#: ages passing while nothing finishes).
+RETENTION_SWEEP = 30.0

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
-from . import checks, defaults, unique
+from . import checks, defaults, records, unique
 from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
 from .scripts import SAVE_WIDTH
@@ -154,6 +154,14 @@ class Job:
     _ttl = 0
     _remove_on_complete = False
     _unique: unique.Unique | None = None
+    # Records (see kue_core.records); _records is True once any is given before the save.
+    _records = False
+    _tags: list[str] | None = None
+    _search_keys: list[str] | None = None
+    _keep_complete: records.Keep | None = None
+    _keep_failed: records.Keep | str | None = None
+    #: Whether the job is tracked (listed first on the dashboard's overview, with its events).
+    tracked = False
     #: True when ``save()`` found a job holding this job's unique key: ``id`` is that job's.
     deduplicated = False
     _progress: int | float = 0
@@ -268,17 +276,116 @@ class Job:
         return self
 
     @overload
-    def remove_on_complete(self) -> bool: ...
+    def remove_on_complete(self) -> bool | dict[str, int | None]: ...
     @overload
-    def remove_on_complete(self, flag: bool) -> Job: ...
-    def remove_on_complete(self, flag: Any = _UNSET) -> Any:
-        """Delete the job once it completes successfully."""
-        if flag is _UNSET:
-            return self._remove_on_complete
-        if not isinstance(flag, bool):
-            raise InvalidJob(f"remove_on_complete must be true or false, got {flag!r}")
-        self._remove_on_complete = flag
+    def remove_on_complete(self, policy: bool | int | dict[str, Any]) -> Job: ...
+    def remove_on_complete(self, policy: Any = _UNSET) -> Any:
+        """What becomes of the job once it completes: ``True`` deletes it (Kue's
+        ``removeOnComplete``); a count or ``{"count": n, "age": ms}`` keeps only the newest
+        ``n`` completed jobs, none older than ``age``, from then on (BullMQ's shapes); ``False``
+        (default) leaves it to the queue's retention (``queue.set_retention``)."""
+        if policy is _UNSET:
+            kept = self._keep_complete
+            return kept.to_dict() if kept is not None else self._remove_on_complete
+        given = records.job_keep(policy, "remove_on_complete")
+        self._remove_on_complete = given == records.REMOVE
+        self._keep_complete = given if isinstance(given, records.Keep) else None
+        self._records = True
         return self
+
+    @overload
+    def remove_on_fail(self) -> bool | dict[str, int | None]: ...
+    @overload
+    def remove_on_fail(self, policy: bool | int | dict[str, Any]) -> Job: ...
+    def remove_on_fail(self, policy: Any = _UNSET) -> Any:
+        """As :meth:`remove_on_complete`, for when the job fails for good."""
+        if policy is _UNSET:
+            kept = self._keep_failed
+            return kept.to_dict() if isinstance(kept, records.Keep) else kept is not None
+        self._keep_failed = records.job_keep(policy, "remove_on_fail")
+        self._records = True
+        return self
+
+    # -- records: tags, tracking, search keys ----------------------------------------------
+    @overload
+    def tags(self) -> list[str]: ...
+    @overload
+    def tags(self, *tags: str) -> Job: ...
+    def tags(self, *tags: Any) -> Any:
+        """The tags to save the job with (``job.tags("customer:42", "vip")``); without
+        arguments, the job's tags. Once saved, :meth:`tag` and :meth:`untag` change them."""
+        if not tags:
+            return list(self._tags or ())
+        if self.id is not None:
+            raise InvalidJob("a saved job's tags change with tag() and untag()")
+        self._tags = records.tags(tags)
+        self._records = True
+        return self
+
+    def tag(self, *tags: str) -> Job:
+        """Add tags (kept in order, without repeats; at most ``defaults.MAX_TAGS``)."""
+        checked = records.tags(tags)
+        if self.id is None:
+            return self.tags(*(self._tags or ()), *checked)
+        self._tags = json.loads(self.queue.scripts.tag(self.id, "tag", records.tag_rows(checked)))
+        return self
+
+    def untag(self, *tags: str) -> Job:
+        """Remove tags (those the job does not have are ignored)."""
+        checked = records.tags(tags)
+        if self.id is None:
+            self._tags = [t for t in self._tags or () if t not in checked] or None
+            return self
+        self._tags = json.loads(self.queue.scripts.tag(self.id, "untag", records.tag_rows(checked)))
+        return self
+
+    def track(self) -> Job:
+        """Track the job: the dashboard's overview lists it first and shows its events live."""
+        if self.id is None:
+            self._records = True
+        else:
+            self.queue.scripts.tag(self.id, "track")
+        self.tracked = True
+        return self
+
+    def untrack(self) -> Job:
+        """Stop tracking the job."""
+        if self.id is not None:
+            self.queue.scripts.tag(self.id, "untrack")
+        self.tracked = False
+        return self
+
+    @overload
+    def search_keys(self) -> list[str]: ...
+    @overload
+    def search_keys(self, *names: str) -> Job: ...
+    def search_keys(self, *names: Any) -> Any:
+        """Data fields whose words find the job in ``queue.search`` (Kue's ``searchKeys``),
+        besides ``data.title`` and its tags; given before the save."""
+        if not names:
+            return list(self._search_keys or ())
+        if self.id is not None:
+            raise InvalidJob("search keys are given before the job is saved")
+        self._search_keys = records.search_keys(names)
+        self._records = True
+        return self
+
+    def _words(self) -> list[str]:
+        """The search words of the job's data (see ``records.data_words``)."""
+        return records.data_words(self.data, self._search_keys or ())
+
+    def _extras(self) -> str:
+        """The records value of the save row ('' for a plain job without a title)."""
+        if not self._records and not (self.data.__class__ is dict and "title" in self.data):
+            return ""
+        return records.save_extras(
+            self._words(),
+            self._tags,
+            self._search_keys,
+            self.tracked,
+            self._keep_complete,
+            self._keep_failed,
+        )
 
     @overload
     def unique(self) -> dict[str, Any] | None: ...
@@ -332,6 +439,9 @@ class Job:
                 "1" if self._remove_on_complete else "",
                 self._delay,
                 self._due_at,
+                " ".join(self._words()),
+                records.stored(self._keep_complete),
+                records.stored(self._keep_failed),
             ],
         )
         return self
@@ -451,6 +561,7 @@ class Job:
             self._ttl,
             "1" if self._remove_on_complete else "",
             self._due_at,
+            self._extras(),
         ]
         assert len(row) == SAVE_WIDTH
         return row
@@ -507,6 +618,18 @@ class Job:
         if "progress_data" in h:
             job.progress_data = _json_field(h["progress_data"], None)
             job._has_progress_data = True
+        if "tags" in h:
+            found = _json_field(h["tags"], None)
+            job._tags = (
+                [t for t in found if isinstance(t, str)] if isinstance(found, list) else None
+            )
+        if "searchKeys" in h:
+            found = _json_field(h["searchKeys"], None)
+            job._search_keys = found if isinstance(found, list) else None
+        job.tracked = h.get("tracked") == "true"
+        kept = records.keep_from_text(h.get("keep_complete"))
+        job._keep_complete = kept if isinstance(kept, records.Keep) else None
+        job._keep_failed = records.keep_from_text(h.get("keep_failed"))
         key, mode = h.get("unique"), h.get("unique_mode")
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)
@@ -537,6 +660,16 @@ class Job:
         out.update((k, v) for k, v in optional if v is not None)
         if self._unique is not None:
             out["unique"] = {"key": self._unique.key, "mode": self._unique.mode}
+        if self._tags:
+            out["tags"] = list(self._tags)
+        if self.tracked:
+            out["tracked"] = True
+        for name, policy in (
+            ("remove_on_complete", self.remove_on_complete()),
+            ("remove_on_fail", self.remove_on_fail()),
+        ):
+            if policy:
+                out[name] = policy
         made, most = self.attempts_made, self._max_attempts
         remaining = most - made if made > 0 else most
         out["attempts"] = {"made": made, "remaining": remaining, "max": most}

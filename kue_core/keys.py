@@ -53,6 +53,17 @@ class Keys:
         #: hash of counters: ``complete:<type>`` and ``failed:<type>`` (jobs that ended so),
         #: ``le:<ms>`` and ``le:inf`` (completed jobs by duration bucket).
         self.totals = f"{prefix}:stats:totals"
+        #: hash of tag -> number of jobs with it.
+        self.tags = f"{prefix}:tags"
+        #: zset of tracked jobs: member zid, score = when tracked (ms).
+        self.tracked = f"{prefix}:tracked"
+        #: zset of the words the search index holds (all of score 0: read by ZRANGEBYLEX).
+        self.words = f"{prefix}:words"
+        #: hash of the queue's retention policies: ``complete`` and ``failed`` -> "count,age".
+        self.retention = f"{prefix}:retention"
+        #: hash: where the retention sweep's look for jobs finished by others goes on (ZSCAN
+        #: cursors of ``jobs:complete`` and ``jobs:failed``).
+        self.finished_cursor = f"{prefix}:finished:cursor"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"
@@ -75,6 +86,19 @@ class Keys:
     def unique_jobs(self) -> str:
         """Node kue-unique's hash, unique key -> job id (mode reuse)."""
         return f"{self.prefix}:unique:jobs"
+
+    def tag(self, tag: str) -> str:
+        """zset of the jobs with a tag: member zid, score = when tagged (ms)."""
+        return f"{self.prefix}:tag:{tag}"
+
+    def word(self, word: str) -> str:
+        """zset of the jobs a search word finds: member zid, score 0 (so in id order)."""
+        return f"{self.prefix}:words:{word}"
+
+    def finished(self, state: str) -> str:
+        """zset of the jobs that ended ``state`` (complete, failed): member zid, score = when
+        they ended (ms); retention removes from its oldest end."""
+        return f"{self.prefix}:finished:{state}"
 
     def control(self, worker_id: str) -> str:
         """Pub/sub channel of one worker process: an attempt ended by hand, a request to stop."""

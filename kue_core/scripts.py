@@ -55,10 +55,13 @@ SCRIPT_NAMES = (
     "inspect",
     "screen",
     "repair",
+    "tag",
+    "search",
+    "retain",
 )
 
 #: Values per job in a ``save`` call (see the header of ``save.lua``).
-SAVE_WIDTH = 9
+SAVE_WIDTH = 10
 
 #: Values per action in a ``repair`` call (see the header of ``repair.lua``).
 REPAIR_WIDTH = 4
@@ -74,6 +77,11 @@ LUA_CONSTANTS = (
     "DURATION_BUCKETS_MS",
     "MINUTE_COUNTER_TTL",
     "RESUMED_SIGNAL_MS",
+    "RETAIN_COMPLETE",
+    "RETAIN_FAILED",
+    "RETIRE_BATCH",
+    "MAX_TAGS",
+    "SEARCH_PREFIX_WORDS",
 )
 
 _LUA_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
@@ -340,6 +348,31 @@ class Scripts:
         self._confirmed(replicas)
         return results
 
+    def tag(self, job_id: int, what: str, rows: Sequence[str] = ()) -> Any:
+        """Add or remove tags (``rows``: tag, its words...), or track or untrack a job."""
+        return self._run("tag", self._keys.job(job_id), job_id, what, *rows)
+
+    def search(
+        self, offset: int, count: int, state: str, job_type: str, terms: Sequence[Any]
+    ) -> tuple[int, bool, list[int]]:
+        """See ``search.lua``: (total, exact, ids of the page)."""
+        total, exact, *ids = self._run(
+            "search",
+            self._keys.words,
+            offset,
+            count,
+            defaults.SEARCH_SCAN,
+            state,
+            job_type,
+            *terms,
+        )
+        return int(total), exact == 1, [int(i) for i in ids]
+
+    def retain(self, limit: int) -> tuple[int, int]:
+        """The retention sweep: (jobs found finished by others, jobs removed)."""
+        found, removed = self._run("retain", self._keys.finished_cursor, limit)
+        return int(found), int(removed)
+
     def update(self, job_id: int, fields: Sequence[Any]) -> str:
         state: str = self._run("update", self._keys.job(job_id), job_id, *fields)
         return state
@@ -372,8 +405,8 @@ class Scripts:
         )
         return state
 
-    def edit(self, job_id: int, data_json: str) -> str:
-        state: str = self._run("edit", self._keys.job(job_id), job_id, data_json)
+    def edit(self, job_id: int, data_json: str, words: str) -> str:
+        state: str = self._run("edit", self._keys.job(job_id), job_id, data_json, words)
         return state
 
     def wait_for_token(self, key: str, timeout: float, blocked: Callable[[int], None]) -> bool:

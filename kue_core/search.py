@@ -1,61 +1,84 @@
-"""Finding jobs by text: a bounded scan of the newest jobs (there is no full-text index)."""
+"""Finding jobs by words, through the index the saving scripts keep (see
+:mod:`kue_core.records` for what is indexed, ``scripts/search.lua`` for the query).
+
+A query is words: a job matches when it is found by every word (the last word may be the
+start of one: ``"inv"`` finds ``invoice``). A job is found by a word of its type, of its
+``data.title``, of the data fields it names in ``searchKeys``, or of its tags. Filters by
+state and type narrow the result. The cost is in proportion to the jobs of the rarest word,
+not to the jobs in the queue.
+"""
 
 from __future__ import annotations
 
-import json
 import re
-from typing import cast
+from typing import Any, cast
 
 import redis
 
-from . import checks
+from . import checks, records
 from .errors import InvalidJob
-from .keys import Keys, job_id_from_zid
+from .keys import Keys
+from .scripts import Scripts
+from .states import STATES
 
-#: Jobs read per pipelined batch.
-_BATCH = 500
+_ID = re.compile(r"#?([1-9][0-9]{0,17})")
 
 
-def scan(client: redis.Redis, keys: Keys, text: str, limit: int, newest: int) -> list[int]:
-    """See ``Queue.search``: ids of matching jobs among the ``newest`` jobs, newest first."""
+class Found(list[int]):
+    """Ids of matching jobs, newest first (one page); ``total`` matches in all, counted
+    exactly unless ``exact`` is false (then at least that many: a query whose words must be
+    checked job by job looks at ``defaults.SEARCH_SCAN`` candidates at most)."""
+
+    def __init__(self, ids: list[int], total: int, exact: bool = True) -> None:
+        super().__init__(ids)
+        self.total = total
+        self.exact = exact
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ids": list(self), "total": self.total, "exact": self.exact}
+
+
+def query(
+    client: redis.Redis,
+    keys: Keys,
+    scripts: Scripts,
+    text: object,
+    state: str | None,
+    job_type: str | None,
+    offset: int,
+    count: int,
+) -> Found:
+    """See ``Queue.search``."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidJob("search text must be a non-empty string")
-    checks.integer(limit, "limit", 1)
-    checks.integer(newest, "scan", 1)
-    needle = text.strip().casefold()
-    found: list[int] = []
-    as_id = int(needle) if re.fullmatch(r"[0-9]{1,18}", needle) else None
-    if as_id and client.exists(keys.job(as_id)):
-        found.append(as_id)
-    for start in range(0, newest, _BATCH):
-        members = cast(
-            list[str], client.zrange(keys.jobs, start, min(start + _BATCH, newest) - 1, desc=True)
-        )
-        ids = sorted((job_id_from_zid(m) for m in members), reverse=True)
-        pipe = client.pipeline(transaction=False)
-        for jid in ids:
-            pipe.hmget(keys.job(jid), "type", "data")
-        for jid, (job_type, data) in zip(ids, pipe.execute(), strict=True):
-            if (
-                jid != as_id
-                and job_type is not None
-                and (needle in job_type.casefold() or needle in _title(data).casefold())
-            ):
-                found.append(jid)
-                if len(found) >= limit:
-                    return found
-        if len(members) < _BATCH:
-            break
-    return found
+    if state is not None and state not in STATES:
+        raise InvalidJob(f"state must be one of {', '.join(STATES)}, got {state!r}")
+    checks.integer(offset, "offset", 0)
+    checks.integer(count, "count", 0, 1000)
+    wanted = records.words(text)
+    if not wanted:
+        raise InvalidJob("search text must hold a letter or a digit")
+    types = {t: set(records.words(t)) for t in cast(set[str], client.smembers(keys.types))}
+    prefix = text.rstrip()[-1:].isalnum() or text.rstrip().endswith("_")
+    terms: list[Any] = []
+    for i, word in enumerate(wanted):
+        last = prefix and i == len(wanted) - 1
+        hits = [
+            t
+            for t, ws in types.items()
+            if word in ws or (last and any(w.startswith(word) for w in ws))
+        ]
+        terms += [word, "1" if last else "", len(hits), *hits]
+    total, exact, ids = scripts.search(
+        offset, count, state or "", job_type or "", [len(wanted), *terms]
+    )
+    by_id = _ID.fullmatch(text.strip())
+    if by_id and offset == 0 and state is None and job_type is None:
+        jid = int(by_id.group(1))
+        if jid not in ids and client.exists(keys.job(jid)):
+            return Found([jid, *ids][: max(count, 1)], total + 1, exact)
+    return Found(ids, total, exact)
 
 
-def _title(data: str | None) -> str:
-    """``data.title`` of a stored job, or ""."""
-    if not data or '"title"' not in data:
-        return ""
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return ""
-    title = value.get("title") if isinstance(value, dict) else None
-    return title if isinstance(title, str) else ""
+def _begins(words: set[str], start: str) -> bool:
+    return any(w.startswith(start) for w in words)

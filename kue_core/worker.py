@@ -369,7 +369,7 @@ class Workers:
         # short lease does not expire while Redis is back.
         pauses = Pauses(last=min(defaults.RETRY_PAUSE[1], beat_every))
         sweep_every = min(self.lease_ms / 2000, 5.0)
-        next_beat = next_sweep = 0.0
+        next_beat = next_sweep = next_retain = 0.0
         while not self._closed.is_set():
             try:
                 now = time.monotonic()
@@ -385,6 +385,9 @@ class Workers:
                 if now >= next_sweep:
                     self.scripts.recover(self.stall_limit, defaults.SWEEP_LIMIT)
                     next_sweep = now + sweep_every
+                if now >= next_retain:  # see kue_core.retention
+                    self.scripts.retain(defaults.SWEEP_LIMIT)
+                    next_retain = now + defaults.RETENTION_SWEEP
                 pauses.reset()
             except redis.RedisError as e:
                 self._report(e)

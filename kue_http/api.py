@@ -116,11 +116,7 @@ def types() -> Response:
 def search() -> Response:
     """Kue's search: ids (as strings) of jobs whose type or ``data.title`` contains ``q``, or
     whose id is ``q``; newest first, among the newest ``KUE_SEARCH_SCAN`` jobs."""
-    found = queue().search(
-        request.args.get("q", ""),
-        limit=int_arg("limit", 100),
-        scan=current_app.config["KUE_SEARCH_SCAN"],
-    )
+    found = queue().search(request.args.get("q", ""), count=int_arg("limit", 100))
     return jsonify([str(i) for i in found])
 
 

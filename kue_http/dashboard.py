@@ -269,9 +269,8 @@ def search() -> str | WerkzeugResponse:
             return redirect(url_for(".job", job_id=q.get_job(text.lstrip("#")).id))
         except JobNotFound:
             pass
-    scan = current_app.config["KUE_SEARCH_SCAN"]
-    found = q.get_jobs(q.search(text, limit=100, scan=scan)) if text else []
-    return _page("search.html", url_for("kue_api.events"), text=text, jobs=found, scan=scan)
+    found = q.get_jobs(q.search(text, count=100)) if text else []
+    return _page("search.html", url_for("kue_api.events"), text=text, jobs=found)
 
 
 # -- helpers -------------------------------------------------------------------------------

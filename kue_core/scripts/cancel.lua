@@ -25,7 +25,8 @@ redis.call('HSET', KEYS[1], 'state', 'failed', 'error', message, 'failed_at', in
 index_add(p, id, job.type, 'failed', job.priority, 0, 0, now)
 history(p, id, { state = 'failed', at = now, from = job.state, cancelled = reason })
 if job.state ~= 'failed' then count_outcome(p, job.type, 'failed', now, nil) end
-release_unique_of(p, id)
+local own = release_unique_of(p, id)[3]
 publish(p, id, job.type, 'cancelled', cjson.encode(reason))
 publish(p, id, job.type, 'failed', cjson.encode(message))
+if own ~= 'remove' then retire(p, 'failed', own, now, RETIRE_BATCH) end  -- kept: caller reads it
 return job.state

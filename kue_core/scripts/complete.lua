@@ -7,11 +7,13 @@
 --          is written); then the next job of the same type claimed for this worker, as
 --          claim.lua returns it (empty when none or not asked).
 -- Events   complete [result]; remove [type] when removeOnComplete; start [type] for the claim.
--- The job's unique key is released (until_done, debounce).
+-- The job's unique key is released (until_done, debounce); retention removes at most
+-- RETIRE_BATCH older completed jobs (see lib.lua retire).
 -- The completion counts as an attempt (as in Kue), up to max_attempts and never past it.
 local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'started_at',
-  'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode')
+  'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
+  'keep_complete')
 local jtype = h[3]
 if not jtype then return { 'refused' } end
 local now = now_ms()
@@ -33,6 +35,7 @@ if h[1] == 'active' and h[2] == token then
     index_add(p, id, jtype, 'complete', tonumber(h[4]) or 0, 0, 0, now)
     history(p, id, { state = 'complete', at = now, worker = h[7], attempt = attempt,
       duration = duration })
+    retire(p, 'complete', h[12], now, RETIRE_BATCH)
   end
 end
 local out = claim_after(p, jtype, 5, now)

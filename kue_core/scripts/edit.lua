@@ -2,6 +2,7 @@
 -- delayed, failed): fix a job's input, then retry it.
 -- KEYS[1]  <p>:job:<id>
 -- ARGV[1]  prefix   ARGV[2] id   ARGV[3] data (JSON)
+-- ARGV[4]  its search words ('' = none; see kue_core/records.py)
 -- Returns  the job's state (unchanged).
 -- Events   edited [].
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for an active or complete job.
@@ -14,6 +15,7 @@ if job.state == 'active' or job.state == 'complete' then
 end
 local now = now_ms()
 redis.call('HSET', KEYS[1], 'data', ARGV[3], 'updated_at', int(now))
+reword(p, id, KEYS[1], ARGV[4])
 history(p, id, { state = job.state, at = now, edited = true })
 publish(p, id, job.type, 'edited', '')
 return job.state

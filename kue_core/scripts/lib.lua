@@ -38,6 +38,13 @@ local function k_minute(p, outcome, minute) return p .. ':stats:' .. outcome .. 
 local function k_control(p, wid) return p .. ':control:' .. wid end
 local function k_unique(p, key) return p .. ':unique:' .. key end
 local function k_unique_jobs(p) return p .. ':unique:jobs' end
+local function k_tag(p, tag) return p .. ':tag:' .. tag end
+local function k_tags(p) return p .. ':tags' end
+local function k_tracked(p) return p .. ':tracked' end
+local function k_word(p, word) return p .. ':words:' .. word end
+local function k_words(p) return p .. ':words' end
+local function k_finished(p, state) return p .. ':finished:' .. state end
+local function k_retention(p) return p .. ':retention' end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -68,6 +75,8 @@ local function index_add(p, id, jtype, state, priority, promote_at, ttl, now)
   redis.call('ZADD', k_type_state(p, jtype, state), priority, member)
   if state == 'inactive' then
     redis.call('LPUSH', k_tokens(p, jtype), 1)
+  elseif state == 'complete' or state == 'failed' then
+    redis.call('ZADD', k_finished(p, state), now, member)  -- by finish time, for retention
   end
 end
 
@@ -75,6 +84,9 @@ local function index_remove(p, id, jtype, state)
   local member = zid(id)
   redis.call('ZREM', k_state(p, state), member)
   redis.call('ZREM', k_type_state(p, jtype, state), member)
+  if state == 'complete' or state == 'failed' then
+    redis.call('ZREM', k_finished(p, state), member)
+  end
 end
 
 -- Publish a Kue event: {"id":<id>,"event":"<name>","args":["<name>", ...],"type":"<type>"}
@@ -170,8 +182,9 @@ local function release_unique(p, id, key, mode)
 end
 
 -- Read the job's unique key and release it (the ends that do not read the hash themselves).
+-- Returns the job's {unique, unique_mode, keep_failed}.
 local function release_unique_of(p, id)
-  local u = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode')
+  local u = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'keep_failed')
   release_unique(p, id, u[1], u[2])
   return u
 end
@@ -235,19 +248,178 @@ local function leave_state(p, id, key, job, reason)
   end
 end
 
--- Delete a job, its log and history, and every index entry it may have (the sets of every
--- state, and of `state` when it is not one of Kue's); publish remove.
-local function delete_job(p, id, jtype, state)
-  local u = release_unique_of(p, id)
-  if u[2] == 'reuse' and redis.call('HGET', k_unique_jobs(p), u[1]) == tostring(id) then
-    redis.call('HDEL', k_unique_jobs(p), u[1])
+-- Records (see kue_core/records.py). A job's search words are those of its data (hash field
+-- `words`, space separated) and of its tags (`tagwords`, a JSON list of space-separated words,
+-- one entry per entry of `tags`, the JSON list of its tags).
+
+-- A JSON list stored by us, or {} when absent or not a list (written by another client).
+local function json_list(text)
+  if not text then return {} end
+  local ok, value = pcall(cjson.decode, text)
+  if ok and type(value) == 'table' then return value end
+  return {}
+end
+
+-- Add the space-separated words of `text` (nil for none) to the set `into`; returns it.
+local function split_words(text, into)
+  if text then
+    for w in string.gmatch(text, '%S+') do into[w] = true end
   end
+  return into
+end
+
+-- The set of every word a job is found by, from its `words` and `tagwords` fields.
+local function job_words(words, tagwords)
+  local set = split_words(words, {})
+  for _, tw in ipairs(json_list(tagwords)) do split_words(tw, set) end
+  return set
+end
+
+-- Index job `id` under the words of the set `new`, and no longer under those only in `old`;
+-- <p>:words (the words in use, for prefix queries) follows.
+local function index_words(p, id, old, new)
+  local member = zid(id)
+  for w in pairs(new) do
+    if not old[w] then
+      redis.call('ZADD', k_word(p, w), 0, member)
+      redis.call('ZADD', k_words(p), 0, w)
+    end
+  end
+  for w in pairs(old) do
+    if not new[w] then
+      local key = k_word(p, w)
+      redis.call('ZREM', key, member)
+      if redis.call('EXISTS', key) == 0 then redis.call('ZREM', k_words(p), w) end
+    end
+  end
+end
+
+-- The data of job `id` (stored at `key`) changed: index it under `words` (its data's words,
+-- space separated; nil or '' for none) instead of those it had, keeping its tags' words.
+local function reword(p, id, key, words)
+  local h = redis.call('HMGET', key, 'words', 'tagwords')
+  if (words or '') == (h[1] or '') then return end
+  local tagwords = split_words(nil, {})
+  for _, tw in ipairs(json_list(h[2])) do split_words(tw, tagwords) end
+  local old, new = split_words(h[1], {}), split_words(words, {})
+  for w in pairs(tagwords) do old[w] = true; new[w] = true end
+  index_words(p, id, old, new)
+  if words and words ~= '' then
+    redis.call('HSET', key, 'words', words)
+  else
+    redis.call('HDEL', key, 'words')
+  end
+end
+
+-- Tag job `id` with `tag` (at time `now`), or untag it when `now` is nil; <p>:tags counts.
+local function index_tag(p, id, tag, now)
+  if now then
+    if redis.call('ZADD', k_tag(p, tag), 'NX', now, zid(id)) == 1 then
+      redis.call('HINCRBY', k_tags(p), tag, 1)
+    end
+  elseif redis.call('ZREM', k_tag(p, tag), zid(id)) == 1 then
+    if redis.call('HINCRBY', k_tags(p), tag, -1) <= 0 then redis.call('HDEL', k_tags(p), tag) end
+  end
+end
+
+-- Write the records a new job is saved with: `rec` is the JSON object records.save_extras
+-- makes: words (of its data), tags (tag, its words, ...), keys (searchKeys, JSON), track, kc
+-- and kf (its retention policies).
+-- Raises unless `text` is such an object (checked before a save writes anything).
+local function save_records_ok(text)
+  local rec = cjson.decode(text)
+  assert(type(rec) == 'table' and (rec.tags == nil or type(rec.tags) == 'table'))
+end
+
+local function save_records(p, id, rec, now)
+  local fields = {}
+  local function put(name, value) fields[#fields + 1] = name; fields[#fields + 1] = value end
+  local all = split_words(rec.words, {})
+  if rec.words then put('words', rec.words) end
+  if rec.tags then
+    local tags, tagwords = {}, {}
+    for i = 1, #rec.tags, 2 do
+      tags[#tags + 1] = rec.tags[i]
+      tagwords[#tagwords + 1] = rec.tags[i + 1]
+      split_words(rec.tags[i + 1], all)
+      index_tag(p, id, rec.tags[i], now)
+    end
+    put('tags', cjson.encode(tags)); put('tagwords', cjson.encode(tagwords))
+  end
+  if rec.keys then put('searchKeys', rec.keys) end
+  if rec.track then
+    put('tracked', 'true')
+    redis.call('ZADD', k_tracked(p), now, zid(id))
+  end
+  if rec.kc then put('keep_complete', rec.kc) end
+  if rec.kf then put('keep_failed', rec.kf) end
+  index_words(p, id, {}, all)
+  if #fields > 0 then redis.call('HSET', k_job(p, id), unpack(fields)) end
+end
+
+-- Delete a job, its log and history, and every index entry it may have (the sets of every
+-- state, and of `state` when it is not one of Kue's; its unique key, tags, words, tracking);
+-- publish remove.
+local function delete_job(p, id, jtype, state)
+  local h = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words', 'tags',
+    'tagwords', 'tracked')
+  release_unique(p, id, h[1], h[2])
+  if h[2] == 'reuse' and redis.call('HGET', k_unique_jobs(p), h[1]) == tostring(id) then
+    redis.call('HDEL', k_unique_jobs(p), h[1])
+  end
+  if h[3] or h[5] then index_words(p, id, job_words(h[3], h[5]), {}) end
+  for _, tag in ipairs(json_list(h[4])) do index_tag(p, id, tag, nil) end
+  if h[6] then redis.call('ZREM', k_tracked(p), zid(id)) end
   for s in pairs(STATES) do index_remove(p, id, jtype, s) end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))
   redis.call('ZREM', k_leases(p), zid(id))
   redis.call('DEL', k_job(p, id), k_log(p, id), k_history(p, id))
   publish(p, id, jtype, 'remove', cjson.encode(jtype))
+end
+
+-- Retention (see kue_core/retention.py). A policy is "count,age" (ms; an empty part: no bound).
+-- The finished job's own (hash field keep_complete or keep_failed) wins over the queue's
+-- (<p>:retention, field complete or failed), which wins over RETAIN_COMPLETE / RETAIN_FAILED.
+local function retention(p, state, own)
+  local text = own
+  if not text or text == 'remove' then text = redis.call('HGET', k_retention(p), state) end
+  if not text then
+    local d = RETAIN_FAILED
+    if state == 'complete' then d = RETAIN_COMPLETE end
+    return d[1], d[2]
+  end
+  local count, age = string.match(text, '^(%d*),(%d*)$')
+  return tonumber(count), tonumber(age)
+end
+
+-- Remove at most `limit` finished jobs of `state` that the retention in force (`own`: the
+-- policy of the job that just finished, or nil) no longer keeps: the oldest beyond its count,
+-- then those finished longer than its age ago. A member whose job left that state without our
+-- scripts (a Node Kue client) is only dropped from the set. Returns how many went.
+local function retire(p, state, own, now, limit)
+  local count, age = retention(p, state, own)
+  local key = k_finished(p, state)
+  local doomed = {}
+  if count then
+    local over = redis.call('ZCARD', key) - count
+    if over > 0 then doomed = redis.call('ZRANGE', key, 0, math.min(over, limit) - 1) end
+  end
+  if age and #doomed < limit then
+    local old = redis.call('ZRANGEBYSCORE', key, '-inf', now - age, 'LIMIT', #doomed,
+      limit - #doomed)
+    for _, m in ipairs(old) do doomed[#doomed + 1] = m end
+  end
+  for _, m in ipairs(doomed) do
+    local id = zid_id(m)
+    local h = redis.call('HMGET', k_job(p, id), 'type', 'state')
+    if h[1] and h[2] == state then
+      delete_job(p, id, h[1], state)
+    else
+      redis.call('ZREM', key, m)
+    end
+  end
+  return #doomed
 end
 
 -- Record how a failed attempt ends, for a job already out of active. `f` holds type,
@@ -269,9 +441,14 @@ local function record_failure(p, id, f, outcome, now)
   local msg = cjson.encode(f.message)
   publish(p, id, f.type, 'error', msg)
   if outcome == 'failed' then
-    release_unique_of(p, id)
+    local own = release_unique_of(p, id)[3]
     count_outcome(p, f.type, 'failed', now, nil)
     publish(p, id, f.type, 'failed', msg)
+    if own == 'remove' then
+      delete_job(p, id, f.type, 'failed')
+    else
+      retire(p, 'failed', own, now, RETIRE_BATCH)
+    end
     return
   end
   publish(p, id, f.type, 'failed attempt', msg .. ',' .. f.attempts)
@@ -286,6 +463,7 @@ end
 local function save_row_ok(b)
   return ARGV[b + 1] ~= '' and tonumber(ARGV[b + 3]) and tonumber(ARGV[b + 4])
     and tonumber(ARGV[b + 5]) and tonumber(ARGV[b + 7]) and tonumber(ARGV[b + 9])
+    and (ARGV[b + 10] == '' or pcall(save_records_ok, ARGV[b + 10]))
 end
 
 -- Store a new job from ARGV[b+1..b+SAVE_WIDTH] (see save.lua), with `extra` hash fields
@@ -325,6 +503,7 @@ local function save_job(p, ids_key, b, now, extra)
   redis.call('ZADD', k_jobs(p), priority, zid(id))
   index_add(p, id, jtype, state, priority, promote_at, ttl, now)
   redis.call('SADD', k_types(p), jtype)
+  if ARGV[b + 10] ~= '' then save_records(p, id, cjson.decode(ARGV[b + 10]), now) end
   history(p, id, { state = state, at = now })
   if state == 'inactive' then
     publish(p, id, jtype, 'enqueue', cjson.encode(jtype))

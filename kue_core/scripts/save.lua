@@ -1,11 +1,13 @@
 -- save: store new jobs and index them (Kue's Job#save), one or many per call.
 -- KEYS[1]  <p>:ids (id counter; every other key is built from the prefix, same slot)
 -- ARGV[1]  prefix
--- ARGV[2]  number of jobs n; then SAVE_WIDTH (9) values per job:
+-- ARGV[2]  number of jobs n; then SAVE_WIDTH (10) values per job:
 --          type, data (JSON), priority, delay ms (0 = none), max_attempts,
 --          backoff (JSON, '' = none), ttl ms (0 = none), removeOnComplete ('1' or ''),
 --          due time (ms since the epoch, 0 = none): instead of the delay, wait until this time
---          on this server's clock (not at all when it is past)
+--          on this server's clock (not at all when it is past),
+--          records ('' = none): tags, search words, tracking and retention, as the JSON object
+--          kue_core/records.py save_extras makes
 -- Returns  the new ids, in order.
 -- Events   enqueue [type] for every job that starts inactive (a delayed job publishes none);
 --          a delayed job's due time (ms) on <p>:promote, for promotion timers.

@@ -1,9 +1,9 @@
 -- save_unique: store one new job that has a unique key, unless a job holds the key already
 -- (see kue_core/unique.py for the modes).
 -- KEYS[1]  <p>:ids
--- ARGV[1]  prefix   ARGV[2..10] the SAVE_WIDTH values of one job, as save.lua takes them
--- ARGV[11] unique key   ARGV[12] mode (until_done, throttle, debounce, reuse)
--- ARGV[13] ttl ms of the key (0 = none; throttle needs one)
+-- ARGV[1]  prefix   ARGV[2..11] the SAVE_WIDTH values of one job, as save.lua takes them
+-- ARGV[12] unique key   ARGV[13] mode (until_done, throttle, debounce, reuse)
+-- ARGV[14] ttl ms of the key (0 = none; throttle needs one)
 -- Returns  {id, outcome, state}: outcome 'saved' (a new job holds the key), 'deduplicated'
 --          (the holder's id; nothing written), 'debounced' (the delayed or waiting holder got
 --          the new data and due time), 'reused' (kue-unique's mode: the holder got the new
@@ -11,7 +11,7 @@
 -- Events   those of save.lua for a new job; deduplicated [key] from the holder otherwise
 --          (with promotion or enqueue events when it moves).
 -- Errors   KUE_INVALID for malformed values (nothing is written).
-local p, key, mode, key_ttl = ARGV[1], ARGV[11], ARGV[12], tonumber(ARGV[13])
+local p, key, mode, key_ttl = ARGV[1], ARGV[12], ARGV[13], tonumber(ARGV[14])
 if #ARGV ~= 1 + SAVE_WIDTH + 3 or not save_row_ok(1) or not key_ttl or key == ''
     or (mode ~= 'until_done' and mode ~= 'throttle' and mode ~= 'debounce' and mode ~= 'reuse')
     or (mode == 'throttle' and key_ttl <= 0) then
@@ -62,6 +62,9 @@ if mode == 'debounce' and job.state ~= 'delayed' and job.state ~= 'inactive' the
   return new_job()  -- it has started: a duplicate is new work
 end
 redis.call('HSET', jkey, 'data', ARGV[3], 'updated_at', int(now))
+local words = nil  -- the duplicate's data words replace the holder's
+if ARGV[11] ~= '' then words = cjson.decode(ARGV[11]).words end
+reword(p, holder, jkey, words)
 if job.state == 'active' then
   history(p, holder, { state = 'active', at = now, edited = true, unique = key })
   return held('reused', 'active')  -- reuse of a running job: it has the new data next time

@@ -5,6 +5,8 @@
 -- ARGV[6]  backoff (JSON, '' = none)      ARGV[7] ttl ms (0 = none)
 -- ARGV[8]  removeOnComplete ('1' or '')   ARGV[9] delay ms (0 = none)
 -- ARGV[10] due time (ms since the epoch, 0 = none): instead of the delay, due at this time
+-- ARGV[11] the search words of the new data ('' = none; see kue_core/records.py)
+-- ARGV[12] keep_complete   ARGV[13] keep_failed: retention policies ('' = the queue's)
 -- Returns  the job's state.
 -- Events   none (re-scoring changes no state).
 -- Errors   KUE_NOT_FOUND, KUE_INVALID.
@@ -32,6 +34,8 @@ end
 opt('backoff', ARGV[6], ARGV[6] ~= '')
 opt('ttl', int(ttl), ttl > 0)
 opt('removeOnComplete', 'true', ARGV[8] == '1')
+opt('keep_complete', ARGV[12], ARGV[12] ~= '')
+opt('keep_failed', ARGV[13], ARGV[13] ~= '')
 local promote_at = job.promote_at
 if delay > 0 or due_at > 0 then
   -- Kue: a delay counts from the last failure, else from creation.
@@ -48,6 +52,7 @@ if delay > 0 or due_at > 0 then
 end
 redis.call('HSET', KEYS[1], unpack(set))
 if #drop > 0 then redis.call('HDEL', KEYS[1], unpack(drop)) end
+reword(p, id, KEYS[1], ARGV[11])
 
 local member = zid(id)
 redis.call('ZADD', k_jobs(p), priority, member)

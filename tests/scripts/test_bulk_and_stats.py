@@ -114,10 +114,11 @@ def test_search_by_type_title_and_id(queue: Queue) -> None:
     assert queue.search("EMAIL") == [c.id, a.id]  # newest first
     assert queue.search("transcode") == [b.id]
     assert queue.search(str(b.id)) == [b.id]
-    assert queue.search("email", limit=1) == [c.id]
-    assert queue.search("email", scan=1) == [c.id]  # only the newest job was looked at
+    assert queue.search("email", count=1) == [c.id]
+    assert queue.search("email", count=1).total == 2
+    assert queue.search("email", offset=1) == [a.id]
     assert queue.search("nothing like it") == []
     assert queue.search("²") == []  # a digit to str.isdigit(), not a job id
-    for bad in ("", "   ", None):
+    for bad in ("", "   ", None, "--"):
         with pytest.raises(InvalidJob):
             queue.search(bad)  # type: ignore[arg-type]

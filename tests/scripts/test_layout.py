@@ -20,7 +20,10 @@ def _exercise(queue: Queue) -> list[int]:
     a.progress(1, 2)
     c.set_state("failed")
     c.set_state("complete")
-    return [a.id, b.id, c.id]  # type: ignore[list-item]
+    d = queue.create_job("email", {"title": "Hi"}).tags("vip").track().save()
+    queue.search("hi")  # its scratch set is gone when it returns
+    queue.set_retention(failed={"count": 5})
+    return [a.id, b.id, c.id, d.id]  # type: ignore[list-item]
 
 
 def test_every_key_is_one_keys_py_names(queue: Queue, r: redis.Redis, prefix: str) -> None:
@@ -37,6 +40,8 @@ def test_every_key_is_one_keys_py_names(queue: Queue, r: redis.Redis, prefix: st
         k.type_state("email", "complete"),
         k.tokens("email"),
     }
+    expected |= {k.finished("complete"), k.tag("vip"), k.tags, k.tracked, k.retention}
+    expected |= {k.words, k.word("hi"), k.word("vip")}
     assert keys_under(r, prefix) == expected
 
 
@@ -70,6 +75,9 @@ def test_kue_types_of_every_key(queue: Queue, r: redis.Redis, prefix: str) -> No
     assert r.type(k.tokens("email")) == "list"
     assert r.type(k.job(1)) == "hash"
     assert r.type(k.log(1)) == "list"
+    assert r.type(k.tag("vip")) == r.type(k.word("vip")) == r.type(k.tracked) == "zset"
+    assert r.type(k.finished("complete")) == r.type(k.words) == "zset"
+    assert r.type(k.tags) == r.type(k.retention) == "hash"
 
 
 @pytest.mark.single_node  # on the cluster: tests/integration/test_cluster.py

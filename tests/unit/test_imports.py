@@ -27,6 +27,7 @@ FLOORS = {
     "retry": 1,
     "checks": 1,
     "unique": 1,
+    "records": 1,
     # 2. connection, scripts, events
     "cluster": 2,
     "connection": 2,
@@ -36,6 +37,7 @@ FLOORS = {
     "stats": 2,
     "timings": 2,
     "search": 2,
+    "retention": 2,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper
