@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-import json
-import math
-import re
-import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
 from . import checks, defaults, records, unique
 from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
+from .job_records import RecordOptions
 from .scripts import SAVE_WIDTH
-from .states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState
+from .states import JobState
+from .values import due_ms as _due_ms
+from .values import json_field as _json_field
+from .values import ms as _ms
+from .values import now_ms as _now_ms
+from .values import num as _num
+from .values import parse_priority, parse_state, to_json, validate_type
+from .values import utf8 as _utf8
+
+__all__ = ["Job", "parse_priority", "parse_state", "to_json", "validate_type"]
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -28,111 +34,9 @@ class _Running(Protocol):
 
 
 _UNSET: Any = object()
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# One encoder for every call: ``json.dumps`` with options builds a new one each time.
-_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-# Types that passed validation, so the common case (a handful of types) is a set lookup.
-_VALID_TYPES: set[str] = set()
-_VALID_TYPES_MAX = 1024
 
 
-# -- validation (pure) -------------------------------------------------------------------
-def validate_type(job_type: object) -> str:
-    if job_type.__class__ is str and job_type in _VALID_TYPES:
-        return job_type
-    if not isinstance(job_type, str):
-        raise InvalidJob(f"type must be a string, got {type(job_type).__name__}")
-    if not job_type.strip():
-        raise InvalidJob("type must not be empty")
-    if len(job_type) > defaults.MAX_TYPE_LENGTH:
-        raise InvalidJob(f"type must be at most {defaults.MAX_TYPE_LENGTH} characters")
-    if _CONTROL.search(job_type):
-        raise InvalidJob("type must not contain control characters")
-    _utf8(job_type, "type")
-    if len(_VALID_TYPES) < _VALID_TYPES_MAX:
-        _VALID_TYPES.add(job_type)
-    return job_type
-
-
-def _utf8(text: str, field: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidJob(f"{field} is not valid unicode (lone surrogate)") from None
-
-
-def to_json(value: Any, field: str) -> str:
-    """Compact JSON text (ASCII, so any Python string stores safely), or InvalidJob."""
-    try:
-        return _JSON.encode(value)
-    except (TypeError, ValueError) as e:
-        raise InvalidJob(f"{field} must be JSON-serialisable: {e}") from None
-
-
-def parse_priority(level: object) -> int:
-    """A priority name (``low`` ... ``critical``) or an integer -> its integer value."""
-    if isinstance(level, str):
-        if level in PRIORITIES:
-            return PRIORITIES[level]
-        names = ", ".join(PRIORITIES)
-        raise InvalidJob(f"priority must be one of {names} or an integer, got {level!r}")
-    return checks.integer(level, "priority", 1 - PRIORITY_LIMIT, PRIORITY_LIMIT - 1)
-
-
-def parse_state(state: object) -> str:
-    value = state.value if isinstance(state, JobState) else state
-    if not isinstance(value, str) or value not in STATES:
-        raise InvalidJob(f"state must be one of {', '.join(STATES)}, got {state!r}")
-    return value
-
-
-def _ms(value: object, field: str, minimum: int) -> int:
-    if isinstance(value, timedelta):
-        value = value.total_seconds() * 1000
-    return int(checks.number(value, field, minimum, defaults.MAX_MS, " ms"))
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_ONE_MS = timedelta(milliseconds=1)
-
-
-def _due_ms(when: datetime) -> int:
-    """An aware datetime as ms since the epoch, rounded up (never early); at least 1."""
-    if when.utcoffset() is None:
-        raise InvalidJob(
-            f"delay: a datetime needs a time zone, e.g. datetime.now(timezone.utc) + "
-            f"timedelta(hours=1); got {when!r}, which means another time on each machine"
-        )
-    return max(1, -((_EPOCH - when) // _ONE_MS))
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def _num(text: str | None) -> int | float | None:
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            f = float(text)
-        except ValueError:
-            return None
-        return f if math.isfinite(f) else None
-
-
-def _json_field(text: str | None, fallback: Any) -> Any:
-    if text is None:
-        return fallback
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text  # stored by another client as plain text: show it as it is
-
-
-class Job:
+class Job(RecordOptions):
     """One job. Create with ``queue.create_job(type, data)``; chain options; ``save()``.
 
     Option methods are setters when given a value (and return the job, for chaining) and
@@ -154,14 +58,6 @@ class Job:
     _ttl = 0
     _remove_on_complete = False
     _unique: unique.Unique | None = None
-    # Records (see kue_core.records); _records is True once any is given before the save.
-    _records = False
-    _tags: list[str] | None = None
-    _search_keys: list[str] | None = None
-    _keep_complete: records.Keep | None = None
-    _keep_failed: records.Keep | str | None = None
-    #: Whether the job is tracked (listed first on the dashboard's overview, with its events).
-    tracked = False
     #: True when ``save()`` found a job holding this job's unique key: ``id`` is that job's.
     deduplicated = False
     _progress: int | float = 0
@@ -274,118 +170,6 @@ class Job:
             return self._ttl
         self._ttl = _ms(ms, "ttl", 1)
         return self
-
-    @overload
-    def remove_on_complete(self) -> bool | dict[str, int | None]: ...
-    @overload
-    def remove_on_complete(self, policy: bool | int | dict[str, Any]) -> Job: ...
-    def remove_on_complete(self, policy: Any = _UNSET) -> Any:
-        """What becomes of the job once it completes: ``True`` deletes it (Kue's
-        ``removeOnComplete``); a count or ``{"count": n, "age": ms}`` keeps only the newest
-        ``n`` completed jobs, none older than ``age``, from then on (BullMQ's shapes); ``False``
-        (default) leaves it to the queue's retention (``queue.set_retention``)."""
-        if policy is _UNSET:
-            kept = self._keep_complete
-            return kept.to_dict() if kept is not None else self._remove_on_complete
-        given = records.job_keep(policy, "remove_on_complete")
-        self._remove_on_complete = given == records.REMOVE
-        self._keep_complete = given if isinstance(given, records.Keep) else None
-        self._records = True
-        return self
-
-    @overload
-    def remove_on_fail(self) -> bool | dict[str, int | None]: ...
-    @overload
-    def remove_on_fail(self, policy: bool | int | dict[str, Any]) -> Job: ...
-    def remove_on_fail(self, policy: Any = _UNSET) -> Any:
-        """As :meth:`remove_on_complete`, for when the job fails for good."""
-        if policy is _UNSET:
-            kept = self._keep_failed
-            return kept.to_dict() if isinstance(kept, records.Keep) else kept is not None
-        self._keep_failed = records.job_keep(policy, "remove_on_fail")
-        self._records = True
-        return self
-
-    # -- records: tags, tracking, search keys ----------------------------------------------
-    @overload
-    def tags(self) -> list[str]: ...
-    @overload
-    def tags(self, *tags: str) -> Job: ...
-    def tags(self, *tags: Any) -> Any:
-        """The tags to save the job with (``job.tags("customer:42", "vip")``); without
-        arguments, the job's tags. Once saved, :meth:`tag` and :meth:`untag` change them."""
-        if not tags:
-            return list(self._tags or ())
-        if self.id is not None:
-            raise InvalidJob("a saved job's tags change with tag() and untag()")
-        self._tags = records.tags(tags)
-        self._records = True
-        return self
-
-    def tag(self, *tags: str) -> Job:
-        """Add tags (kept in order, without repeats; at most ``defaults.MAX_TAGS``)."""
-        checked = records.tags(tags)
-        if self.id is None:
-            return self.tags(*(self._tags or ()), *checked)
-        self._tags = json.loads(self.queue.scripts.tag(self.id, "tag", records.tag_rows(checked)))
-        return self
-
-    def untag(self, *tags: str) -> Job:
-        """Remove tags (those the job does not have are ignored)."""
-        checked = records.tags(tags)
-        if self.id is None:
-            self._tags = [t for t in self._tags or () if t not in checked] or None
-            return self
-        self._tags = json.loads(self.queue.scripts.tag(self.id, "untag", records.tag_rows(checked)))
-        return self
-
-    def track(self) -> Job:
-        """Track the job: the dashboard's overview lists it first and shows its events live."""
-        if self.id is None:
-            self._records = True
-        else:
-            self.queue.scripts.tag(self.id, "track")
-        self.tracked = True
-        return self
-
-    def untrack(self) -> Job:
-        """Stop tracking the job."""
-        if self.id is not None:
-            self.queue.scripts.tag(self.id, "untrack")
-        self.tracked = False
-        return self
-
-    @overload
-    def search_keys(self) -> list[str]: ...
-    @overload
-    def search_keys(self, *names: str) -> Job: ...
-    def search_keys(self, *names: Any) -> Any:
-        """Data fields whose words find the job in ``queue.search`` (Kue's ``searchKeys``),
-        besides ``data.title`` and its tags; given before the save."""
-        if not names:
-            return list(self._search_keys or ())
-        if self.id is not None:
-            raise InvalidJob("search keys are given before the job is saved")
-        self._search_keys = records.search_keys(names)
-        self._records = True
-        return self
-
-    def _words(self) -> list[str]:
-        """The search words of the job's data (see ``records.data_words``)."""
-        return records.data_words(self.data, self._search_keys or ())
-
-    def _extras(self) -> str:
-        """The records value of the save row ('' for a plain job without a title)."""
-        if not self._records and not (self.data.__class__ is dict and "title" in self.data):
-            return ""
-        return records.save_extras(
-            self._words(),
-            self._tags,
-            self._search_keys,
-            self.tracked,
-            self._keep_complete,
-            self._keep_failed,
-        )
 
     @overload
     def unique(self) -> dict[str, Any] | None: ...

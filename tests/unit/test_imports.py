@@ -27,6 +27,7 @@ FLOORS = {
     "retry": 1,
     "checks": 1,
     "unique": 1,
+    "values": 1,
     "records": 1,
     # 2. connection, scripts, events
     "cluster": 2,
@@ -36,6 +37,7 @@ FLOORS = {
     "control": 2,
     "stats": 2,
     "timings": 2,
+    "job_records": 2,
     "search": 2,
     "retention": 2,
     # 3. the job model
