@@ -7,8 +7,10 @@
 --          of its worker's hands: its lease ends here (complete and fail are refused by the
 --          token) and its worker process is told on <p>:control:<worker id> to stop it.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a complete job.
--- Its unique key is released (until_done, debounce). The job is counted as failed, unless it had failed already; its attempts are left as
--- they are (a retry by hand starts them anew).
+-- Its unique key is released (until_done, debounce). The job is counted as failed, unless it
+-- had failed already; its attempts are left as they are (a retry by hand starts them anew).
+-- Retention applies as to any failed job (remove [type] for each job it removes), but the
+-- cancelled job itself is kept, whatever its remove_on_fail: the caller reads it back.
 local p, id, reason = ARGV[1], ARGV[2], ARGV[3]
 local job = load_job(KEYS[1])
 if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end

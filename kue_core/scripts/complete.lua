@@ -6,7 +6,8 @@
 --          under this token (recovered and given to another worker, or moved by hand; nothing
 --          is written); then the next job of the same type claimed for this worker, as
 --          claim.lua returns it (empty when none or not asked).
--- Events   complete [result]; remove [type] when removeOnComplete; start [type] for the claim.
+-- Events   complete [result]; remove [type] when removeOnComplete, and for each job retention
+--          removes; start [type] for the claim.
 -- The job's unique key is released (until_done, debounce); retention removes at most
 -- RETIRE_BATCH older completed jobs (see lib.lua retire).
 -- The completion counts as an attempt (as in Kue), up to max_attempts and never past it.

@@ -9,7 +9,9 @@
 --          not active under this token (nothing is written); then the next job claimed, as
 --          complete.lua returns it.
 -- Events   error [message]; then failed attempt [message, attempts made] and enqueue [type]
---          (or nothing more when delayed), or failed [message]; start [type] for the claim.
+--          (or nothing more when delayed), or failed [message]; start [type] for the claim;
+--          remove [type] for the job when it fails for good with remove_on_fail(True), and
+--          for each finished job retention removes (at most RETIRE_BATCH; see lib.lua retire).
 -- The attempt counts up to max_attempts and never past it (Kue's Job#attempt).
 local p, id, token, message, text = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local delay = tonumber(ARGV[6])

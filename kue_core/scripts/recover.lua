@@ -3,7 +3,8 @@
 -- ARGV[1]  prefix   ARGV[2] stall limit   ARGV[3] most jobs to handle in this call
 -- Returns  {requeued, failed}: jobs sent back to inactive, and jobs failed because they
 --          stalled more than the stall limit.
--- Events   enqueue [type] per job requeued; error and failed [reason] per job failed.
+-- Events   enqueue [type] per job requeued; error and failed [reason] per job failed (then
+--          remove [type] as retention removes, see fail.lua).
 -- A recovered job's stall count (`stalls`) goes up by one; its attempts do not, since the
 -- attempt never ended. Several processes may run it at once: each expired lease is handled once.
 local p, limit_stalls, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
