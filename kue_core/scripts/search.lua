@@ -23,7 +23,8 @@ end
 local states = { 'inactive', 'active', 'complete', 'failed', 'delayed' }
 if state ~= '' then states = { state } end
 
--- Each term: keys (the index sets of its words, then the sets of its types' jobs), size.
+-- Each term: words (the index sets of its words), types (names), keys (words' sets and its
+-- types' sets of jobs), size (their jobs, counted with repeats).
 local terms = {}
 local i = 8
 for _ = 1, n do
@@ -44,6 +45,7 @@ for _ = 1, n do
       term.size = term.size + size
     end
   end
+  term.keys = { unpack(term.words) }  -- the candidates when it is the rarest: words and types
   for t = 1, ntypes do
     local name = ARGV[i + 2 + t]
     term.types[name] = true
@@ -51,7 +53,7 @@ for _ = 1, n do
       local key = k_type_state(p, name, s)
       local size = redis.call('ZCARD', key)
       if size > 0 then
-        term.words[#term.words + 1] = key
+        term.keys[#term.keys + 1] = key
         term.size = term.size + size
       end
     end
@@ -65,10 +67,10 @@ table.sort(terms, function(a, b) return a.size < b.size end)
 local scratch = k_words(p) .. ':~search'
 -- The candidates: the rarest term's jobs, all of score 0 (so in id order, Kue's zids sorting
 -- by length then digits).
-local union = { 'ZUNIONSTORE', scratch, #terms[1].words }
-for _, key in ipairs(terms[1].words) do union[#union + 1] = key end
+local union = { 'ZUNIONSTORE', scratch, #terms[1].keys }
+for _, key in ipairs(terms[1].keys) do union[#union + 1] = key end
 union[#union + 1] = 'WEIGHTS'
-for _ = 1, #terms[1].words do union[#union + 1] = 0 end
+for _ = 1, #terms[1].keys do union[#union + 1] = 0 end
 redis.call(unpack(union))
 local checks = {}
 local function narrow(key)
