@@ -52,6 +52,7 @@ FLOORS = {
     "worker": 4,
     # 5. the facade
     "queue": 5,
+    "queue_records": 4,
     # 6. tools on the facade
     "doctor": 6,
     # the package's public names

@@ -1,0 +1,102 @@
+"""The queue's side of job records (see :mod:`kue_core.records`): search, tags, tracking,
+retention. Part of ``Queue``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import redis
+
+from . import checks, records, retention, search
+from .errors import InvalidJob
+from .keys import Keys, job_id_from_zid
+from .scripts import Scripts
+from .search import Found
+
+if TYPE_CHECKING:
+    from .job import Job
+
+
+class QueueRecords:
+    """Mixed into ``Queue``."""
+
+    client: redis.Redis
+    keys: Keys
+    scripts: Scripts
+
+    if TYPE_CHECKING:  # Queue's
+
+        def get_job(self, job_id: int | str) -> Job: ...
+        def get_jobs(self, ids: Sequence[int]) -> list[Job]: ...
+
+    def search(
+        self,
+        text: str,
+        *,
+        state: str | None = None,
+        job_type: str | None = None,
+        offset: int = 0,
+        count: int = 25,
+    ) -> Found:
+        """Ids of the jobs found by every word of ``text`` (the last may be a word's start),
+        newest first, from rank ``offset``: words of their type, ``data.title``, search keys
+        and tags (see :mod:`kue_core.search`); optionally only in ``state`` and of
+        ``job_type``. A job id typed as the text comes first. ``.total`` counts them all."""
+        return search.query(
+            self.client, self.keys, self.scripts, text, state, job_type, offset, count
+        )
+
+    # -- records: tags, tracking, retention (see kue_core.records) --------------------------
+    def tagged(self, tag: str, offset: int = 0, count: int = 25) -> Found:
+        """Ids of the jobs with ``tag``, most recently tagged first, from rank ``offset``."""
+        key = self.keys.tag(records.tag(tag))
+        checks.integer(offset, "offset", 0)
+        checks.integer(count, "count", 0, 1000)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zrevrange(key, offset, offset + count - 1)
+        pipe.zcard(key)
+        members, total = pipe.execute()
+        return Found([job_id_from_zid(m) for m in members], total)
+
+    def tags(self) -> dict[str, int]:
+        """Every tag in use and how many jobs have it, most used first."""
+        counts = cast(dict[str, str], self.client.hgetall(self.keys.tags))
+        return dict(sorted(((t, int(n)) for t, n in counts.items()), key=lambda x: (-x[1], x[0])))
+
+    def tag(self, job_id: int | str, *tags: str) -> Job:
+        """Add tags to a saved job; returns it as it is now."""
+        return self.get_job(job_id).tag(*tags)
+
+    def untag(self, job_id: int | str, *tags: str) -> Job:
+        """Remove tags from a saved job; returns it as it is now."""
+        return self.get_job(job_id).untag(*tags)
+
+    def track(self, job_id: int | str, on: bool = True) -> Job:
+        """Track a job (or stop, with ``on=False``); see :meth:`Job.track`."""
+        job = self.get_job(job_id)
+        return job.track() if on else job.untrack()
+
+    def tracked(self) -> list[Job]:
+        """The tracked jobs, most recently tracked first."""
+        members = cast(list[str], self.client.zrevrange(self.keys.tracked, 0, -1))
+        return self.get_jobs([job_id_from_zid(m) for m in members])
+
+    def retention(self) -> dict[str, dict[str, Any]]:
+        """The retention in force for completed and failed jobs: ``{"complete": {"count",
+        "age", "source"}, "failed": {...}}``; count and age (ms) None for no bound, source
+        ``"queue"`` (set here) or ``"default"``. See :mod:`kue_core.retention`."""
+        return retention.get(self.client, self.keys)
+
+    def set_retention(self, **policies: Any) -> dict[str, dict[str, Any]]:
+        """Set the queue's retention, for every process: ``complete=`` and ``failed=`` each
+        ``{"count": n, "age": ms}`` (either may be left out), a count, ``None`` to keep every
+        job, or ``"default"``. Returns :meth:`retention`."""
+        unknown = set(policies) - set(retention.FINISHED)
+        if unknown:
+            raise InvalidJob(f"retention is set for complete and failed, not {sorted(unknown)}")
+        return retention.put(self.client, self.keys, policies)
+
+    def memory(self) -> dict[str, Any]:
+        """Redis memory in use (see :func:`kue_core.retention.memory`)."""
+        return retention.memory(self.client)
