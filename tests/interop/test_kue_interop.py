@@ -245,6 +245,28 @@ def test_node_kue_promotes_runs_and_removes_a_delayed_job_created_in_python(
     assert queue.range(0, -1) == []
 
 
+def test_jobs_node_kue_finished_are_kept_by_our_retention(queue: Queue, node_kue: StartKue) -> None:
+    """Node Kue knows nothing of tags, the search index or retention: jobs it completes are
+    taken in by the retention sweep of any Python process, and those past the count are removed
+    whole (records included); Node Kue reads the tagged jobs as its own."""
+    queue.set_retention(complete={"count": 2})
+    jobs = [
+        queue.create_job("resize", {"title": f"photo {i}"}).tags("album:7").save() for i in range(5)
+    ]
+    kue = node_kue()
+    kue.request("process", type="resize", result={"ok": True})
+    wait_for(lambda: queue.count("complete") == 5, timeout=30)
+    assert queue.client.zcard(queue.keys.finished("complete")) == 0  # no script of ours ran
+    found, removed = queue.scripts.retain(defaults.SWEEP_LIMIT)
+    assert (found, removed) == (5, 3)
+    kept = sorted(queue.ids("complete"))
+    assert len(kept) == 2
+    assert sorted(queue.tagged("album:7")) == kept and queue.tags() == {"album:7": 2}
+    assert sorted(queue.search("photo")) == kept
+    assert kue.request("get", id=kept[0])["job"]["state"] == "complete"
+    assert {j.id for j in jobs} >= set(kept)
+
+
 # -- Kue's JSON API over jobs kue_core wrote ------------------------------------------------
 def test_kue_json_api_lists_jobs_python_saved(queue: Queue, node_kue: StartKue) -> None:
     a = queue.create_job("email", {"title": "a"}).save()
