@@ -53,7 +53,7 @@ class Keys:
         #: hash of counters: ``complete:<type>`` and ``failed:<type>`` (jobs that ended so),
         #: ``le:<ms>`` and ``le:inf`` (completed jobs by duration bucket).
         self.totals = f"{prefix}:stats:totals"
-        #: hash of tag -> number of jobs with it.
+        #: zset of tag -> number of jobs with it (so the most used read first).
         self.tags = f"{prefix}:tags"
         #: zset of tracked jobs: member zid, score = when tracked (ms).
         self.tracked = f"{prefix}:tracked"

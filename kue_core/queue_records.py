@@ -59,10 +59,19 @@ class QueueRecords:
         members, total = pipe.execute()
         return Found([job_id_from_zid(m) for m in members], total)
 
-    def tags(self) -> dict[str, int]:
-        """Every tag in use and how many jobs have it, most used first."""
-        counts = cast(dict[str, str], self.client.hgetall(self.keys.tags))
-        return dict(sorted(((t, int(n)) for t, n in counts.items()), key=lambda x: (-x[1], x[0])))
+    def tags(self, offset: int = 0, count: int = 100) -> dict[str, int]:
+        """Tags in use and how many jobs have each, most used first, from rank ``offset``;
+        ``tag_count()`` tells how many tags there are."""
+        checks.integer(offset, "offset", 0)
+        checks.integer(count, "count", 0, 1000)
+        if count == 0:
+            return {}
+        found = self.client.zrevrange(self.keys.tags, offset, offset + count - 1, withscores=True)
+        return {tag: int(n) for tag, n in cast(list[tuple[str, float]], found)}
+
+    def tag_count(self) -> int:
+        """How many distinct tags are in use."""
+        return self.client.zcard(self.keys.tags)
 
     def tag(self, job_id: int | str, *tags: str) -> Job:
         """Add tags to a saved job; returns it as it is now."""

@@ -311,14 +311,17 @@ local function reword(p, id, key, words)
   end
 end
 
--- Tag job `id` with `tag` (at time `now`), or untag it when `now` is nil; <p>:tags counts.
+-- Tag job `id` with `tag` (at time `now`), or untag it when `now` is nil; <p>:tags (a zset,
+-- tag -> jobs with it) counts.
 local function index_tag(p, id, tag, now)
   if now then
     if redis.call('ZADD', k_tag(p, tag), 'NX', now, zid(id)) == 1 then
-      redis.call('HINCRBY', k_tags(p), tag, 1)
+      redis.call('ZINCRBY', k_tags(p), 1, tag)
     end
   elseif redis.call('ZREM', k_tag(p, tag), zid(id)) == 1 then
-    if redis.call('HINCRBY', k_tags(p), tag, -1) <= 0 then redis.call('HDEL', k_tags(p), tag) end
+    if tonumber(redis.call('ZINCRBY', k_tags(p), -1, tag)) <= 0 then
+      redis.call('ZREM', k_tags(p), tag)
+    end
   end
 end
 
