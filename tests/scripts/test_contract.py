@@ -87,8 +87,30 @@ def test_the_preamble_holds_the_defaults_values() -> None:
             assert preamble[name] == "{ " + ", ".join(map(str, value)) + " }"
         else:
             assert preamble[name] == str(value)
+    lines = set(lua_preamble().splitlines())
     for name in SCRIPT_NAMES:
-        assert script_source(name).startswith(lua_preamble())
+        source = script_source(name)
+        assert source.startswith(lua_preamble().splitlines()[0])
+        constants = [
+            line
+            for line in source.splitlines()
+            if line.startswith("local ") and line.split()[1] in preamble
+        ]
+        assert set(constants) <= lines  # the preamble's values, where a script uses them
+
+
+def test_each_script_defines_the_helpers_it_uses_and_no_others() -> None:
+    """A script carries the lib.lua helpers (and constants) it reaches, and only those: Redis
+    runs the whole text on every call."""
+    lib = (FOLDER / "lib.lua").read_text("utf-8")
+    helpers = set(re.findall(r"^local (?:function )?([A-Za-z_]\w*)", lib + lua_preamble(), re.M))
+    for name in SCRIPT_NAMES:
+        source = script_source(name)
+        defined = set(re.findall(r"^local (?:function )?([A-Za-z_]\w*)", source, re.M))
+        used = set(re.findall(r"[A-Za-z_]\w*", _code(source)))
+        assert used & helpers <= defined, f"{name}.lua uses helpers it does not carry"
+    assert "save_records" not in script_source("claim") and "claim" in script_source("complete")
+    assert "local function k_fence" in script_source("pause")  # the fence read: every script
 
 
 @pytest.mark.parametrize("bad", [1.5, True, 2**53, "50", (1, "2"), None])
