@@ -30,5 +30,7 @@ if job.state ~= 'failed' then count_outcome(p, job.type, 'failed', now, nil) end
 local own = release_unique_of(p, id)[3]
 publish(p, id, job.type, 'cancelled', cjson.encode(reason))
 publish(p, id, job.type, 'failed', cjson.encode(message))
-if own ~= 'remove' then retire(p, 'failed', own, now, RETIRE_BATCH) end  -- kept: caller reads it
+if own ~= 'remove' then  -- the cancelled job is kept: the caller reads it back
+  retire(p, 'failed', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
+end
 return job.state

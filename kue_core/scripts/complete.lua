@@ -36,7 +36,7 @@ if h[1] == 'active' and h[2] == token then
     index_add(p, id, jtype, 'complete', tonumber(h[4]) or 0, 0, 0, now)
     history(p, id, { state = 'complete', at = now, worker = h[7], attempt = attempt,
       duration = duration })
-    retire(p, 'complete', h[12], now, RETIRE_BATCH)
+    retire(p, 'complete', h[12], now, RETIRE_BATCH, h[12] or tonumber(id) % RETIRE_BATCH == 0)
   end
 end
 local out = claim_after(p, jtype, 5, now)

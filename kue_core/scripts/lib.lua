@@ -398,9 +398,12 @@ end
 
 -- Remove at most `limit` finished jobs of `state` that the retention in force (`own`: the
 -- policy of the job that just finished, or nil) no longer keeps: the oldest beyond its count,
--- then those finished longer than its age ago. A member whose job left that state without our
--- scripts (a Node Kue client) is only dropped from the set. Returns how many went.
-local function retire(p, state, own, now, limit)
+-- then, when `ages` is true, those finished longer than its age ago. A member whose job left
+-- that state without our scripts (a Node Kue client) is only dropped from the set. Returns
+-- how many went. The finishing scripts look at ages for one job id in RETIRE_BATCH only (an
+-- age is not a count: a little later is as good, and the sweep also looks); the count holds
+-- after every finish.
+local function retire(p, state, own, now, limit, ages)
   local count, age = retention(p, state, own)
   local key = k_finished(p, state)
   local doomed = {}
@@ -408,8 +411,8 @@ local function retire(p, state, own, now, limit)
     local over = redis.call('ZCARD', key) - count
     if over > 0 then doomed = redis.call('ZRANGE', key, 0, math.min(over, limit) - 1) end
   end
-  if age and #doomed < limit then
-    local old = redis.call('ZRANGEBYSCORE', key, '-inf', now - age, 'LIMIT', #doomed,
+  if age and ages and #doomed < limit then
+    local old = redis.call('ZRANGEBYSCORE', key, '-inf', int(now - age), 'LIMIT', #doomed,
       limit - #doomed)
     for _, m in ipairs(old) do doomed[#doomed + 1] = m end
   end
@@ -450,7 +453,7 @@ local function record_failure(p, id, f, outcome, now)
     if own == 'remove' then
       delete_job(p, id, f.type, 'failed')
     else
-      retire(p, 'failed', own, now, RETIRE_BATCH)
+      retire(p, 'failed', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
     end
     return
   end

@@ -26,6 +26,6 @@ for _, state in ipairs({ 'complete', 'failed' }) do
       end
     end
   end
-  removed = removed + retire(p, state, nil, now, limit)
+  removed = removed + retire(p, state, nil, now, limit, true)
 end
 return { found, removed }
