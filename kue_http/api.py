@@ -13,7 +13,7 @@ from flask.sansio.blueprints import BlueprintSetupState
 from flask.typing import RouteCallable
 from werkzeug.routing import PathConverter
 
-from kue_core import STATES, InvalidJob, Job, Queue, parse_priority, parse_state
+from kue_core import STATES, Found, InvalidJob, Job, Queue, parse_priority, parse_state
 
 
 class _Api(Blueprint):
@@ -46,6 +46,23 @@ def _unique(job: Job, value: Any) -> Job:
     return job.unique(value["key"], value.get("mode", "until_done"), value.get("ttl"))
 
 
+def _strings(setter: Callable[..., Job], name: str) -> Callable[[Job, Any], Job]:
+    """An option that is a list of strings (``tags``, ``searchKeys``)."""
+
+    def apply(job: Job, value: Any) -> Job:
+        if not isinstance(value, list) or not value:
+            raise InvalidJob(f"{name} is a non-empty list of strings, got {value!r:.100}")
+        return setter(job, *value)
+
+    return apply
+
+
+def _track(job: Job, value: Any) -> Job:
+    if not isinstance(value, bool):
+        raise InvalidJob(f"track is true or false, got {value!r}")
+    return job.track() if value else job
+
+
 #: ``POST /job`` options, Kue's names -> the Job setter that checks and applies them.
 _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
     "attempts": Job.attempts,
@@ -54,10 +71,12 @@ _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
     "ttl": Job.ttl,
     "backoff": Job.backoff,
     "removeOnComplete": Job.remove_on_complete,
+    "removeOnFail": Job.remove_on_fail,
     "unique": _unique,
+    "tags": _strings(Job.tags, "tags"),
+    "searchKeys": _strings(Job.search_keys, "searchKeys"),
+    "track": _track,
 }
-#: Options Kue knows that this project accepts and ignores (full-text search is not kept).
-_IGNORED_OPTIONS = frozenset({"searchKeys"})
 
 
 class _Rest(PathConverter):
@@ -114,10 +133,21 @@ def types() -> Response:
 
 @api.get("/job/search")
 def search() -> Response:
-    """Kue's search: ids (as strings) of jobs whose type or ``data.title`` contains ``q``, or
-    whose id is ``q``; newest first, among the newest ``KUE_SEARCH_SCAN`` jobs."""
-    found = queue().search(request.args.get("q", ""), count=int_arg("limit", 100))
-    return jsonify([str(i) for i in found])
+    """Kue's search: ids (as strings) of the jobs every word of ``q`` finds (see
+    ``GET /search``), newest first; ``state``, ``type``, ``offset`` and ``count`` (default
+    100) as there."""
+    return jsonify([str(i) for i in search_args(100)])
+
+
+def search_args(count: int) -> Found:
+    """``queue.search`` with the query arguments q, state, type, offset and count."""
+    return queue().search(
+        request.args.get("q", ""),
+        state=request.args.get("state") or None,
+        job_type=request.args.get("type") or None,
+        offset=int_arg("offset", 0),
+        count=int_arg("count", count),
+    )
 
 
 @api.get("/job/<job_id>")
@@ -238,9 +268,7 @@ def _build(q: Queue, item: Any) -> Job:
     for name, value in options.items():
         setter = _OPTIONS.get(name)
         if setter is None:
-            if name in _IGNORED_OPTIONS:
-                continue
-            known = ", ".join(sorted([*_OPTIONS, *_IGNORED_OPTIONS]))
+            known = ", ".join(sorted(_OPTIONS))
             raise InvalidJob(f"unknown option {name!r}; options are: {known}")
         setter(job, value)
     return job

@@ -23,8 +23,6 @@ DEFAULTS: dict[str, Any] = {
     "KUE_MAX_BODY": 1024 * 1024,
     # Largest page of jobs one listing returns.
     "KUE_MAX_PAGE": 1000,
-    # Newest jobs a search looks through (there is no full-text index).
-    "KUE_SEARCH_SCAN": 10_000,
     # No writes at all: every write route answers 405.
     "KUE_READONLY": False,
     # Who may use the app: "basic:<user>:<password>" (HTTP basic auth), "bearer:<token>"

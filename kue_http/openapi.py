@@ -53,14 +53,16 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
             "description": (
                 "Kue's JSON API (same routes, field names and shapes) with real status codes, "
                 "and routes Kue lacks: history, job control, bulk actions, pausing, workers, "
-                "throughput, wait and run timings, events, health. "
+                "throughput, wait and run timings, search through an index, tags, tracking, "
+                "retention, events, health. "
                 'Every error answer is {"error": "..."}.'
             ),
         },
         "servers": [{"url": server or "/"}],
         "security": _SECURITY.get(scheme, []),
         "tags": [
-            {"name": name} for name in ("jobs", "control", "listing", "bulk", "pausing", "watching")
+            {"name": name}
+            for name in ("jobs", "control", "records", "listing", "bulk", "pausing", "watching")
         ],
         "paths": _paths(settings.get("KUE_MAX_PAGE", 1000)),
         "components": {
@@ -89,18 +91,6 @@ def _paths(max_page: int) -> Schema:
     return {
         "/stats": {"get": _get("jobs", "Number of jobs in each state", _ok(_ref("Stats")))},
         "/job/types": {"get": _get("jobs", "Every job type ever saved", _ok(_names()))},
-        "/job/search": {
-            "get": _get(
-                "jobs",
-                "Ids of jobs whose id is q, or whose type or data.title contains q",
-                _ok(_array({"type": "string", "pattern": "^[1-9][0-9]*$"}, "Newest first.")),
-                400,
-                parameters=[
-                    _query("q", {"type": "string", "pattern": r"\S"}, "Text to look for.", True),
-                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 10**18 - 1}),
-                ],
-            )
-        },
         "/job": {
             "post": _write(
                 "jobs",
@@ -179,6 +169,7 @@ def _paths(max_page: int) -> Schema:
             ),
         },
         **_control(),
+        **_records_paths(),
         "/jobs/{from}..{to}": {"parameters": _RANGE, "get": listing},
         "/jobs/{from}..{to}/{order}": {"parameters": [*_RANGE, _ORDER], "get": listing},
         "/jobs/{state}/{from}..{to}": {"parameters": [_STATE_PARAM, *_RANGE], "get": listing},
@@ -306,6 +297,12 @@ def _paths(max_page: int) -> Schema:
             }
         },
     }
+
+
+def _records_paths() -> Schema:
+    from . import openapi_records  # it builds on this module's helpers
+
+    return openapi_records.paths()
 
 
 def _control() -> Schema:
@@ -611,7 +608,10 @@ def _health(status: str, redis: str) -> Schema:
 
 
 def _schemas() -> Schema:
+    from . import openapi_records as records  # it builds on this module's helpers
+
     state = {"enum": list(STATES)}
+    options = {**_OPTIONS, "properties": {**_OPTIONS["properties"], **records.OPTIONS}}
     return {
         "Error": _object({"error": {"type": "string", "minLength": 1}}),
         "Stats": _object({**{f"{s}Count": _COUNT for s in STATES}, "workTime": _COUNT}),
@@ -649,15 +649,16 @@ def _schemas() -> Schema:
                 "unique": _object(
                     {"key": {"type": "string"}, "mode": {"enum": list(_UNIQUE_MODES)}}
                 ),
+                **records.JOB_FIELDS,
             },
             optional="result progress_data error created_at promote_at updated_at failed_at "
-            "started_at duration delay workerId ttl unique",
+            "started_at duration delay workerId ttl unique " + records.JOB_OPTIONAL,
         ),
         "NewJob": _object(
             {
                 "type": _job_type(),
                 "data": {"description": "Any JSON value (default {})"},
-                "options": _OPTIONS,
+                "options": options,
             },
             optional="data options",
         ),
@@ -842,9 +843,7 @@ _OPTIONS: Schema = {
                 ),
             ]
         },
-        "removeOnComplete": {"type": "boolean"},
         "unique": _UNIQUE,
-        "searchKeys": {"description": "Accepted and ignored (no full-text index)"},
     },
     "additionalProperties": False,
 }

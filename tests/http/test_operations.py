@@ -158,9 +158,16 @@ def test_search(client: FlaskClient, queue: Queue) -> None:
     a = queue.create_job("email", {"title": "Welcome <Ada>"}).save()
     b = queue.create_job("video", {"title": "cat.mp4"}).save()
     assert client.get("/api/job/search?q=welcome").json == [str(a.id)]  # Kue: id strings
-    assert client.get("/api/job/search?q=e").json == [str(b.id), str(a.id)]
-    assert client.get("/api/job/search?q=e&limit=1").json == [str(b.id)]
-    for bad in ("", "?q=", "?q=x&limit=0", "?q=x&limit=many"):
+    assert client.get("/api/job/search?q=ca").json == [str(b.id)]  # the last word: a start
+    assert client.get("/api/job/search?q=mp4").json == [str(b.id)]
+    c = queue.create_job("video", {"title": "Welcome reel"}).save()
+    assert client.get("/api/job/search?q=welc").json == [str(c.id), str(a.id)]  # newest first
+    assert client.get("/api/job/search?q=welc&count=1").json == [str(c.id)]
+    assert client.get("/api/job/search?q=welc&offset=1").json == [str(a.id)]
+    assert client.get("/api/job/search?q=welc&type=email").json == [str(a.id)]
+    assert client.get("/api/job/search?q=vid").json == [str(c.id), str(b.id)]  # a type's word
+    assert client.get("/api/job/search?q=welc&state=failed").json == []
+    for bad in ("", "?q=", "?q=x&count=-1", "?q=x&count=many", "?q=x&state=gone", "?q=--"):
         res = client.get(f"/api/job/search{bad}")
         assert res.status_code == 400 and res.is_json
 

@@ -46,6 +46,7 @@ def _write_routes(app: Flask, jid: int) -> list[tuple[str, str]]:
         "job_type": "t",
         "to_type": "t2",
         "worker_id": "host:1:0a1b2c3d",
+        "tag": "vip",
     }
     out = []
     for rule in app.url_map.iter_rules():
