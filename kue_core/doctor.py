@@ -65,6 +65,8 @@ What is checked (the finding kinds):
     ended, or an entry of kue-unique's ``<p>:unique:jobs`` naming a job that is gone: Node Kue
     ends and removes jobs without releasing them. They block nothing (a save takes such a key
     over) but stay in Redis. Repair: delete them.
+``stale-record``, ``tag-count``, ``word-list``
+    the job records' sets disagree with the jobs: see :mod:`kue_core.doctor_records`.
 ``not-a-hash``, ``wrong-type``
     a job key, or one of Kue's fixed keys, holding another Redis type. A person must look.
 
@@ -78,7 +80,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from . import checks, defaults
+from . import checks, defaults, doctor_records
 from .keys import zid
 from .states import STATES
 
@@ -101,6 +103,9 @@ _ORDER = (
     "unworker",
     "ids",
     "ununique",
+    "unrecord",
+    "recount",
+    "reword",
 )
 
 #: Redis types of the fixed keys (a key that does not exist is fine too).
@@ -339,6 +344,7 @@ class _Check:
         self._workers()
         self._ids(max_id)
         self._unique_keys()
+        doctor_records.check(self)
         # By job (then the rest), whatever order SCAN gave.
         self.report.findings.sort(key=lambda f: (f.job_id is None, f.job_id or 0, f.kind, f.key))
         return self.report

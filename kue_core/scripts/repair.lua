@@ -22,6 +22,13 @@
 --          ununique key, id: delete the unique key <p>:unique:<key> (or kue-unique's entry
 --                   for it, when the key is 'jobs' and id its field) while it still names id
 --                   and that job is gone, or has ended and the key has no expiry.
+--          unrecord set, member: remove the member from a records set ('tracked',
+--                   'finished:<state>', 'tag:<tag>', 'words:<word>') when its job is gone or
+--                   (finished sets) no longer in that state, or it is no job's member; the
+--                   tag's count and the word list follow.
+--          recount  tag: set its count in <p>:tags to the jobs in <p>:tag:<tag> (none: drop).
+--          reword   word: list it in <p>:words exactly when <p>:words:<word> exists; for
+--                   '~search', delete the scratch set a search left.
 -- Returns  per action 1 when it changed something, 0 when there was nothing to do (the job
 --          moved on since the check).
 -- Events   requeue: enqueue [type], or error and failed [reason] past the stall limit;
@@ -33,14 +40,18 @@ if not n or #ARGV ~= 2 + n * REPAIR_WIDTH then
   return redis.error_reply('KUE_INVALID repair expects ' .. REPAIR_WIDTH .. ' values per action')
 end
 local ACTIONS = { unindex = true, index = true, types = true, tokens = true, requeue = true,
-  settle = true, purge = true, unlog = true, unworker = true, ids = true, ununique = true }
+  settle = true, purge = true, unlog = true, unworker = true, ids = true, ununique = true,
+  unrecord = true, recount = true, reword = true }
 local function set_name(name)
   return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
 end
 for i = 0, n - 1 do
   local b = 2 + i * REPAIR_WIDTH
   local action, a = ARGV[b + 1], ARGV[b + 2]
-  if not ACTIONS[action] or ((action == 'unindex' or action == 'index') and not set_name(a)) then
+  local records = a == 'tracked' or string.match(a, '^finished:') or string.match(a, '^tag:')
+    or string.match(a, '^words:')
+  if not ACTIONS[action] or ((action == 'unindex' or action == 'index') and not set_name(a))
+      or (action == 'unrecord' and not records) then
     return redis.error_reply('KUE_INVALID repair action ' .. (i + 1) .. ' is malformed')
   end
 end
@@ -271,6 +282,45 @@ local function ununique(key, id, field)
   return redis.call('DEL', k)
 end
 
+local function unrecord(name, member)
+  local key = p .. ':' .. name
+  if key_type(key) ~= 'zset' or not redis.call('ZSCORE', key, member) then return 0 end
+  local id = zid_id(member)
+  if string.match(id, '^[1-9]%d*$') and zid(id) == member then
+    local h = redis.call('HMGET', k_job(p, id), 'type', 'state')
+    local state = string.match(name, '^finished:(.*)$')
+    if h[1] and (not state or h[2] == state) then return 0 end
+  end
+  redis.call('ZREM', key, member)
+  local tag, word = string.match(name, '^tag:(.*)$'), string.match(name, '^words:(.*)$')
+  if tag and key_type(k_tags(p)) == 'zset' and redis.call('ZSCORE', k_tags(p), tag) then
+    if tonumber(redis.call('ZINCRBY', k_tags(p), -1, tag)) <= 0 then
+      redis.call('ZREM', k_tags(p), tag)
+    end
+  elseif word and redis.call('EXISTS', key) == 0 and key_type(k_words(p)) == 'zset' then
+    redis.call('ZREM', k_words(p), word)
+  end
+  return 1
+end
+
+local function recount(tag)
+  if key_type(k_tags(p)) ~= 'zset' then return 0 end
+  local real = redis.call('ZCARD', k_tag(p, tag))
+  if tonumber(redis.call('ZSCORE', k_tags(p), tag) or 0) == real then return 0 end
+  if real == 0 then return redis.call('ZREM', k_tags(p), tag) end
+  redis.call('ZADD', k_tags(p), real, tag)
+  return 1
+end
+
+local function reword(word)
+  if word == '~search' then return redis.call('DEL', k_word(p, word)) end
+  if key_type(k_words(p)) ~= 'zset' and key_type(k_words(p)) ~= 'none' then return 0 end
+  if redis.call('EXISTS', k_word(p, word)) == 1 then
+    return redis.call('ZADD', k_words(p), 0, word)
+  end
+  return redis.call('ZREM', k_words(p), word)
+end
+
 local done = {}
 for i = 0, n - 1 do
   local b = 2 + i * REPAIR_WIDTH
@@ -299,6 +349,12 @@ for i = 0, n - 1 do
     r = ids(a)
   elseif action == 'ununique' then
     r = ununique(a, x, y)
+  elseif action == 'unrecord' then
+    r = unrecord(a, x)
+  elseif action == 'recount' then
+    r = recount(a)
+  elseif action == 'reword' then
+    r = reword(a)
   end
   done[#done + 1] = r
 end

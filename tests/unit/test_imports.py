@@ -55,6 +55,7 @@ FLOORS = {
     "queue_records": 4,
     # 6. tools on the facade
     "doctor": 6,
+    "doctor_records": 6,
     # the package's public names
     "__init__": 7,
 }
