@@ -30,7 +30,7 @@ from kue_example import demo
 from kue_http import ConfigError, create_app
 
 from . import doctor as doctor_cli
-from . import serve, supervisor, timings
+from . import records_text, serve, supervisor, timings
 from .errors import EXIT_FAILED, BadUsage, Unavailable
 
 EPILOG = """\b
@@ -409,13 +409,15 @@ def worker(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @_failing
 def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
-    """Jobs per state, for every job type and in all; paused types; live workers; how long
-    jobs of each type waited and ran today (UTC)."""
+    """Jobs per state, for every job type and in all; paused types; live workers; the
+    retention of finished jobs and the Redis memory used; how long jobs of each type waited
+    and ran today (UTC)."""
     queue, _ = connect(redis_url, prefix)
     try:
         total, by_type = queue.counts(), queue.counts_by_type()
         paused, workers = queue.paused(), len(queue.workers())
         today = queue.timings()
+        kept, memory = queue.retention(), queue.memory()
     except (redis.RedisError, OSError) as e:
         raise Unavailable(f"Redis stopped answering: {e}") from None
     finally:
@@ -427,6 +429,8 @@ def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
             "paused": paused,
             "workers": workers,
             "timings": today,
+            "retention": kept,
+            "memory": memory,
         }
         click.echo(json.dumps(report, indent=2))
         return
@@ -437,6 +441,8 @@ def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
     for name, counts in rows:
         click.echo(name.ljust(width) + "".join(f"{counts.get(s, 0):>10}" for s in STATES))
     click.echo(f"workers: {workers} live worker processes")
+    for line in records_text.stats_lines(kept, memory):
+        click.echo(line)
     click.echo()
     for line in timings.lines(today):
         click.echo(line)

@@ -81,9 +81,11 @@ def stats_table(output: str) -> dict[str, dict[str, int]]:
     """``{row name: {state: count}}`` from ``kue stats``'s table."""
     lines = output.split("\n\n", 1)[0].splitlines()  # then the wait and run section
     assert lines[0].split() == ["type", *STATES]
-    assert lines[-1].startswith("workers: ")
+    # Then the workers, retention and memory lines.
+    assert lines[-3].startswith("workers: ") and lines[-2].startswith("kept: complete ")
+    assert lines[-1].startswith("redis memory: ")
     rows = {}
-    for line in lines[1:-1]:
+    for line in lines[1:-3]:
         words = line.split()
         rows[" ".join(words[: -len(STATES)])] = dict(
             zip(STATES, map(int, words[-len(STATES) :]), strict=True)
@@ -121,7 +123,7 @@ def test_stats_table_counts_each_type_and_the_total(filled: Queue, redis_url: st
         "video (paused)": filled.counts_by_type()["video"],
         "total": filled.counts(),
     }
-    assert "\nworkers: 0 live worker processes\n\n" in result.stdout
+    assert "\nworkers: 0 live worker processes\nkept: complete newest 100000" in result.stdout
     assert result.stderr == ""
 
 
@@ -129,12 +131,15 @@ def test_stats_json_is_what_the_queue_holds(filled: Queue, redis_url: str) -> No
     result = invoke("stats", "--json", *on(redis_url, filled.prefix))
     assert result.exit_code == 0, result.output
     assert filled.paused() == ["video"]
-    assert json.loads(result.stdout) == {
+    report = json.loads(result.stdout)
+    assert report.pop("memory")["used"] > 0
+    assert report == {
         "total": filled.counts(),
         "types": filled.counts_by_type(),
         "paused": filled.paused(),
         "workers": 0,
         "timings": filled.timings(),
+        "retention": filled.retention(),
     }
 
 
@@ -508,8 +513,12 @@ def test_help_lists_the_commands_and_exit_codes() -> None:
         "doctor",
         "example",
         "move",
+        "retention",
+        "search",
         "stats",
         "stop-worker",
+        "tag",
+        "untag",
         "worker",
     ]
     codes = result.stdout.split("Exit codes:")[1]
