@@ -20,6 +20,7 @@ from .errors import InvalidJob
 from .keys import Keys
 from .scripts import Scripts
 from .states import STATES
+from .values import validate_type
 
 _ID = re.compile(r"#?([1-9][0-9]{0,17})")
 
@@ -53,6 +54,8 @@ def query(
         raise InvalidJob("search text must be a non-empty string")
     if state is not None and state not in STATES:
         raise InvalidJob(f"state must be one of {', '.join(STATES)}, got {state!r}")
+    if job_type is not None:
+        validate_type(job_type)
     checks.integer(offset, "offset", 0)
     checks.integer(count, "count", 0, 1000)
     wanted = records.words(text)

@@ -24,7 +24,7 @@ from kue_core import (
 )
 
 from . import config as settings
-from . import control, openapi, operations, records, security, stream
+from . import control, dashboard_records, openapi, operations, records, security, stream
 from .api import api
 from .dashboard import dashboard
 from .metrics import metrics
@@ -32,7 +32,7 @@ from .metrics import metrics
 log = logging.getLogger("kue_http")
 
 # Modules whose routes join the API blueprint when imported.
-_ROUTES = (operations, control, records, stream, openapi)
+_ROUTES = (operations, control, records, stream, openapi, dashboard_records)
 
 #: Library errors -> HTTP status.
 _STATUS: tuple[tuple[type[Exception], int], ...] = (

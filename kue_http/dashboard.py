@@ -17,14 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
-from werkzeug.wrappers import Response as WerkzeugResponse
+from flask import Blueprint, abort, current_app, render_template, request, url_for
 
 from kue_core import (
     PRIORITIES,
     STATES,
     Job,
-    JobNotFound,
     defaults,
     priority_name,
     validate_type,
@@ -181,6 +179,8 @@ def _page(template: str, events: str, **context: Any) -> str:
 # -- pages ---------------------------------------------------------------------------------
 @dashboard.get("/")
 def overview() -> str:
+    from . import dashboard_records  # it builds on this module
+
     q = queue()
     minutes = _choice("minutes", CHART_WINDOWS)
     by_type = q.counts_by_type()
@@ -203,6 +203,7 @@ def overview() -> str:
         windows=CHART_WINDOWS,
         durations=_durations(q.totals()["durations"]),
         timings=_timings(q.timings()),
+        **dashboard_records.overview_context(),
     )
 
 
@@ -256,21 +257,6 @@ def job(job_id: str) -> str:
         attempt_errors=[h for h in history if h.get("error")],
         log=q.get_log(job_id),
     )
-
-
-@dashboard.get("/search")
-def search() -> str | WerkzeugResponse:
-    """The header's box: a job id opens that job; other text lists the jobs whose type or
-    title contains it."""
-    text = request.args.get("q", "").strip()
-    q = queue()
-    if re.fullmatch(r"#?[1-9]\d{0,17}", text):
-        try:
-            return redirect(url_for(".job", job_id=q.get_job(text.lstrip("#")).id))
-        except JobNotFound:
-            pass
-    found = q.get_jobs(q.search(text, count=100)) if text else []
-    return _page("search.html", url_for("kue_api.events"), text=text, jobs=found)
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -114,7 +114,10 @@
       if (broken) schedule(); // events may have been missed while away
       broken = false;
     };
-    source.onmessage = schedule;
+    source.onmessage = (message) => {
+      schedule();
+      trackedEvent(message);
+    };
     source.onerror = () => {
       broken = true;
       setStatus("off", "reconnecting…");
@@ -255,6 +258,42 @@
     }
   }
 
+  async function addTag(form) {
+    const tag = form.elements.tag.value.trim();
+    if (!tag) return;
+    if (await send("PUT", form.dataset.url + encodeURIComponent(tag))) {
+      form.elements.tag.value = "";
+      refreshNow();
+    }
+  }
+
+  // -- the events of tracked jobs (overview) -----------------------------------------------
+  // The live table of tracked jobs names their ids; each of their events is listed as it
+  // comes, newest first, the last TRACKED_SHOWN kept. Text only, never HTML.
+  const TRACKED_SHOWN = 50;
+
+  function trackedEvent(message) {
+    const list = document.getElementById("tracked-events");
+    const table = document.getElementById("tracked");
+    if (!list || !table) return;
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch (error) {
+      return;
+    }
+    const ids = new Set((table.dataset.ids || "").split(" "));
+    if (!ids.has(String(event.id))) return;
+    const item = document.createElement("li");
+    const when = new Date().toLocaleTimeString();
+    const args = (event.args || []).slice(1).map((a) => JSON.stringify(a)).join(" ");
+    item.textContent = `${when} #${event.id} ${event.type || ""} ${event.event} ${args}`.trim();
+    list.prepend(item);
+    while (list.children.length > TRACKED_SHOWN) list.lastElementChild.remove();
+    const empty = document.getElementById("tracked-events-empty");
+    if (empty) empty.hidden = true;
+  }
+
   // -- the data editor (job page) ----------------------------------------------------------
   // It stays outside the live parts, so a refresh never takes what is being typed.
   const editor = document.getElementById("editor");
@@ -310,10 +349,11 @@
   }
 
   document.addEventListener("submit", async (event) => {
-    const form = event.target.closest("form.priority, form.move, form.edit-data");
+    const form = event.target.closest("form.priority, form.move, form.edit-data, form.add-tag");
     if (!form) return;
     event.preventDefault();
     if (form.matches(".move")) return move(form);
+    if (form.matches(".add-tag")) return addTag(form);
     if (form.matches(".edit-data")) return saveData(event.submitter === form.elements.retry);
     const value = form.elements.priority.value;
     if (await send("PUT", form.dataset.url + encodeURIComponent(value))) refreshNow();

@@ -455,7 +455,7 @@ def test_search(client: FlaskClient, queue: Queue) -> None:
 
     assert list(rows(page(client, "/search?q=EMAIL"))) == [str(reset.id), str(welcome.id)]
     assert "No job matches." in page(client, "/search?q=999999")
-    assert "Type a job id, a type or a title" in page(client, "/search?q=")
+    assert "Type a job id or words" in page(client, "/search?q=")
 
 
 # -- escaping ------------------------------------------------------------------------------

@@ -1,0 +1,94 @@
+"""Job records in a real browser: tags added and removed on the job page, a tag's page,
+tracking a job and seeing its events on the overview as they happen, the unique key, the
+retention and memory panel, and the search page's filters. Markup in tags and titles is
+shown as text."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from kue_core import Queue
+from tests.browser.conftest import Watched
+from tests.conftest import finish
+
+XSS = "<img src=x onerror=\"window.__xss = 'tag'\">"
+
+
+def test_tag_a_job_and_follow_the_tag(ui: Watched, queue: Queue) -> None:
+    job = queue.create_job("email", {"title": f"Hello {XSS}"}).tags("vip").save()
+    page = ui.goto(f"/job/{job.id}")
+    expect(page.locator("#tags .chip")).to_have_count(1)
+    page.get_by_label("New tag").fill(f"odd {XSS}")
+    page.get_by_role("button", name="Tag", exact=True).click()
+    expect(page.locator("#tags .chip")).to_have_count(2)
+    expect(page.locator("#tags")).to_contain_text(f"odd {XSS}")  # as text
+    assert queue.get_job(job.id).tags() == ["vip", f"odd {XSS}"]  # type: ignore[arg-type]
+    page.get_by_role("button", name="Remove tag vip").click()
+    expect(page.locator("#tags .chip")).to_have_count(1)
+    assert queue.tagged("vip") == []
+    page.locator("#tags .chip a").click()  # the tag's page lists the job
+    expect(page.locator("#tag-name")).to_have_text(f"odd {XSS}")
+    expect(page.locator(f'tr[data-job="{job.id}"]')).to_have_count(1)
+    assert page.evaluate("window.__xss") is None
+
+
+def test_a_tracked_job_leads_the_overview_with_its_events(ui: Watched, queue: Queue) -> None:
+    job = queue.create_job("report", {"title": "Quarterly"}).save()
+    other = queue.create_job("report").save()
+    page = ui.goto(f"/job/{job.id}")
+    expect(page.locator("#tracking")).to_contain_text("no")
+    page.get_by_role("button", name="Track", exact=True).click()
+    expect(page.locator("#tracking")).to_contain_text("yes")
+    overview = ui.goto("/")
+    expect(overview.locator(f'#tracked tr[data-job="{job.id}"]')).to_have_count(1)
+    expect(overview.locator(f'#tracked tr[data-job="{other.id}"]')).to_have_count(0)
+    expect(overview.locator("#live-status")).to_have_text("live")
+    queue.cancel(other.id, "not shown")  # type: ignore[arg-type]  # another job's events
+    queue.cancel(job.id, "shown")  # type: ignore[arg-type]  # the tracked job's: cancelled, failed
+    expect(overview.locator("#tracked-events li")).to_have_count(2)
+    expect(overview.locator("#tracked-events li").first).to_contain_text(f"#{job.id} report failed")
+    expect(overview.locator("#tracked-events")).to_contain_text('cancelled "shown"')
+    expect(overview.locator("#tracked-events")).not_to_contain_text(f"#{other.id} ")
+    expect(overview.locator("#tracked-events-empty")).to_be_hidden()
+
+
+def test_the_job_page_shows_its_unique_key_and_retention(ui: Watched, queue: Queue) -> None:
+    job = (
+        queue.create_job("email")
+        .unique(f"order-{XSS}", "until_done")
+        .remove_on_complete({"count": 5, "age": 86_400_000})
+        .remove_on_fail(True)
+        .save()
+    )
+    page = ui.goto(f"/job/{job.id}")
+    expect(page.locator("#unique")).to_contain_text(f"order-{XSS}")
+    expect(page.locator("#unique .chip")).to_have_text("until done")
+    expect(page.locator("#keep-complete")).to_have_text("newest 5, at most 1d old")
+    expect(page.locator("#keep-failed")).to_have_text("removed at once")
+    assert page.evaluate("window.__xss") is None
+
+
+def test_the_overview_shows_retention_and_memory(ui: Watched, queue: Queue) -> None:
+    queue.set_retention(complete={"count": 2, "age": 3_600_000}, failed=None)
+    page = ui.goto("/")
+    expect(page.locator("#kept-complete")).to_contain_text("newest 2, at most 1h old")
+    expect(page.locator("#kept-complete")).to_contain_text("queue")
+    expect(page.locator("#kept-failed")).to_contain_text("every job")
+    expect(page.locator("#memory")).to_contain_text(" used, peak ")
+
+
+def test_search_with_filters_and_pages(ui: Watched, queue: Queue) -> None:
+    for i in range(30):
+        queue.create_job("email" if i % 2 else "video", {"title": f"invoice {i}"}).save()
+    finish(queue, "video", True)
+    page = ui.goto("/")
+    page.locator("#find").fill("inv")
+    page.locator("#find").press("Enter")
+    expect(page.locator("#search-total")).to_have_text("30 jobs found.")
+    expect(page.locator("table.jobs tbody tr")).to_have_count(25)
+    page.locator("a[rel=next]").click()
+    expect(page.locator("table.jobs tbody tr")).to_have_count(5)
+    page.get_by_label("Type", exact=True).select_option("video")
+    expect(page.locator("#search-total")).to_have_text("15 jobs found.")
+    page.get_by_label("State", exact=True).select_option("complete")
+    expect(page.locator("#search-total")).to_have_text("1 job found.")
