@@ -299,8 +299,7 @@ end
 local function reword(p, id, key, words)
   local h = redis.call('HMGET', key, 'words', 'tagwords')
   if (words or '') == (h[1] or '') then return end
-  local tagwords = split_words(nil, {})
-  for _, tw in ipairs(json_list(h[2])) do split_words(tw, tagwords) end
+  local tagwords = job_words(nil, h[2])
   local old, new = split_words(h[1], {}), split_words(words, {})
   for w in pairs(tagwords) do old[w] = true; new[w] = true end
   index_words(p, id, old, new)
@@ -325,15 +324,16 @@ local function index_tag(p, id, tag, now)
   end
 end
 
--- Write the records a new job is saved with: `rec` is the JSON object records.save_extras
--- makes: words (of its data), tags (tag, its words, ...), keys (searchKeys, JSON), track, kc
--- and kf (its retention policies).
--- Raises unless `text` is such an object (checked before a save writes anything).
+-- Raises unless `text` is a records object save_records takes (checked before a save writes
+-- anything).
 local function save_records_ok(text)
   local rec = cjson.decode(text)
   assert(type(rec) == 'table' and (rec.tags == nil or type(rec.tags) == 'table'))
 end
 
+-- Write the records a new job is saved with: `rec` is the JSON object records.save_extras
+-- makes: words (of its data), tags (tag, its words, ...), keys (searchKeys, JSON), track, kc
+-- and kf (its retention policies).
 local function save_records(p, id, rec, now)
   local fields = {}
   local function put(name, value) fields[#fields + 1] = name; fields[#fields + 1] = value end
