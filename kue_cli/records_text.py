@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kue_http.dashboard_records import age_text, bytes_text
+
 from .errors import BadUsage
 
 _AGE = re.compile(r"(\d+)(ms|s|m|h|d)?")
 _UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
+__all__ = ["age_ms", "age_text", "bytes_text", "policy_text", "stats_lines"]
 
 
 def age_ms(text: str) -> int:
@@ -18,24 +21,6 @@ def age_ms(text: str) -> int:
     if not m or int(m.group(1)) < 1:
         raise BadUsage(f"an age is a positive number with ms, s, m, h or d, got {text!r}")
     return int(m.group(1)) * _UNIT_MS[m.group(2) or "ms"]
-
-
-def bytes_text(n: int) -> str:
-    """``512 B``, ``1.5 MB``..."""
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
-
-
-def age_text(ms: int) -> str:
-    """The largest unit that divides ``ms``: ``7d``, ``36h``, ``90s``, ``250ms``."""
-    for unit, size in _UNIT_MS.items():
-        if ms % size == 0:
-            return f"{ms // size}{unit}"
-    raise AssertionError("unreachable: 1 divides every integer")
 
 
 def policy_text(kept: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ _UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms"
 
 
 @dashboard.app_template_filter("age")
-def _age(ms: int) -> str:
+def age_text(ms: int) -> str:
     """``7d``, ``36h``, ``90s``: the largest unit that divides it."""
     return next(f"{ms // size}{unit}" for unit, size in _UNITS if ms % size == 0)
 
@@ -37,12 +37,13 @@ def _policy(kept: Any) -> str:
     if kept.get("count") is not None:
         parts.append(f"newest {kept['count']:,}")
     if kept.get("age") is not None:
-        parts.append(f"at most {_age(kept['age'])} old")
+        parts.append(f"at most {age_text(kept['age'])} old")
     return ", ".join(parts) or "every job"
 
 
 @dashboard.app_template_filter("bytes")
-def _bytes(n: int) -> str:
+def bytes_text(n: int) -> str:
+    """``512 B``, ``1.5 MB``..."""
     size = float(n)
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1024 or unit == "GB":

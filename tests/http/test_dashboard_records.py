@@ -64,6 +64,8 @@ def test_overview_leads_with_tracked_jobs_and_shows_retention(
     job = queue.create_job("email", {"title": MARKUP}).track().save()
     queue.set_retention(failed={"count": 3})
     html = page(client, "/")
+    assert "<title>Overview · kue</title>" in html
+    assert html.count('id="kept-h"') == 1
     assert html.index('id="tracked"') < html.index('id="chart-h"')
     assert f'data-ids="{job.id}"' in html and "&lt;b&gt;x&lt;/b&gt;" in html
     assert "newest 3" in html[html.index('id="kept-failed"') :]
