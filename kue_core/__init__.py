@@ -8,6 +8,7 @@ Redis) are public too.
 from . import connection, defaults
 from .errors import (
     ConnectionFailed,
+    HasDependents,
     InvalidJob,
     InvalidTransition,
     JobNotFound,
@@ -31,6 +32,7 @@ __all__ = [
     "ConnectionFailed",
     "EventStream",
     "Found",
+    "HasDependents",
     "InvalidJob",
     "InvalidTransition",
     "Job",

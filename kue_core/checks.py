@@ -51,3 +51,10 @@ def _kind(kind: str, minimum: float | None, maximum: float | None) -> str:
     if maximum is not None:
         return f"{kind} of at most {maximum}"
     return kind
+
+
+def job_id(value: object, name: str = "a job id") -> int:
+    """A job id given as an int or a string of digits."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    return integer(value, name, 1, 2**63 - 1)

@@ -177,3 +177,7 @@ RETIRE_BATCH = 10
 #: Seconds between a worker process's retention sweeps (jobs finished by Node Kue workers,
 #: ages passing while nothing finishes).
 RETENTION_SWEEP = 30.0
+
+#: Seconds between two dependencies sweeps of a worker process, which release the jobs that
+#: wait for jobs a Node Kue worker ended (our own scripts release them at once).
+DEPS_SWEEP = 1.0

@@ -31,6 +31,17 @@ class InvalidTransition(KueError):
     """The job cannot move to the requested state from the state it is in."""
 
 
+class HasDependents(InvalidTransition):
+    """A job that other jobs are blocked waiting for cannot be removed without ``cascade``,
+    which removes them too; ``dependents`` lists their ids."""
+
+    def __init__(self, job_id: object, dependents: list[int]) -> None:
+        names = ", ".join(str(d) for d in dependents)
+        super().__init__(f"job {job_id} cannot be removed: jobs {names} are waiting for it")
+        self.job_id = job_id
+        self.dependents = dependents
+
+
 class ConnectionFailed(KueError, ConnectionError):
     """Redis could not be reached, or the embedded Redis could not be started."""
 
@@ -55,5 +66,6 @@ class Stopped(KueError):
 SCRIPT_ERRORS: dict[str, type[KueError]] = {
     "KUE_NOT_FOUND": JobNotFound,
     "KUE_INVALID_TRANSITION": InvalidTransition,
+    "KUE_HAS_DEPENDENTS": HasDependents,
     "KUE_INVALID": InvalidJob,
 }

@@ -32,7 +32,8 @@ log = logging.getLogger("kue_core.events")
 #: ``promotion()``, ``progress(percent, data)``, ``failed attempt(message, attempts made)``,
 #: ``failed(message)``, ``complete(result)``, ``remove(type)``, ``error(message)``; and ours:
 #: ``cancelled(reason)`` (before its ``failed``), ``moved(old type)``, ``edited()``,
-#: ``deduplicated(unique key)`` (a save that found the job holding its key).
+#: ``deduplicated(unique key)`` (a save that found the job holding its key), ``unblocked()``
+#: (the last job it depended on completed).
 ARITY = {
     "enqueue": 1,
     "start": 1,
@@ -47,6 +48,7 @@ ARITY = {
     "moved": 1,
     "edited": 0,
     "deduplicated": 1,
+    "unblocked": 0,
 }
 EVENTS = tuple(ARITY)
 #: After these a job has no more events to give: its job-level receivers are dropped.

@@ -9,6 +9,7 @@ from . import backoff as backoff_policy
 from . import checks, defaults, records, unique
 from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
+from .flows import DependencyOptions, save_flow
 from .job_records import RecordOptions
 from .scripts import SAVE_WIDTH
 from .states import JobState
@@ -36,7 +37,7 @@ class _Running(Protocol):
 _UNSET: Any = object()
 
 
-class Job(RecordOptions):
+class Job(RecordOptions, DependencyOptions):
     """One job. Create with ``queue.create_job(type, data)``; chain options; ``save()``.
 
     Option methods are setters when given a value (and return the job, for chaining) and
@@ -194,6 +195,9 @@ class Job(RecordOptions):
         unique key that a job holds, see :meth:`unique`: ``deduplicated`` tells."""
         if self.id is not None:
             return self.update()
+        if self._depends is not None:
+            save_flow(self.queue, self, [])
+            return self
         if self._unique is not None:
             return self._save_unique()
         self._saved(self.queue.scripts.save([self._save_row()])[0])
@@ -230,9 +234,9 @@ class Job(RecordOptions):
         )
         return self
 
-    def remove(self) -> None:
-        """Delete the job, its log and its history."""
-        self.queue.scripts.remove(self._saved_id())
+    def remove(self, *, cascade: bool = False) -> list[int]:
+        """Delete the job, its log and its history; see ``Queue.remove`` for ``cascade``."""
+        return self.queue.remove(self._saved_id(), cascade=cascade)
 
     def cancel(self, reason: str = "") -> Job:
         """Fail the job at once, wherever it is, with the error ``cancelled: <reason>`` and no
@@ -414,6 +418,7 @@ class Job(RecordOptions):
         kept = records.keep_from_text(h.get("keep_complete"))
         job._keep_complete = kept if isinstance(kept, records.Keep) else None
         job._keep_failed = records.keep_from_text(h.get("keep_failed"))
+        job._load_deps(h)
         key, mode = h.get("unique"), h.get("unique_mode")
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)
@@ -454,6 +459,7 @@ class Job(RecordOptions):
         ):
             if policy:
                 out[name] = policy
+        out.update(self._deps_dict())
         made, most = self.attempts_made, self._max_attempts
         remaining = most - made if made > 0 else most
         out["attempts"] = {"made": made, "remaining": remaining, "max": most}

@@ -29,6 +29,10 @@ def job_id_from_zid(member: str) -> int:
     return int(member[member.index("|") + 1 :])
 
 
+#: The parts of a job's keys: its hash, log, history, and its dependencies' keys.
+JOB_PARTS = ("", "log", "history", "deps", "dependents", "results")
+
+
 class Keys:
     """Key names under one prefix."""
 
@@ -64,6 +68,9 @@ class Keys:
         #: hash: where the retention sweep's look for jobs finished by others goes on (ZSCAN
         #: cursors of ``jobs:complete`` and ``jobs:failed``).
         self.finished_cursor = f"{prefix}:finished:cursor"
+        #: zset of the jobs others wait for that have not ended: member zid, score = when
+        #: the dependencies sweep last looked (it finds those a Node Kue worker ended).
+        self.awaited = f"{prefix}:awaited"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"
@@ -73,6 +80,19 @@ class Keys:
 
     def history(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}:history"
+
+    def deps(self, job_id: int) -> str:
+        """zset of the jobs a job depends on: member id, score 0 while it waits for that one,
+        1 once done (completed, or failed under the policy ``ignore``)."""
+        return f"{self.prefix}:job:{job_id}:deps"
+
+    def dependents(self, job_id: int) -> str:
+        """set of the ids of the jobs that depend on a job."""
+        return f"{self.prefix}:job:{job_id}:dependents"
+
+    def results(self, job_id: int) -> str:
+        """hash of the results its dependencies completed with: id -> result (JSON)."""
+        return f"{self.prefix}:job:{job_id}:results"
 
     def worker(self, worker_id: str) -> str:
         """Hash describing one worker process (host, pid, types, jobs held, heartbeat)."""
@@ -148,12 +168,13 @@ class Keys:
 
     def job_key(self, key: str) -> tuple[int, str] | None:
         """``(id, part)`` for a key of one job: part ``""`` for its hash ``<prefix>:job:<id>``,
-        ``"log"`` or ``"history"`` for those lists; None for any other key."""
+        ``"log"`` or ``"history"`` for those lists, ``"deps"``, ``"dependents"`` or
+        ``"results"`` for its dependencies' keys; None for any other key."""
         head = f"{self.prefix}:job:"
         if not key.startswith(head):
             return None
         digits, _, part = key[len(head) :].partition(":")
-        if not (digits.isascii() and digits.isdigit()) or part not in ("", "log", "history"):
+        if not (digits.isascii() and digits.isdigit()) or part not in JOB_PARTS:
             return None
         job_id = int(digits)
         if str(job_id) != digits:

@@ -16,6 +16,7 @@ from . import middleware as mw
 from .control import Control
 from .errors import InvalidJob, JobNotFound
 from .events import EventBus, EventStream, Receiver
+from .flows import FlowMethods
 from .job import Job, parse_state, to_json, validate_type
 from .keys import Keys, job_id_from_zid
 from .queue_records import QueueRecords
@@ -24,12 +25,7 @@ from .slots import Handler
 from .states import STATES
 from .worker import Workers
 
-
-def _job_id(value: object) -> int:
-    """A job id given as an int or a string of digits."""
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        value = int(value)
-    return checks.integer(value, "a job id", 1, 2**63 - 1)
+_job_id = checks.job_id
 
 
 def _index(value: object, name: str) -> int:
@@ -58,7 +54,7 @@ def _order(order: str) -> bool:
     return order == "desc"
 
 
-class Queue(QueueRecords):
+class Queue(QueueRecords, FlowMethods):
     """A Kue-compatible job queue on one Redis and one key prefix.
 
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its
@@ -200,6 +196,12 @@ class Queue(QueueRecords):
         return [
             Job.from_hash(self, jid, h) for jid, h in zip(ids, hashes, strict=True) if "type" in h
         ]
+
+    def remove(self, job_id: int | str, *, cascade: bool = False) -> list[int]:
+        """Delete a job, its log and its history; returns the ids removed. A job that others
+        are blocked waiting for is refused (``HasDependents``, naming them) unless ``cascade``,
+        which removes them too, and theirs in turn."""
+        return self.scripts.remove(_job_id(job_id), cascade=cascade)
 
     def get_log(self, job_id: int | str) -> list[str]:
         """The job's log lines (empty for an unknown job, as Kue)."""

@@ -25,7 +25,7 @@ from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 from . import defaults
 from .cluster import Redirected
 from .defaults import REDIRECT_PATIENCE, REPLICA_TIMEOUT_MS
-from .errors import SCRIPT_ERRORS, JobNotFound, NotReplicated
+from .errors import SCRIPT_ERRORS, HasDependents, JobNotFound, NotReplicated
 from .keys import Keys
 from .retry import Pauses
 
@@ -58,6 +58,8 @@ SCRIPT_NAMES = (
     "tag",
     "search",
     "retain",
+    "flow",
+    "unblock",
 )
 
 #: Values per job in a ``save`` call (see the header of ``save.lua``).
@@ -171,6 +173,9 @@ def translate(error: ResponseError) -> Exception:
         return error
     if cls is JobNotFound:
         return JobNotFound(int(detail) if detail.isdigit() else detail)
+    if cls is HasDependents:
+        job_id, _, waiting = detail.partition(" ")
+        return HasDependents(int(job_id), [int(d) for d in waiting.split(",") if d])
     return cls(detail)
 
 
@@ -426,8 +431,22 @@ class Scripts:
         count: int = self._run("log", self._keys.job(job_id), job_id, line)
         return count
 
-    def remove(self, job_id: int) -> None:
-        self._run("remove", self._keys.job(job_id), job_id)
+    def remove(self, job_id: int, cascade: bool = False) -> list[int]:
+        """Remove a job (with ``cascade``, and the jobs blocked waiting for it); returns the
+        ids removed."""
+        ids = self._run("remove", self._keys.job(job_id), job_id, "1" if cascade else "")
+        return [int(i) for i in ids]
+
+    # -- dependencies (see kue_core/flows.py) ---------------------------------------------
+    def flow(self, rows: Sequence[Sequence[Any]]) -> list[tuple[int, str]]:
+        """Save jobs with dependencies, all or nothing (rows as ``flow.lua`` takes them):
+        (id, state) of each."""
+        saved = self._run("flow", self._keys.ids, len(rows), *_flat(rows), replicated=True)
+        return [(int(i), str(state)) for i, state in saved]
+
+    def unblock(self, limit: int) -> int:
+        """The dependencies sweep: how many awaited jobs it found ended (by Node Kue)."""
+        return int(self._run("unblock", self._keys.awaited, limit))
 
     # -- job control (see kue_core/control.py): each returns a state ----------------------
     def cancel(self, job_id: int, reason: str) -> str:

@@ -13,6 +13,8 @@ class JobState(str, Enum):
     COMPLETE = "complete"
     FAILED = "failed"
     DELAYED = "delayed"
+    #: Ours: waiting for the jobs it depends on to complete (see kue_core.flows).
+    BLOCKED = "blocked"
 
     def __str__(self) -> str:
         return self.value

@@ -369,7 +369,7 @@ class Workers:
         # short lease does not expire while Redis is back.
         pauses = Pauses(last=min(defaults.RETRY_PAUSE[1], beat_every))
         sweep_every = min(self.lease_ms / 2000, 5.0)
-        next_beat = next_sweep = next_retain = 0.0
+        next_beat = next_sweep = next_retain = next_deps = 0.0
         while not self._closed.is_set():
             try:
                 now = time.monotonic()
@@ -388,12 +388,15 @@ class Workers:
                 if now >= next_retain:  # see kue_core.retention
                     self.scripts.retain(defaults.SWEEP_LIMIT)
                     next_retain = now + defaults.RETENTION_SWEEP
+                if now >= next_deps:  # see kue_core.flows
+                    self.scripts.unblock(defaults.SWEEP_LIMIT)
+                    next_deps = now + defaults.DEPS_SWEEP
                 pauses.reset()
             except redis.RedisError as e:
                 self._report(e)
                 self._closed.wait(pauses.next())
                 continue
-            until = min(next_beat, next_sweep, wake if wake is not None else next_beat)
+            until = min(next_beat, next_sweep, next_deps, wake if wake is not None else next_beat)
             self._tick.wait(max(0.0, until - time.monotonic()))
 
     def _heartbeat(self) -> None:

@@ -12,7 +12,8 @@ if not STATES[state] or state == 'active' then
   return redis.error_reply('KUE_INVALID bulk actions apply to inactive, delayed, complete '
     .. 'or failed jobs, not ' .. state)
 end
-if action ~= 'remove' and (not STATES[action] or action == 'active' or action == state) then
+if action ~= 'remove' and (not STATES[action] or action == 'active' or action == 'blocked'
+    or action == state) then
   return redis.error_reply('KUE_INVALID cannot move ' .. state .. ' jobs to ' .. action)
 end
 if not limit or limit < 1 then return redis.error_reply('KUE_INVALID limit must be positive') end

@@ -7,6 +7,7 @@
 --          of its worker's hands: its lease ends here (complete and fail are refused by the
 --          token) and its worker process is told on <p>:control:<worker id> to stop it.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a complete job.
+-- The jobs blocked waiting for it follow their policy, as for any job failed for good.
 -- Its unique key is released (until_done, debounce). The job is counted as failed, unless it
 -- had failed already; its attempts are left as they are (a retry by hand starts them anew).
 -- Retention applies as to any failed job (remove [type] for each job it removes), but the
@@ -27,9 +28,11 @@ redis.call('HSET', KEYS[1], 'state', 'failed', 'error', message, 'failed_at', in
 index_add(p, id, job.type, 'failed', job.priority, 0, 0, now)
 history(p, id, { state = 'failed', at = now, from = job.state, cancelled = reason })
 if job.state ~= 'failed' then count_outcome(p, job.type, 'failed', now, nil) end
-local own = release_unique_of(p, id)[3]
+local u = release_unique_of(p, id)
+local own = u[3]
 publish(p, id, job.type, 'cancelled', cjson.encode(reason))
 publish(p, id, job.type, 'failed', cjson.encode(message))
+if u[4] then deps_failed(p, id, now) end
 if own ~= 'remove' then  -- the cancelled job is kept: the caller reads it back
   retire(p, 'failed', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
 end

@@ -7,14 +7,17 @@
 --          is written); then the next job of the same type claimed for this worker, as
 --          claim.lua returns it (empty when none or not asked).
 -- Events   complete [result]; remove [type] when removeOnComplete, and for each job retention
---          removes; start [type] for the claim.
+--          removes; start [type] for the claim; unblocked, then enqueue [type] (or nothing
+--          more when delayed), for each job that waited only for this one.
 -- The job's unique key is released (until_done, debounce); retention removes at most
 -- RETIRE_BATCH older completed jobs (see lib.lua retire).
+-- The jobs that depend on it no longer wait for it, and get its result (see lib.lua
+-- deps_complete): those that wait for no other are unblocked here, once.
 -- The completion counts as an attempt (as in Kue), up to max_attempts and never past it.
 local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'started_at',
   'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
-  'keep_complete')
+  'keep_complete', 'dependents')
 local jtype = h[3]
 if not jtype then return { 'refused' } end
 local now = now_ms()
@@ -28,6 +31,7 @@ if h[1] == 'active' and h[2] == token then
   redis.call('INCRBY', k_work_time(p), duration)
   count_outcome(p, jtype, 'complete', now, duration)
   publish(p, id, jtype, 'complete', result)
+  if h[13] then deps_complete(p, id, result, now) end
   if h[6] == 'true' then
     delete_job(p, id, jtype, nil)
   else

@@ -14,7 +14,8 @@ local function int(n)
   return string.format('%d', n)
 end
 
-local STATES = { inactive = true, active = true, complete = true, failed = true, delayed = true }
+local STATES = { inactive = true, active = true, complete = true, failed = true, delayed = true,
+  blocked = true }
 
 local function k_job(p, id) return p .. ':job:' .. id end
 local function k_log(p, id) return p .. ':job:' .. id .. ':log' end
@@ -45,6 +46,10 @@ local function k_word(p, word) return p .. ':words:' .. word end
 local function k_words(p) return p .. ':words' end
 local function k_finished(p, state) return p .. ':finished:' .. state end
 local function k_retention(p) return p .. ':retention' end
+local function k_deps(p, id) return p .. ':job:' .. id .. ':deps' end
+local function k_dependents(p, id) return p .. ':job:' .. id .. ':dependents' end
+local function k_results(p, id) return p .. ':job:' .. id .. ':results' end
+local function k_awaited(p) return p .. ':awaited' end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -184,9 +189,118 @@ end
 -- Read the job's unique key and release it (the ends that do not read the hash themselves).
 -- Returns the job's {unique, unique_mode, keep_failed}.
 local function release_unique_of(p, id)
-  local u = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'keep_failed')
+  local u = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'keep_failed',
+    'dependents')
   release_unique(p, id, u[1], u[2])
   return u
+end
+
+-- Dependencies (see kue_core/flows.py). A job saved with dependencies has the hash fields
+-- `depends` (how many) and `on_dep_fail` (its policy when one fails for good: absent = wait,
+-- 'fail', 'ignore'), and <p>:job:<id>:deps, a zset of the ids it depends on: score 0 while it
+-- waits for that job, 1 once that job completed (or failed, under 'ignore'). The results of
+-- those that completed are in <p>:job:<id>:results (id -> result JSON). A job others depend on
+-- has `dependents` = 1 and <p>:job:<id>:dependents (their ids), and is in <p>:awaited (score:
+-- when the sweep last looked) until it ends, so that the sweep sees it end when a Node Kue
+-- worker ends it. A job saved waiting is in state 'blocked' until it waits for none.
+
+-- Move blocked job `did` (`h`: its type, priority, promote_at, delay) to inactive, or to
+-- delayed while its due time is ahead (a due time stays; a delay in ms counts from now).
+local function unblock(p, did, h, now)
+  local at = tonumber(h[3]) or 0
+  if at == 0 and (tonumber(h[4]) or 0) > 0 then at = now + tonumber(h[4]) end
+  local state = 'inactive'
+  if at > now then state = 'delayed' else at = now end
+  index_remove(p, did, h[1], 'blocked')
+  redis.call('HSET', k_job(p, did), 'state', state, 'promote_at', int(at), 'updated_at',
+    int(now))
+  index_add(p, did, h[1], state, tonumber(h[2]) or 0, at, 0, now)
+  history(p, did, { state = state, at = now, from = 'blocked', unblocked = true })
+  publish(p, did, h[1], 'unblocked', '')
+  if state == 'inactive' then
+    publish(p, did, h[1], 'enqueue', cjson.encode(h[1]))
+  else
+    redis.call('PUBLISH', k_promote(p), int(at))
+  end
+end
+
+-- Job `id`, a dependency of `did`, is done (completed with `result`, its JSON; or failed
+-- under the policy ignore, `result` nil): `did` no longer waits for it, and is unblocked when
+-- it waits for no other. Once per pair: a second call changes nothing but the result kept.
+local function dep_done(p, did, id, result, now)
+  local deps = k_deps(p, did)
+  if result then redis.call('HSET', k_results(p, did), id, result) end
+  if redis.call('ZADD', deps, 'XX', 'CH', 1, id) == 0 then return end
+  local key = k_job(p, did)
+  local h = redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
+    'blocked_by')
+  if h[6] == tostring(id) then redis.call('HDEL', key, 'blocked_by') end
+  if h[5] == 'blocked' and redis.call('ZCOUNT', deps, 0, 0) == 0 then unblock(p, did, h, now) end
+end
+
+-- Every job waiting for job `id` stops waiting for it: `id` completed with `result` (JSON).
+local function deps_complete(p, id, result, now)
+  redis.call('ZREM', k_awaited(p), zid(id))
+  for _, did in ipairs(redis.call('SMEMBERS', k_dependents(p, id))) do
+    dep_done(p, did, id, result, now)
+  end
+end
+
+-- Blocked job `did`, waiting for job `fid`, which failed for good, follows its policy
+-- (`policy`: its on_dep_fail): ignore (as if `fid` were done), fail (it fails at once; its id
+-- goes on the list `failed`, for its own dependents), or wait (it stays blocked, with
+-- `blocked_by` = fid, until `fid`, retried, completes).
+local function dep_failed(p, did, fid, policy, now, failed)
+  if policy == 'ignore' then
+    dep_done(p, did, fid, nil, now)
+    return
+  end
+  local key = k_job(p, did)
+  if policy ~= 'fail' then
+    redis.call('HSET', key, 'blocked_by', fid)
+    history(p, did, { state = 'blocked', at = now, blocked_by = tonumber(fid) })
+    return
+  end
+  local message = 'dependency ' .. fid .. ' failed'
+  local h = redis.call('HMGET', key, 'type', 'priority')
+  index_remove(p, did, h[1], 'blocked')
+  redis.call('HSET', key, 'state', 'failed', 'error', message, 'failed_at', int(now),
+    'updated_at', int(now))
+  index_add(p, did, h[1], 'failed', tonumber(h[2]) or 0, 0, 0, now)
+  history(p, did, { state = 'failed', at = now, from = 'blocked', error = message })
+  count_outcome(p, h[1], 'failed', now, nil)
+  publish(p, did, h[1], 'error', cjson.encode(message))
+  publish(p, did, h[1], 'failed', cjson.encode(message))
+  failed[#failed + 1] = did
+end
+
+-- Job `id` failed for good (a worker's last attempt, a stall, a cancel, or by hand): each job
+-- blocked waiting for it follows its policy (see dep_failed), and so on down for those that
+-- fail in turn.
+local function deps_failed(p, id, now)
+  local failed, i = { id }, 1
+  while i <= #failed do
+    local fid = failed[i]
+    i = i + 1
+    redis.call('ZREM', k_awaited(p), zid(fid))
+    for _, did in ipairs(redis.call('SMEMBERS', k_dependents(p, fid))) do
+      local h = redis.call('HMGET', k_job(p, did), 'state', 'on_dep_fail')
+      if h[1] == 'blocked' and redis.call('ZSCORE', k_deps(p, did), fid) == '0' then
+        dep_failed(p, did, fid, h[2], now, failed)
+      end
+    end
+  end
+end
+
+-- Job `id` (stored at `key`, flags `u` as release_unique_of gives them) just ended `state`
+-- ('complete' or 'failed') without a worker's report: the jobs that depend on it follow.
+local function deps_ended(p, id, key, u, state, now)
+  if not u[4] then return end
+  if state == 'complete' then
+    deps_complete(p, id, redis.call('HGET', key, 'result') or 'null', now)
+  else
+    deps_failed(p, id, now)
+  end
 end
 
 -- Move a job (`job` as load_job gives it, stored at `key`) to `state`, which is not
@@ -210,7 +324,7 @@ local function move_job(p, id, key, job, state, now)
   index_add(p, id, job.type, state, job.priority, job.promote_at, job.ttl, now)
   history(p, id, { state = state, at = now, from = job.state })
   if state == 'complete' or state == 'failed' then
-    release_unique_of(p, id)
+    deps_ended(p, id, key, release_unique_of(p, id), state, now)
   elseif job.state == 'complete' or job.state == 'failed' then
     -- Back from the dead by hand: it holds its key again, unless another job took it.
     local u = redis.call('HMGET', key, 'unique', 'unique_mode')
@@ -365,7 +479,7 @@ end
 -- publish remove.
 local function delete_job(p, id, jtype, state)
   local h = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words', 'tags',
-    'tagwords', 'tracked')
+    'tagwords', 'tracked', 'depends', 'dependents')
   release_unique(p, id, h[1], h[2])
   if h[2] == 'reuse' and redis.call('HGET', k_unique_jobs(p), h[1]) == tostring(id) then
     redis.call('HDEL', k_unique_jobs(p), h[1])
@@ -373,6 +487,16 @@ local function delete_job(p, id, jtype, state)
   if h[3] or h[5] then index_words(p, id, job_words(h[3], h[5]), {}) end
   for _, tag in ipairs(json_list(h[4])) do index_tag(p, id, tag, nil) end
   if h[6] then redis.call('ZREM', k_tracked(p), zid(id)) end
+  if h[7] then  -- it no longer waits: the jobs it depends on forget it
+    for _, d in ipairs(redis.call('ZRANGE', k_deps(p, id), 0, -1)) do
+      redis.call('SREM', k_dependents(p, d), id)
+    end
+    redis.call('DEL', k_deps(p, id), k_results(p, id))
+  end
+  if h[8] then  -- the jobs depending on it keep its id, and the result it handed them
+    redis.call('DEL', k_dependents(p, id))
+    redis.call('ZREM', k_awaited(p), zid(id))
+  end
   for s in pairs(STATES) do index_remove(p, id, jtype, s) end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))
@@ -447,9 +571,11 @@ local function record_failure(p, id, f, outcome, now)
   local msg = cjson.encode(f.message)
   publish(p, id, f.type, 'error', msg)
   if outcome == 'failed' then
-    local own = release_unique_of(p, id)[3]
+    local u = release_unique_of(p, id)
+    local own = u[3]
     count_outcome(p, f.type, 'failed', now, nil)
     publish(p, id, f.type, 'failed', msg)
+    if u[4] then deps_failed(p, id, now) end
     if own == 'remove' then
       delete_job(p, id, f.type, 'failed')
     else
@@ -473,8 +599,10 @@ local function save_row_ok(b)
 end
 
 -- Store a new job from ARGV[b+1..b+SAVE_WIDTH] (see save.lua), with `extra` hash fields
--- (a flat list, or nil); index it, publish its events; return its id.
-local function save_job(p, ids_key, b, now, extra)
+-- (a flat list, or nil); index it, publish its events; return its id. With `blocked`, it is
+-- saved in state blocked (waiting for dependencies; promote_at is its due time, or 0 when it
+-- has none or a delay, which counts from when it is unblocked).
+local function save_job(p, ids_key, b, now, extra, blocked)
   local jtype, data, priority = ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
   local delay, ttl, due_at = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 7]), tonumber(ARGV[b + 9])
   if due_at > 0 then delay = math.max(0, due_at - now) end
@@ -485,6 +613,11 @@ local function save_job(p, ids_key, b, now, extra)
   local state = 'inactive'
   if delay > 0 then state = 'delayed' end
   local promote_at = now + delay
+  if blocked then
+    state = 'blocked'
+    promote_at = 0
+    if due_at > now then promote_at = due_at end
+  end
   local fields = {
     'type', jtype, 'data', data, 'priority', int(priority), 'state', state,
     'created_at', int(now), 'promote_at', int(promote_at), 'updated_at', int(now),
@@ -513,7 +646,7 @@ local function save_job(p, ids_key, b, now, extra)
   history(p, id, { state = state, at = now })
   if state == 'inactive' then
     publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
-  else
+  elseif state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(promote_at))  -- wake promoters due sooner
   end
   return id

@@ -5,7 +5,10 @@
 -- Events   enqueue [type] when the job moves to inactive (promotion first when it was
 --          delayed); its due time on <p>:promote when it moves to delayed.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID for an unknown state; KUE_INVALID_TRANSITION for
---          'active' (only a worker's claim makes a job active, with a lease).
+--          'active' (only a worker's claim makes a job active, with a lease) and for
+--          'blocked' (only a save with dependencies blocks a job).
+-- Moving a job to complete or failed releases, or fails, the jobs that depend on it, as
+-- complete.lua and fail.lua do.
 -- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
 local p, id, state = ARGV[1], ARGV[2], ARGV[3]
 if not STATES[state] then
@@ -16,6 +19,9 @@ if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
 if job.state == state then return state end
 if state == 'active' then
   return redis.error_reply('KUE_INVALID_TRANSITION only a worker can make a job active')
+end
+if state == 'blocked' then
+  return redis.error_reply('KUE_INVALID_TRANSITION only a save with dependencies blocks a job')
 end
 move_job(p, id, KEYS[1], job, state, now_ms())
 return job.state

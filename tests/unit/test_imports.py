@@ -40,6 +40,7 @@ FLOORS = {
     "job_records": 2,
     "search": 2,
     "retention": 2,
+    "flows": 2,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper

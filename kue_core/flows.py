@@ -1,0 +1,239 @@
+"""Dependencies and flows: a job that waits for others to complete, and trees of jobs.
+
+A job saved with ``depends_on(...)`` starts ``blocked`` unless every job it depends on is
+complete. The script that completes its last dependency (``complete.lua``, or ``set_state``
+by hand, or the sweep for a job a Node Kue worker completed) moves it to inactive, or delayed
+while it has a due time, in the same call: exactly once, whoever completed it. A dependency
+that fails for good applies the job's policy (``on_dependency_failure``): ``wait`` (stays
+blocked, "blocked by failed job N", until N is retried and completes), ``fail`` (fails at once,
+and its own dependents follow theirs) or ``ignore`` (counts as done).
+
+``queue.flow(parent, children)`` saves a tree of new jobs in one call, all or nothing: each
+parent depends on its children, and reads their results with ``job.children_results()``.
+A job can only depend on jobs saved before it (or before it in the same call), so no cycle
+can be made. Keys and fields: see lib.lua (Dependencies) and keys.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, Union, overload
+
+from . import checks
+from .errors import InvalidJob
+from .values import json_field
+
+if TYPE_CHECKING:
+    from .job import Job
+    from .keys import Keys
+    from .queue import Queue
+
+#: What a job does when a job it depends on fails for good; ``wait`` is the default.
+POLICIES = ("wait", "fail", "ignore")
+
+#: An item of a flow's ``children``: a job, or a job with its own children.
+Node = Union["Job", tuple["Job", Sequence["Node"]]]
+
+_UNSET: Any = object()
+_J = TypeVar("_J", bound="DependencyOptions")
+
+
+def _is_job(value: object) -> bool:
+    """Whether ``value`` is a Job (not imported here: job.py imports this module)."""
+    return hasattr(value, "_save_row") and hasattr(value, "queue")
+
+
+def _job_id(value: object, what: str) -> int:
+    """The id of a saved job given as a Job or an id."""
+    if _is_job(value):
+        job_id = getattr(value, "id", None)
+        if job_id is None:
+            raise InvalidJob(
+                f"{what} is not saved: save it first, or save both in one queue.flow()"
+            )
+        return int(job_id)
+    return checks.job_id(value, what)
+
+
+class DependencyOptions:
+    """Mixed into ``Job``: its dependencies, given before the save, and read once saved."""
+
+    queue: Queue
+    id: int | None
+    _depends: list[int] | None = None
+    if TYPE_CHECKING:  # Job's
+
+        def _saved_id(self) -> int: ...
+
+    _on_dep_fail = "wait"
+    #: How many jobs it depends on (once saved or loaded).
+    depends_count = 0
+    #: Whether jobs depend on it.
+    has_dependents = False
+    #: A job it waits for that failed for good (policy ``wait``), else None.
+    blocked_by: int | None = None
+
+    def depends_on(self: _J, *jobs: Job | int | str) -> _J:
+        """Wait, once saved, until each of ``jobs`` (saved jobs or their ids) completes;
+        an unknown id is refused by ``save()``. Given again, adds to them."""
+        if self.id is not None:
+            raise InvalidJob("dependencies are given before the job is saved")
+        if not jobs:
+            raise InvalidJob("depends_on takes at least one job or id")
+        ids = [_job_id(j, "a job this one depends on") for j in jobs]
+        self._depends = list(dict.fromkeys([*(self._depends or []), *ids]))
+        return self
+
+    @overload
+    def on_dependency_failure(self) -> str: ...
+    @overload
+    def on_dependency_failure(self: _J, policy: str) -> _J: ...
+    def on_dependency_failure(self, policy: Any = _UNSET) -> Any:
+        """When a job it depends on fails for good: ``"wait"`` (default: stay blocked until
+        that job is retried and completes), ``"fail"`` (fail at once) or ``"ignore"`` (count
+        it as done)."""
+        if policy is _UNSET:
+            return self._on_dep_fail
+        if policy not in POLICIES:
+            raise InvalidJob(f"on_dependency_failure must be one of {', '.join(POLICIES)}")
+        if self.id is not None:
+            raise InvalidJob("the dependency failure policy is given before the job is saved")
+        self._on_dep_fail = policy
+        return self
+
+    def dependencies(self) -> list[dict[str, Any]]:
+        """The jobs it depends on: ``{"id", "state", "done"}`` each, by id (state None for a
+        job removed since)."""
+        return self.queue.dependencies(self._saved_id())
+
+    def dependents(self) -> list[dict[str, Any]]:
+        """The jobs that depend on it: ``{"id", "state"}`` each, by id."""
+        return self.queue.dependents(self._saved_id())
+
+    def children_results(self) -> dict[int, Any]:
+        """``{id: result}`` of the jobs it depends on that have completed (in a flow: its
+        children), kept even once they are removed."""
+        return self.queue.children_results(self._saved_id())
+
+    def _load_deps(self, h: dict[str, str]) -> None:
+        """Read the dependency fields of a job hash."""
+        count = h.get("depends")
+        if count is not None and count.isdigit():
+            self.depends_count = int(count)
+        if h.get("on_dep_fail") in POLICIES:
+            self._on_dep_fail = h["on_dep_fail"]
+        self.has_dependents = "dependents" in h
+        by = h.get("blocked_by")
+        if by is not None and by.isdigit():
+            self.blocked_by = int(by)
+
+    def _deps_dict(self) -> dict[str, Any]:
+        """The dependency keys of the job's JSON (none for a job without dependencies)."""
+        out: dict[str, Any] = {}
+        if self.depends_count:
+            out["depends"] = self.depends_count
+            out["onDependencyFailure"] = self._on_dep_fail
+        if self.blocked_by is not None:
+            out["blockedBy"] = self.blocked_by
+        if self.has_dependents:
+            out["hasDependents"] = True
+        return out
+
+
+def _walk(children: Iterable[Node], into: list[tuple[Job, list[Job]]]) -> list[Job]:
+    """Add each child's subtree to ``into`` (children before parents); return the children."""
+    jobs = []
+    for item in children:
+        if isinstance(item, tuple):
+            if len(item) != 2 or isinstance(item[1], str | bytes):
+                raise InvalidJob("a flow child is a job or a (job, [its children]) pair")
+            job, kids = item
+            if not isinstance(kids, Iterable):
+                raise InvalidJob("a flow child's children are a list")
+            into.append((job, _walk(kids, into)))
+        else:
+            job = item
+            into.append((job, []))
+        jobs.append(job)
+    return jobs
+
+
+def save_flow(queue: Queue, parent: Job, children: Iterable[Node]) -> list[Job]:
+    """Save ``parent`` and its tree of ``children`` in one call, all or nothing; returns the
+    jobs saved, children before parents (the parent last)."""
+    nodes: list[tuple[Job, list[Job]]] = []
+    if _is_job(children) or isinstance(children, tuple | str | bytes):
+        raise InvalidJob("a flow's children are a list of jobs or (job, [children]) pairs")
+    nodes.append((parent, _walk(children, nodes)))
+    place: dict[int, int] = {}  # id(job) -> its place in the call, from 1
+    rows = []
+    for i, (job, kids) in enumerate(nodes, 1):
+        if not _is_job(job):
+            raise InvalidJob(f"a flow holds jobs, not {type(job).__name__}")
+        if job.queue is not queue:
+            raise InvalidJob("a flow's jobs are created by the queue that saves them")
+        if job.id is not None:
+            raise InvalidJob(f"job {job.id} is saved already: a flow saves new jobs")
+        if id(job) in place:
+            raise InvalidJob("a job appears twice in the flow")
+        if job.unique() is not None:
+            raise InvalidJob("a job with a unique key cannot be saved with dependencies")
+        place[id(job)] = i
+        deps = [str(d) for d in job._depends or []] + [f"#{place[id(k)]}" for k in kids]
+        policy = "" if job._on_dep_fail == "wait" else job._on_dep_fail
+        rows.append([*job._save_row(), policy, len(deps), *deps])
+    saved = queue.scripts.flow(rows)
+    jobs = [job for job, _ in nodes]
+    for (job, kids), (job_id, state) in zip(nodes, saved, strict=True):
+        job._saved(job_id)
+        job.state = state
+        job.depends_count = len(job._depends or []) + len(kids)
+    for _, kids in nodes:
+        for kid in kids:
+            kid.has_dependents = True
+    return jobs
+
+
+class FlowMethods:
+    """Mixed into ``Queue``: flows and what a job's dependencies are."""
+
+    keys: Keys
+    client: Any
+
+    def flow(self, parent: Job, children: Iterable[Node] = ()) -> Job:
+        """Save ``parent`` and ``children`` (new jobs of any types; an item is a job or a
+        ``(job, [its children])`` pair) in one call, all or nothing: each parent is blocked
+        until its children complete. Returns the saved parent; every job given has its id."""
+        return save_flow(self, parent, children)[-1]  # type: ignore[arg-type]
+
+    def _states(self, ids: Sequence[int]) -> list[str | None]:
+        pipe = self.client.pipeline(transaction=False)
+        for i in ids:
+            pipe.hget(self.keys.job(i), "state")
+        return list(pipe.execute()) if ids else []
+
+    def dependencies(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The jobs job ``job_id`` depends on: ``{"id", "state", "done"}`` each, by id."""
+        jid = checks.job_id(job_id)
+        found = self.client.zrange(self.keys.deps(jid), 0, -1, withscores=True)
+        pairs = sorted((int(m), score >= 1) for m, score in found)
+        states = self._states([i for i, _ in pairs])
+        return [
+            {"id": i, "state": s, "done": done} for (i, done), s in zip(pairs, states, strict=True)
+        ]
+
+    def dependents(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The jobs that depend on job ``job_id``: ``{"id", "state"}`` each, by id."""
+        jid = checks.job_id(job_id)
+        ids = sorted(int(m) for m in self.client.smembers(self.keys.dependents(jid)))
+        return [{"id": i, "state": s} for i, s in zip(ids, self._states(ids), strict=True)]
+
+    def children_results(self, job_id: int | str) -> dict[int, Any]:
+        """``{id: result}`` of the completed jobs that job ``job_id`` depends on."""
+        jid = checks.job_id(job_id)
+        found = self.client.hgetall(self.keys.results(jid))
+        return {int(k): json_field(v, None) for k, v in sorted(found.items(), key=_by_id)}
+
+
+def _by_id(item: tuple[str, str]) -> int:
+    return int(item[0])

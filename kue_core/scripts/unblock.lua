@@ -1,0 +1,27 @@
+-- unblock: the maintenance sweep of dependencies (see kue_core/flows.py). Our scripts release
+-- a job's dependents as it ends; a job that a Node Kue worker completes or fails (Kue's own
+-- code) is found here, in <p>:awaited, and its dependents follow as if our scripts had ended it.
+-- KEYS[1]  <p>:awaited (member zid of a job others wait for, score = when last looked at)
+-- ARGV[1]  prefix   ARGV[2] most jobs to look at (those looked at longest ago first)
+-- Returns  how many of them had ended (complete, failed or removed).
+-- Events   as complete.lua and fail.lua give the dependents (unblocked, enqueue, failed...).
+-- Errors   KUE_INVALID for a malformed limit.
+-- A job removed without our scripts counts as failed for its dependents.
+local p, limit = ARGV[1], tonumber(ARGV[2])
+if not limit or limit < 1 then return redis.error_reply('KUE_INVALID unblock takes a limit') end
+local now = now_ms()
+local ended = 0
+for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, limit - 1)) do
+  local id = zid_id(m)
+  local h = redis.call('HMGET', k_job(p, id), 'state', 'result')
+  if h[1] == 'complete' then
+    deps_complete(p, id, h[2] or 'null', now)
+    ended = ended + 1
+  elseif h[1] == 'failed' or not h[1] then
+    deps_failed(p, id, now)
+    ended = ended + 1
+  else
+    redis.call('ZADD', KEYS[1], 'XX', now, m)
+  end
+end
+return ended
