@@ -145,7 +145,7 @@ class Queue(QueueRecords, FlowMethods):
                 raise InvalidJob("save_many takes jobs created by this queue")
             if job.id is not None:
                 raise InvalidJob(f"job {job.id} is saved already; use job.update()")
-        if any(job._unique is not None for job in batch):
+        if any(job._unique is not None or job._depends is not None for job in batch):
             return self._save_each(batch)
         rows = [job._save_row() for job in batch]
         if not rows:
@@ -160,13 +160,14 @@ class Queue(QueueRecords, FlowMethods):
         return batch
 
     def _save_each(self, batch: list[Job]) -> list[Job]:
-        """``save_many`` of a batch with unique keys: each of those is one script call (it may
-        find its key held); the jobs between them go in one call per run, in order."""
+        """``save_many`` of a batch with unique keys or dependencies: each of those is one
+        script call (it may find its key held); the jobs between them go in one call per run,
+        in order."""
         for job in batch:
             job._save_row()  # every job is checked before any is saved
         plain: list[Job] = []
         for each in [*batch, None]:
-            if each is not None and each._unique is None:
+            if each is not None and each._unique is None and each._depends is None:
                 plain.append(each)
                 continue
             if plain:
@@ -175,7 +176,7 @@ class Queue(QueueRecords, FlowMethods):
                     saved._saved(job_id)
                 plain = []
             if each is not None:
-                each._save_unique()
+                each.save()
         return batch
 
     # -- reading ----------------------------------------------------------------------------
