@@ -3,8 +3,9 @@
 
 KIND is how its handlers run: ``thread``, ``async`` or ``process`` (isolated). A job whose data
 has ``block`` runs until stopped (a thread handler polls ``job.stopping`` and then records
-``<id>`` in ``<prefix>:late``; the others are cancelled or killed); any other job records
-``<id>:<pid>`` in ``<prefix>:ran`` and returns the pid. Prints ``ready`` once serving, and exits
+``<id>`` in ``<prefix>:late``; the others are cancelled or killed); any other job (after
+``sleep`` seconds, when its data has it) records ``<id>:<pid>`` in ``<prefix>:ran`` and returns
+the pid. Prints ``ready`` once serving, and exits
 0 on SIGTERM or once stopped remotely (``queue.stop_worker``).
 """
 
@@ -21,6 +22,8 @@ from kue_core import Job, Queue
 
 
 def _done(job: Job) -> int:
+    if job.data.get("sleep"):
+        time.sleep(job.data["sleep"])
     job.queue.client.rpush(f"{job.queue.prefix}:ran", f"{job.id}:{os.getpid()}")
     return os.getpid()
 

@@ -196,7 +196,14 @@ def test_a_node_kue_worker_runs_a_job_created_in_python(queue: Queue, node_kue: 
     # Kue adds to the work time after it announces the completion.
     wait_for(lambda: queue.work_time() == done.duration)
     assert queue.get_log(job.id) == ["resized /img/1.png"]
-    assert queue.counts() == {"inactive": 0, "active": 0, "complete": 1, "failed": 0, "delayed": 0}
+    assert queue.counts() == {
+        "inactive": 0,
+        "active": 0,
+        "complete": 1,
+        "failed": 0,
+        "delayed": 0,
+        "blocked": 0,
+    }
     assert queue.ids("complete", "resize") == [job.id]
 
 
@@ -241,7 +248,14 @@ def test_node_kue_promotes_runs_and_removes_a_delayed_job_created_in_python(
     ]
     with pytest.raises(JobNotFound):
         queue.get_job(job.id)
-    assert queue.counts() == {"inactive": 0, "active": 0, "complete": 0, "failed": 0, "delayed": 0}
+    assert queue.counts() == {
+        "inactive": 0,
+        "active": 0,
+        "complete": 0,
+        "failed": 0,
+        "delayed": 0,
+        "blocked": 0,
+    }
     assert queue.range(0, -1) == []
 
 
@@ -265,6 +279,24 @@ def test_jobs_node_kue_finished_are_kept_by_our_retention(queue: Queue, node_kue
     assert sorted(queue.search("photo")) == kept
     assert kue.request("get", id=kept[0])["job"]["state"] == "complete"
     assert {j.id for j in jobs} >= set(kept)
+
+
+def test_a_job_node_kue_completes_releases_its_dependents(queue: Queue, node_kue: StartKue) -> None:
+    """Node Kue runs its own code, not our scripts: the dependencies sweep of any Python worker
+    process finds the job complete within about a second and releases the job waiting for it,
+    with the result Node Kue stored."""
+    child = queue.create_job("resize", {"n": 1})
+    parent = queue.flow(queue.create_job("report"), [child])
+    assert parent.state == "blocked"
+    ran: list[Any] = []
+    queue.process("report", 1, lambda job: ran.append(job.children_results()))
+    node_kue().request("process", type="resize", result={"by": "node"})
+    wait_for(lambda: queue.get_job(child.id).state == "complete", timeout=30)  # type: ignore[arg-type]
+    wait_for(lambda: ran, timeout=3)
+    assert ran == [{child.id: {"by": "node"}}]
+    history = queue.get_job(parent.id).history()  # type: ignore[arg-type]
+    assert [e for e in history if e.get("unblocked")] == [history[1]]
+    queue.shutdown()
 
 
 # -- Kue's JSON API over jobs kue_core wrote ------------------------------------------------
