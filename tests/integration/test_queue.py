@@ -58,13 +58,21 @@ def test_counts_types_and_work_time(queue: Queue, r: redis.Redis) -> None:
     queue.create_job("email").save()
     queue.create_job("email").delay(5000).save()
     queue.create_job("video").save().set_state("failed")
-    assert queue.counts() == {"inactive": 1, "active": 0, "complete": 0, "failed": 1, "delayed": 1}
+    assert queue.counts() == {
+        "inactive": 1,
+        "active": 0,
+        "complete": 0,
+        "failed": 1,
+        "delayed": 1,
+        "blocked": 0,
+    }
     assert queue.counts("email") == {
         "inactive": 1,
         "active": 0,
         "complete": 0,
         "failed": 0,
         "delayed": 1,
+        "blocked": 0,
     }
     assert queue.count("failed", "video") == 1
     assert queue.types() == ["email", "video"]

@@ -164,7 +164,14 @@ def test_many_jobs_over_several_processes_run_exactly_once(
     assert sorted(map(int, ran)) == sorted(j.id for j in jobs)  # type: ignore[misc]
     assert len({entry.split(":")[1] for entry in _ran(queue)}) == 4  # all took part
     counts = queue.counts()
-    assert counts == {"inactive": 0, "active": 0, "complete": 10_000, "failed": 0, "delayed": 0}
+    assert counts == {
+        "inactive": 0,
+        "active": 0,
+        "complete": 10_000,
+        "failed": 0,
+        "delayed": 0,
+        "blocked": 0,
+    }
     assert r.zcard(queue.keys.type_state("t", "complete")) == 10_000
     assert r.zcard(queue.keys.jobs) == 10_000
     assert r.zcard(queue.keys.leases) == 0
