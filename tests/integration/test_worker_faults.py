@@ -27,11 +27,12 @@ import os, signal, sys, threading, time
 from kue_core import Queue
 url, prefix, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 queue = Queue(url, prefix=prefix, lease_ms={LEASE_MS})
-stop = threading.Event()
+stop, ready = threading.Event(), threading.Event()
 signal.signal(signal.SIGTERM, lambda *a: stop.set())
 
 def handler(job):
     if job.data.get("poison"):
+        ready.wait()  # dies once it has said ready: its starter reads that line first
         os._exit(3)
     if job.data.get("block"):
         threading.Event().wait()
@@ -40,6 +41,7 @@ def handler(job):
 
 queue.process("t", n, handler)
 print("ready", flush=True)
+ready.set()
 stop.wait()
 queue.shutdown(timeout=5)
 queue.close()
