@@ -6,6 +6,7 @@ something happens, fetches the page again and swaps in the parts marked ``data-l
 most about once a second however many events arrive. Actions are ``fetch`` calls to the JSON
 API, which checks them (read-only mode, CSRF) as it checks any client: retry, remove,
 priority, pause, and job control (cancel, move, edit a job's data, stop a worker process).
+A job's dependencies and dependents are shown by ``dashboard_flows``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from kue_core import (
 )
 
 from .api import queue
+from .dashboard_flows import job_dependencies
 
 
 def _assets(name: str) -> str:
@@ -56,6 +58,7 @@ LABELS = {
     "failed": "Failed",
     "complete": "Complete",
     "delayed": "Delayed",
+    "blocked": "Blocked",
 }
 PAGE_SIZES = (25, 50, 100)
 #: Chart windows offered on the overview, in minutes; each chart has at most _BARS bars.
@@ -68,7 +71,8 @@ CANCELLED = "cancelled"
 #: The states whose jobs can be cancelled and whose data can be edited from the dashboard.
 CANCELLABLE = ("inactive", "delayed", "active")
 EDITABLE = ("inactive", "delayed", "failed")
-#: Bulk actions per state besides "Remove all": (label, method, API endpoint).
+#: Bulk actions per state besides "Remove all": (label, method, API endpoint). Blocked jobs
+#: have none: they move on by themselves when their dependencies complete.
 BULK = {
     "failed": [("Retry all", "POST", "kue_api.retry_all")],
     "delayed": [("Promote all", "POST", "kue_api.promote_all")],
@@ -247,10 +251,14 @@ def job(job_id: str) -> str:
     q = queue()
     found = q.get_job(job_id)  # JobNotFound: the 404 page
     history = q.history(job_id)
+    deps = job_dependencies(q, found)
+    # A job linked to others refreshes on their events too (kue.js keeps those it lists).
+    events = url_for("kue_api.events") if deps.any else url_for("kue_api.events", id=job_id)
     return _page(
         "job.html",
-        url_for("kue_api.events", id=job_id),
+        events,
         job=found,
+        deps=deps,
         info=found.to_dict(),
         types=[t for t in q.types() if t != found.type],
         history=history,

@@ -115,7 +115,7 @@
       broken = false;
     };
     source.onmessage = (message) => {
-      schedule();
+      if (wanted(message)) schedule();
       trackedEvent(message);
     };
     source.onerror = () => {
@@ -127,6 +127,20 @@
         setTimeout(connect, RECONNECT);
       }
     };
+  }
+
+  // A job page linked to other jobs listens to every event, and refreshes for those of the
+  // ids its data-watch names (the job and those it lists; "*" for any, when a list is cut).
+  function wanted(message) {
+    const watch = document.querySelector("[data-watch]");
+    if (!watch || watch.dataset.watch === "*") return true;
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch (error) {
+      return true;
+    }
+    return event.id === undefined || watch.dataset.watch.split(" ").includes(String(event.id));
   }
 
   function setStatus(state, text) {

@@ -35,13 +35,20 @@ def _fill(queue: Queue) -> dict[str, int]:
 
 def test_overview_shows_the_counts_of_redis(ui: Watched, queue: Queue) -> None:
     counts = _fill(queue)
-    assert counts == {"inactive": 2, "active": 0, "complete": 2, "failed": 1, "delayed": 2}
+    assert counts == {
+        "inactive": 2,
+        "active": 0,
+        "complete": 2,
+        "failed": 1,
+        "delayed": 2,
+        "blocked": 0,
+    }
     page = ui.goto("/")
     for state, n in counts.items():
         expect(_card(page, state)).to_have_text(str(n))
         expect(page.locator(f'nav [data-count="{state}"]')).to_have_text(str(n))
     row = page.locator('tr[data-type="video"] td.num')
-    expect(row).to_have_text(["0", "0", "1", "1", "0"])
+    expect(row).to_have_text(["0", "0", "1", "1", "0", "0"])
     expect(page.locator("#live-status")).to_have_text("live")
     # First load: the page, one stylesheet, one script, the icon and the event stream.
     paths = {u.removeprefix(ui.server.base).split("?")[0] for u in ui.requests}
