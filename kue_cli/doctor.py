@@ -25,7 +25,8 @@ SHORT_HELP = "Find (and --repair) where the indexes disagree with the jobs."
 HELP = """Check that Redis's indexes agree with the job hashes: every member of the job and
 state sets has its job, every job is in the sets of its state and type (and no others) with
 the right score, each type has a wake-up token per inactive job, no job is stuck active
-without a live worker, and the leases, logs, worker list and id counter match the jobs.
+without a live worker, no blocked job waits for nothing, and the leases, logs, dependencies,
+worker list and id counter match the jobs.
 
 Read-only and safe beside running workers. With --repair, fix what it found: each fix is
 one atomic step that first checks the problem is still there, so jobs that moved on since

@@ -67,6 +67,8 @@ What is checked (the finding kinds):
     over) but stay in Redis. Repair: delete them.
 ``stale-record``, ``tag-count``, ``word-list``
     the job records' sets disagree with the jobs: see :mod:`kue_core.doctor_records`.
+``stuck-blocked``, ``orphan-deps``, ``stale-dependent``, ``stale-awaited``
+    the dependencies' keys disagree with the jobs: see :mod:`kue_core.doctor_deps`.
 ``not-a-hash``, ``wrong-type``
     a job key, or one of Kue's fixed keys, holding another Redis type. A person must look.
 
@@ -80,7 +82,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from . import checks, defaults, doctor_records
+from . import checks, defaults, doctor_deps, doctor_records
 from .keys import zid
 from .states import STATES
 
@@ -95,11 +97,14 @@ _ORDER = (
     "purge",
     "settle",
     "requeue",
+    "sweep",  # before unlog and undepend: the dependents it tells are in the job's set
+    "unblock",
     "unindex",
     "index",
     "types",
     "tokens",
     "unlog",
+    "undepend",
     "unworker",
     "ids",
     "ununique",
@@ -115,6 +120,7 @@ _FIXED_TYPES = {
     "workers": "zset",
     "types": "set",
     "ids": "string",
+    "awaited": "zset",
 }
 
 
@@ -317,6 +323,9 @@ class _Check:
         self._skip: set[str] = set()  # fixed keys of the wrong Redis type
         #: set key -> members that repair will remove from it (they need no wake-up token)
         self._leaving: dict[str, int] = {}
+        #: ids of the jobs seen blocked, and of those with a dependents set (doctor_deps)
+        self.blocked: list[int] = []
+        self.dependents: list[int] = []
 
     def add(
         self,
@@ -345,6 +354,7 @@ class _Check:
         self._ids(max_id)
         self._unique_keys()
         doctor_records.check(self)
+        doctor_deps.check(self)
         # By job (then the rest), whatever order SCAN gave.
         self.report.findings.sort(key=lambda f: (f.job_id is None, f.job_id or 0, f.kind, f.key))
         return self.report
@@ -424,6 +434,8 @@ class _Check:
             if parsed is None:
                 continue
             job_id, part = parsed
+            if part == "dependents":
+                self.dependents.append(job_id)
             if part:
                 lists.append(parsed)
                 if len(lists) >= self.batch:
@@ -587,6 +599,8 @@ class _Check:
                 )
         if job.state == "active":
             self._stuck(now, job_id, job, sets.get("leases"), last, worker, stalls)
+        elif job.state == "blocked":
+            self.blocked.append(job_id)
 
     def _stuck(
         self,
@@ -629,11 +643,14 @@ class _Check:
         )
 
     def _lists(self, lists: Sequence[tuple[int, str]]) -> None:
-        """Logs and histories of jobs that do not exist."""
+        """Logs and histories (and dependencies' keys) of jobs that do not exist."""
         if not lists:
             return
         _, orphans = self.scripts.screen("", [], lists)
         for job_id, part in orphans:
+            if part in doctor_deps.PARTS:
+                doctor_deps.orphan(self, job_id, part)
+                continue
             key = self.keys.log(job_id) if part == "log" else self.keys.history(job_id)
             self.add(
                 "orphan-log",

@@ -15,8 +15,16 @@
 --                   inactive, or delayed when it has a delay; one with an unknown state fails.
 --          purge    id, grace ms: delete a hash that has neither type nor data (untouched
 --                   for grace ms), with its log and history.
---          unlog    id, part ('log' or 'history'): delete that list of a job that does not
---                   exist.
+--          unlog    id, part ('log', 'history', 'deps', 'dependents' or 'results'): delete
+--                   that key of a job that does not exist.
+--          unblock  id: a job blocked that waits for no job (no member of its deps zset
+--                   scored 0, or none) goes on as lib.lua's unblock moves it: inactive, or
+--                   delayed while its due time is ahead.
+--          sweep    member: what the dependencies sweep (unblock.lua) does for one member of
+--                   <p>:awaited whose job has ended or is gone: its dependents follow it. A
+--                   member that is no job's is removed.
+--          undepend id, dependent: remove the dependent from <p>:job:<id>:dependents when its
+--                   job is gone or does not list id in its deps.
 --          unworker worker id: drop a worker from <p>:workers when its registration is gone.
 --          ids      id: raise <p>:ids to the id of an existing job above it.
 --          ununique key, id: delete the unique key <p>:unique:<key> (or kue-unique's entry
@@ -34,6 +42,8 @@
 -- Events   requeue: enqueue [type], or error and failed [reason] past the stall limit;
 --          settle: enqueue [type] (inactive), the due time on <p>:promote (delayed), or error
 --          and failed [reason]. Both append to the job's history (with doctor = true).
+--          unblock: unblocked, then enqueue [type] or the due time on <p>:promote; sweep: as
+--          complete.lua and fail.lua give the dependents (unblocked, enqueue, failed...).
 -- Errors   KUE_INVALID for an unknown action or set name (nothing is written).
 local p, n = ARGV[1], tonumber(ARGV[2])
 if not n or #ARGV ~= 2 + n * REPAIR_WIDTH then
@@ -41,7 +51,8 @@ if not n or #ARGV ~= 2 + n * REPAIR_WIDTH then
 end
 local ACTIONS = { unindex = true, index = true, types = true, tokens = true, requeue = true,
   settle = true, purge = true, unlog = true, unworker = true, ids = true, ununique = true,
-  unrecord = true, recount = true, reword = true }
+  unrecord = true, recount = true, reword = true, unblock = true, sweep = true,
+  undepend = true }
 local function set_name(name)
   return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
 end
@@ -240,12 +251,50 @@ local function purge(id, grace)
   return 1
 end
 
+local PARTS = { log = k_log, history = k_history, deps = k_deps, dependents = k_dependents,
+  results = k_results }
 local function unlog(id, part)
-  if not string.match(id, '^[1-9]%d*$') then return 0 end
+  if not string.match(id, '^[1-9]%d*$') or not PARTS[part] then return 0 end
   if redis.call('EXISTS', k_job(p, id)) == 1 then return 0 end
-  if part == 'log' then return redis.call('DEL', k_log(p, id)) end
-  if part == 'history' then return redis.call('DEL', k_history(p, id)) end
-  return 0
+  return redis.call('DEL', PARTS[part](p, id))
+end
+
+-- (Not named unblock: lib.lua's unblock does the move.)
+local function release(id)
+  local j = job_of(id)
+  if not j or j.state ~= 'blocked' then return 0 end
+  local deps = k_deps(p, id)
+  local kind = key_type(deps)
+  if kind ~= 'none' and (kind ~= 'zset' or redis.call('ZCOUNT', deps, 0, 0) > 0) then
+    return 0
+  end
+  local key = k_job(p, id)
+  redis.call('HDEL', key, 'blocked_by')
+  unblock(p, id, redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay'), now)
+  return 1
+end
+
+-- The body of unblock.lua's loop, for one member.
+local function sweep(member)
+  local key = k_awaited(p)
+  if key_type(key) ~= 'zset' or not redis.call('ZSCORE', key, member) then return 0 end
+  local id = member_id(member)
+  if not id then return redis.call('ZREM', key, member) end
+  local kind = key_type(k_job(p, id))
+  if kind ~= 'hash' and kind ~= 'none' then return 0 end
+  return awaited_ended(p, id, now) and 1 or 0
+end
+
+local function undepend(id, dependent)
+  if not string.match(id, '^[1-9]%d*$') then return 0 end
+  local set = k_dependents(p, id)
+  if key_type(set) ~= 'set' or redis.call('SISMEMBER', set, dependent) == 0 then return 0 end
+  if job_of(dependent) then
+    local kind = key_type(k_deps(p, dependent))
+    if kind ~= 'zset' and kind ~= 'none' then return 0 end
+    if kind == 'zset' and redis.call('ZSCORE', k_deps(p, dependent), id) then return 0 end
+  end
+  return redis.call('SREM', set, dependent)
 end
 
 local function unworker(wid)
@@ -355,6 +404,12 @@ for i = 0, n - 1 do
     r = recount(a)
   elseif action == 'reword' then
     r = reword(a)
+  elseif action == 'unblock' then
+    r = release(a)
+  elseif action == 'sweep' then
+    r = sweep(a)
+  elseif action == 'undepend' then
+    r = undepend(a, x)
   end
   done[#done + 1] = r
 end

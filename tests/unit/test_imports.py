@@ -57,6 +57,7 @@ FLOORS = {
     # 6. tools on the facade
     "doctor": 6,
     "doctor_records": 6,
+    "doctor_deps": 6,
     # the package's public names
     "__init__": 7,
 }
