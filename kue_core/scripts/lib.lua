@@ -292,6 +292,20 @@ local function deps_failed(p, id, now)
   end
 end
 
+-- If job `id`, awaited by others, has ended (complete, failed, or gone: removed without our
+-- scripts), its dependents follow as if our scripts had ended it; returns whether it had.
+local function awaited_ended(p, id, now)
+  local h = redis.call('HMGET', k_job(p, id), 'state', 'result')
+  if h[1] == 'complete' then
+    deps_complete(p, id, h[2] or 'null', now)
+  elseif h[1] == 'failed' or not h[1] then
+    deps_failed(p, id, now)
+  else
+    return false
+  end
+  return true
+end
+
 -- Job `id` (stored at `key`, flags `u` as release_unique_of gives them) just ended `state`
 -- ('complete' or 'failed') without a worker's report: the jobs that depend on it follow.
 local function deps_ended(p, id, key, u, state, now)
@@ -326,11 +340,13 @@ local function move_job(p, id, key, job, state, now)
   if state == 'complete' or state == 'failed' then
     deps_ended(p, id, key, release_unique_of(p, id), state, now)
   elseif job.state == 'complete' or job.state == 'failed' then
-    -- Back from the dead by hand: it holds its key again, unless another job took it.
-    local u = redis.call('HMGET', key, 'unique', 'unique_mode')
+    -- Back from the dead by hand: it holds its key again, unless another job took it, and
+    -- is awaited again by the jobs that depend on it (the sweep sees Node Kue end it).
+    local u = redis.call('HMGET', key, 'unique', 'unique_mode', 'dependents')
     if u[1] and releases_at_end(u[2]) then
       redis.call('SET', k_unique(p, u[1]), tostring(id), 'NX')
     end
+    if u[3] then redis.call('ZADD', k_awaited(p), 'NX', now, zid(id)) end
   end
   if job.state == 'delayed' and state == 'inactive' then publish(p, id, job.type, 'promotion', '') end
   if state == 'inactive' then

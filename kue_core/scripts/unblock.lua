@@ -12,13 +12,7 @@ if not limit or limit < 1 then return redis.error_reply('KUE_INVALID unblock tak
 local now = now_ms()
 local ended = 0
 for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, limit - 1)) do
-  local id = zid_id(m)
-  local h = redis.call('HMGET', k_job(p, id), 'state', 'result')
-  if h[1] == 'complete' then
-    deps_complete(p, id, h[2] or 'null', now)
-    ended = ended + 1
-  elseif h[1] == 'failed' or not h[1] then
-    deps_failed(p, id, now)
+  if awaited_ended(p, zid_id(m), now) then
     ended = ended + 1
   else
     redis.call('ZADD', KEYS[1], 'XX', now, m)

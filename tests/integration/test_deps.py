@@ -323,3 +323,15 @@ def test_a_worker_process_sweeps_every_second(queue: Queue, r: redis.Redis) -> N
     queue.process("unrelated", 1, lambda job: None)
     wait_for(lambda: _state(queue, b) == "inactive", timeout=3)
     queue.shutdown()
+
+
+def test_a_failed_dependency_retried_by_hand_is_awaited_again(queue: Queue, r: redis.Redis) -> None:
+    """Retried, it may be completed by a Node Kue worker: the sweep must look for it again."""
+    a = queue.create_job("a").save()
+    b = queue.create_job("b").depends_on(a).save()
+    _fail_for_good(queue, a.id)  # type: ignore[arg-type]
+    assert r.zcard(queue.keys.awaited) == 0
+    queue.get_job(a.id).set_state("inactive")  # type: ignore[arg-type]
+    assert r.zcard(queue.keys.awaited) == 1
+    r.hset(queue.keys.job(a.id), "state", "complete")  # type: ignore[arg-type]  # as Node Kue
+    assert queue.scripts.unblock(100) == 1 and _state(queue, b) == "inactive"
