@@ -63,6 +63,14 @@ def _track(job: Job, value: Any) -> Job:
     return job.track() if value else job
 
 
+def _depends(job: Job, value: Any) -> Job:
+    """``options.depends``: ids of saved jobs (ints or strings of digits); ``Job.depends_on``
+    checks each, and the save refuses one that does not exist."""
+    if not isinstance(value, list) or not value:
+        raise InvalidJob(f"depends is a non-empty list of job ids, got {value!r:.100}")
+    return job.depends_on(*value)
+
+
 #: ``POST /job`` options, Kue's names -> the Job setter that checks and applies them.
 _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
     "attempts": Job.attempts,
@@ -76,6 +84,8 @@ _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
     "tags": _strings(Job.tags, "tags"),
     "searchKeys": _strings(Job.search_keys, "searchKeys"),
     "track": _track,
+    "depends": _depends,
+    "onDependencyFailure": Job.on_dependency_failure,
 }
 
 
@@ -108,6 +118,14 @@ def int_arg(name: str, default: int) -> int:
     if not re.fullmatch(r"-?\d{1,18}", text):
         raise InvalidJob(f"{name} must be an integer, got {text!r}")
     return int(text)
+
+
+def bool_arg(name: str) -> bool:
+    """A ``true``/``false`` query argument, false when absent; ``InvalidJob`` (400) else."""
+    text = request.args.get(name, "false")
+    if text not in ("true", "false"):
+        raise InvalidJob(f"{name} must be true or false, got {text!r:.100}")
+    return text == "true"
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -211,9 +229,13 @@ def set_priority(job_id: str, priority: str) -> Response:
 
 @api.delete("/job/<job_id>")
 def remove(job_id: str) -> Response:
+    """Delete a job, its log and its history. A job that others are blocked waiting for is
+    refused (409, ``dependents`` names them) unless ``?cascade=true``, which removes them too,
+    and theirs in turn; ``removed`` lists the ids that went, the job's first."""
+    cascade = bool_arg("cascade")  # bad input is refused before the job is looked up
     found = queue().get_job(job_id)
-    found.remove()
-    return jsonify({"message": f"job {found.id} removed"})
+    removed = found.remove(cascade=cascade)
+    return jsonify({"message": f"job {found.id} removed", "removed": removed})
 
 
 @api.post("/job")
@@ -230,12 +252,34 @@ def create() -> Response | tuple[Response | str, int]:
         queue().save_many([job])
         return jsonify(_created(job))
     built = [_attempt(queue(), item) for item in body]
-    valid = [j for j in built if isinstance(j, Job)]
-    if valid:
-        queue().save_many(valid)
+    _save_valid(queue(), built, body)
     answers = [_created(j) if isinstance(j, Job) else {"error": str(j)} for j in built]
     # Kue answers the first refusal's status; every refusal here is bad input.
-    return jsonify(answers), 200 if len(valid) == len(built) else 400
+    refused = any(isinstance(j, InvalidJob) for j in built)
+    return jsonify(answers), 400 if refused else 200
+
+
+def _save_valid(q: Queue, built: list[Job | InvalidJob], body: list[Any]) -> None:
+    """Save the valid jobs of an array, in order: each run of jobs without dependencies in one
+    call, and each job with dependencies alone, since only its save can tell that a job it
+    names does not exist. Such a refusal takes the job's place in ``built``; the others are
+    saved all the same."""
+    run: list[Job] = []
+    for i, (job, item) in enumerate(zip(built, body, strict=True)):
+        if not isinstance(job, Job):
+            continue
+        if "depends" not in (item.get("options") or {}):
+            run.append(job)
+            continue
+        if run:
+            q.save_many(run)
+            run = []
+        try:
+            job.save()
+        except InvalidJob as e:
+            built[i] = e
+    if run:
+        q.save_many(run)
 
 
 def _created(job: Job) -> dict[str, Any]:

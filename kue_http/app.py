@@ -8,12 +8,14 @@ from typing import Any
 
 import redis
 from flask import Flask, Response, jsonify, render_template, request
+from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from kue_core import (
     ConnectionFailed,
+    HasDependents,
     InvalidJob,
     InvalidTransition,
     JobNotFound,
@@ -24,7 +26,7 @@ from kue_core import (
 )
 
 from . import config as settings
-from . import control, dashboard_records, openapi, operations, records, security, stream
+from . import control, dashboard_records, flows, openapi, operations, records, security, stream
 from .api import api
 from .dashboard import dashboard
 from .metrics import metrics
@@ -32,7 +34,7 @@ from .metrics import metrics
 log = logging.getLogger("kue_http")
 
 # Modules whose routes join the API blueprint when imported.
-_ROUTES = (operations, control, records, stream, openapi, dashboard_records)
+_ROUTES = (operations, control, records, flows, stream, openapi, dashboard_records)
 
 #: Library errors -> HTTP status.
 _STATUS: tuple[tuple[type[Exception], int], ...] = (
@@ -44,13 +46,26 @@ _STATUS: tuple[tuple[type[Exception], int], ...] = (
 )
 
 
+class _Json(DefaultJSONProvider):
+    """Flask's JSON, but a body nested too deeply for the parser is bad input (400), not a
+    ``RecursionError`` (500)."""
+
+    sort_keys = False  # Kue's field order
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        try:
+            return super().loads(s, **kwargs)
+        except RecursionError:
+            raise ValueError("the JSON is nested too deeply") from None
+
+
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """A Flask app serving the dashboard at ``/`` and the JSON API under ``KUE_API_PREFIX``
     (see :mod:`kue_http.config` for every setting)."""
     app = Flask(__name__, static_folder=None, template_folder=None)  # the dashboard's own
     app.config.update(settings.load(config))
     app.config["MAX_CONTENT_LENGTH"] = app.config["KUE_MAX_BODY"]
-    app.json.sort_keys = False  # type: ignore[attr-defined]  # Kue's field order
+    app.json = _Json(app)
     url = app.config["KUE_REDIS_URL"]
     client = None
     if url:
@@ -103,14 +118,16 @@ def _error_handlers(app: Flask) -> None:
             return not request.path.startswith(api_prefix)
         return request.blueprint == dashboard.name
 
-    def reply(message: str, status: int) -> tuple[Response | str, int]:
+    def reply(message: str, status: int, **details: Any) -> tuple[Response | str, int]:
         if page():
             return render_template("error.html", status=status, message=message), status
-        return jsonify({"error": message}), status
+        return jsonify({"error": message, **details}), status
 
     @app.errorhandler(KueError)
     def kue_error(error: KueError) -> tuple[Response | str, int]:
         status = next((code for cls, code in _STATUS if isinstance(error, cls)), 400)
+        if isinstance(error, HasDependents):  # the ids, for a client to act on
+            return reply(str(error), status, dependents=error.dependents)
         return reply(str(error), status)
 
     @app.errorhandler(redis.RedisError)

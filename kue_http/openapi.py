@@ -54,7 +54,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
                 "Kue's JSON API (same routes, field names and shapes) with real status codes, "
                 "and routes Kue lacks: history, job control, bulk actions, pausing, workers, "
                 "throughput, wait and run timings, search through an index, tags, tracking, "
-                "retention, events, health. "
+                "retention, dependencies and flows, events, health. "
                 'Every error answer is {"error": "..."}.'
             ),
         },
@@ -62,7 +62,16 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
         "security": _SECURITY.get(scheme, []),
         "tags": [
             {"name": name}
-            for name in ("jobs", "control", "records", "listing", "bulk", "pausing", "watching")
+            for name in (
+                "jobs",
+                "control",
+                "records",
+                "flows",
+                "listing",
+                "bulk",
+                "pausing",
+                "watching",
+            )
         ],
         "paths": _paths(settings.get("KUE_MAX_PAGE", 1000)),
         "components": {
@@ -129,13 +138,7 @@ def _paths(max_page: int) -> Schema:
         "/job/{id}": {
             "parameters": [_JOB_ID],
             "get": _get("jobs", "One job", _ok(_ref("Job")), 400, 404),
-            "delete": _write(
-                "jobs",
-                "Delete a job, its log and its history",
-                _ok(_message(pattern=r"^job [1-9][0-9]* removed$")),
-                400,
-                404,
-            ),
+            "delete": _remove(),
         },
         "/job/{id}/log": {
             "parameters": [_JOB_ID],
@@ -169,7 +172,7 @@ def _paths(max_page: int) -> Schema:
             ),
         },
         **_control(),
-        **_records_paths(),
+        **_split_paths(),
         "/jobs/{from}..{to}": {"parameters": _RANGE, "get": listing},
         "/jobs/{from}..{to}/{order}": {"parameters": [*_RANGE, _ORDER], "get": listing},
         "/jobs/{state}/{from}..{to}": {"parameters": [_STATE_PARAM, *_RANGE], "get": listing},
@@ -299,10 +302,16 @@ def _paths(max_page: int) -> Schema:
     }
 
 
-def _records_paths() -> Schema:
-    from . import openapi_records  # it builds on this module's helpers
+def _split_paths() -> Schema:
+    from . import openapi_flows, openapi_records  # they build on this module's helpers
 
-    return openapi_records.paths()
+    return {**openapi_records.paths(), **openapi_flows.paths()}
+
+
+def _remove() -> Schema:
+    from . import openapi_flows  # it builds on this module's helpers
+
+    return openapi_flows.remove()
 
 
 def _control() -> Schema:
@@ -608,10 +617,22 @@ def _health(status: str, redis: str) -> Schema:
 
 
 def _schemas() -> Schema:
-    from . import openapi_records as records  # it builds on this module's helpers
+    from . import openapi_flows as flows  # they build on this module's helpers
+    from . import openapi_records as records
 
     state = {"enum": list(STATES)}
-    options = {**_OPTIONS, "properties": {**_OPTIONS["properties"], **records.OPTIONS}}
+    options = {
+        **_OPTIONS,
+        "properties": {**_OPTIONS["properties"], **records.OPTIONS, **flows.OPTIONS},
+    }
+    new_job = _object(
+        {
+            "type": _job_type(),
+            "data": {"description": "Any JSON value (default {})"},
+            "options": options,
+        },
+        optional="data options",
+    )
     return {
         "Error": _object({"error": {"type": "string", "minLength": 1}}),
         "Stats": _object({**{f"{s}Count": _COUNT for s in STATES}, "workTime": _COUNT}),
@@ -650,18 +671,14 @@ def _schemas() -> Schema:
                     {"key": {"type": "string"}, "mode": {"enum": list(_UNIQUE_MODES)}}
                 ),
                 **records.JOB_FIELDS,
+                **flows.JOB_FIELDS,
             },
             optional="result progress_data error created_at promote_at updated_at failed_at "
-            "started_at duration delay workerId ttl unique " + records.JOB_OPTIONAL,
+            f"started_at duration delay workerId ttl unique {records.JOB_OPTIONAL} "
+            + flows.JOB_OPTIONAL,
         ),
-        "NewJob": _object(
-            {
-                "type": _job_type(),
-                "data": {"description": "Any JSON value (default {})"},
-                "options": options,
-            },
-            optional="data options",
-        ),
+        "NewJob": new_job,
+        **flows.schemas(new_job),
         "Created": _object(
             {
                 "message": {

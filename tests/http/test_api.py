@@ -34,6 +34,7 @@ def test_stats_on_a_fresh_queue(client: FlaskClient) -> None:
         "completeCount",
         "failedCount",
         "delayedCount",
+        "blockedCount",
         "workTime",
     ]
     assert set(res.json.values()) == {0}  # type: ignore[union-attr]
@@ -207,7 +208,10 @@ def test_change_state_priority_and_remove(client: FlaskClient) -> None:
     assert client.put(f"/api/job/{jid}/priority/critical").status_code == 200
     assert client.get(f"/api/job/{jid}").json["priority"] == -15  # type: ignore[index]
     assert client.put(f"/api/job/{jid}/priority/urgent").status_code == 400
-    assert client.delete(f"/api/job/{jid}").json == {"message": f"job {jid} removed"}
+    assert client.delete(f"/api/job/{jid}").json == {
+        "message": f"job {jid} removed",
+        "removed": [jid],
+    }
     assert client.get(f"/api/job/{jid}").status_code == 404
     assert client.delete(f"/api/job/{jid}").status_code == 404
     assert client.get(f"/api/job/{jid}").json == {"error": f'job "{jid}" doesnt exist'}

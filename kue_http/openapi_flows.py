@@ -1,0 +1,154 @@
+"""Dependencies and flows (``kue_http/flows.py``, the ``depends`` options of ``POST /job`` and
+``DELETE /job/{id}?cascade``) in the OpenAPI document. ``openapi.py`` merges them in."""
+
+from __future__ import annotations
+
+from kue_core import STATES
+from kue_core.flows import POLICIES
+
+from .flows import MAX_FLOW_DEPTH, MAX_FLOW_NODES
+from .openapi import (
+    _JOB_ID,
+    Schema,
+    _array,
+    _body,
+    _get,
+    _json,
+    _object,
+    _ok,
+    _query,
+    _ref,
+    _write,
+)
+
+_ID = {"type": "integer", "minimum": 1}
+_IDS = _array(_ID, min_items=1)
+#: A job's state, or null for a job removed since.
+_STATE_OR_NULL = {"enum": [*STATES, None]}
+
+
+def paths() -> Schema:
+    return {
+        "/flows": {
+            "post": _write(
+                "flows",
+                "Save a tree of new jobs in one call, all or nothing: each job is blocked until "
+                "its children complete, then reads their results; answered with the same tree "
+                "and each job's id",
+                _ok(_ref("FlowJob")),
+                400,
+                413,
+                body=_body(
+                    _ref("FlowNode"),
+                    f"The root node. At most {MAX_FLOW_NODES} jobs and {MAX_FLOW_DEPTH} levels; "
+                    "a refusal names the node (as a JSON path: $.children[0]).",
+                ),
+            )
+        },
+        "/job/{id}/dependencies": {
+            "parameters": [_JOB_ID],
+            "get": _get(
+                "flows",
+                "What a job depends on, the jobs that depend on it, and the results of the "
+                "jobs it depends on that completed",
+                _ok(_ref("Dependencies")),
+                400,
+                404,
+            ),
+        },
+    }
+
+
+def remove() -> Schema:
+    """``DELETE /job/{id}``: Kue's, with ``cascade``."""
+    operation = _write(
+        "jobs",
+        "Delete a job, its log and its history; a job that others are blocked waiting for "
+        "only with cascade=true, which deletes them too, and theirs in turn",
+        _ok(
+            _object(
+                {
+                    "message": {"type": "string", "pattern": r"^job [1-9][0-9]* removed$"},
+                    "removed": {**_IDS, "description": "The ids deleted, the job's first"},
+                }
+            )
+        ),
+        400,
+        404,
+        parameters=[
+            _query(
+                "cascade",
+                {"enum": ["true", "false"]},
+                "Delete the jobs blocked waiting for it too (default false: 409).",
+            )
+        ],
+    )
+    operation["responses"]["409"] = _json(
+        "Jobs are blocked waiting for it, and cascade is not true: nothing was deleted",
+        _object(
+            {"error": {"type": "string", "minLength": 1}, "dependents": _IDS},
+            optional="dependents",
+        ),
+    )
+    return operation
+
+
+#: Fields of the Job schema.
+JOB_FIELDS: Schema = {
+    "depends": {**_ID, "description": "How many jobs it depends on"},
+    "onDependencyFailure": {"enum": list(POLICIES)},
+    "blockedBy": {**_ID, "description": "A job it waits for that failed for good (wait)"},
+    "hasDependents": {"const": True},
+}
+JOB_OPTIONAL = " ".join(JOB_FIELDS)
+#: ``POST /job`` options (and a flow node's).
+OPTIONS: Schema = {
+    "depends": _array(
+        {"anyOf": [{**_ID, "maximum": 2**63 - 1}, {"type": "string", "pattern": "^[0-9]+$"}]},
+        "Ids of saved jobs: it is blocked until each completes (an unknown id is 400).",
+        min_items=1,
+    ),
+    "onDependencyFailure": {
+        "enum": list(POLICIES),
+        "default": POLICIES[0],
+        "description": "When a job it depends on fails for good: wait (stay blocked until that "
+        "job is retried and completes), fail (fail at once) or ignore (count it as done)",
+    },
+}
+
+
+def schemas(new_job: Schema) -> Schema:
+    """The schemas of flows; a node is ``new_job`` (the ``NewJob`` schema) with children."""
+    return {
+        "FlowNode": {
+            **new_job,
+            "properties": {
+                **new_job["properties"],
+                "children": _array(_ref("FlowNode"), max_items=MAX_FLOW_NODES - 1),
+            },
+            "required": new_job["required"],
+        },
+        "FlowJob": _object(
+            {
+                "id": _ID,
+                "state": {"enum": list(STATES)},
+                "children": _array(_ref("FlowJob"), "Where the node had children"),
+            },
+            optional="children",
+        ),
+        "Dependencies": _object(
+            {
+                "dependencies": _array(
+                    _object({"id": _ID, "state": _STATE_OR_NULL, "done": {"type": "boolean"}}),
+                    "By id; state null for a job removed since.",
+                ),
+                "dependents": _array(_object({"id": _ID, "state": _STATE_OR_NULL}), "By id."),
+                "results": {
+                    "type": "object",
+                    "propertyNames": {"pattern": "^[1-9][0-9]*$"},
+                    "additionalProperties": {"description": "What the job returned"},
+                    "description": "Job id -> result, of the jobs it depends on that completed",
+                },
+            }
+        ),
+    }
