@@ -4,6 +4,8 @@
 --          or 'remove'   ARGV[4] most jobs to handle in this call
 -- Returns  {handled, left}: jobs moved or removed by this call, and jobs still in KEYS[1].
 -- Events   as set_state.lua for each job moved, as remove.lua for each removed.
+-- A removed job that others are blocked waiting for is a failure for them: they follow their
+-- policy (see lib.lua dep_failed).
 -- Errors   KUE_INVALID for an unknown state or action, or for moving active jobs (only a
 --          worker's claim or a worker's end changes an active job in bulk).
 -- The caller calls again while `left` is not 0, so that no call blocks Redis for long.

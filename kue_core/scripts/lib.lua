@@ -491,8 +491,9 @@ local function save_records(p, id, rec, now)
 end
 
 -- Delete a job, its log and history, and every index entry it may have (the sets of every
--- state, and of `state` when it is not one of Kue's; its unique key, tags, words, tracking);
--- publish remove.
+-- state, and of `state` when it is not one of Kue's; its unique key, tags, words, tracking,
+-- dependencies); publish remove. Jobs still blocked waiting for it follow their policy, as
+-- for a job failed for good.
 local function delete_job(p, id, jtype, state)
   local h = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words', 'tags',
     'tagwords', 'tracked', 'depends', 'dependents')
@@ -510,6 +511,8 @@ local function delete_job(p, id, jtype, state)
     redis.call('DEL', k_deps(p, id), k_results(p, id))
   end
   if h[8] then  -- the jobs depending on it keep its id, and the result it handed them
+    -- Those still waiting for it (a bulk remove) take its removal as a failure: their policy.
+    deps_failed(p, id, now_ms())
     redis.call('DEL', k_dependents(p, id))
     redis.call('ZREM', k_awaited(p), zid(id))
   end

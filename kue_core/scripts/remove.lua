@@ -42,7 +42,8 @@ while i <= #doomed do
   end
   i = i + 1
 end
-for _, jid in ipairs(doomed) do
+for i = #doomed, 1, -1 do  -- dependents first: no job is left waiting for a removed one
+  local jid = doomed[i]
   local h = redis.call('HMGET', k_job(p, jid), 'type', 'state')
   delete_job(p, jid, h[1], h[2])
 end

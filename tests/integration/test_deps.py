@@ -335,3 +335,14 @@ def test_a_failed_dependency_retried_by_hand_is_awaited_again(queue: Queue, r: r
     assert r.zcard(queue.keys.awaited) == 1
     r.hset(queue.keys.job(a.id), "state", "complete")  # type: ignore[arg-type]  # as Node Kue
     assert queue.scripts.unblock(100) == 1 and _state(queue, b) == "inactive"
+
+
+def test_a_bulk_remove_is_a_failure_for_the_jobs_waiting(queue: Queue) -> None:
+    a = queue.create_job("a").save()
+    b = queue.create_job("a").save()
+    fails = queue.create_job("x").depends_on(a).on_dependency_failure("fail").save()
+    waits = queue.create_job("x").depends_on(b).save()
+    assert queue.remove_all("inactive", "a") == 2
+    assert _state(queue, fails) == "failed"
+    assert queue.get_job(waits.id).blocked_by == b.id  # type: ignore[arg-type]
+    assert b.dependents() == []  # its set went with it
