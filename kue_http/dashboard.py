@@ -69,8 +69,8 @@ _RUNNING_SHOWN = 500
 #: The error of a cancelled job, before ``: <reason>``.
 CANCELLED = "cancelled"
 #: The states whose jobs can be cancelled and whose data can be edited from the dashboard.
-CANCELLABLE = ("inactive", "delayed", "active")
-EDITABLE = ("inactive", "delayed", "failed")
+CANCELLABLE = ("inactive", "delayed", "active", "blocked")
+EDITABLE = ("inactive", "delayed", "failed", "blocked")
 #: Bulk actions per state besides "Remove all": (label, method, API endpoint). Blocked jobs
 #: have none: they move on by themselves when their dependencies complete.
 BULK = {

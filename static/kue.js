@@ -170,7 +170,22 @@
       return false;
     }
     show(answer.message || answer.error || `Done (${response.status})`, !response.ok);
+    send.answer = answer;
     return response.ok;
+  }
+
+  // A remove refused because jobs are blocked waiting for the job (409 naming them): offer to
+  // remove them too (`?cascade=true`). Returns whether the job went.
+  async function removeWaiting(url) {
+    const waiting = send.answer && send.answer.dependents;
+    if (!Array.isArray(waiting) || !waiting.length) return false;
+    const ids = waiting.map((id) => `#${Number(id)}`).join(", ");
+    const question =
+      `Jobs ${ids} are blocked waiting for this job. ` +
+      "Remove them too, with the jobs waiting for them?";
+    const answer = await confirmed(question, { ok: "Remove all of them", back: "Keep them" });
+    if (answer === null) return false;
+    return send("DELETE", url + (url.includes("?") ? "&" : "?") + "cascade=true");
   }
 
   function show(text, isError) {
@@ -245,7 +260,8 @@
       if (reason) body = { reason };
     }
     button.disabled = true;
-    const ok = await send(data.method, data.url, body);
+    let ok = await send(data.method, data.url, body);
+    if (!ok && data.method === "DELETE") ok = await removeWaiting(data.url);
     button.disabled = false;
     if (ok && data.worker) stopping.set(data.worker, Date.now() + STOP_WATCH);
     if (ok && data.after) location.assign(data.after);

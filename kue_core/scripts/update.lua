@@ -7,7 +7,8 @@
 -- ARGV[10] due time (ms since the epoch, 0 = none): instead of the delay, due at this time
 -- ARGV[11] the search words of the new data ('' = none; see kue_core/records.py)
 -- ARGV[12] keep_complete   ARGV[13] keep_failed: retention policies ('' = the queue's)
--- Returns  the job's state.
+-- Returns  the job's state. A blocked job keeps a due time as it is and a delay in ms for
+--          when it is released, as flow.lua saves them.
 -- Events   none (re-scoring changes no state).
 -- Errors   KUE_NOT_FOUND, KUE_INVALID.
 local p, id = ARGV[1], ARGV[2]
@@ -44,6 +45,8 @@ if delay > 0 or due_at > 0 then
   if due_at > 0 then
     delay = math.max(0, due_at - base)  -- Kue's reading: promote_at = base + delay
     promote_at = due_at
+  elseif job.state == 'blocked' then
+    promote_at = 0  -- a blocked job's delay counts from its release (see lib.lua unblock)
   else
     promote_at = base + delay
   end

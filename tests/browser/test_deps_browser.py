@@ -131,3 +131,41 @@ def test_a_parent_of_many_lists_the_first_and_follows_the_rest(ui: Watched, queu
     expect(complete).to_have_text("2 complete")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "deps-many.png"), full_page=True)
+
+
+def test_removing_a_job_others_wait_for_offers_to_remove_them_too(
+    ui: Watched, queue: Queue
+) -> None:
+    a = queue.create_job("fetch").save()
+    b = queue.create_job("merge").depends_on(a).save()
+    c = queue.create_job("send").depends_on(b).save()
+    kept = queue.create_job("other").depends_on(a).save()
+    page = ui.goto(f"/job/{a.id}")
+    dialog = page.locator("dialog#confirm")
+    page.locator(f"#remove-{a.id}").click()
+    dialog.get_by_role("button", name="Confirm").click()
+    expect(dialog).to_contain_text(f"Jobs #{b.id}, #{kept.id} are blocked waiting for this job")
+    dialog.get_by_role("button", name="Keep them").click()  # declined: nothing goes
+    expect(dialog).to_be_hidden()
+    assert queue.get_job(a.id).state == "inactive"  # type: ignore[arg-type]
+    page.locator(f"#remove-{a.id}").click()
+    dialog.get_by_role("button", name="Confirm").click()
+    dialog.get_by_role("button", name="Remove all of them").click()
+    expect(page).to_have_url(ui.server.base + "/jobs/inactive")  # where a Remove goes after
+    assert queue.ids("blocked") == [] and queue.ids("inactive") == []
+    assert queue.count("complete") == 0 and c.id not in queue.ids("blocked")
+
+
+def test_a_blocked_job_can_be_cancelled_and_its_dependents_follow(
+    ui: Watched, queue: Queue
+) -> None:
+    a = queue.create_job("fetch").save()
+    b = queue.create_job("merge").depends_on(a).save()
+    c = queue.create_job("send").depends_on(b).on_dependency_failure("fail").save()
+    page = ui.goto(f"/job/{b.id}")
+    page.locator(f"#cancel-{b.id}").click()
+    dialog = page.locator("dialog#confirm")
+    dialog.get_by_label("Reason").fill("not needed")
+    dialog.get_by_role("button", name="Cancel job").click()
+    expect(page.locator("h1 .badge")).to_have_text("Failed")
+    expect(_item(page, "dependents", c.id)).to_have_attribute("data-state", "failed")

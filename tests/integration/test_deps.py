@@ -346,3 +346,15 @@ def test_a_bulk_remove_is_a_failure_for_the_jobs_waiting(queue: Queue) -> None:
     assert _state(queue, fails) == "failed"
     assert queue.get_job(waits.id).blocked_by == b.id  # type: ignore[arg-type]
     assert b.dependents() == []  # its set went with it
+
+
+def test_updating_a_blocked_job_keeps_its_delay_for_its_release(queue: Queue) -> None:
+    a = queue.create_job("a").save()
+    b = queue.create_job("b").depends_on(a).save()
+    b.data = {"changed": True}
+    b.delay(60_000).update()
+    assert _state(queue, b) == "blocked"
+    _complete(queue, a.id)  # type: ignore[arg-type]
+    loaded = queue.get_job(b.id)  # type: ignore[arg-type]
+    assert loaded.state == "delayed" and loaded.data == {"changed": True}
+    assert loaded.promote_at >= loaded.updated_at + 60_000  # type: ignore[operator]
