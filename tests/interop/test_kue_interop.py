@@ -290,7 +290,9 @@ def test_a_job_node_kue_completes_releases_its_dependents(queue: Queue, node_kue
     assert parent.state == "blocked"
     ran: list[Any] = []
     queue.process("report", 1, lambda job: ran.append(job.children_results()))
-    node_kue().request("process", type="resize", result={"by": "node"})
+    kue = node_kue()
+    assert kue.request("get", id=parent.id)["job"]["state"] == "blocked"  # read as it is
+    kue.request("process", type="resize", result={"by": "node"})
     wait_for(lambda: queue.get_job(child.id).state == "complete", timeout=30)  # type: ignore[arg-type]
     wait_for(lambda: ran, timeout=3)
     assert ran == [{child.id: {"by": "node"}}]
