@@ -187,7 +187,7 @@ local function release_unique(p, id, key, mode)
 end
 
 -- Read the job's unique key and release it (the ends that do not read the hash themselves).
--- Returns the job's {unique, unique_mode, keep_failed}.
+-- Returns the job's {unique, unique_mode, keep_failed, dependents}.
 local function release_unique_of(p, id)
   local u = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'keep_failed',
     'dependents')
@@ -228,12 +228,12 @@ end
 -- under the policy ignore, `result` nil): `did` no longer waits for it, and is unblocked when
 -- it waits for no other. Once per pair: a second call changes nothing but the result kept.
 local function dep_done(p, did, id, result, now)
-  local deps = k_deps(p, did)
-  if result then redis.call('HSET', k_results(p, did), id, result) end
-  if redis.call('ZADD', deps, 'XX', 'CH', 1, id) == 0 then return end
-  local key = k_job(p, did)
+  local key, deps = k_job(p, did), k_deps(p, did)
   local h = redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
     'blocked_by')
+  if not h[1] then return end  -- removed by a Node Kue client: kue doctor's to tidy
+  if result then redis.call('HSET', k_results(p, did), id, result) end
+  if redis.call('ZADD', deps, 'XX', 'CH', 1, id) == 0 then return end
   if h[6] == tostring(id) then redis.call('HDEL', key, 'blocked_by') end
   if h[5] == 'blocked' and redis.call('ZCOUNT', deps, 0, 0) == 0 then unblock(p, did, h, now) end
 end
