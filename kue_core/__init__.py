@@ -19,18 +19,22 @@ from .errors import (
     WorkerNotFound,
 )
 from .events import EVENTS, EventStream
+from .flows import POLICIES as DEPENDENCY_POLICIES
+from .flows import Node as FlowNode
 from .job import Job, parse_priority, parse_state, validate_type
 from .queue import Queue
 from .search import Found
 from .states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
 
 __all__ = [
+    "DEPENDENCY_POLICIES",
     "EVENTS",
     "PRIORITIES",
     "PRIORITY_LIMIT",
     "STATES",
     "ConnectionFailed",
     "EventStream",
+    "FlowNode",
     "Found",
     "HasDependents",
     "InvalidJob",

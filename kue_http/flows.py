@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 
 from flask import Response, jsonify, request
 
+from kue_core import FlowNode as Node
 from kue_core import InvalidJob, Job, Queue
-from kue_core.flows import Node
 
 from .api import _build, api, queue
 

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from kue_core import DEPENDENCY_POLICIES as POLICIES
 from kue_core import STATES
-from kue_core.flows import POLICIES
 
 from .flows import MAX_FLOW_DEPTH, MAX_FLOW_NODES
 from .openapi import (

@@ -240,6 +240,18 @@ def keys_under(r: redis.Redis, prefix: str) -> set[str]:
     return set(r.scan_iter(match=f"{prefix}:*", count=1000))
 
 
+def drop_keys(r: redis.Redis, prefix: str) -> None:
+    """Delete every key under ``prefix``: a test that makes tens of thousands of keys calls it
+    at the end, since they would slow every later SCAN of the shared test Redis (kue doctor's
+    checks among them)."""
+    pipe = r.pipeline(transaction=False)
+    for key in r.scan_iter(match=f"{prefix}:*", count=5000):
+        pipe.unlink(key)
+        if len(pipe) >= 5000:
+            pipe.execute()
+    pipe.execute()
+
+
 def finish(queue: Queue, job_type: str, ok: bool) -> int:
     """Claim the next job of ``job_type`` as worker ``kue:test:1`` and complete it (result
     ``{"ok": true}``) or fail the attempt (retried when it has attempts left); its id."""

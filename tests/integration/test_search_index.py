@@ -8,6 +8,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Queue, defaults
+from tests.conftest import drop_keys
 
 
 @pytest.fixture
@@ -116,13 +117,8 @@ def test_a_job_older_than_the_newest_100000_is_still_found(queue: Queue, r: redi
         for _ in range(100_000 // batch):
             queue.save_many([queue.create_job("report", {"n": i}) for i in range(batch)])
         _find_the_needle(queue, r, old.id)  # type: ignore[arg-type]
-    finally:  # 200,000 keys would slow every later SCAN of the shared test Redis
-        pipe = r.pipeline(transaction=False)
-        for key in r.scan_iter(match=f"{queue.prefix}:*", count=5000):
-            pipe.unlink(key)
-            if len(pipe) >= 5000:
-                pipe.execute()
-        pipe.execute()
+    finally:
+        drop_keys(r, queue.prefix)  # 200,000 keys
 
 
 def _find_the_needle(queue: Queue, r: redis.Redis, old: int) -> None:
