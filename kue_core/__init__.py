@@ -15,6 +15,7 @@ from .errors import (
     KueError,
     NoRetry,
     NotReplicated,
+    ScheduleNotFound,
     Stopped,
     WorkerNotFound,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "NoRetry",
     "NotReplicated",
     "Queue",
+    "ScheduleNotFound",
     "Stopped",
     "WorkerNotFound",
     "connection",

@@ -181,3 +181,13 @@ RETENTION_SWEEP = 30.0
 #: Seconds between two dependencies sweeps of a worker process, which release the jobs that
 #: wait for jobs a Node Kue worker ended (our own scripts release them at once).
 DEPS_SWEEP = 1.0
+
+#: Schedules (see kue_core.schedules). After an outage, a schedule with ``catch_up="all"``
+#: makes a job for each missed tick, the latest ``CATCH_UP_MAX`` of them; it looks at most at
+#: ``CATCH_UP_SCAN`` ticks (a longer outage skips the rest).
+CATCH_UP_MAX = 100
+CATCH_UP_SCAN = 10_000
+#: A tick reached at most this many ms late is on time: ``catch_up="none"`` still runs it.
+SCHEDULE_GRACE = 1000
+#: The shortest interval of an ``every`` schedule, in ms.
+SCHEDULE_MIN_INTERVAL = 50

@@ -19,6 +19,14 @@ class JobNotFound(KueError, LookupError):
         self.job_id = job_id
 
 
+class ScheduleNotFound(KueError, LookupError):
+    """No schedule has this key."""
+
+    def __init__(self, key: object) -> None:
+        super().__init__(f'schedule "{key}" does not exist')
+        self.key = key
+
+
 class WorkerNotFound(KueError, LookupError):
     """No live worker process has this id."""
 

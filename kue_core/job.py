@@ -72,6 +72,9 @@ class Job(RecordOptions, DependencyOptions):
     worker_id: str | None = None
     error: str | None = None
     attempts_made = 0
+    #: The key of the schedule that made the job, and the time (ms) of its tick; else None.
+    schedule_key: str | None = None
+    tick: int | None = None
     #: What the handler returned, once the job completed; else None.
     result: Any = None
     #: The data given with the last progress report; else None.
@@ -419,6 +422,10 @@ class Job(RecordOptions, DependencyOptions):
         job._keep_complete = kept if isinstance(kept, records.Keep) else None
         job._keep_failed = records.keep_from_text(h.get("keep_failed"))
         job._load_deps(h)
+        if "schedule" in h:
+            job.schedule_key = h["schedule"]
+            tick = _num(h.get("tick"))
+            job.tick = int(tick) if tick is not None else None
         key, mode = h.get("unique"), h.get("unique_mode")
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)
@@ -460,6 +467,9 @@ class Job(RecordOptions, DependencyOptions):
             if policy:
                 out[name] = policy
         out.update(self._deps_dict())
+        if self.schedule_key is not None:
+            out["schedule"] = self.schedule_key
+            out["tick"] = self.tick
         made, most = self.attempts_made, self._max_attempts
         remaining = most - made if made > 0 else most
         out["attempts"] = {"made": made, "remaining": remaining, "max": most}

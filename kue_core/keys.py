@@ -71,6 +71,8 @@ class Keys:
         #: zset of the jobs others wait for that have not ended: member zid, score = when
         #: the dependencies sweep last looked (it finds those a Node Kue worker ended).
         self.awaited = f"{prefix}:awaited"
+        #: zset of the schedules that will make jobs: member key, score = next due time (ms).
+        self.schedules = f"{prefix}:schedules"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"
@@ -93,6 +95,10 @@ class Keys:
     def results(self, job_id: int) -> str:
         """hash of the results its dependencies completed with: id -> result (JSON)."""
         return f"{self.prefix}:job:{job_id}:results"
+
+    def schedule(self, key: str) -> str:
+        """hash of one schedule: its definition, runs made, last job (see kue_core.schedules)."""
+        return f"{self.prefix}:schedule:{key}"
 
     def worker(self, worker_id: str) -> str:
         """Hash describing one worker process (host, pid, types, jobs held, heartbeat)."""

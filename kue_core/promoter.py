@@ -1,6 +1,7 @@
 """The promotion timer of a worker process: moves due delayed jobs to inactive
-(``promote.lua``). It sleeps until the next due time, and is woken at once, on the promote
-channel, when a job due sooner is saved."""
+(``promote.lua``) and fires due schedules (:mod:`kue_core.schedules`). It sleeps until the next
+due time of either, and is woken at once, on the promote channel, when a job or a schedule due
+sooner is saved."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import redis
 
-from . import defaults
+from . import defaults, schedules
 from .retry import Pauses
 
 if TYPE_CHECKING:
@@ -54,13 +55,16 @@ class Promoter:
     def _promote_due(self) -> float:
         """Promote what is due; return the monotonic time of the next due job."""
         while True:
-            moved, next_due, now = self.queue.scripts.promote(defaults.SWEEP_LIMIT)
+            moved, next_due, now, schedule = self.queue.scripts.promote(defaults.SWEEP_LIMIT)
+            if 0 <= schedule <= now:  # see kue_core.schedules
+                schedule = schedules.fire_due(self.queue, now)
             if moved < defaults.SWEEP_LIMIT:
                 break
         self._clock = (now, time.monotonic())  # server ms <-> local monotonic, for _due_at
-        if next_due < 0:
+        due = [d for d in (next_due, schedule) if d >= 0]
+        if not due:
             return time.monotonic() + defaults.PROMOTE_MAX_WAIT
-        return self._clock[1] + min(max(0, next_due - now) / 1000, defaults.PROMOTE_MAX_WAIT)
+        return self._clock[1] + min(max(0, min(due) - now) / 1000, defaults.PROMOTE_MAX_WAIT)
 
     def _due_at(self, data: str) -> float:
         """Local monotonic time of a due time (server ms) heard on the promote channel."""

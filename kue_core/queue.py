@@ -20,6 +20,7 @@ from .flows import FlowMethods
 from .job import Job, parse_state, to_json, validate_type
 from .keys import Keys, job_id_from_zid
 from .queue_records import QueueRecords
+from .schedules import ScheduleMethods
 from .scripts import Scripts
 from .slots import Handler
 from .states import STATES
@@ -54,7 +55,7 @@ def _order(order: str) -> bool:
     return order == "desc"
 
 
-class Queue(QueueRecords, FlowMethods):
+class Queue(QueueRecords, FlowMethods, ScheduleMethods):
     """A Kue-compatible job queue on one Redis and one key prefix.
 
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its

@@ -60,6 +60,8 @@ SCRIPT_NAMES = (
     "retain",
     "flow",
     "unblock",
+    "schedule",
+    "tick",
 )
 
 #: Values per job in a ``save`` call (see the header of ``save.lua``).
@@ -547,10 +549,36 @@ class Scripts:
         handled, left = self._run("bulk", key, state, action, limit)
         return int(handled), int(left)
 
-    def promote(self, limit: int) -> tuple[int, int, int]:
-        """Move due delayed jobs to inactive: (moved, next due ms or -1, server time ms)."""
-        moved, next_due, now = self._run("promote", self._keys.state("delayed"), limit)
-        return int(moved), int(next_due), int(now)
+    def promote(self, limit: int) -> tuple[int, int, int, int]:
+        """Move due delayed jobs to inactive: (moved, next due ms or -1, server time ms, next
+        due time of a schedule or -1)."""
+        moved, next_due, now, schedule = self._run("promote", self._keys.state("delayed"), limit)
+        return int(moved), int(next_due), int(now), int(schedule)
+
+    # -- schedules (see kue_core/schedules.py) --------------------------------------------
+    def schedule(self, op: str, key: str, at: int = -1, fields: Sequence[Any] = ()) -> bool:
+        """Define (``set``), ``pause``, ``resume`` or ``remove`` a schedule; False when it
+        does not exist."""
+        return bool(self._run("schedule", self._keys.schedules, op, key, at, *fields))
+
+    def tick(
+        self, key: str, due: int | None, rev: str, at: int, rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[int]]:
+        """Fire a schedule: its jobs (rows of SAVE_WIDTH values and a tick each) and its next
+        due time ``at``, if it is still due at ``due`` under ``rev`` (None: a trigger).
+        Returns (``made``, ids), (``stale``, []) or (``gone``, [])."""
+        reply = self._run(
+            "tick",
+            self._keys.ids,
+            key,
+            "" if due is None else due,
+            rev,
+            at,
+            len(rows),
+            *_flat(rows),
+            replicated=True,
+        )
+        return str(reply[0]), [int(i) for i in reply[1:]]
 
     # -- kue doctor (see kue_core/doctor.py) ----------------------------------------------
     def inspect(

@@ -50,6 +50,8 @@ local function k_deps(p, id) return p .. ':job:' .. id .. ':deps' end
 local function k_dependents(p, id) return p .. ':job:' .. id .. ':dependents' end
 local function k_results(p, id) return p .. ':job:' .. id .. ':results' end
 local function k_awaited(p) return p .. ':awaited' end
+local function k_schedules(p) return p .. ':schedules' end
+local function k_schedule(p, key) return p .. ':schedule:' .. key end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)

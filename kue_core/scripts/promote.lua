@@ -1,7 +1,8 @@
 -- promote: move delayed jobs that are due to inactive (Kue's promotion timer, atomically).
 -- KEYS[1]  <p>:jobs:delayed
 -- ARGV[1]  prefix   ARGV[2] most jobs to move in this call
--- Returns  {moved, next due ms or -1 when nothing is delayed, server time ms}.
+-- Returns  {moved, next due ms or -1 when nothing is delayed, server time ms, the next due
+--          time of a schedule (ms) or -1 when no schedule is due to make jobs}.
 -- Events   promotion and enqueue [type] per job moved.
 -- Several processes may run it at once: a job is moved once, by whichever call sees it first.
 local p, limit = ARGV[1], tonumber(ARGV[2])
@@ -23,4 +24,7 @@ end
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due = -1
 if #nxt > 0 then next_due = tonumber(nxt[2]) end
-return { moved, next_due, now }
+local sched = redis.call('ZRANGE', k_schedules(p), 0, 0, 'WITHSCORES')
+local next_schedule = -1
+if #sched > 0 then next_schedule = tonumber(sched[2]) end
+return { moved, next_due, now, next_schedule }

@@ -251,7 +251,7 @@ def test_promote_moves_due_jobs_and_reports_the_next(queue: Queue, r: redis.Redi
     later = queue.create_job("t").delay(60_000).save()
     due_at = queue.get_job(due.id).promote_at  # type: ignore[arg-type]
     wait_for(lambda: _server_ms(r) >= due_at)  # type: ignore[operator]
-    moved, next_due, _now = queue.scripts.promote(100)
+    moved, next_due, _now, _schedule = queue.scripts.promote(100)
     assert moved == 1
     assert next_due == queue.get_job(later.id).promote_at  # type: ignore[arg-type]
     assert queue.get_job(due.id).state == "inactive"  # type: ignore[arg-type]

@@ -29,6 +29,7 @@ FLOORS = {
     "unique": 1,
     "values": 1,
     "records": 1,
+    "schedule_rules": 1,
     # 2. connection, scripts, events
     "cluster": 2,
     "connection": 2,
@@ -41,6 +42,7 @@ FLOORS = {
     "search": 2,
     "retention": 2,
     "flows": 2,
+    "schedules": 2,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper

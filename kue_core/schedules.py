@@ -1,0 +1,321 @@
+"""Schedules: jobs made on a timetable, every N ms or by a cron expression in a time zone.
+
+A schedule is a hash ``<p>:schedule:<key>`` (its definition, runs made, last job) and, while it
+will make jobs, a member of ``<p>:schedules`` scored by its next due time. The promotion timer
+of every worker process wakes at the next due time of a delayed job or a schedule (woken early
+on ``<p>:promote``, as for delayed jobs), plans the firing (:func:`schedule_rules.plan`) and
+runs ``tick.lua``, which makes the tick's jobs and moves the next due time on in one call, if
+the schedule is still due at the time planned from: so each tick makes its jobs once, however
+many processes plan it at the same moment, with no leader and no polling.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, cast
+
+from . import checks, defaults
+from . import schedule_rules as rules
+from .errors import InvalidJob, ScheduleNotFound
+
+if TYPE_CHECKING:
+    import redis
+
+    from .job import Job
+    from .keys import Keys
+    from .scripts import Scripts
+
+#: Job options a schedule applies to every job it makes: the Job setter of each name.
+OPTIONS = (
+    "priority",
+    "attempts",
+    "backoff",
+    "delay",
+    "ttl",
+    "remove_on_complete",
+    "remove_on_fail",
+    "tags",
+    "search_keys",
+    "track",
+)
+_LISTS = ("tags", "search_keys")  # given as a list, applied as arguments
+
+
+def _key(key: object) -> str:
+    if (
+        not isinstance(key, str)
+        or not key
+        or len(key) > 200
+        or any(c.isspace() or ord(c) < 32 for c in key)
+        or "/" in key
+    ):
+        raise InvalidJob(
+            f"a schedule key is 1 to 200 characters without spaces or '/', got {key!r:.100}"
+        )
+    return key
+
+
+def apply_options(job: Job, options: dict[str, Any]) -> Job:
+    """Apply a schedule's job options (names of :data:`OPTIONS`) to ``job``."""
+    for name, value in options.items():
+        if name not in OPTIONS:
+            raise InvalidJob(f"unknown job option {name!r}; options are: {', '.join(OPTIONS)}")
+        if name == "track":
+            if not isinstance(value, bool):
+                raise InvalidJob(f"track is true or false, got {value!r}")
+            if value:
+                job.track()
+        elif name in _LISTS:
+            if not isinstance(value, list | tuple) or not value:
+                raise InvalidJob(f"{name} is a non-empty list of strings")
+            getattr(job, name)(*value)
+        else:
+            getattr(job, name)(value)
+    return job
+
+
+class ScheduleMethods:
+    """Mixed into ``Queue``: define, read and steer schedules."""
+
+    client: redis.Redis
+    keys: Keys
+    scripts: Scripts
+
+    if TYPE_CHECKING:  # Queue's
+
+        def create_job(self, job_type: str, data: Any = None) -> Job: ...
+        def get_jobs(self, ids: list[int]) -> list[Job]: ...
+
+    def every(
+        self,
+        key: str,
+        interval: Any,
+        job_type: str,
+        data: Any = None,
+        *,
+        offset: Any = None,
+        start: Any = None,
+        end: Any = None,
+        limit: int | None = None,
+        catch_up: str = "one",
+        **job_options: Any,
+    ) -> dict[str, Any]:
+        """Make a ``job_type`` job every ``interval`` (ms or a timedelta), the first at
+        ``start`` (default now) plus ``offset``. Upserted by ``key``: an unchanged definition
+        keeps its timetable; a changed one starts again from now. See :meth:`schedule`."""
+        every = rules.interval_ms(interval, "interval", defaults.SCHEDULE_MIN_INTERVAL)
+        shift = 0 if offset is None else rules.interval_ms(offset, "offset", 0)
+        definition = {"kind": "every", "every": every, "offset": shift}
+        return self._define(
+            key, definition, job_type, data, start, end, limit, catch_up, job_options
+        )
+
+    def cron(
+        self,
+        key: str,
+        expression: str,
+        job_type: str,
+        data: Any = None,
+        *,
+        tz: str = "UTC",
+        start: Any = None,
+        end: Any = None,
+        limit: int | None = None,
+        catch_up: str = "one",
+        **job_options: Any,
+    ) -> dict[str, Any]:
+        """Make a ``job_type`` job at each time the five-field cron ``expression`` (or a name
+        such as ``@hourly``) matches in the IANA time zone ``tz``. Upserted by ``key``."""
+        rules.zone(tz)
+        definition = {"kind": "cron", "cron": rules.cron_expression(expression), "tz": tz}
+        return self._define(
+            key, definition, job_type, data, start, end, limit, catch_up, job_options
+        )
+
+    def _define(
+        self,
+        key: str,
+        definition: dict[str, Any],
+        job_type: str,
+        data: Any,
+        start: Any,
+        end: Any,
+        limit: int | None,
+        catch_up: str,
+        options: dict[str, Any],
+    ) -> dict[str, Any]:
+        key = _key(key)
+        if catch_up not in rules.CATCH_UP:
+            raise InvalidJob(f"catch_up is one of {', '.join(rules.CATCH_UP)}, got {catch_up!r}")
+        first, last = rules.time_ms(start, "start"), rules.time_ms(end, "end")
+        if first is not None and last is not None and last < first:
+            raise InvalidJob("end is before start")
+        if limit is not None:
+            checks.integer(limit, "limit", 1)
+        job = apply_options(self.create_job(job_type, data), options)
+        job._save_row()  # checks the data and options as a save would
+        definition.update(
+            type=job.type,
+            data=job.data,
+            options=options,
+            start=first,
+            end=last,
+            limit=limit,
+            catch_up=catch_up,
+        )
+        text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
+        stored = self.client.hmget(self.keys.schedule(key), "definition", "anchor", "ended")
+        now = _server_ms(self.client)
+        if stored[0] == text and stored[1] is not None:  # unchanged: keep its timetable
+            definition["anchor"] = int(stored[1])
+            due = self._due(key)
+            at = (
+                -1
+                if stored[2] == "1"
+                else (due if due is not None else self._first(definition, now))
+            )
+        else:
+            definition["anchor"] = max(now, first or now) + int(definition.get("offset", 0))
+            at = self._first(definition, now)
+        fields = ["definition", text, "anchor", definition["anchor"]]
+        self.scripts.schedule("set", key, at, fields)
+        return self.schedule(key)
+
+    def _first(self, definition: dict[str, Any], now: int) -> int:
+        """The first due time from ``now`` on (-1 when the schedule has nothing left)."""
+        start = max(now, definition.get("start") or now)
+        at = rules.rule_of(definition).at_or_after(start)
+        end = definition.get("end")
+        return -1 if end is not None and at > end else at
+
+    def _due(self, key: str) -> int | None:
+        score = self.client.zscore(self.keys.schedules, key)
+        return None if score is None else int(score)
+
+    def _load(self, key: str) -> dict[str, str]:
+        h: dict[str, str] = self.client.hgetall(self.keys.schedule(_key(key)))  # type: ignore[assignment]
+        if not h or "definition" not in h:
+            raise ScheduleNotFound(key)
+        return h
+
+    def schedule(self, key: str) -> dict[str, Any]:
+        """One schedule: its definition, whether paused or ended, the next three due times
+        (ms), runs made, jobs triggered by hand, and the last job made with its state."""
+        h = self._load(key)
+        definition = json.loads(h["definition"])
+        definition["anchor"] = int(h["anchor"])
+        due = self._due(key)
+        last = None
+        if h.get("last_job"):
+            jobs = self.get_jobs([int(h["last_job"])])
+            last = {
+                "id": int(h["last_job"]),
+                "state": jobs[0].state if jobs else None,
+                "tick": int(h.get("last_tick") or 0),
+            }
+        paused = h.get("paused") == "1"
+        upcoming = rules.upcoming(definition, due, 3)
+        if paused and h.get("ended") != "1":
+            upcoming = rules.upcoming(
+                definition, self._first(definition, _server_ms(self.client)), 3
+            )
+        return {
+            "key": key,
+            **{k: v for k, v in definition.items() if k != "offset" or v},
+            "paused": paused,
+            "ended": h.get("ended") == "1",
+            "next": due,
+            "upcoming": upcoming,
+            "runs": int(h.get("runs") or 0),
+            "triggered": int(h.get("triggered") or 0),
+            "last_job": last,
+            "created_at": int(h.get("created_at") or 0),
+            "updated_at": int(h.get("updated_at") or 0),
+        }
+
+    def schedules(self) -> list[dict[str, Any]]:
+        """Every schedule, by key."""
+        keys = sorted(
+            k[len(self.keys.schedule("")) :]
+            for k in self.client.scan_iter(match=self.keys.match("schedule:*"), count=1000)
+        )
+        out = []
+        for key in keys:
+            try:
+                out.append(self.schedule(key))
+            except (ScheduleNotFound, InvalidJob):
+                continue  # removed meanwhile, or not ours
+        return out
+
+    def pause_schedule(self, key: str) -> dict[str, Any]:
+        """Make no more jobs until resumed; the definition and runs are kept."""
+        if not self.scripts.schedule("pause", _key(key)):
+            raise ScheduleNotFound(key)
+        return self.schedule(key)
+
+    def resume_schedule(self, key: str) -> dict[str, Any]:
+        """Make jobs again, from the next tick after now (the ticks while paused are skipped)."""
+        h = self._load(key)
+        definition = json.loads(h["definition"])
+        definition["anchor"] = int(h["anchor"])
+        at = -1 if h.get("ended") == "1" else self._first(definition, _server_ms(self.client))
+        if not self.scripts.schedule("resume", key, at):
+            raise ScheduleNotFound(key)
+        return self.schedule(key)
+
+    def remove_schedule(self, key: str) -> None:
+        """Delete a schedule (the jobs it made stay)."""
+        if not self.scripts.schedule("remove", _key(key)):
+            raise ScheduleNotFound(key)
+
+    def trigger(self, key: str) -> Job:
+        """Make one job of the schedule now; its timetable is unchanged."""
+        h = self._load(key)
+        definition = json.loads(h["definition"])
+        row = _row(self, definition)
+        outcome, ids = self.scripts.tick(key, None, "", -1, [[*row, _server_ms(self.client)]])
+        if outcome != "made":
+            raise ScheduleNotFound(key)
+        return self.get_jobs(ids)[0]
+
+
+def _server_ms(client: redis.Redis) -> int:
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def _row(queue: ScheduleMethods, definition: dict[str, Any]) -> list[Any]:
+    job = apply_options(
+        queue.create_job(definition["type"], definition["data"]), definition["options"]
+    )
+    return job._save_row()
+
+
+def fire_due(queue: ScheduleMethods, now: int) -> int:
+    """Fire every schedule due at server time ``now`` (the promotion timer calls it); returns
+    the next due time of a schedule, or -1."""
+    due = cast(
+        list[tuple[str, float]],
+        queue.client.zrangebyscore(
+            queue.keys.schedules, "-inf", now, start=0, num=defaults.SWEEP_LIMIT, withscores=True
+        ),
+    )
+    for key, score in due:
+        h = cast(
+            list[str | None],
+            queue.client.hmget(queue.keys.schedule(key), "definition", "anchor", "rev", "runs"),
+        )
+        if h[0] is None or h[1] is None:
+            queue.scripts.tick(key, int(score), "", -1, [])  # gone: drops it from the set
+            continue
+        definition = json.loads(h[0])
+        definition["anchor"] = int(h[1])
+        plan = rules.plan(definition, int(score), now, int(h[3] or 0))
+        row = _row(queue, definition)
+        rows = [[*row, tick] for tick in plan.ticks]
+        at = -1 if plan.next is None else plan.next
+        queue.scripts.tick(key, int(score), h[2] or "", at, rows)
+    first = cast(
+        list[tuple[str, float]], queue.client.zrange(queue.keys.schedules, 0, 0, withscores=True)
+    )
+    return int(first[0][1]) if first else -1
