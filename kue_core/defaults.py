@@ -187,7 +187,8 @@ DEPS_SWEEP = 1.0
 #: ``CATCH_UP_SCAN`` ticks (a longer outage skips the rest).
 CATCH_UP_MAX = 100
 CATCH_UP_SCAN = 10_000
-#: A tick reached at most this many ms late is on time: ``catch_up="none"`` still runs it.
+#: A tick reached at most this many ms late (and nearer its time than the next tick's) is on
+#: time: ``catch_up="none"`` still runs it.
 SCHEDULE_GRACE = 1000
 #: The shortest interval of an ``every`` schedule, in ms.
 SCHEDULE_MIN_INTERVAL = 50

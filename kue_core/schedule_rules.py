@@ -133,7 +133,8 @@ def plan(definition: dict[str, Any], due: int, now: int, runs: int) -> Plan:
     the ticks from ``due`` to ``now`` are the ones it reaches now (after a long outage, the
     first ``defaults.CATCH_UP_SCAN`` of them); ``catch_up`` decides which get a job (``one``:
     the latest; ``all``: each, the latest ``defaults.CATCH_UP_MAX`` of them; ``none``: the
-    latest, only if it is at most ``defaults.SCHEDULE_GRACE`` ms old). ``end`` and ``limit``
+    latest, only if it is at most ``defaults.SCHEDULE_GRACE`` ms old and nearer to its time
+    than to the next tick). ``end`` and ``limit``
     bound them, and end the schedule."""
     rule = rule_of(definition)
     end, limit = definition.get("end"), definition.get("limit")
@@ -150,8 +151,9 @@ def plan(definition: dict[str, Any], due: int, now: int, runs: int) -> Plan:
     mode = definition.get("catch_up", "one")
     if mode == "one":
         ticks = ticks[-1:]
-    elif mode == "none":
-        ticks = [t for t in ticks[-1:] if now - t <= defaults.SCHEDULE_GRACE]
+    elif mode == "none":  # on time: within the grace, and nearer its tick than the next
+        grace = min(defaults.SCHEDULE_GRACE, (nxt - reached[-1]) // 2)
+        ticks = [t for t in ticks[-1:] if now - t <= grace]
     if limit is not None:
         ticks = ticks[: max(0, limit - runs)]
     ended = (end is not None and nxt > end) or (limit is not None and runs + len(ticks) >= limit)
