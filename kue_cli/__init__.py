@@ -1,9 +1,11 @@
 """kue_cli: the ``kue`` command line (``kue example``, ``kue dashboard``, ``kue worker``,
 ``kue stats``, ``kue doctor``, ``kue cancel``, ``kue move``, ``kue stop-worker``, ``kue search``,
-``kue tag``, ``kue untag``, ``kue retention``, ``kue deps``, ``kue remove``).
+``kue tag``, ``kue untag``, ``kue retention``, ``kue deps``, ``kue remove``, ``kue schedules``,
+``kue schedule``).
 ``python -m kue_cli`` runs it too."""
 
-from . import control, deps, records  # noqa: F401  (their commands join the cli group as imported)
+# Their commands join the cli group as they are imported.
+from . import control, deps, records, schedules  # noqa: F401
 from .cli import main
 
 __all__ = ["main"]

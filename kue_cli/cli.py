@@ -40,6 +40,7 @@ Exit codes:
      kue cancel, move: the job's state does not allow it;
      kue remove: jobs are waiting for it (see --cascade)
   2  bad usage: an option, Redis URL, prefix, handler, job or worker id that cannot work
+     or does not exist (a job, a worker, a schedule)
   3  unavailable: Redis cannot be reached or the port is taken (try again later)
 """
 

@@ -69,6 +69,9 @@ What is checked (the finding kinds):
     the job records' sets disagree with the jobs: see :mod:`kue_core.doctor_records`.
 ``stuck-blocked``, ``orphan-deps``, ``stale-dependent``, ``stale-awaited``
     the dependencies' keys disagree with the jobs: see :mod:`kue_core.doctor_deps`.
+``stale-schedule``, ``lost-schedule``
+    ``<p>:schedules`` disagrees with the schedules' hashes: see
+    :mod:`kue_core.doctor_schedules`.
 ``not-a-hash``, ``wrong-type``
     a job key, or one of Kue's fixed keys, holding another Redis type. A person must look.
 
@@ -82,7 +85,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from . import checks, defaults, doctor_deps, doctor_records
+from . import checks, defaults, doctor_deps, doctor_records, doctor_schedules
 from .keys import zid
 from .states import STATES
 
@@ -111,6 +114,8 @@ _ORDER = (
     "unrecord",
     "recount",
     "reword",
+    "unschedule",
+    "reschedule",
 )
 
 #: Redis types of the fixed keys (a key that does not exist is fine too).
@@ -121,6 +126,7 @@ _FIXED_TYPES = {
     "types": "set",
     "ids": "string",
     "awaited": "zset",
+    "schedules": "zset",
 }
 
 
@@ -355,6 +361,7 @@ class _Check:
         self._unique_keys()
         doctor_records.check(self)
         doctor_deps.check(self)
+        doctor_schedules.check(self)
         # By job (then the rest), whatever order SCAN gave.
         self.report.findings.sort(key=lambda f: (f.job_id is None, f.job_id or 0, f.kind, f.key))
         return self.report

@@ -37,6 +37,10 @@
 --          recount  tag: set its count in <p>:tags to the jobs in <p>:tag:<tag> (none: drop).
 --          reword   word: list it in <p>:words exactly when <p>:words:<word> exists; for
 --                   '~search', delete the scratch set a search left.
+--          unschedule key: remove the schedule from <p>:schedules when its hash is gone (or
+--                   holds no definition), or it is paused or has ended.
+--          reschedule key: put a schedule neither paused nor ended that is missing from
+--                   <p>:schedules back in it, due now (and wake the promotion timers).
 -- Returns  per action 1 when it changed something, 0 when there was nothing to do (the job
 --          moved on since the check).
 -- Events   requeue: enqueue [type], or error and failed [reason] past the stall limit;
@@ -44,6 +48,7 @@
 --          and failed [reason]. Both append to the job's history (with doctor = true).
 --          unblock: unblocked, then enqueue [type] or the due time on <p>:promote; sweep: as
 --          complete.lua and fail.lua give the dependents (unblocked, enqueue, failed...).
+--          reschedule: the due time on <p>:promote.
 -- Errors   KUE_INVALID for an unknown action or set name (nothing is written).
 local p, n = ARGV[1], tonumber(ARGV[2])
 if not n or #ARGV ~= 2 + n * REPAIR_WIDTH then
@@ -52,7 +57,7 @@ end
 local ACTIONS = { unindex = true, index = true, types = true, tokens = true, requeue = true,
   settle = true, purge = true, unlog = true, unworker = true, ids = true, ununique = true,
   unrecord = true, recount = true, reword = true, unblock = true, sweep = true,
-  undepend = true }
+  undepend = true, unschedule = true, reschedule = true }
 local function set_name(name)
   return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
 end
@@ -370,6 +375,36 @@ local function reword(word)
   return redis.call('ZREM', k_words(p), word)
 end
 
+-- The schedule's hash fields that decide whether it belongs in <p>:schedules, or nil when
+-- its key holds another Redis type (a person must look).
+local function schedule_of(key)
+  local hkey = k_schedule(p, key)
+  local kind = key_type(hkey)
+  if kind == 'none' then return {} end
+  if kind ~= 'hash' then return nil end
+  local h = redis.call('HMGET', hkey, 'definition', 'paused', 'ended')
+  return { exists = h[1] ~= false, paused = h[2] == '1', ended = h[3] == '1' }
+end
+
+local function unschedule(key)
+  local zkey = k_schedules(p)
+  if key_type(zkey) ~= 'zset' or not redis.call('ZSCORE', zkey, key) then return 0 end
+  local s = schedule_of(key)
+  if not s or (s.exists and not s.paused and not s.ended) then return 0 end
+  return redis.call('ZREM', zkey, key)
+end
+
+local function reschedule(key)
+  local zkey = k_schedules(p)
+  local kind = key_type(zkey)
+  if (kind ~= 'zset' and kind ~= 'none') or redis.call('ZSCORE', zkey, key) then return 0 end
+  local s = schedule_of(key)
+  if not s or not s.exists or s.paused or s.ended then return 0 end
+  redis.call('ZADD', zkey, int(now), key)
+  redis.call('PUBLISH', k_promote(p), int(now))
+  return 1
+end
+
 local done = {}
 for i = 0, n - 1 do
   local b = 2 + i * REPAIR_WIDTH
@@ -410,6 +445,10 @@ for i = 0, n - 1 do
     r = sweep(a)
   elseif action == 'undepend' then
     r = undepend(a, x)
+  elseif action == 'unschedule' then
+    r = unschedule(a)
+  elseif action == 'reschedule' then
+    r = reschedule(a)
   end
   done[#done + 1] = r
 end

@@ -516,6 +516,8 @@ def test_help_lists_the_commands_and_exit_codes() -> None:
         "move",
         "remove",
         "retention",
+        "schedule",
+        "schedules",
         "search",
         "stats",
         "stop-worker",

@@ -60,6 +60,7 @@ FLOORS = {
     "doctor": 6,
     "doctor_records": 6,
     "doctor_deps": 6,
+    "doctor_schedules": 6,
     # the package's public names
     "__init__": 7,
 }
