@@ -21,6 +21,10 @@ from cronsim import CronSim, CronSimError
 from . import checks, defaults
 from .errors import InvalidJob
 
+#: The latest start or end a schedule takes (3000-01-01, in ms): dates stay within what
+#: datetime and the cron evaluator handle.
+LATEST = 32_503_680_000_000
+
 #: What a schedule does with the ticks it missed while no worker ran (or Redis was down).
 CATCH_UP = ("one", "all", "none")
 
@@ -52,8 +56,8 @@ def time_ms(value: object, name: str) -> int | None:
             raise InvalidJob(
                 f"{name} needs a time zone: a naive datetime means another time on each machine"
             )
-        return int(value.timestamp() * 1000)
-    return checks.integer(value, name, 0, 2**53)
+        value = int(value.timestamp() * 1000)
+    return checks.integer(value, name, 0, LATEST)
 
 
 def zone(name: object) -> ZoneInfo:

@@ -23,6 +23,10 @@ _VALID_TYPES_MAX = 1024
 
 
 # -- validation (pure) -------------------------------------------------------------------
+#: Types whose Kue wake-up list (``<prefix>:<type>:jobs``) is another key of the layout.
+_RESERVED_TYPES = frozenset({"unique"})
+
+
 def validate_type(job_type: object) -> str:
     if job_type.__class__ is str and job_type in _VALID_TYPES:
         return job_type
@@ -34,6 +38,11 @@ def validate_type(job_type: object) -> str:
         raise InvalidJob(f"type must be at most {defaults.MAX_TYPE_LENGTH} characters")
     if _CONTROL.search(job_type):
         raise InvalidJob("type must not contain control characters")
+    if job_type in _RESERVED_TYPES:
+        raise InvalidJob(
+            f"type {job_type!r} is reserved: its wake-up list <prefix>:{job_type}:jobs would "
+            "be the key of kue-unique's hash"
+        )
     utf8(job_type, "type")
     if len(_VALID_TYPES) < _VALID_TYPES_MAX:
         _VALID_TYPES.add(job_type)

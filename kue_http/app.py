@@ -21,12 +21,24 @@ from kue_core import (
     JobNotFound,
     KueError,
     Queue,
+    ScheduleNotFound,
     WorkerNotFound,
     connection,
 )
 
 from . import config as settings
-from . import control, dashboard_records, flows, openapi, operations, records, security, stream
+from . import (
+    control,
+    dashboard_records,
+    dashboard_schedules,
+    flows,
+    openapi,
+    operations,
+    records,
+    schedules,
+    security,
+    stream,
+)
 from .api import api
 from .dashboard import dashboard
 from .metrics import metrics
@@ -34,12 +46,23 @@ from .metrics import metrics
 log = logging.getLogger("kue_http")
 
 # Modules whose routes join the API blueprint when imported.
-_ROUTES = (operations, control, records, flows, stream, openapi, dashboard_records)
+_ROUTES = (
+    operations,
+    control,
+    records,
+    flows,
+    schedules,
+    stream,
+    openapi,
+    dashboard_records,
+    dashboard_schedules,
+)
 
 #: Library errors -> HTTP status.
 _STATUS: tuple[tuple[type[Exception], int], ...] = (
     (JobNotFound, 404),
     (WorkerNotFound, 404),
+    (ScheduleNotFound, 404),
     (InvalidJob, 400),
     (InvalidTransition, 409),
     (ConnectionFailed, 503),

@@ -54,7 +54,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
                 "Kue's JSON API (same routes, field names and shapes) with real status codes, "
                 "and routes Kue lacks: history, job control, bulk actions, pausing, workers, "
                 "throughput, wait and run timings, search through an index, tags, tracking, "
-                "retention, dependencies and flows, events, health. "
+                "retention, dependencies and flows, schedules, events, health. "
                 'Every error answer is {"error": "..."}.'
             ),
         },
@@ -67,6 +67,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
                 "control",
                 "records",
                 "flows",
+                "schedules",
                 "listing",
                 "bulk",
                 "pausing",
@@ -303,9 +304,9 @@ def _paths(max_page: int) -> Schema:
 
 
 def _split_paths() -> Schema:
-    from . import openapi_flows, openapi_records  # they build on this module's helpers
+    from . import openapi_flows, openapi_records, openapi_schedules  # they build on these
 
-    return {**openapi_records.paths(), **openapi_flows.paths()}
+    return {**openapi_records.paths(), **openapi_flows.paths(), **openapi_schedules.paths()}
 
 
 def _remove() -> Schema:
@@ -619,6 +620,7 @@ def _health(status: str, redis: str) -> Schema:
 def _schemas() -> Schema:
     from . import openapi_flows as flows  # they build on this module's helpers
     from . import openapi_records as records
+    from . import openapi_schedules as schedules
 
     state = {"enum": list(STATES)}
     options = {
@@ -672,13 +674,15 @@ def _schemas() -> Schema:
                 ),
                 **records.JOB_FIELDS,
                 **flows.JOB_FIELDS,
+                **schedules.JOB_FIELDS,
             },
             optional="result progress_data error created_at promote_at updated_at failed_at "
             f"started_at duration delay workerId ttl unique {records.JOB_OPTIONAL} "
-            + flows.JOB_OPTIONAL,
+            + f"{flows.JOB_OPTIONAL} {schedules.JOB_OPTIONAL}",
         ),
         "NewJob": new_job,
         **flows.schemas(new_job),
+        **schedules.schemas(records.OPTIONS),
         "Created": _object(
             {
                 "message": {

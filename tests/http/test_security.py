@@ -47,6 +47,7 @@ def _write_routes(app: Flask, jid: int) -> list[tuple[str, str]]:
         "to_type": "t2",
         "worker_id": "host:1:0a1b2c3d",
         "tag": "vip",
+        "key": "nightly",
     }
     out = []
     for rule in app.url_map.iter_rules():

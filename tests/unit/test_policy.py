@@ -65,7 +65,9 @@ def test_states() -> None:
         parse_state("bogus")
 
 
-@pytest.mark.parametrize("bad", [None, 5, "", "   ", "a\x00b", "a\nb", "x" * 300, "\ud800"])
+@pytest.mark.parametrize(
+    "bad", [None, 5, "", "   ", "a\x00b", "a\nb", "x" * 300, "\ud800", "unique"]
+)
 def test_bad_types(bad: object) -> None:
     with pytest.raises(InvalidJob, match="type"):
         validate_type(bad)

@@ -146,3 +146,10 @@ def test_times_and_intervals() -> None:
     for bad in (10, -5, 1.5, "100", True):
         with pytest.raises(InvalidJob):
             rules.interval_ms(bad, "interval", 50)
+
+
+def test_start_and_end_stay_before_the_year_3000() -> None:
+    assert rules.time_ms(rules.LATEST, "end") == rules.LATEST
+    for bad in (rules.LATEST + 1, 2**53, datetime(3001, 1, 1, tzinfo=timezone.utc)):
+        with pytest.raises(InvalidJob):
+            rules.time_ms(bad, "end")

@@ -1,0 +1,220 @@
+"""Schedules (``kue_http/schedules.py``, and the ``schedule`` and ``tick`` of the jobs they
+make) in the OpenAPI document. ``openapi.py`` merges them in."""
+
+from __future__ import annotations
+
+from kue_core import defaults
+
+from .openapi import (
+    _CONTROL,
+    _MS,
+    _OPTIONS,
+    Schema,
+    _array,
+    _body,
+    _get,
+    _job_type,
+    _object,
+    _ok,
+    _path,
+    _ref,
+    _write,
+)
+from .schedules import CATCH_UP, MAX_TIME, OPTIONS
+
+_KEY = _path(
+    "key",
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": rf"^[^{_CONTROL}\s/]+$",
+    },
+    "A schedule's key: 1 to 200 characters, no spaces, no '/'.",
+    example="nightly-report",
+)
+_TIME = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_TIME}
+_LIMIT = {"type": ["integer", "null"], "minimum": 1, "description": "Most jobs it makes, then ends"}
+_CRON = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "description": "Five fields (minute hour day month weekday), or a name: @hourly, @daily, "
+    "@weekly, @monthly, @yearly",
+}
+_TZ = {"type": "string", "minLength": 1, "description": "An IANA time zone (default UTC)"}
+_EVERY = {
+    "type": "integer",
+    "minimum": defaults.SCHEDULE_MIN_INTERVAL,
+    "maximum": 2**53,
+    "description": "ms between jobs",
+}
+_OFFSET = {"type": "integer", "minimum": 0, "maximum": 2**53, "description": "ms after start"}
+_CATCH_UP = {
+    "enum": list(CATCH_UP),
+    "description": "The ticks missed while no worker ran: one (a job for the latest), all "
+    f"(one each, at most {defaults.CATCH_UP_MAX}), none (only a tick at most "
+    f"{defaults.SCHEDULE_GRACE} ms late)",
+}
+_MESSAGE = {"type": "string", "minLength": 1}
+
+
+def paths() -> Schema:
+    one = _ok(_ref("Schedule"))
+    return {
+        "/schedules": {
+            "get": _get(
+                "schedules",
+                "Every schedule, by key",
+                _ok(_object({"schedules": _array(_ref("Schedule"))})),
+            )
+        },
+        "/schedules/{key}": {
+            "parameters": [_KEY],
+            "get": _get("schedules", "One schedule", one, 400, 404),
+            "put": _write(
+                "schedules",
+                "Define a schedule, or redefine it (upserted by key: an unchanged definition "
+                "keeps its timetable, a changed one starts again from now); the body is "
+                "checked whole before anything is written",
+                one,
+                400,
+                404,
+                413,
+                body=_body(_ref("NewSchedule"), "Exactly one of every and cron."),
+            ),
+            "delete": _write(
+                "schedules",
+                "Delete a schedule (the jobs it made stay)",
+                _ok(_object({"message": {"type": "string", "pattern": "^schedule .+ removed$"}})),
+                400,
+                404,
+            ),
+        },
+        "/schedules/{key}/trigger": {
+            "parameters": [_KEY],
+            "post": _steer(
+                "Make one job of the schedule now, even paused; its timetable is unchanged",
+                _object({"message": _MESSAGE, "job": _ref("Job")}),
+            ),
+        },
+        "/schedules/{key}/pause": {
+            "parameters": [_KEY],
+            "post": _steer(
+                "Make no more jobs until resumed; the definition and runs are kept",
+                _object({"message": _MESSAGE, "schedule": _ref("Schedule")}),
+            ),
+        },
+        "/schedules/{key}/resume": {
+            "parameters": [_KEY],
+            "post": _steer(
+                "Make jobs again, from the next tick after now (the ticks while paused are "
+                "skipped)",
+                _object({"message": _MESSAGE, "schedule": _ref("Schedule")}),
+            ),
+        },
+    }
+
+
+def _steer(summary: str, answer: Schema) -> Schema:
+    return _write(
+        "schedules",
+        summary,
+        _ok(answer),
+        400,
+        404,
+        413,
+        body=_body(
+            {"description": "Not read"}, "Ignored, but a POST must send JSON (CSRF): send {}."
+        ),
+    )
+
+
+#: Fields of the Job schema.
+JOB_FIELDS: Schema = {
+    "schedule": {"type": "string", "description": "The key of the schedule that made it"},
+    "tick": {**_MS, "description": "The time (ms) of the schedule's tick it was made for"},
+}
+JOB_OPTIONAL = " ".join(JOB_FIELDS)
+
+
+def schemas(records_options: Schema) -> Schema:
+    """The schemas of schedules; ``records_options`` are ``POST /job``'s options of records."""
+    options = {**_OPTIONS["properties"], **records_options}
+    job_options = {
+        "type": "object",
+        "properties": {name: options[name] for name in OPTIONS},
+        "additionalProperties": False,
+        "description": "POST /job's options a schedule applies to every job it makes",
+    }
+    common = {
+        "type": _job_type(),
+        "data": {"description": "Any JSON value (default {})"},
+        "start": {**_TIME, "description": "Unix time in ms of the first tick (default now)"},
+        "end": {**_TIME, "description": "Unix time in ms past which it ends"},
+        "limit": _LIMIT,
+        "catchUp": {**_CATCH_UP, "default": CATCH_UP[0]},
+        "options": {**job_options, "type": ["object", "null"]},
+    }
+    return {
+        "NewSchedule": {
+            **_object(
+                {"every": _EVERY, "offset": _OFFSET, "cron": _CRON, "tz": _TZ, **common},
+                optional="every offset cron tz data start end limit catchUp options",
+            ),
+            "oneOf": [
+                {
+                    "required": ["every"],
+                    "not": {"anyOf": [{"required": [k]} for k in ("cron", "tz")]},
+                },
+                {
+                    "required": ["cron"],
+                    "not": {"anyOf": [{"required": [k]} for k in ("every", "offset")]},
+                },
+            ],
+        },
+        "Schedule": _object(
+            {
+                "key": {"type": "string", "minLength": 1},
+                "kind": {"enum": ["every", "cron"]},
+                "every": _EVERY,
+                "offset": {**_OFFSET, "minimum": 1},
+                "cron": {"type": "string", "description": "Five fields (a name is expanded)"},
+                "tz": {"type": "string"},
+                "type": {"type": "string"},
+                "data": {"description": "Any JSON value"},
+                "options": job_options,
+                "start": _TIME,
+                "end": _TIME,
+                "limit": _LIMIT,
+                "catch_up": _CATCH_UP,
+                "anchor": {**_MS, "description": "When an every schedule's ticks count from"},
+                "paused": {"type": "boolean"},
+                "ended": {"type": "boolean", "description": "Past end or limit: makes no more"},
+                "next": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "description": "ms of the next tick; null when paused or ended",
+                },
+                "upcoming": _array({**_MS}, "The next ticks (up to 3).", max_items=3),
+                "runs": {"type": "integer", "minimum": 0, "description": "Jobs made on time"},
+                "triggered": {"type": "integer", "minimum": 0, "description": "Jobs made by hand"},
+                "last_job": {
+                    "oneOf": [
+                        {"type": "null"},
+                        _object(
+                            {
+                                "id": {"type": "integer", "minimum": 1},
+                                "state": {"type": ["string", "null"]},
+                                "tick": _MS,
+                            }
+                        ),
+                    ],
+                    "description": "The last job it made (state null once removed)",
+                },
+                "created_at": _MS,
+                "updated_at": _MS,
+            },
+            optional="every offset cron tz",
+        ),
+    }
