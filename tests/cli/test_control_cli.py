@@ -185,7 +185,7 @@ def test_kue_stop_worker_stops_a_kue_worker(
     worker.wait_for_line(r"worker pid \d+")
     job = queue.create_job("nap", {"seconds": 60}).attempts(2).save()
     wait_for(lambda: queue.get_job(job.id).state == "active", timeout=10)
-    [info] = queue.workers()
+    [info] = wait_for(queue.workers, timeout=10)  # it registers at its first heartbeat
     result = kue(queue, redis_url, "stop-worker", info["id"], "--timeout", "0")
     assert result.exit_code == 0, result.output
     assert worker.wait(timeout=30) == 0, worker.output
