@@ -63,8 +63,9 @@ def _describe(s: dict[str, Any]) -> list[str]:
         bounds.append(f"limit {s['limit']}")
     lines.append(f"  catch-up: {s['catch_up']}{'; ' if bounds else ''}{', '.join(bounds)}")
     lines.append(f"  data: {json.dumps(s['data'])}; options: {json.dumps(s['options'])}")
-    triggered = f" ({s['triggered']} triggered)" if s["triggered"] else ""
-    lines.append(f"  runs: {s['runs']}{triggered}; last job: {_last(s)}")
+    extra = [f"{s[k]} {k}" for k in ("triggered", "deduplicated") if s.get(k)]
+    counts = f" ({', '.join(extra)})" if extra else ""
+    lines.append(f"  runs: {s['runs']}{counts}; last job: {_last(s)}")
     return lines
 
 
@@ -122,6 +123,11 @@ def _priority(text: str | None) -> str | int | None:
 )
 @click.option("--priority", metavar="P", help="low, normal, medium, high, critical or a number.")
 @click.option("--attempts", type=click.IntRange(1), metavar="N", help="Attempts of each job.")
+@click.option(
+    "--unique",
+    metavar="KEY",
+    help="No new job while the last one holding the unique KEY has not ended.",
+)
 @main.redis_options
 def add(
     key: str,
@@ -135,6 +141,7 @@ def add(
     catch_up: str,
     priority: str | None,
     attempts: int | None,
+    unique: str | None,
     redis_url: str | None,
     prefix: str,
 ) -> None:
@@ -155,6 +162,8 @@ def add(
         options["priority"] = _priority(priority)
     if attempts is not None:
         options["attempts"] = attempts
+    if unique is not None:
+        options["unique"] = unique
     with _queue(redis_url, prefix) as queue:
         if every is not None:
             try:
@@ -186,7 +195,10 @@ def trigger(key: str, redis_url: str | None, prefix: str) -> None:
     Prints the job's id."""
     with _queue(redis_url, prefix) as queue:
         job = queue.trigger(key)
-    click.echo(f"made job {job.id} ({job.type}) for schedule {key}")
+    if job.deduplicated:
+        click.echo(f"job {job.id} holds the unique key of schedule {key}: no new job")
+    else:
+        click.echo(f"made job {job.id} ({job.type}) for schedule {key}")
 
 
 @schedule.command(short_help="Make no more jobs until resumed.")

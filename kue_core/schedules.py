@@ -37,6 +37,7 @@ OPTIONS = (
     "tags",
     "search_keys",
     "track",
+    "unique",
 )
 _LISTS = ("tags", "search_keys")  # given as a list, applied as arguments
 
@@ -65,6 +66,8 @@ def apply_options(job: Job, options: dict[str, Any]) -> Job:
                 raise InvalidJob(f"track is true or false, got {value!r}")
             if value:
                 job.track()
+        elif name == "unique":
+            _unique(job, value)
         elif name in _LISTS:
             if not isinstance(value, list | tuple) or not value:
                 raise InvalidJob(f"{name} is a non-empty list of strings")
@@ -72,6 +75,29 @@ def apply_options(job: Job, options: dict[str, Any]) -> Job:
         else:
             getattr(job, name)(value)
     return job
+
+
+def _unique(job: Job, value: object) -> None:
+    """``unique``: a key (mode ``until_done``: no new job while the last one holding it has
+    not ended), or ``{"key": str, "mode": str, "ttl": ms}`` with mode and ttl optional."""
+    if isinstance(value, str):
+        job.unique(value)
+    elif (
+        isinstance(value, dict)
+        and isinstance(value.get("key"), str)
+        and set(value)
+        <= {
+            "key",
+            "mode",
+            "ttl",
+        }
+    ):
+        job.unique(value["key"], value.get("mode", "until_done"), value.get("ttl"))
+    else:
+        raise InvalidJob(
+            'unique is a key, or {"key": str, "mode": str, "ttl": ms} with mode and ttl '
+            f"optional, got {value!r:.100}"
+        )
 
 
 class ScheduleMethods:
@@ -154,6 +180,9 @@ class ScheduleMethods:
             checks.integer(limit, "limit", 1)
         job = apply_options(self.create_job(job_type, data), options)
         job._save_row()  # checks the data and options as a save would
+        once = job.unique()
+        if once is not None:  # stored in one form, ttl in ms
+            options = {**options, "unique": {k: v for k, v in once.items() if v is not None}}
         definition.update(
             type=job.type,
             data=job.data,
@@ -227,6 +256,7 @@ class ScheduleMethods:
             "next": due,
             "upcoming": upcoming,
             "runs": int(h.get("runs") or 0),
+            "deduplicated": int(h.get("deduplicated") or 0),
             "triggered": int(h.get("triggered") or 0),
             "last_job": last,
             "created_at": int(h.get("created_at") or 0),
@@ -272,11 +302,17 @@ class ScheduleMethods:
         """Make one job of the schedule now; its timetable is unchanged."""
         h = self._load(key)
         definition = json.loads(h["definition"])
-        row = _row(self, definition)
-        outcome, ids = self.scripts.tick(key, None, "", -1, [[*row, _server_ms(self.client)]])
+        made = _made(self, definition)
+        row = [*made._save_row(), _server_ms(self.client)]
+        outcome, ids, held = self.scripts.tick(key, None, "", -1, [row], made._unique)
         if outcome != "made":
             raise ScheduleNotFound(key)
-        return self.get_jobs(ids)[0]
+        jobs = self.get_jobs(ids)
+        if not jobs:  # a throttle key that outlived the job holding it
+            made._saved(ids[0])
+            jobs = [made]
+        jobs[0].deduplicated = held > 0
+        return jobs[0]
 
 
 def _server_ms(client: redis.Redis) -> int:
@@ -284,11 +320,11 @@ def _server_ms(client: redis.Redis) -> int:
     return int(seconds) * 1000 + int(micros) // 1000
 
 
-def _row(queue: ScheduleMethods, definition: dict[str, Any]) -> list[Any]:
-    job = apply_options(
+def _made(queue: ScheduleMethods, definition: dict[str, Any]) -> Job:
+    """A job as ``definition`` makes them (unsaved)."""
+    return apply_options(
         queue.create_job(definition["type"], definition["data"]), definition["options"]
     )
-    return job._save_row()
 
 
 def fire_due(queue: ScheduleMethods, now: int) -> int:
@@ -311,10 +347,11 @@ def fire_due(queue: ScheduleMethods, now: int) -> int:
         definition = json.loads(h[0])
         definition["anchor"] = int(h[1])
         plan = rules.plan(definition, int(score), now, int(h[3] or 0))
-        row = _row(queue, definition)
+        made = _made(queue, definition)
+        row = made._save_row()
         rows = [[*row, tick] for tick in plan.ticks]
         at = -1 if plan.next is None else plan.next
-        queue.scripts.tick(key, int(score), h[2] or "", at, rows)
+        queue.scripts.tick(key, int(score), h[2] or "", at, rows, made._unique)
     first = cast(
         list[tuple[str, float]], queue.client.zrange(queue.keys.schedules, 0, 0, withscores=True)
     )

@@ -562,11 +562,19 @@ class Scripts:
         return bool(self._run("schedule", self._keys.schedules, op, key, at, *fields))
 
     def tick(
-        self, key: str, due: int | None, rev: str, at: int, rows: Sequence[Sequence[Any]]
-    ) -> tuple[str, list[int]]:
-        """Fire a schedule: its jobs (rows of SAVE_WIDTH values and a tick each) and its next
-        due time ``at``, if it is still due at ``due`` under ``rev`` (None: a trigger).
-        Returns (``made``, ids), (``stale``, []) or (``gone``, [])."""
+        self,
+        key: str,
+        due: int | None,
+        rev: str,
+        at: int,
+        rows: Sequence[Sequence[Any]],
+        unique: Sequence[Any] | None = None,
+    ) -> tuple[str, list[int], int]:
+        """Fire a schedule: its jobs (rows of SAVE_WIDTH values and a tick each, with the
+        unique (key, mode, ttl) they share, if any) and its next due time ``at``, if it is
+        still due at ``due`` under ``rev`` (None: a trigger). Returns (``made``, ids, held):
+        with a unique key, each tick's new job or the holder, and how many found a holder;
+        (``stale``, [], 0) or (``gone``, [], 0)."""
         reply = self._run(
             "tick",
             self._keys.ids,
@@ -574,11 +582,14 @@ class Scripts:
             "" if due is None else due,
             rev,
             at,
+            *(unique or ("", "", 0)),
             len(rows),
             *_flat(rows),
             replicated=True,
         )
-        return str(reply[0]), [int(i) for i in reply[1:]]
+        if reply[0] != "made":
+            return str(reply[0]), [], 0
+        return "made", [int(i) for i in reply[2:]], int(reply[1])
 
     # -- kue doctor (see kue_core/doctor.py) ----------------------------------------------
     def inspect(

@@ -197,7 +197,17 @@ def schemas(records_options: Schema) -> Schema:
                     "description": "ms of the next tick; null when paused or ended",
                 },
                 "upcoming": _array({**_MS}, "The next ticks (up to 3).", max_items=3),
-                "runs": {"type": "integer", "minimum": 0, "description": "Jobs made on time"},
+                "runs": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Ticks fired: each made a job, or found its unique key held",
+                },
+                "deduplicated": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Ticks and triggers that found the unique key held by a job "
+                    "(options.unique): they made none, or changed that job as its mode says",
+                },
                 "triggered": {"type": "integer", "minimum": 0, "description": "Jobs made by hand"},
                 "last_job": {
                     "oneOf": [

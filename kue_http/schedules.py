@@ -29,6 +29,7 @@ OPTIONS = {
     "tags": "tags",
     "searchKeys": "search_keys",
     "track": "track",
+    "unique": "unique",
 }
 _NAMES = {python: rest for rest, python in OPTIONS.items()}
 #: What ``catchUp`` may be (``kue_core.schedule_rules.CATCH_UP``).
@@ -135,6 +136,8 @@ def _options(options: Any) -> dict[str, Any]:
     if unknown:
         known = ", ".join(OPTIONS)
         raise InvalidJob(f"unknown option(s) {', '.join(sorted(unknown))}; options are: {known}")
+    if "unique" in options and not isinstance(options["unique"], dict):
+        raise InvalidJob('unique is {"key": str, "mode": str, "ttl": ms}, mode and ttl optional')
     return {OPTIONS[name]: value for name, value in options.items()}
 
 

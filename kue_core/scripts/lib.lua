@@ -673,6 +673,92 @@ local function save_job(p, ids_key, b, now, extra, blocked)
   return id
 end
 
+-- Whether a unique key, mode and key ttl (ms, a number) are well-formed for save_unique.
+local function unique_ok(key, mode, key_ttl)
+  return key_ttl ~= nil and key ~= '' and (mode == 'until_done' or mode == 'debounce'
+    or mode == 'reuse' or (mode == 'throttle' and key_ttl > 0))
+end
+
+-- Store a new job from ARGV[b+1..b+SAVE_WIDTH] holding the unique `key` (see
+-- kue_core/unique.py for the modes), unless a job holds it already; `extra` as save_job's.
+-- Returns {id, outcome, state}: outcome 'saved', 'deduplicated' (the holder's id; nothing
+-- written), 'debounced' (the delayed or waiting holder got the new data and due time) or
+-- 'reused' (kue-unique's mode: the holder got the new data, and waits again if it had
+-- finished); state: the job's state now (false for a throttling holder that is gone).
+local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
+  local k = k_unique(p, key)
+  local holder
+  if mode == 'reuse' then
+    holder = redis.call('HGET', k_unique_jobs(p), key)
+  else
+    holder = redis.call('GET', k)
+  end
+  local job = holder and load_job(k_job(p, holder))
+
+  local function new_job()
+    local fields = { 'unique', key, 'unique_mode', mode }
+    for _, v in ipairs(extra or {}) do fields[#fields + 1] = v end
+    local id = save_job(p, ids_key, b, now, fields)
+    if mode == 'reuse' then
+      redis.call('HSET', k_unique_jobs(p), key, id)
+    elseif key_ttl > 0 then
+      redis.call('SET', k, id, 'PX', key_ttl)
+    else
+      redis.call('SET', k, id)
+    end
+    return { id, 'saved', redis.call('HGET', k_job(p, id), 'state') }
+  end
+
+  local function held(outcome, state)
+    publish(p, holder, job.type, 'deduplicated', cjson.encode(key))
+    return { tonumber(holder), outcome, state }
+  end
+
+  if mode == 'throttle' and holder then  -- blocks for its ttl, whatever became of the job
+    if not job then return { tonumber(holder), 'deduplicated', false } end
+    return held('deduplicated', job.state)
+  end
+  if not job then return new_job() end  -- a key left by a job deleted without our scripts
+  if mode == 'until_done' then
+    if job.state == 'complete' or job.state == 'failed' then return new_job() end
+    return held('deduplicated', job.state)
+  end
+
+  -- debounce and reuse change the holder: new data, and the new job's delay from now.
+  local jkey = k_job(p, holder)
+  local delay, due_at = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 9])
+  if due_at > 0 then delay = math.max(0, due_at - now) end
+  if mode == 'debounce' and job.state ~= 'delayed' and job.state ~= 'inactive' then
+    return new_job()  -- it has started: a duplicate is new work
+  end
+  redis.call('HSET', jkey, 'data', ARGV[b + 2], 'updated_at', int(now))
+  local words = nil  -- the duplicate's data words replace the holder's
+  if ARGV[b + 10] ~= '' then words = cjson.decode(ARGV[b + 10]).words end
+  reword(p, holder, jkey, words)
+  if job.state == 'active' then
+    history(p, holder, { state = 'active', at = now, edited = true, unique = key })
+    return held('reused', 'active')  -- reuse of a running job: it has the new data next time
+  end
+  local state = 'inactive'
+  if delay > 0 then state = 'delayed' end
+  if STATES[job.state] then index_remove(p, holder, job.type, job.state) end
+  local fields = { 'state', state, 'promote_at', int(now + delay) }
+  if delay > 0 then
+    fields[#fields + 1] = 'delay'; fields[#fields + 1] = int(delay)
+  end
+  redis.call('HSET', jkey, unpack(fields))
+  if job.state == 'failed' then redis.call('HDEL', jkey, 'attempts') end
+  index_add(p, holder, job.type, state, job.priority, now + delay, 0, now)
+  history(p, holder, { state = state, at = now, from = job.state, unique = key })
+  if state == 'delayed' then
+    redis.call('PUBLISH', k_promote(p), int(now + delay))
+  elseif job.state ~= 'inactive' then
+    publish(p, holder, job.type, 'enqueue', cjson.encode(job.type))
+  end
+  if mode == 'debounce' then return held('debounced', state) end
+  return held('reused', state)
+end
+
 -- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score):
 -- move it to active under a new lease and return {id, field, value, ...} of its hash, or
 -- false when there is none, or {'paused'} when the type is paused. The lease's fencing

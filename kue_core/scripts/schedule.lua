@@ -3,7 +3,7 @@
 -- ARGV[1]  prefix   ARGV[2] op: set, pause, resume or remove   ARGV[3] schedule key
 -- ARGV[4]  for set and resume: the next due time (ms; -1 = none: it has ended)
 -- ARGV[5..] for set: field, value, ... of the definition (replacing the one stored; its runs,
---          last job and pause are kept)
+--          deduplicated ticks, last job and pause are kept)
 -- Returns  1, or 0 when the schedule does not exist (pause, resume, remove).
 -- Events   the next due time on <p>:promote, to wake the promotion timers (set, resume).
 -- Errors   KUE_INVALID for a malformed call.
@@ -31,12 +31,12 @@ if op == 'set' then
   end
   local fields = {}
   for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
-  local kept = redis.call('HMGET', hkey, 'runs', 'triggered', 'last_job', 'last_tick', 'paused',
-    'created_at')
+  local names = { 'runs', 'triggered', 'deduplicated', 'last_job', 'last_tick', 'paused' }
+  local kept = redis.call('HMGET', hkey, 'created_at', unpack(names))
+  local created = table.remove(kept, 1)
   redis.call('DEL', hkey)
   redis.call('HSET', hkey, unpack(fields))
-  redis.call('HSET', hkey, 'updated_at', int(now), 'created_at', kept[6] or int(now))
-  local names = { 'runs', 'triggered', 'last_job', 'last_tick', 'paused' }
+  redis.call('HSET', hkey, 'updated_at', int(now), 'created_at', created or int(now))
   for i, name in ipairs(names) do
     if kept[i] then redis.call('HSET', hkey, name, kept[i]) end
   end

@@ -5,22 +5,28 @@
 -- ARGV[1]  prefix   ARGV[2] schedule key   ARGV[3] the due time planned from ('' = a trigger:
 --          one job now, the timetable unchanged)   ARGV[4] the definition's rev planned on
 -- ARGV[5]  the next due time (ms; -1 = none, the schedule has ended)
--- ARGV[6]  number of jobs n; then per job the SAVE_WIDTH values save.lua takes, and its tick
+-- ARGV[6]  the jobs' unique key ('' = none)   ARGV[7] its mode   ARGV[8] its ttl ms (see
+--          save_unique.lua): a tick whose key a job holds makes no job (or changes the holder,
+--          as the mode says) and counts in the schedule's `deduplicated`
+-- ARGV[9]  number of jobs n; then per job the SAVE_WIDTH values save.lua takes, and its tick
 --          (ms: the time it is for)
--- Returns  {'made', ids...}; {'stale'} when the schedule is no longer due at ARGV[3] under
+-- Returns  {'made', held, ids...}: with a unique key, each tick's new job or the holder, and
+--          held: how many ticks found a holder; {'stale'} when the schedule is no longer due at ARGV[3] under
 --          rev ARGV[4] (another process fired it, or it was redefined, paused or removed:
 --          nothing is written); {'gone'} when it does not exist.
 -- Events   as save.lua for each job; the next due time on <p>:promote.
 -- Errors   KUE_INVALID for malformed values (nothing is written).
 -- Each job's hash has `schedule` (the key) and `tick`.
 local p, key, expected, rev = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local at, n = tonumber(ARGV[5]), tonumber(ARGV[6])
-local width = SAVE_WIDTH + 1
-if not at or not n or #ARGV ~= 6 + n * width then
+local at, n = tonumber(ARGV[5]), tonumber(ARGV[9])
+local ukey, umode, uttl = ARGV[6], ARGV[7], tonumber(ARGV[8])
+local width, first = SAVE_WIDTH + 1, 9
+if not at or not n or #ARGV ~= first + n * width
+    or (ukey ~= '' and not unique_ok(ukey, umode, uttl)) then
   return redis.error_reply('KUE_INVALID a schedule firing is malformed')
 end
 for i = 0, n - 1 do
-  if not save_row_ok(6 + i * width) or not tonumber(ARGV[6 + (i + 1) * width]) then
+  if not save_row_ok(first + i * width) or not tonumber(ARGV[first + (i + 1) * width]) then
     return redis.error_reply('KUE_INVALID job ' .. (i + 1) .. ' of the firing is malformed')
   end
 end
@@ -38,15 +44,24 @@ if not trigger then
   end
 end
 local now = now_ms()
-local out = { 'made' }
-local last, tick = nil, nil
+local out = { 'made', 0 }
+local last, tick, held = nil, nil, 0
 for i = 0, n - 1 do
-  local b = 6 + i * width
+  local b = first + i * width
   tick = ARGV[b + width]
-  last = save_job(p, KEYS[1], b, now, { 'schedule', key, 'tick', tick }, false)
+  local extra = { 'schedule', key, 'tick', tick }
+  if ukey == '' then
+    last = save_job(p, KEYS[1], b, now, extra, false)
+  else
+    local made = save_unique(p, KEYS[1], b, ukey, umode, uttl, now, extra)
+    last = made[1]
+    if made[2] ~= 'saved' then held = held + 1 end
+  end
   out[#out + 1] = last
 end
 if last then redis.call('HSET', hkey, 'last_job', last, 'last_tick', tick) end
+if held > 0 then redis.call('HINCRBY', hkey, 'deduplicated', held) end
+out[2] = held
 if trigger then
   redis.call('HINCRBY', hkey, 'triggered', n)
   return out

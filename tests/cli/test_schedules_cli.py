@@ -76,6 +76,16 @@ def test_trigger_pause_resume_and_remove(queue: Queue, redis_url: str) -> None:
     assert queue.schedules() == [] and queue.get_job(1).state == "inactive"
 
 
+def test_a_unique_key_from_the_cli(queue: Queue, redis_url: str) -> None:
+    _ok(queue, redis_url, "schedule", "add", "u", "t", "--every", "1h", "--unique", "one")
+    assert queue.schedule("u")["options"] == {"unique": {"key": "one", "mode": "until_done"}}
+    assert _ok(queue, redis_url, "schedule", "trigger", "u") == "made job 1 (t) for schedule u\n"
+    out = _ok(queue, redis_url, "schedule", "trigger", "u")
+    assert out == "job 1 holds the unique key of schedule u: no new job\n"
+    out = _ok(queue, redis_url, "schedule", "add", "u", "t", "--every", "1h", "--unique", "one")
+    assert "\n  runs: 0 (2 triggered, 1 deduplicated); last job: 1 " in out
+
+
 def test_an_ended_schedule_is_listed_as_ended(queue: Queue, redis_url: str) -> None:
     queue.every("old", 60_000, "t", end=1)
     row = _ok(queue, redis_url, "schedules").splitlines()[1]

@@ -102,6 +102,15 @@ def test_the_page_lists_each_schedule(client: FlaskClient, queue: Queue) -> None
     assert 'id="schedules-link"' in html and "<title>Schedules · kue</title>" in html
 
 
+def test_deduplicated_ticks_are_shown(client: FlaskClient, queue: Queue) -> None:
+    queue.every("u", 3_600_000, "ping", unique="one")
+    queue.trigger("u")
+    queue.trigger("u")
+    assert (
+        schedules(page(client, "/schedules")).rows["u"]["Runs"] == "0 +2 by hand (1 deduplicated)"
+    )
+
+
 def test_a_paused_schedule_offers_resume(client: FlaskClient, queue: Queue) -> None:
     queue.every("beat", 60_000, "ping")
     queue.pause_schedule("beat")

