@@ -4,6 +4,8 @@ make) in the OpenAPI document. ``openapi.py`` merges them in."""
 from __future__ import annotations
 
 from kue_core import defaults
+from kue_core.schedule_rules import CATCH_UP
+from kue_core.schedule_rules import LATEST as MAX_TIME
 
 from .openapi import (
     _CONTROL,
@@ -20,7 +22,7 @@ from .openapi import (
     _ref,
     _write,
 )
-from .schedules import CATCH_UP, MAX_TIME, OPTIONS
+from .schedules import OPTIONS
 
 _KEY = _path(
     "key",

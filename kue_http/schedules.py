@@ -14,6 +14,8 @@ from typing import Any
 from flask import Response, jsonify, request
 
 from kue_core import InvalidJob, Queue
+from kue_core.schedule_rules import CATCH_UP
+from kue_core.schedule_rules import LATEST as MAX_TIME
 
 from .api import api, queue
 
@@ -32,11 +34,6 @@ OPTIONS = {
     "unique": "unique",
 }
 _NAMES = {python: rest for rest, python in OPTIONS.items()}
-#: What ``catchUp`` may be (``kue_core.schedule_rules.CATCH_UP``).
-CATCH_UP = ("one", "all", "none")
-#: Latest ``start`` and ``end`` (3000-01-01T00:00:00Z, ms): a cron rule reads times as dates,
-#: which end at the year 9999.
-MAX_TIME = 32_503_680_000_000
 #: The fields of a definition, beside exactly one of ``every`` and ``cron``.
 _FIELDS = frozenset(
     {"every", "offset", "cron", "tz", "type", "data", "start", "end", "limit", "catchUp", "options"}
