@@ -23,7 +23,10 @@ from .events import EVENTS, EventStream
 from .flows import POLICIES as DEPENDENCY_POLICIES
 from .flows import Node as FlowNode
 from .job import Job, parse_priority, parse_state, validate_type
+from .limits import RateLimited
 from .queue import Queue
+from .schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
+from .schedule_rules import LATEST as SCHEDULE_LATEST
 from .search import Found
 from .states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
 
@@ -32,6 +35,8 @@ __all__ = [
     "EVENTS",
     "PRIORITIES",
     "PRIORITY_LIMIT",
+    "SCHEDULE_CATCH_UP",
+    "SCHEDULE_LATEST",
     "STATES",
     "ConnectionFailed",
     "EventStream",
@@ -47,6 +52,7 @@ __all__ = [
     "NoRetry",
     "NotReplicated",
     "Queue",
+    "RateLimited",
     "ScheduleNotFound",
     "Stopped",
     "WorkerNotFound",

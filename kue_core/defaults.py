@@ -107,6 +107,35 @@ IDLE_WAIT = 5.0
 #: than any of their waits (``IDLE_WAIT``), so each sees it.
 RESUMED_SIGNAL_MS = 60_000
 
+#: Most wake-ups kept for the slots waiting for a place under a concurrency limit (one is
+#: pushed each time a running job of such a type ends; a slot takes one and claims again).
+LIMIT_WAKE_MAX = 64
+
+#: Milliseconds a slot held back by a concurrency limit waits before it claims again, unless
+#: a place frees first (it is woken then): the bound on a place freed by a job that a client
+#: without our scripts ended (Node Kue).
+LIMIT_RECHECK_MS = 1000
+
+#: Groups a claim looks at, in their turn, for one that may run a job now (the others are at
+#: their group limits); past them the claim reports when to try again.
+GROUP_SCAN = 16
+
+#: Largest max_jobs of a rate and largest concurrency cap (``queue.limit``).
+MAX_LIMIT = 10**9
+
+#: Longest window of a rate, and longest hold a handler's ``RateLimited`` asks (30 days, ms).
+MAX_LIMIT_MS = 30 * 86_400_000
+
+#: Most groups one ``queue.groups()`` page lists.
+MAX_GROUPS_PAGE = 1000
+
+#: How far into a grouped type's queue the turn of its jobs in no group looks for one (they
+#: are served in their turn once among the type's next ``LANE_SCAN`` jobs).
+LANE_SCAN = 8
+
+#: Longest group name (``job.group(name)``).
+MAX_GROUP_LENGTH = 200
+
 #: Longest sleep of the promotion timer when it has heard of no delayed job. kue's own saves
 #: of delayed jobs wake it at once; this bounds the lateness of those it is not told of
 #: (saved by Node Kue, or while it was reconnecting), as Kue's own one-second timer does.

@@ -426,6 +426,7 @@ class Job(RecordOptions, DependencyOptions):
             job.schedule_key = h["schedule"]
             tick = _num(h.get("tick"))
             job.tick = int(tick) if tick is not None else None
+        job._group = h.get("group")
         key, mode = h.get("unique"), h.get("unique_mode")
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)
@@ -458,6 +459,8 @@ class Job(RecordOptions, DependencyOptions):
             out["unique"] = {"key": self._unique.key, "mode": self._unique.mode}
         if self._tags:
             out["tags"] = list(self._tags)
+        if self._group is not None:
+            out["group"] = self._group
         if self.tracked:
             out["tracked"] = True
         for name, policy in (

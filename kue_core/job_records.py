@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import records
 from .errors import InvalidJob
+from .limits import group_name
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -29,6 +30,7 @@ class RecordOptions:
     _search_keys: list[str] | None = None
     _keep_complete: records.Keep | None = None
     _keep_failed: records.Keep | str | None = None
+    _group: str | None = None
     #: Whether the job is tracked (listed first on the dashboard's overview, with its events).
     tracked = False
 
@@ -126,6 +128,22 @@ class RecordOptions:
         self._records = True
         return self
 
+    @overload
+    def group(self) -> str | None: ...
+    @overload
+    def group(self: _J, name: str) -> _J: ...
+    def group(self, name: Any = _UNSET) -> Any:
+        """The group (tenant) the job is served in: claims of its type take turns between
+        groups, and per-group limits apply to it (see :mod:`kue_core.limits`); given before
+        the save."""
+        if name is _UNSET:
+            return self._group
+        if self.id is not None:
+            raise InvalidJob("a group is given before the job is saved")
+        self._group = group_name(name)
+        self._records = True
+        return self
+
     def _words(self) -> list[str]:
         """The search words of the job's data (see ``records.data_words``)."""
         return records.data_words(self.data, self._search_keys or ())
@@ -141,4 +159,5 @@ class RecordOptions:
             self.tracked,
             self._keep_complete,
             self._keep_failed,
+            self._group,
         )

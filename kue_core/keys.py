@@ -73,6 +73,8 @@ class Keys:
         self.awaited = f"{prefix}:awaited"
         #: zset of the schedules that will make jobs: member key, score = next due time (ms).
         self.schedules = f"{prefix}:schedules"
+        #: hash: type -> its rules as JSON (limits, paused flag, groups; see kue_core/limits.py).
+        self.limits = f"{prefix}:limits"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"
@@ -149,6 +151,30 @@ class Keys:
     def tokens(self, job_type: str) -> str:
         """Kue's wake-up list: one entry pushed per transition to inactive."""
         return f"{self.prefix}:{job_type}:jobs"
+
+    def rate(self, job_type: str) -> str:
+        """zset: the starts of a rate-limited type (member id:lease, score = ms)."""
+        return f"{self.prefix}:rate:{job_type}"
+
+    def limited(self, job_type: str) -> str:
+        """list: wakes the slots held back by the type's limits (a place freed, limits changed)."""
+        return f"{self.prefix}:{job_type}:limited"
+
+    def groups(self, job_type: str) -> str:
+        """zset: the type's groups with jobs waiting, scored by their turn (see limits.py)."""
+        return f"{self.prefix}:groups:{job_type}"
+
+    def group(self, job_type: str, group: str) -> str:
+        """zset: the group's waiting jobs (zid -> priority)."""
+        return f"{self.prefix}:group:{job_type}:{group}"
+
+    def group_active(self, job_type: str, group: str) -> str:
+        """zset: the group's running jobs (zid -> start ms)."""
+        return f"{self.prefix}:group-active:{job_type}:{group}"
+
+    def group_rate(self, job_type: str, group: str) -> str:
+        """zset: the group's starts under a group rate (member id:lease, score = ms)."""
+        return f"{self.prefix}:group-rate:{job_type}:{group}"
 
     def resumed(self, job_type: str) -> str:
         """Wake-up list of the slots that found their type paused: pushed on resume."""

@@ -1,4 +1,5 @@
-"""How a handler's run ended, as the worker reports it: :class:`Done` or :class:`Failed`.
+"""How a handler's run ended, as the worker reports it: :class:`Done`, :class:`Failed`, or
+:class:`Limited` (it raised ``RateLimited``).
 
 Shared by the worker's threads and by a process-isolated handler's child, which sends these
 back over its pipe (they pickle). A leaf of the worker layer: it imports nothing above the
@@ -15,6 +16,7 @@ from typing import Any
 
 from .errors import NoRetry
 from .job import to_json
+from .limits import RateLimited
 
 #: Source files of the worker machinery, whose frames a kept traceback leaves out.
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,7 +50,16 @@ class Failed:
     no_retry: bool
 
 
-Outcome = Done | Failed
+@dataclass(frozen=True)
+class Limited:
+    """A handler raised ``RateLimited``: the job waits ``retry_in_ms``, no attempt counted,
+    and its type is held back as long."""
+
+    retry_in_ms: int
+    message: str
+
+
+Outcome = Done | Failed | Limited
 
 
 def run(call: Callable[..., Any], *args: Any) -> Outcome:
@@ -59,7 +70,9 @@ def run(call: Callable[..., Any], *args: Any) -> Outcome:
         return failure(e)
 
 
-def failure(error: BaseException) -> Failed:
+def failure(error: BaseException) -> Failed | Limited:
+    if isinstance(error, RateLimited):
+        return Limited(error.retry_in_ms, str(error))
     return Failed(*describe(error), isinstance(error, NoRetry))
 
 

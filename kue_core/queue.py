@@ -19,6 +19,7 @@ from .events import EventBus, EventStream, Receiver
 from .flows import FlowMethods
 from .job import Job, parse_state, to_json, validate_type
 from .keys import Keys, job_id_from_zid
+from .limits import LimitMethods
 from .queue_records import QueueRecords
 from .schedules import ScheduleMethods
 from .scripts import Scripts
@@ -55,7 +56,7 @@ def _order(order: str) -> bool:
     return order == "desc"
 
 
-class Queue(QueueRecords, FlowMethods, ScheduleMethods):
+class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods):
     """A Kue-compatible job queue on one Redis and one key prefix.
 
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its
@@ -424,13 +425,17 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods):
     # -- workers ----------------------------------------------------------------------------
     def process(
         self,
-        job_type: str,
+        job_type: str | Sequence[str],
         n: int | Handler = 1,
         handler: Handler | None = None,
         *,
         isolation: str = "thread",
+        reserve: str = "ordered",
     ) -> Queue:
         """Run ``handler(job)`` on jobs of ``job_type``, ``n`` at a time, in the background.
+        Given a list of types, the ``n`` slots serve them all, claiming in the order
+        ``reserve`` says: ``ordered`` (the first type with a job waiting), ``round-robin`` or
+        ``shuffled`` (see :mod:`kue_core.reserve`).
 
         ``def`` handlers run in threads, ``async def`` ones on an event loop. The return value
         (JSON) is the job's result; an exception fails the attempt (``NoRetry``: for good).
@@ -442,7 +447,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods):
             handler, n = n, 1
         if handler is None or not isinstance(n, int):
             raise InvalidJob("call process(type, n, handler) or process(type, handler)")
-        self._worker_side().process(job_type, n, handler, isolation)
+        self._worker_side().process(job_type, n, handler, isolation, reserve)
         return self
 
     def shutdown(self, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:

@@ -183,12 +183,15 @@ def save_extras(
     track: bool,
     keep_complete: Keep | str | None,
     keep_failed: Keep | str | None,
+    group: str | None = None,
 ) -> str:
     """The last value of a job's save row: '' for a job without records, else a JSON object
     ``save_job`` in ``lib.lua`` reads (see its comment)."""
-    if not (data_json_words or job_tags or keys or track or keep_complete or keep_failed):
+    if not (data_json_words or job_tags or keys or track or keep_complete or keep_failed or group):
         return ""
     out: dict[str, Any] = {}
+    if group:
+        out["group"] = group
     if data_json_words:
         out["words"] = " ".join(data_json_words)
     if job_tags:

@@ -7,12 +7,14 @@ Error replies starting with a ``KUE_*`` code become the matching :mod:`kue_core.
 
 from __future__ import annotations
 
+import json
 import re
 import select
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final, Literal
 
@@ -51,6 +53,7 @@ SCRIPT_NAMES = (
     "promote",
     "pause",
     "resume",
+    "limit",
     "bulk",
     "inspect",
     "screen",
@@ -81,6 +84,10 @@ LUA_CONSTANTS = (
     "DURATION_BUCKETS_MS",
     "MINUTE_COUNTER_TTL",
     "RESUMED_SIGNAL_MS",
+    "LIMIT_WAKE_MAX",
+    "LIMIT_RECHECK_MS",
+    "GROUP_SCAN",
+    "LANE_SCAN",
     "RETAIN_COMPLETE",
     "RETAIN_FAILED",
     "RETIRE_BATCH",
@@ -185,17 +192,45 @@ def translate(error: ResponseError) -> Exception:
 Claimed = tuple[int, dict[str, str]]
 #: What a claim gives when the type is paused (see ``pause.lua``).
 PAUSED: Final = "paused"
-#: What a claim gives: a job, ``PAUSED``, or None when no job is waiting.
-Claim = Claimed | Literal["paused"] | None
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a claim gives when the type's limits hold it back: try again in ``wait_ms``
+    (sooner when woken on the type's ``limited`` list)."""
+
+    wait_ms: int
+
+
+@dataclass(frozen=True)
+class Waits:
+    """What a claim from several types gives when none had a job: per type, in the order
+    asked, None (none waiting), ``PAUSED``, or ``Held``."""
+
+    each: tuple[Literal["paused"] | Held | None, ...]
+
+
+#: What a claim gives: a job, ``PAUSED``, ``Held``, ``Waits`` (several types), or None when
+#: no job is waiting.
+Claim = Claimed | Literal["paused"] | Held | Waits | None
+#: The claim a finishing script makes next: worker id, lease ms, and the types to claim from
+#: in order (left out: the finished job's type).
+Next = tuple[str, int] | tuple[str, int, Sequence[str]]
 
 
 def _claimed(reply: Sequence[Any]) -> Claim:
-    """``{id, field, value, ...}`` -> (id, hash); ``{'paused'}`` -> ``PAUSED``; None for an
-    empty reply."""
+    """``{id, field, value, ...}`` -> (id, hash); ``{'paused'}`` -> ``PAUSED``;
+    ``{'limited', ms}`` -> ``Held``; None for an empty reply."""
     if not reply:
         return None
     if reply[0] == PAUSED:
         return PAUSED
+    if reply[0] == "limited":
+        return Held(int(reply[1]))
+    if reply[0] == "wait":
+        return Waits(
+            tuple(None if w == "" else PAUSED if w == PAUSED else Held(int(w)) for w in reply[1:])
+        )
     it = iter(reply[1:])
     return int(reply[0]), dict(zip(it, it, strict=True))
 
@@ -204,6 +239,14 @@ def _pack(*args: Any) -> bytes:
     """One command in Redis's protocol, packed in C."""
     packed: bytes = hiredis.pack_command(args)
     return packed
+
+
+def _next(claim: Next | None) -> list[Any]:
+    """The ARGV tail of a finishing script's claim (see ``claim_after`` in lib.lua)."""
+    if claim is None:
+        return ["", ""]
+    worker_id, lease_ms, *types = claim
+    return [worker_id, lease_ms, *(types[0] if types else ())]
 
 
 def _flat(rows: Sequence[Sequence[Any]]) -> list[Any]:
@@ -465,35 +508,49 @@ class Scripts:
         state: str = self._run("edit", self._keys.job(job_id), job_id, data_json, words)
         return state
 
-    def wait_for_token(self, key: str, timeout: float, blocked: Callable[[int], None]) -> bool:
-        """Block until the wake-up list ``key`` has a token or ``timeout`` seconds pass, taking
-        none (claims take them). ``blocked(client_id)`` is called as the wait starts, so that
-        another connection can end it early with ``CLIENT UNBLOCK``. True if woken by work."""
+    def wait_for_token(
+        self, lists: Sequence[tuple[str, bool]], timeout: float, blocked: Callable[[int], None]
+    ) -> bool:
+        """Block until one of the wake-up ``lists`` (key, whether its token is left there)
+        has a token or ``timeout`` seconds pass; a token left is put back (claims take them).
+        ``blocked(client_id)`` is called as the wait starts, so that another connection can
+        end it early with ``CLIENT UNBLOCK``. True if woken by a token."""
         conn = self._connection()
-        packed = _pack("CLIENT", "ID") + _pack("BLMOVE", key, key, "RIGHT", "LEFT", timeout)
+        seconds = max(timeout, 0.001)  # 0 would block for ever
+        if len(lists) == 1 and lists[0][1]:
+            key = lists[0][0]
+            wait = _pack("BLMOVE", key, key, "RIGHT", "LEFT", seconds)
+        else:
+            wait = _pack("BLPOP", *(key for key, _ in lists), seconds)
         try:
-            self._send(conn, packed)
+            self._send(conn, _pack("CLIENT", "ID") + wait)
             blocked(int(conn.read_response()))
-            return conn.read_response() is not None
+            reply = conn.read_response()
         except BaseException:
             conn.disconnect()  # type: ignore[no-untyped-call]
             raise
+        if isinstance(reply, list):
+            key = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
+            if dict(lists).get(key):
+                self._client.lpush(key, reply[1])  # not ours to take
+        return reply is not None
 
     # -- worker transitions ---------------------------------------------------------------
-    def claim(self, job_type: str, worker_id: str, lease_ms: int) -> Claim:
-        """The best inactive job of ``job_type``, now active under a lease; None when there
-        is none; ``PAUSED`` when the type is paused."""
-        reply = self._run(
-            "claim", self._keys.type_state(job_type, "inactive"), job_type, worker_id, lease_ms
-        )
-        return _claimed(reply)
+    def claim(self, job_types: str | Sequence[str], worker_id: str, lease_ms: int) -> Claim:
+        """The best inactive job of ``job_types`` (one, or several tried in order), now
+        active under a lease. For one type: None when none is waiting, ``PAUSED`` when the
+        type is paused, ``Held`` when its limits hold it back; for several, ``Waits``."""
+        types = [job_types] if isinstance(job_types, str) else list(job_types)
+        key = self._keys.type_state(types[0], "inactive")
+        return _claimed(self._run("claim", key, worker_id, lease_ms, *types))
 
     def complete(
-        self, job_id: int, token: str, result_json: str, claim: tuple[str, int] | None
+        self, job_id: int, token: str, result_json: str, claim: Next | None
     ) -> tuple[str, Claim]:
-        """Complete a job held under ``token``; with ``claim`` (worker id, lease ms), also
-        claim the next job of its type in the same call. Returns (outcome, next job)."""
-        nxt = claim or ("", "")
+        """Complete a job held under ``token``; with ``claim`` (worker id, lease ms, types:
+        none for the job's own), also claim the next job in the same call. Returns (outcome,
+        next job)."""
+        nxt = _next(claim)
         reply = self._run("complete", self._keys.job(job_id), job_id, token, result_json, *nxt)
         return reply[0], _claimed(reply[1:])
 
@@ -504,19 +561,30 @@ class Scripts:
         message: str,
         text: str,
         retry_delay: int,
-        claim: tuple[str, int] | None,
+        claim: Next | None,
     ) -> tuple[str, Claim]:
         """Fail an attempt (``retry_delay`` ms before the retry; -1 = never retry); like
         :meth:`complete` for ``claim``. Returns (outcome, next job)."""
-        nxt = claim or ("", "")
+        nxt = _next(claim)
         reply = self._run(
             "fail", self._keys.job(job_id), job_id, token, message, text, retry_delay, *nxt
         )
         return reply[0], _claimed(reply[1:])
 
-    def release(self, job_id: int, token: str) -> bool:
-        """Give an unfinished job back to inactive (worker shutdown); False if not held."""
-        return bool(self._run("release", self._keys.job(job_id), job_id, token))
+    def release(self, job_id: int, token: str, rate_limited_ms: int | None = None) -> bool:
+        """Give an unfinished job back, no attempt counted: to inactive (worker shutdown), or
+        delayed ``rate_limited_ms``, its type held back as long (``RateLimited``). False if
+        not held under ``token``."""
+        wait = "" if rate_limited_ms is None else rate_limited_ms
+        return bool(self._run("release", self._keys.job(job_id), job_id, token, wait))
+
+    def limit(self, job_type: str, changes: dict[str, Any], end_hold: bool) -> dict[str, Any]:
+        """Change the limits of ``job_type`` (see ``limit.lua``); its rules after."""
+        text = self._run(
+            "limit", self._keys.limits, job_type, json.dumps(changes), "1" if end_hold else ""
+        )
+        value = json.loads(text)
+        return value if isinstance(value, dict) else {}
 
     def heartbeat(
         self, worker_id: str, lease_ms: int, info_json: str, held: Sequence[tuple[int, str]]

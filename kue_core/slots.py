@@ -15,15 +15,18 @@ from .attempt import Attempt
 from .isolation import Child
 from .job import Job
 from .outcome import Outcome, run
+from .reserve import Reserver
 
 Handler = Callable[[Job], Any]
 
 
 @dataclass(eq=False)
 class Slot:
-    """One of the ``n`` places of a ``process()`` call, served by one thread at a time."""
+    """One of the ``n`` places of a ``process()`` call, served by one thread at a time; it
+    claims jobs of its ``types`` in the order its ``reserver`` gives."""
 
-    job_type: str
+    types: tuple[str, ...]
+    reserver: Reserver
     handler: Handler
     is_async: bool
     name: str

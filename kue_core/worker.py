@@ -34,7 +34,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -46,18 +46,32 @@ from .attempt import Attempt, Reason
 from .control import Listener
 from .errors import InvalidJob
 from .isolation import ISOLATIONS, Child, check_handler
-from .job import Job, validate_type
-from .outcome import Done
+from .job import Job
+from .outcome import Done, Limited
 from .promoter import Promoter
+from .reserve import Reserver, job_types
 from .retry import Pauses
-from .scripts import PAUSED, Claim
+from .scripts import PAUSED, Claim, Held, Waits
 from .slots import Handler, Runner, Slot
 from .timings import Recorder
 
 if TYPE_CHECKING:
+    from .keys import Keys
     from .queue import Queue
 
 log = logging.getLogger("kue_core.worker")
+
+
+def wake_list(keys: Keys, job_type: str, why: Any) -> tuple[str, bool]:
+    """The list a slot with no job of ``job_type`` waits on, given why (a claim's answer for
+    the type: None, ``PAUSED`` or ``Held``), and whether the wait leaves its token there: the
+    type's tokens (left: claims take them), its resume list (left: every paused slot sees
+    it), or its limited list (taken: each wake-up lets one slot claim again)."""
+    if why == PAUSED:
+        return keys.resumed(job_type), True
+    if isinstance(why, Held):
+        return keys.limited(job_type), False
+    return keys.tokens(job_type), True
 
 
 class Workers:
@@ -90,8 +104,11 @@ class Workers:
         self._held: dict[str, threading.Event] = {}  # types paused here: set on resume
 
     # -- public ---------------------------------------------------------------------------
-    def process(self, job_type: str, n: int, handler: Handler, isolation: str) -> None:
-        validate_type(job_type)
+    def process(
+        self, job_type: str | Sequence[str], n: int, handler: Handler, isolation: str, reserve: str
+    ) -> None:
+        types = job_types(job_type)
+        reserver = Reserver(types, reserve)
         checks.integer(n, "concurrency", 1)
         if not callable(handler):
             raise InvalidJob(f"handler must be callable, got {handler!r}")
@@ -107,10 +124,14 @@ class Workers:
         first = not self._threads  # the first process() call of this queue
         if is_async and isolation == "thread":
             self._runner.loop()
-        slots = [Slot(job_type, handler, is_async, f"kue-{job_type}-{i + 1}") for i in range(n)]
+        label = "+".join(types)
+        slots = [Slot(types, reserver, handler, is_async, f"kue-{label}-{i + 1}") for i in range(n)]
         for slot in slots:
             if isolation == "process":
                 slot.child = Child(self.queue, handler, slot.name)
+        if first:  # a type paused before the claim read the paused flag gets the flag
+            for paused in self.queue.paused():
+                self.scripts.pause(paused)
         if first:  # listening before any job is claimed: a cancel reaches it at once
             channel = self.queue.keys.control(self.id)
             self._control = Listener(self.queue.client, channel, self._on_control, self._report)
@@ -131,7 +152,8 @@ class Workers:
         types: dict[str, int] = {}
         with self._lock:
             for slot in self._slots:
-                types[slot.job_type] = types.get(slot.job_type, 0) + 1
+                for each in slot.types:
+                    types[each] = types.get(each, 0) + 1
             abandoned = self._abandoned
         return {
             "id": self.id,
@@ -244,19 +266,21 @@ class Workers:
                 self._report(e)
         nxt: Claim = None  # a job claimed by the last report, in the same call
         while not self._stopping.is_set() and slot.thread is me:
-            held = self._held.get(slot.job_type) if self._held else None
-            if held is not None and nxt is None:  # paused in this process only
-                held.wait(defaults.IDLE_WAIT)
-                continue
+            order: list[str] = []
+            if not isinstance(nxt, tuple):  # else a job claimed in the last report's call
+                order = self._order(slot)
+                if not order:  # paused in this process only
+                    held = [self._held.get(t) for t in slot.types]
+                    event = next((e for e in held if e is not None), self._stopping)
+                    event.wait(defaults.IDLE_WAIT)
+                    continue
             try:
-                claimed = nxt or self.scripts.claim(slot.job_type, self.id, self.lease_ms)
+                claimed = nxt if order == [] else self.scripts.claim(order, self.id, self.lease_ms)
                 nxt = None
-                if claimed is None:
-                    self._wait_for_work(slot, self.queue.keys.tokens(slot.job_type))
-                elif claimed == PAUSED:
-                    self._wait_for_work(slot, self.queue.keys.resumed(slot.job_type))
-                else:
+                if isinstance(claimed, tuple):
                     nxt = self._run(slot, *claimed)
+                else:
+                    self._idle(slot, order, claimed)
                 pauses.reset()
             except Exception as e:
                 # Redis is down or restarting (or a bug): a job this slot held comes back
@@ -274,18 +298,30 @@ class Workers:
 
     def _give_back(self, claimed: Claim) -> None:
         """Release a job claimed but not run (not counted as an attempt)."""
-        if claimed is not None and claimed != PAUSED:
+        if isinstance(claimed, tuple):
             job_id, fields = claimed
             self._safely(self.scripts.release, job_id, fields.get("lease", ""))
 
-    def _wait_for_work(self, slot: Slot, key: str) -> None:
-        """Block on a wake-up list: the type's tokens, or its resume list while paused."""
+    def _order(self, slot: Slot) -> list[str]:
+        """The types the slot claims from next, in order, leaving out those paused here."""
+        order = slot.reserver.order()
+        if self._held:
+            order = [t for t in order if t not in self._held]
+        return order
+
+    def _idle(self, slot: Slot, order: list[str], claimed: Claim) -> None:
+        """No job for the slot: block until one of its types may have one, on each type's
+        wake-up list (see ``reserve.wake_list``), the longest ``IDLE_WAIT``."""
+        each = claimed.each if isinstance(claimed, Waits) else (claimed,)
+        lists = [wake_list(self.queue.keys, t, w) for t, w in zip(order, each, strict=True)]
+        holds = [w.wait_ms / 1000 for w in each if isinstance(w, Held)]
+        timeout = min([defaults.IDLE_WAIT, *holds])
 
         def blocked(client_id: int) -> None:
             slot.blocked_on = client_id
 
         try:
-            self.scripts.wait_for_token(key, defaults.IDLE_WAIT, blocked)
+            self.scripts.wait_for_token(lists, timeout, blocked)
         finally:
             slot.blocked_on = None
 
@@ -296,7 +332,7 @@ class Workers:
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
         started_at = job.started_at or 0
-        self._timings.add(slot.job_type, "wait", int(fields.get("waited") or 0), started_at)
+        self._timings.add(job.type, "wait", int(fields.get("waited") or 0), started_at)
         with self._lock:
             self._attempts[job_id, attempt.token] = attempt
             slot.attempt = attempt
@@ -310,14 +346,18 @@ class Workers:
         if not attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED):
             return None  # ttl exceeded, lease lost or released: reported by whoever ended it
         ran = round((time.monotonic() - attempt.began) * 1000)
-        self._timings.add(slot.job_type, "run", ran, started_at)
-        stop = self._stopping.is_set() or (self._held and slot.job_type in self._held)
-        nxt = None if stop else (self.id, self.lease_ms)
+        self._timings.add(job.type, "run", ran, started_at)
+        if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
+            log.info("job %d (%s): %s", job_id, job.type, outcome.message)
+            self.scripts.release(job_id, attempt.token, outcome.retry_in_ms)
+            return None
+        order = [] if self._stopping.is_set() else self._order(slot)
+        nxt = (self.id, self.lease_ms, order) if order else None
         if isinstance(outcome, Done):
-            log.debug("job %d (%s) complete", job_id, slot.job_type)
+            log.debug("job %d (%s) complete", job_id, job.type)
             _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt)
         else:
-            log.info("job %d (%s) failed: %s", job_id, slot.job_type, outcome.message)
+            log.info("job %d (%s) failed: %s", job_id, job.type, outcome.message)
             delay = self._retry_delay(job, outcome.no_retry)
             _, claimed = self.scripts.fail(
                 job_id, attempt.token, outcome.message, outcome.text, delay, nxt
@@ -457,7 +497,7 @@ class Workers:
                             "job %d (%s): the handler still runs after its attempt ended (%s);"
                             " %d threads are left running so already: %s waits for it",
                             attempt.job_id,
-                            slot.job_type,
+                            attempt.job.type,
                             attempt.reason,
                             self._abandoned,
                             slot.name,
@@ -471,7 +511,7 @@ class Workers:
                     "job %d (%s): the handler still runs after its attempt ended (%s); it is "
                     "left to finish and %s goes on in a new thread (%d left running)",
                     attempt.job_id,
-                    slot.job_type,
+                    attempt.job.type,
                     attempt.reason,
                     slot.name,
                     self._abandoned,
@@ -487,7 +527,7 @@ class Workers:
     def _wake_slots(self, job_type: str) -> None:
         """End the waits for work of the idle slots of ``job_type``."""
         with self._lock:
-            waiting = [s.blocked_on for s in self._slots if s.job_type == job_type]
+            waiting = [s.blocked_on for s in self._slots if job_type in s.types]
         for client_id in waiting:
             if client_id is not None:
                 self._unblock(client_id)

@@ -3,9 +3,9 @@ make) in the OpenAPI document. ``openapi.py`` merges them in."""
 
 from __future__ import annotations
 
+from kue_core import SCHEDULE_CATCH_UP as CATCH_UP
+from kue_core import SCHEDULE_LATEST as MAX_TIME
 from kue_core import defaults
-from kue_core.schedule_rules import CATCH_UP
-from kue_core.schedule_rules import LATEST as MAX_TIME
 
 from .openapi import (
     _CONTROL,

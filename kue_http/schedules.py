@@ -13,9 +13,9 @@ from typing import Any
 
 from flask import Response, jsonify, request
 
+from kue_core import SCHEDULE_CATCH_UP as CATCH_UP
+from kue_core import SCHEDULE_LATEST as MAX_TIME
 from kue_core import InvalidJob, Queue
-from kue_core.schedule_rules import CATCH_UP
-from kue_core.schedule_rules import LATEST as MAX_TIME
 
 from .api import api, queue
 

@@ -1,16 +1,20 @@
--- claim: give a worker the best inactive job of one type, under a lease.
--- KEYS[1]  <p>:jobs:<type>:inactive
--- ARGV[1]  prefix   ARGV[2] type   ARGV[3] worker id   ARGV[4] lease ms
--- Returns  {id, field, value, ...} of the claimed job's hash, or an empty table when none is
---          waiting (then the type's wake-up tokens, all stale, are cleared), or {'paused'}
---          when the type is paused (see pause.lua; nothing is written).
+-- claim: give a worker the best inactive job of one type (or of the first of several types
+-- that has one), under a lease.
+-- KEYS[1]  <p>:jobs:<type>:inactive (of the first type)
+-- ARGV[1]  prefix   ARGV[2] worker id   ARGV[3] lease ms   ARGV[4..] the types, in the order
+--          to try them
+-- Returns  {id, field, value, ...} of the claimed job's hash. With one type and no job: an
+--          empty table when none is waiting (then the type's wake-up tokens, all stale, are
+--          cleared), {'paused'} when the type is paused (see pause.lua), {'limited', ms} when
+--          its limits hold it back (see kue_core/limits.py); nothing is written then. With
+--          several types and no job: {'wait', s1, s2, ...}, per type '', 'paused' or ms.
 -- Events   start [type].
 -- The job gets state active, started_at, workerId and a new fencing token (its `lease`
 -- counter); its lease expires at now + lease ms unless renewed (see heartbeat.lua). The reply
 -- also has `waited` (not stored): ms since its last change while waiting (updated_at), which
 -- the worker counts in the type's statistics (kue_core/timings.py).
-local p, jtype, worker, lease_ms = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-if not lease_ms or lease_ms <= 0 or worker == '' then
-  return redis.error_reply('KUE_INVALID claim needs a worker id and a positive lease')
+local p, worker, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
+if not lease_ms or lease_ms <= 0 or worker == '' or #ARGV < 4 then
+  return redis.error_reply('KUE_INVALID claim needs a worker id, a positive lease and a type')
 end
-return claim(p, jtype, worker, lease_ms, now_ms()) or {}
+return claim_first(p, 4, worker, lease_ms, now_ms()) or {}

@@ -17,7 +17,7 @@
 local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'started_at',
   'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
-  'keep_complete', 'dependents')
+  'keep_complete', 'dependents', 'group')
 local jtype = h[3]
 if not jtype then return { 'refused' } end
 local now = now_ms()
@@ -26,7 +26,7 @@ if h[1] == 'active' and h[2] == token then
   outcome = 'complete'
   local duration = math.max(0, now - (tonumber(h[5]) or now))
   local attempt = next_attempt(h[8], h[9])  -- Kue counts a completion as an attempt
-  leave_active(p, id, jtype)
+  leave_active(p, id, jtype, h[14])
   release_unique(p, id, h[10], h[11])
   redis.call('INCRBY', k_work_time(p), duration)
   count_outcome(p, jtype, 'complete', now, duration)

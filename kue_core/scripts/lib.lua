@@ -52,6 +52,13 @@ local function k_results(p, id) return p .. ':job:' .. id .. ':results' end
 local function k_awaited(p) return p .. ':awaited' end
 local function k_schedules(p) return p .. ':schedules' end
 local function k_schedule(p, key) return p .. ':schedule:' .. key end
+local function k_limits(p) return p .. ':limits' end
+local function k_rate(p, jtype) return p .. ':rate:' .. jtype end
+local function k_limited(p, jtype) return p .. ':' .. jtype .. ':limited' end
+local function k_groups(p, jtype) return p .. ':groups:' .. jtype end
+local function k_group(p, jtype, g) return p .. ':group:' .. jtype .. ':' .. g end
+local function k_group_active(p, jtype, g) return p .. ':group-active:' .. jtype .. ':' .. g end
+local function k_group_rate(p, jtype, g) return p .. ':group-rate:' .. jtype .. ':' .. g end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -75,11 +82,35 @@ local function state_score(state, priority, promote_at, ttl, now)
   return priority
 end
 
--- Put a job into the sets of `state` (and wake a worker when it becomes inactive).
-local function index_add(p, id, jtype, state, priority, promote_at, ttl, now)
+-- The member of <p>:groups:<type> that stands for the type's jobs in no group: at its turn
+-- the claim takes the best job of the type's set, in a group or not (no group name can be
+-- it: names have no control characters).
+local LANE = '\0'
+
+-- Groups (see kue_core/limits.py): a job of group `g` (hash field `group`) also waits in
+-- <p>:group:<type>:<g> (zid by priority, as in Kue's sets) and runs in
+-- <p>:group-active:<type>:<g> (zid by start time); <p>:groups:<type> holds the groups with
+-- jobs waiting, scored by their turn (the least recently served first).
+local function group_add(p, member, jtype, state, priority, g, now)
+  if state == 'inactive' then
+    redis.call('ZADD', k_group(p, jtype, g), priority, member)
+    local rot = k_groups(p, jtype)
+    if not redis.call('ZSCORE', rot, g) then
+      local last = redis.call('ZRANGE', rot, -1, -1, 'WITHSCORES')
+      redis.call('ZADD', rot, (tonumber(last[2]) or 0) + 1, g)  -- its turn comes last
+    end
+  elseif state == 'active' then
+    redis.call('ZADD', k_group_active(p, jtype, g), now, member)
+  end
+end
+
+-- Put a job into the sets of `state` (and wake a worker when it becomes inactive); `group`:
+-- the job's group, or nil.
+local function index_add(p, id, jtype, state, priority, promote_at, ttl, now, group)
   local member = zid(id)
   redis.call('ZADD', k_state(p, state), state_score(state, priority, promote_at, ttl, now), member)
   redis.call('ZADD', k_type_state(p, jtype, state), priority, member)
+  if group then group_add(p, member, jtype, state, priority, group, now) end
   if state == 'inactive' then
     redis.call('LPUSH', k_tokens(p, jtype), 1)
   elseif state == 'complete' or state == 'failed' then
@@ -87,12 +118,16 @@ local function index_add(p, id, jtype, state, priority, promote_at, ttl, now)
   end
 end
 
-local function index_remove(p, id, jtype, state)
+local function index_remove(p, id, jtype, state, group)
   local member = zid(id)
   redis.call('ZREM', k_state(p, state), member)
   redis.call('ZREM', k_type_state(p, jtype, state), member)
   if state == 'complete' or state == 'failed' then
     redis.call('ZREM', k_finished(p, state), member)
+  elseif group and state == 'inactive' then
+    redis.call('ZREM', k_group(p, jtype, group), member)
+  elseif group and state == 'active' then
+    redis.call('ZREM', k_group_active(p, jtype, group), member)
   end
 end
 
@@ -116,7 +151,8 @@ end
 
 -- The fields a transition needs from a job hash, or nil when the job does not exist.
 local function load_job(key)
-  local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'attempts')
+  local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'attempts',
+    'group')
   if not h[1] then return nil end
   return {
     type = h[1],
@@ -125,6 +161,7 @@ local function load_job(key)
     promote_at = tonumber(h[4]) or 0,
     ttl = tonumber(h[5]) or 0,
     attempts = tonumber(h[6]) or 0,
+    group = h[7] or nil,
   }
 end
 
@@ -145,10 +182,58 @@ local function count_attempt(key)
   return made
 end
 
--- Move an active job out of `active`: drop its lease and its active index entries.
-local function leave_active(p, id, jtype)
+-- Flow rules (see kue_core/limits.py): <p>:limits maps a type to a JSON object: `rate`
+-- ({max, per ms}), `concurrency`, `group_rate`, `group_concurrency`, `until` (ms: held back
+-- until then, by RateLimited), `paused` (see pause.lua), `groups` (it has grouped jobs).
+-- Read once per script call (RULES); a type without any costs one HGET per claim, the read
+-- of its paused flag.
+local RULES = {}
+
+-- The rules of `jtype`, or false.
+local function rule_of(p, jtype)
+  local r = RULES[jtype]
+  if r == nil then
+    local text = redis.call('HGET', k_limits(p), jtype)
+    r = text and cjson.decode(text) or false
+    RULES[jtype] = r
+  end
+  return r
+end
+
+-- Store the rules of `jtype` (none left: the field goes).
+local function set_rule(p, jtype, r)
+  if next(r) == nil then
+    redis.call('HDEL', k_limits(p), jtype)
+    RULES[jtype] = false
+  else
+    redis.call('HSET', k_limits(p), jtype, cjson.encode(r))
+    RULES[jtype] = r
+  end
+end
+
+-- Note that `jtype` has grouped jobs: its claims take turns between groups from now on.
+local function mark_grouped(p, jtype)
+  local r = rule_of(p, jtype)
+  if not (r and r.groups) then
+    r = r or {}
+    r.groups = true
+    set_rule(p, jtype, r)
+    redis.call('ZADD', k_groups(p, jtype), 'NX', 0, LANE)
+  end
+end
+
+-- Move an active job (of group `group`, or nil) out of `active`: drop its lease and its
+-- active index entries; under a concurrency limit, wake a slot waiting for a place.
+local function leave_active(p, id, jtype, group)
   redis.call('ZREM', k_leases(p), zid(id))
-  index_remove(p, id, jtype, 'active')
+  index_remove(p, id, jtype, 'active', group)
+  local r = rule_of(p, jtype)
+  if r and (r.concurrency or (group and r.group_concurrency)) then
+    local wake = k_limited(p, jtype)
+    redis.call('LPUSH', wake, 1)
+    redis.call('LTRIM', wake, 0, LIMIT_WAKE_MAX - 1)
+    redis.call('PEXPIRE', wake, LIMIT_RECHECK_MS)  -- for the slots waiting now, not later
+  end
 end
 
 -- The label of the duration bucket of `ms` (DURATION_BUCKETS_MS, as Prometheus's `le`).
@@ -206,8 +291,9 @@ end
 -- when the sweep last looked) until it ends, so that the sweep sees it end when a Node Kue
 -- worker ends it. A job saved waiting is in state 'blocked' until it waits for none.
 
--- Move blocked job `did` (`h`: its type, priority, promote_at, delay) to inactive, or to
--- delayed while its due time is ahead (a due time stays; a delay in ms counts from now).
+-- Move blocked job `did` (`h`: its type, priority, promote_at, delay, and group at h[7]) to
+-- inactive, or to delayed while its due time is ahead (a due time stays; a delay in ms counts
+-- from now).
 local function unblock(p, did, h, now)
   local at = tonumber(h[3]) or 0
   if at == 0 and (tonumber(h[4]) or 0) > 0 then at = now + tonumber(h[4]) end
@@ -216,7 +302,7 @@ local function unblock(p, did, h, now)
   index_remove(p, did, h[1], 'blocked')
   redis.call('HSET', k_job(p, did), 'state', state, 'promote_at', int(at), 'updated_at',
     int(now))
-  index_add(p, did, h[1], state, tonumber(h[2]) or 0, at, 0, now)
+  index_add(p, did, h[1], state, tonumber(h[2]) or 0, at, 0, now, h[7])
   history(p, did, { state = state, at = now, from = 'blocked', unblocked = true })
   publish(p, did, h[1], 'unblocked', '')
   if state == 'inactive' then
@@ -232,7 +318,7 @@ end
 local function dep_done(p, did, id, result, now)
   local key, deps = k_job(p, did), k_deps(p, did)
   local h = redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
-    'blocked_by')
+    'blocked_by', 'group')
   if not h[1] then return end  -- removed by a Node Kue client: kue doctor's to tidy
   if result then redis.call('HSET', k_results(p, did), id, result) end
   if redis.call('ZADD', deps, 'XX', 'CH', 1, id) == 0 then return end
@@ -324,9 +410,9 @@ end
 -- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
 local function move_job(p, id, key, job, state, now)
   if job.state == 'active' then
-    leave_active(p, id, job.type)  -- its worker's lease ends: complete and fail are refused
+    leave_active(p, id, job.type, job.group)  -- its lease ends: complete, fail are refused
   elseif STATES[job.state] then
-    index_remove(p, id, job.type, job.state)
+    index_remove(p, id, job.type, job.state, job.group)
   end
   local fields = { 'state', state, 'updated_at', int(now) }
   if state == 'delayed' and job.promote_at == 0 then
@@ -337,7 +423,7 @@ local function move_job(p, id, key, job, state, now)
   if job.state == 'failed' and (state == 'inactive' or state == 'delayed') then
     redis.call('HDEL', key, 'attempts')
   end
-  index_add(p, id, job.type, state, job.priority, job.promote_at, job.ttl, now)
+  index_add(p, id, job.type, state, job.priority, job.promote_at, job.ttl, now, job.group)
   history(p, id, { state = state, at = now, from = job.state })
   if state == 'complete' or state == 'failed' then
     deps_ended(p, id, key, release_unique_of(p, id), state, now)
@@ -373,10 +459,10 @@ end
 local function leave_state(p, id, key, job, reason)
   if job.state == 'active' then
     local h = redis.call('HMGET', key, 'workerId', 'lease')
-    leave_active(p, id, job.type)
+    leave_active(p, id, job.type, job.group)
     tell_worker(p, h[1], id, h[2], reason)
   else
-    index_remove(p, id, job.type, job.state)
+    index_remove(p, id, job.type, job.state, job.group)
   end
 end
 
@@ -498,7 +584,7 @@ end
 -- for a job failed for good.
 local function delete_job(p, id, jtype, state)
   local h = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words', 'tags',
-    'tagwords', 'tracked', 'depends', 'dependents')
+    'tagwords', 'tracked', 'depends', 'dependents', 'group')
   release_unique(p, id, h[1], h[2])
   if h[2] == 'reuse' and redis.call('HGET', k_unique_jobs(p), h[1]) == tostring(id) then
     redis.call('HDEL', k_unique_jobs(p), h[1])
@@ -518,7 +604,7 @@ local function delete_job(p, id, jtype, state)
     redis.call('DEL', k_dependents(p, id))
     redis.call('ZREM', k_awaited(p), zid(id))
   end
-  for s in pairs(STATES) do index_remove(p, id, jtype, s) end
+  for s in pairs(STATES) do index_remove(p, id, jtype, s, h[9]) end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))
   redis.call('ZREM', k_leases(p), zid(id))
@@ -586,7 +672,7 @@ local function record_failure(p, id, f, outcome, now)
     fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(f.promote_at)
   end
   redis.call('HSET', k_job(p, id), unpack(fields))
-  index_add(p, id, f.type, outcome, f.priority, f.promote_at, 0, now)
+  index_add(p, id, f.type, outcome, f.priority, f.promote_at, 0, now, f.group)
   history(p, id, { state = outcome, at = now, worker = f.worker, attempt = f.attempts,
     error = string.sub(f.text, 1, HISTORY_ERROR_LENGTH) })
   local msg = cjson.encode(f.message)
@@ -659,11 +745,17 @@ local function save_job(p, ids_key, b, now, extra, blocked)
   if extra then
     for _, v in ipairs(extra) do fields[#fields + 1] = v end
   end
+  local rec = ARGV[b + 10] ~= '' and cjson.decode(ARGV[b + 10])
+  local group = rec and rec.group
+  if group then
+    fields[#fields + 1] = 'group'; fields[#fields + 1] = group
+    mark_grouped(p, jtype)
+  end
   redis.call('HSET', k_job(p, id), unpack(fields))
   redis.call('ZADD', k_jobs(p), priority, zid(id))
-  index_add(p, id, jtype, state, priority, promote_at, ttl, now)
+  index_add(p, id, jtype, state, priority, promote_at, ttl, now, group)
   redis.call('SADD', k_types(p), jtype)
-  if ARGV[b + 10] ~= '' then save_records(p, id, cjson.decode(ARGV[b + 10]), now) end
+  if rec then save_records(p, id, rec, now) end
   history(p, id, { state = state, at = now })
   if state == 'inactive' then
     publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
@@ -741,14 +833,14 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   end
   local state = 'inactive'
   if delay > 0 then state = 'delayed' end
-  if STATES[job.state] then index_remove(p, holder, job.type, job.state) end
+  if STATES[job.state] then index_remove(p, holder, job.type, job.state, job.group) end
   local fields = { 'state', state, 'promote_at', int(now + delay) }
   if delay > 0 then
     fields[#fields + 1] = 'delay'; fields[#fields + 1] = int(delay)
   end
   redis.call('HSET', jkey, unpack(fields))
   if job.state == 'failed' then redis.call('HDEL', jkey, 'attempts') end
-  index_add(p, holder, job.type, state, job.priority, now + delay, 0, now)
+  index_add(p, holder, job.type, state, job.priority, now + delay, 0, now, job.group)
   history(p, holder, { state = state, at = now, from = job.state, unique = key })
   if state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(now + delay))
@@ -759,72 +851,219 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   return held('reused', state)
 end
 
--- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score):
--- move it to active under a new lease and return {id, field, value, ...} of its hash, or
--- false when there is none, or {'paused'} when the type is paused. The lease's fencing
--- token is the job's `lease` counter, bumped on every claim; complete, fail and renew are
--- refused when it no longer matches.
+-- Limits (see kue_core/limits.py). The starts of a rate-limited type (or group) are logged in
+-- a zset (member id:lease, score = start ms), trimmed to the window at each look.
+-- How long (ms) until a start fits under `limit` ({max, per ms}) in the log `key`, or nil.
+local function rate_wait(key, limit, now)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - limit[2])
+  if redis.call('ZCARD', key) < limit[1] then return nil end
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  return math.max(1, tonumber(first[2]) + limit[2] - now)
+end
+
+-- How long (ms) the type's rules `r` hold its claims back, or nil when a job may start.
+local function type_wait(p, jtype, r, now)
+  if r['until'] and r['until'] > now then return r['until'] - now end
+  if r.concurrency and redis.call('ZCARD', k_type_state(p, jtype, 'active')) >= r.concurrency
+  then
+    return LIMIT_RECHECK_MS
+  end
+  if r.rate then return rate_wait(k_rate(p, jtype), r.rate, now) end
+  return nil
+end
+
+-- How long (ms) the group limits of `r` hold group `g` back, or nil.
+local function group_wait(p, jtype, g, r, now)
+  if r.group_concurrency
+    and redis.call('ZCARD', k_group_active(p, jtype, g)) >= r.group_concurrency then
+    return LIMIT_RECHECK_MS
+  end
+  if r.group_rate then return rate_wait(k_group_rate(p, jtype, g), r.group_rate, now) end
+  return nil
+end
+
+-- Log a start (`start`: id:lease) under the rate limits of `r`.
+local function count_start(p, jtype, r, group, start, now)
+  if r.rate then
+    local key = k_rate(p, jtype)
+    redis.call('ZADD', key, now, start)
+    redis.call('PEXPIRE', key, r.rate[2])
+  end
+  if group and r.group_rate then
+    local key = k_group_rate(p, jtype, group)
+    redis.call('ZADD', key, now, start)
+    redis.call('PEXPIRE', key, r.group_rate[2])
+  end
+end
+
+-- Claim `member` of the type's inactive set for `worker` if it is a job of `jtype` waiting:
+-- move it to active under a new lease and return {id, field, value, ...} of its hash; nil
+-- for a stale member (left by an interrupted client, or written by hand: it is taken out of
+-- the sets it should not be in). `popped`: it was popped off the type's set already; `r`: the
+-- type's rules (or false). The lease's fencing token is the job's `lease` counter, bumped on
+-- every claim; complete, fail and renew are refused when it no longer matches.
+local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r)
+  local id = zid_id(member)
+  local jkey = k_job(p, id)
+  -- The whole hash, read once: the reply is this hash with the claim's changes applied.
+  local out = redis.call('HGETALL', jkey)
+  local at = {}  -- field -> index of its value in `out`
+  for i = 1, #out, 2 do at[out[i]] = i + 1 end
+  local state = at.state and out[at.state]
+  if not popped then redis.call('ZREM', k_type_state(p, jtype, 'inactive'), member) end
+  if state ~= 'inactive' or out[at.type or 0] ~= jtype then
+    -- Not a job of this type waiting here: it is out of this set now. Unless the job waits
+    -- under another type (and belongs in the global inactive set), take it out of that too.
+    if state ~= 'inactive' then redis.call('ZREM', k_state(p, 'inactive'), member) end
+    return nil
+  end
+  local priority = tonumber(out[at.priority or 0]) or 0
+  local ttl = tonumber(out[at.ttl or 0]) or 0
+  local attempts = tonumber(out[at.attempts or 0]) or 0
+  local waiting_since = tonumber(out[at.updated_at or 0]) or now
+  local group = at.group and out[at.group]
+  local lease = int((tonumber(out[at.lease or 0]) or 0) + 1)
+  local changes = { state = 'active', started_at = int(now), updated_at = int(now),
+    workerId = worker, lease = lease }
+  local fields = {}
+  for field, value in pairs(changes) do
+    fields[#fields + 1] = field; fields[#fields + 1] = value
+    if at[field] then
+      out[at[field]] = value
+    else
+      out[#out + 1] = field; out[#out + 1] = value
+    end
+  end
+  redis.call('HSET', jkey, unpack(fields))
+  redis.call('ZREM', k_state(p, 'inactive'), member)
+  if group then redis.call('ZREM', k_group(p, jtype, group), member) end
+  index_add(p, id, jtype, 'active', priority, 0, ttl, now, group)
+  redis.call('RPOP', k_tokens(p, jtype))
+  redis.call('ZADD', k_leases(p), now + lease_ms, member)
+  if r then count_start(p, jtype, r, group, id .. ':' .. lease, now) end
+  history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 })
+  publish(p, id, jtype, 'start', cjson.encode(jtype))
+  -- Not stored: how long it waited, from its last change while waiting (for statistics).
+  out[#out + 1] = 'waited'; out[#out + 1] = int(math.max(0, now - waiting_since))
+  table.insert(out, 1, id)
+  return out
+end
+
+-- Give group (or LANE) `g` the last turn of the rotation `rot`.
+local function last_turn(rot, g)
+  local last = redis.call('ZRANGE', rot, -1, -1, 'WITHSCORES')
+  redis.call('ZADD', rot, (tonumber(last[2]) or 0) + 1, g)
+end
+
+-- The best job of no group among the next LANE_SCAN of the type's set (`kue_set`), or nil.
+local function lane_top(p, kue_set)
+  for _, member in ipairs(redis.call('ZRANGE', kue_set, 0, LANE_SCAN - 1)) do
+    if not redis.call('HGET', k_job(p, zid_id(member)), 'group') then return member end
+  end
+  return nil
+end
+
+-- Claim for a type with groups: the groups with jobs waiting take turns (the least recently
+-- served first), skipping those at their group limits; the jobs in no group take their turn
+-- as LANE (see lane_top). Returns the job as claim_member, or {'limited', ms} when none of
+-- the groups looked at (GROUP_SCAN of them) may start one.
+local function claim_grouped(p, jtype, r, worker, lease_ms, now)
+  local rot, wait = k_groups(p, jtype), nil
+  local kue_set = k_type_state(p, jtype, 'inactive')
+  for _, g in ipairs(redis.call('ZRANGE', rot, 0, GROUP_SCAN - 1)) do
+    local set = k_group(p, jtype, g)
+    local w = nil
+    if g ~= LANE then w = group_wait(p, jtype, g, r, now) end
+    if w then
+      wait = math.min(wait or w, w)
+    else
+      for _ = 1, 10 do
+        local top
+        if g == LANE then
+          top = lane_top(p, kue_set)
+        else
+          top = redis.call('ZRANGE', set, 0, 0)[1]
+        end
+        if not top then break end
+        local out = claim_member(p, jtype, top, worker, lease_ms, now, false, r)
+        if out then
+          if g == LANE or redis.call('EXISTS', set) == 1 then
+            last_turn(rot, g)
+          else
+            redis.call('ZREM', rot, g)  -- nothing left waiting in it
+          end
+          return out
+        end
+        if g ~= LANE then redis.call('ZREM', set, top) end
+      end
+      if g == LANE then
+        last_turn(rot, g)  -- none near the head of the type's queue: the turn passes
+      elseif redis.call('EXISTS', set) == 0 then
+        redis.call('ZREM', rot, g)
+      end
+    end
+  end
+  return { 'limited', int(wait or LIMIT_RECHECK_MS) }
+end
+
+-- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score)
+-- under its rules (paused, limits, groups): the job as claim_member gives it, or false when
+-- none is waiting, or {'paused'} when the type is paused, or {'limited', ms} when its limits
+-- hold it back for ms (less if a place frees: <p>:<type>:limited is pushed then).
 local function claim(p, jtype, worker, lease_ms, now)
-  if redis.call('SISMEMBER', k_paused(p), jtype) == 1 then return { 'paused' } end
   local key = k_type_state(p, jtype, 'inactive')
+  local r = rule_of(p, jtype)
+  if r then
+    if r.paused then return { 'paused' } end
+    if redis.call('EXISTS', key) == 0 then
+      redis.call('DEL', k_tokens(p, jtype))  -- nothing is waiting: every token left is stale
+      return false
+    end
+    local wait = type_wait(p, jtype, r, now)
+    if wait then return { 'limited', int(wait) } end
+    if r.groups then return claim_grouped(p, jtype, r, worker, lease_ms, now) end
+  end
   for _ = 1, 100 do
     local top = redis.call('ZPOPMIN', key)
     if #top == 0 then
       redis.call('DEL', k_tokens(p, jtype))  -- nothing is waiting: every token left is stale
       return false
     end
-    local member = top[1]
-    local id = zid_id(member)
-    local jkey = k_job(p, id)
-    -- The whole hash, read once: the reply is this hash with the claim's changes applied.
-    local out = redis.call('HGETALL', jkey)
-    local at = {}  -- field -> index of its value in `out`
-    for i = 1, #out, 2 do at[out[i]] = i + 1 end
-    local state = at.state and out[at.state]
-    if state == 'inactive' and out[at.type or 0] == jtype then
-      local priority = tonumber(out[at.priority or 0]) or 0
-      local ttl = tonumber(out[at.ttl or 0]) or 0
-      local attempts = tonumber(out[at.attempts or 0]) or 0
-      local waiting_since = tonumber(out[at.updated_at or 0]) or now
-      local changes = { state = 'active', started_at = int(now), updated_at = int(now),
-        workerId = worker, lease = int((tonumber(out[at.lease or 0]) or 0) + 1) }
-      local fields = {}
-      for field, value in pairs(changes) do
-        fields[#fields + 1] = field; fields[#fields + 1] = value
-        if at[field] then
-          out[at[field]] = value
-        else
-          out[#out + 1] = field; out[#out + 1] = value
-        end
-      end
-      redis.call('HSET', jkey, unpack(fields))
-      redis.call('ZREM', k_state(p, 'inactive'), member)
-      index_add(p, id, jtype, 'active', priority, 0, ttl, now)
-      redis.call('RPOP', k_tokens(p, jtype))
-      redis.call('ZADD', k_leases(p), now + lease_ms, member)
-      history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 })
-      publish(p, id, jtype, 'start', cjson.encode(jtype))
-      -- Not stored: how long it waited, from its last change while waiting (for statistics).
-      out[#out + 1] = 'waited'; out[#out + 1] = int(math.max(0, now - waiting_since))
-      table.insert(out, 1, id)
-      return out
-    end
-    -- Not a job of this type waiting here (a member left by an interrupted client, or written
-    -- by hand): it is out of this set now. Unless the job waits under another type (and
-    -- belongs in the global inactive set), take it out of that set too.
-    if state ~= 'inactive' then
-      redis.call('ZREM', k_state(p, 'inactive'), member)
-    end
+    local out = claim_member(p, jtype, top[1], worker, lease_ms, now, true, r)
+    if out then return out end
   end
   return false  -- only stale members so far; the caller asks again
 end
 
--- The claim a finishing script makes for its worker, from ARGV[first..first+1] (worker id,
--- lease ms; '' = claim nothing): the claimed job's fields, or an empty table.
+-- Claim for `worker` the first job of the types ARGV[first..#ARGV], tried in that order:
+-- the job as claim gives it; with one type, what claim gives; with several and no job,
+-- {'wait', s1, s2, ...}: per type '' (none waiting), 'paused', or the ms its limits hold it.
+local function claim_first(p, first, worker, lease_ms, now)
+  if first == #ARGV then return claim(p, ARGV[first], worker, lease_ms, now) end
+  local waits = { 'wait' }
+  for i = first, #ARGV do
+    local got = claim(p, ARGV[i], worker, lease_ms, now)
+    if not got then
+      waits[#waits + 1] = ''
+    elseif got[1] == 'paused' then
+      waits[#waits + 1] = 'paused'
+    elseif got[1] == 'limited' then
+      waits[#waits + 1] = got[2]
+    else
+      return got
+    end
+  end
+  return waits
+end
+
+-- The claim a finishing script makes for its worker, from ARGV[first..] (worker id, lease
+-- ms, then the types to claim from in order, the finished job's `jtype` when none; '' for the
+-- worker: claim nothing): what claim_first gives, or an empty table.
 local function claim_after(p, jtype, first, now)
   local worker, lease_ms = ARGV[first], tonumber(ARGV[first + 1])
   if not worker or worker == '' or not lease_ms then return {} end
-  return claim(p, jtype, worker, lease_ms, now) or {}
+  if #ARGV < first + 2 then return claim(p, jtype, worker, lease_ms, now) or {} end
+  return claim_first(p, first + 2, worker, lease_ms, now) or {}
 end
 
 -- Redis Cluster: while this queue's slot migrates to another node, its keys move a batch at a

@@ -25,7 +25,8 @@ if state == 'active' then state = 'inactive' end
 redis.call('HSET', KEYS[1], 'type', to, 'state', state, 'updated_at', int(now))
 redis.call('SADD', k_types(p), to)
 if STATES[state] then
-  index_add(p, id, to, state, job.priority, job.promote_at, job.ttl, now)
+  if job.group then mark_grouped(p, to) end
+  index_add(p, id, to, state, job.priority, job.promote_at, job.ttl, now, job.group)
 end
 history(p, id, { state = state, at = now, from = job.state, moved = { from = job.type, to = to } })
 publish(p, id, to, 'moved', cjson.encode(job.type))

@@ -18,22 +18,22 @@ for _, member in ipairs(expired) do
   redis.call('ZREM', KEYS[1], member)
   local id = zid_id(member)
   local key = k_job(p, id)
-  local h = redis.call('HMGET', key, 'state', 'type', 'priority', 'workerId')
+  local h = redis.call('HMGET', key, 'state', 'type', 'priority', 'workerId', 'group')
   if h[1] == 'active' then
     local stalls = redis.call('HINCRBY', key, 'stalls', 1)
-    index_remove(p, id, h[2], 'active')
+    index_remove(p, id, h[2], 'active', h[5])
     local priority = tonumber(h[3]) or 0
     if stalls > limit_stalls then
       local reason = 'stalled ' .. stalls .. ' times: the worker running it stopped renewing '
         .. 'its lease (it died, hung, or lost Redis)'
       record_failure(p, id, {
         type = h[2], priority = priority, worker = h[4], message = reason, text = reason,
-        attempts = count_attempt(key), promote_at = 0,
+        attempts = count_attempt(key), promote_at = 0, group = h[5],
       }, 'failed', now)
       failed = failed + 1
     else
       redis.call('HSET', key, 'state', 'inactive', 'updated_at', int(now))
-      index_add(p, id, h[2], 'inactive', priority, 0, 0, now)
+      index_add(p, id, h[2], 'inactive', priority, 0, 0, now, h[5])
       history(p, id, { state = 'inactive', at = now, from = 'active', worker = h[4],
         stalled = stalls })
       publish(p, id, h[2], 'enqueue', cjson.encode(h[2]))

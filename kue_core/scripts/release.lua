@@ -1,16 +1,35 @@
--- release: a worker that shuts down gives back a job it has not finished.
+-- release: give back a job that its worker has not finished, without counting an attempt:
+-- its worker shuts down, or its handler was rate limited by the remote side (RateLimited).
 -- KEYS[1]  <p>:job:<id>
 -- ARGV[1]  prefix   ARGV[2] id   ARGV[3] fencing token
--- Returns  1 when the job went back to inactive, 0 when it is not active under this token.
--- Events   enqueue [type].
--- The attempt is not counted: the job did not fail, its worker stopped.
+-- ARGV[4]  '' (or absent): the job waits inactive again; ms: rate limited, the job waits
+--          delayed that long and the whole type is held back as long (the `until` of its
+--          rules in <p>:limits, read by every claim)
+-- Returns  1 when the job went back, 0 when it is not active under this token.
+-- Events   enqueue [type]; rate limited: its due time on <p>:promote.
 local p, id, token = ARGV[1], ARGV[2], ARGV[3]
-local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'workerId')
+local wait = tonumber(ARGV[4] or '')
+local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'workerId', 'group')
 if h[1] ~= 'active' or h[2] ~= token then return 0 end
 local now = now_ms()
-leave_active(p, id, h[3])
+local jtype = h[3]
+leave_active(p, id, jtype, h[6])
+if wait and wait > 0 then
+  local at = now + wait
+  redis.call('HSET', KEYS[1], 'state', 'delayed', 'promote_at', int(at), 'updated_at', int(now))
+  index_add(p, id, jtype, 'delayed', tonumber(h[4]) or 0, at, 0, now, h[6])
+  history(p, id, { state = 'delayed', at = now, from = 'active', worker = h[5],
+    rate_limited = wait })
+  local r = rule_of(p, jtype) or {}
+  if not r['until'] or r['until'] < at then
+    r['until'] = at
+    set_rule(p, jtype, r)
+  end
+  redis.call('PUBLISH', k_promote(p), int(at))
+  return 1
+end
 redis.call('HSET', KEYS[1], 'state', 'inactive', 'updated_at', int(now))
-index_add(p, id, h[3], 'inactive', tonumber(h[4]) or 0, 0, 0, now)
+index_add(p, id, jtype, 'inactive', tonumber(h[4]) or 0, 0, 0, now, h[6])
 history(p, id, { state = 'inactive', at = now, from = 'active', worker = h[5], released = true })
-publish(p, id, h[3], 'enqueue', cjson.encode(h[3]))
+publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
 return 1

@@ -61,6 +61,8 @@ local member = zid(id)
 redis.call('ZADD', k_jobs(p), priority, member)
 if STATES[job.state] then
   redis.call('ZADD', k_state(p, job.state), state_score(job.state, priority, promote_at, ttl, now), member)
-  redis.call('ZADD', k_type_state(p, job.type, job.state), priority, member)
+  redis.call('ZADD', k_type_state(p, job.type, job.state), priority, member)  if job.group and job.state == 'inactive' then
+    redis.call('ZADD', k_group(p, job.type, job.group), 'XX', priority, member)
+  end
 end
 return job.state
