@@ -240,6 +240,7 @@ class LimitMethods:
         rows = [
             {"group": g, "waiting": int(got[2 * i]), "active": int(got[2 * i + 1])}
             for i, g in enumerate(page)
+            if got[2 * i] or got[2 * i + 1]  # a group emptied by a client without our scripts
         ]
         return {"total": len(names), "groups": rows}
 

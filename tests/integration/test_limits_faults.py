@@ -1,0 +1,101 @@
+"""Flow control across real worker processes (``tests/integration/control_worker.py``, leases of
+600 ms): a rate holds over four processes, measured from the jobs' start times; a concurrency
+cap holds while workers are SIGKILLed (their jobs count until their leases expire and the sweep
+takes them back); small groups finish long before a big one; ``kue doctor`` finds nothing."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import redis
+
+from kue_core import Queue, doctor
+from tests.conftest import wait_for
+from tests.integration.test_control_faults import Workers
+
+
+def _runs(queue: Queue, job_type: str) -> list[tuple[int, int]]:
+    """Every attempt's (start, end) in server ms, from the jobs' histories: from an ``active``
+    entry to the next entry (complete, failed, or back to inactive when taken back)."""
+    out = []
+    for job_id in queue.ids("complete", job_type):
+        entries = queue.history(job_id)
+        for entry, after in itertools.pairwise(entries):
+            if entry["state"] == "active":
+                out.append((entry["at"], after["at"]))
+    return out
+
+
+def _most_at_once(runs: list[tuple[int, int]]) -> int:
+    edges = sorted([(start, 1) for start, _ in runs] + [(end, -1) for _, end in runs])
+    most = now = 0
+    for _, step in edges:  # an end sorts before a start at the same ms
+        now += step
+        most = max(most, now)
+    return most
+
+
+def _clean(queue: Queue) -> list[Any]:
+    return [f for f in doctor.check(queue).findings if f.kind != "gone-worker"]
+
+
+def test_a_rate_holds_across_four_processes(queue: Queue, redis_url: str, prefix: str) -> None:
+    queue.limit("t", rate=(4, 400))
+    queue.save_many([queue.create_job("t", {"i": i}) for i in range(32)])
+    workers = Workers(redis_url, prefix)
+    try:
+        for _ in range(4):
+            workers.start("thread", 3)
+        wait_for(lambda: queue.count("complete", "t") == 32, timeout=30)
+    finally:
+        workers.close()
+    starts = sorted(start for start, _ in _runs(queue, "t"))
+    assert len(starts) == 32
+    for i, start in enumerate(starts):  # every window of 400 ms from a start: at most 4
+        assert len([s for s in starts[i:] if s < start + 400]) <= 4
+    assert starts[-1] - starts[0] >= 7 * 400  # held back, not merely fast
+    assert _clean(queue) == []
+
+
+def test_a_concurrency_cap_holds_while_workers_are_killed(
+    queue: Queue, r: redis.Redis, redis_url: str, prefix: str
+) -> None:
+    queue.limit("t", concurrency=2)
+    queue.save_many([queue.create_job("t", {"sleep": 0.05}) for _ in range(40)])
+    workers = Workers(redis_url, prefix)
+    try:
+        procs = [workers.start("thread", 2) for _ in range(3)]
+        for done in (8, 20):
+            wait_for(lambda n=done: queue.count("complete", "t") >= n, timeout=30)  # type: ignore[misc]
+            procs.pop(0).kill()  # mid-job, perhaps
+            procs.append(workers.start("thread", 2))
+        wait_for(lambda: queue.count("complete", "t") == 40, timeout=60)
+    finally:
+        workers.close()
+    runs = _runs(queue, "t")
+    assert len(runs) >= 40 and _most_at_once(runs) <= 2
+    assert queue.count("active", "t") == 0 and _clean(queue) == []
+
+
+def test_small_groups_finish_long_before_a_big_one(
+    queue: Queue, redis_url: str, prefix: str
+) -> None:
+    jobs = [queue.create_job("t", {}).group("big") for _ in range(400)]
+    jobs += [queue.create_job("t", {}).group(f"small-{g}") for g in range(10) for _ in range(5)]
+    queue.save_many(jobs)
+    workers = Workers(redis_url, prefix)
+    try:
+        for _ in range(2):
+            workers.start("thread", 2)
+        wait_for(lambda: queue.count("complete", "t") == 450, timeout=60)
+    finally:
+        workers.close()
+    ended: dict[str, list[int]] = {}
+    for job in queue.get_jobs(queue.ids("complete", "t")):
+        ended.setdefault(job.group() or "", []).append(job.updated_at)  # type: ignore[arg-type]
+    big = sorted(ended.pop("big"))
+    last_small = max(max(times) for times in ended.values())
+    assert len(ended) == 10 and last_small <= big[100]  # before a quarter of the big one ran
+    assert queue.groups("t") == {"total": 0, "groups": []}
+    assert _clean(queue) == []
