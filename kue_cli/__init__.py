@@ -1,11 +1,11 @@
 """kue_cli: the ``kue`` command line (``kue example``, ``kue dashboard``, ``kue worker``,
 ``kue stats``, ``kue doctor``, ``kue cancel``, ``kue move``, ``kue stop-worker``, ``kue search``,
 ``kue tag``, ``kue untag``, ``kue retention``, ``kue deps``, ``kue remove``, ``kue schedules``,
-``kue schedule``).
+``kue schedule``, ``kue limits``, ``kue limit``, ``kue groups``).
 ``python -m kue_cli`` runs it too."""
 
 # Their commands join the cli group as they are imported.
-from . import control, deps, records, schedules  # noqa: F401
+from . import control, deps, limits, records, schedules  # noqa: F401
 from .cli import main
 
 __all__ = ["main"]

@@ -304,10 +304,22 @@ def dashboard(
 @click.option(
     "-n",
     "--concurrency",
+    "-c",
     default=1,
     show_default=True,
     type=click.IntRange(1, 10_000),
-    help="Jobs of each type run at once.",
+    help="Jobs of each type run at once (with --shared: of all the types together).",
+)
+@click.option(
+    "--shared",
+    is_flag=True,
+    help="One pool of --concurrency slots serves all the types given (else each has its own).",
+)
+@click.option(
+    "--reserve",
+    type=click.Choice(["ordered", "round-robin", "shuffled"]),
+    help="With --shared, the order a slot takes the types in: the first with a job waiting, "
+    "in turn, or in turn in a random order.  [default: ordered]",
 )
 @click.option(
     "--isolation",
@@ -352,6 +364,8 @@ def worker(
     handler: str,
     types: tuple[str, ...],
     concurrency: int,
+    shared: bool,
+    reserve: str | None,
     isolation: str,
     shutdown_timeout: float,
     lease: float,
@@ -362,6 +376,8 @@ def worker(
 ) -> None:
     """Run HANDLER on jobs of each --type until SIGTERM, SIGINT or kue stop-worker, then shut
     down gracefully: claim nothing more, let running jobs finish, give back the rest."""
+    if reserve is not None and not shared:
+        raise BadUsage("--reserve goes with --shared")
     fn = load_handler(handler)
     for job_type in types:
         validate_type(job_type)  # all of them, before any worker starts
@@ -373,6 +389,8 @@ def worker(
         argv += [f"--concurrency={concurrency}", f"--isolation={isolation}"]
         argv += [f"--shutdown-timeout={shutdown_timeout}", f"--lease={lease}"]
         argv += [f"--stall-limit={stall_limit}"]
+        if shared:
+            argv += ["--shared", f"--reserve={reserve or 'ordered'}"]
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
         env = {
             **os.environ,
@@ -383,13 +401,18 @@ def worker(
         env.pop("KUE_WORKER_PROCESSES", None)
         code = supervisor.Supervisor(argv, env, processes, shutdown_timeout).run()
         click.get_current_context().exit(code)
-    for job_type in types:
-        queue.process(job_type, concurrency, fn, isolation=isolation)
+    if shared:
+        queue.process(
+            list(types), concurrency, fn, isolation=isolation, reserve=reserve or "ordered"
+        )
+    else:
+        for job_type in types:
+            queue.process(job_type, concurrency, fn, isolation=isolation)
     log = logging.getLogger("kue_cli")
     log.info(
         "worker pid %d: %s x %d (%s) on %s, prefix %s",
         os.getpid(),
-        ", ".join(types),
+        f"{', '.join(types)} (shared, {reserve or 'ordered'})" if shared else ", ".join(types),
         concurrency,
         isolation,
         connection.redact(url),

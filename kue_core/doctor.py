@@ -72,6 +72,10 @@ What is checked (the finding kinds):
 ``stale-schedule``, ``lost-schedule``
     ``<p>:schedules`` disagrees with the schedules' hashes: see
     :mod:`kue_core.doctor_schedules`.
+``bad-limits``, ``unheld-pause``, ``lost-lane``, ``lost-group-job``, ``stale-group-job``,
+``stale-group``, ``lost-group-active``, ``stale-group-active``
+    the flow control keys (limits, groups) disagree with the jobs: see
+    :mod:`kue_core.doctor_limits`.
 ``not-a-hash``, ``wrong-type``
     a job key, or one of Kue's fixed keys, holding another Redis type. A person must look.
 
@@ -85,7 +89,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from . import checks, defaults, doctor_deps, doctor_records, doctor_schedules
+from . import checks, defaults, doctor_deps, doctor_limits, doctor_records, doctor_schedules
 from .keys import zid
 from .states import STATES
 
@@ -97,6 +101,7 @@ Action = tuple[str, str, str, str]
 
 #: The order repairs run in: a job's state first, then its sets, then what counts them.
 _ORDER = (
+    "unlimit",  # first: a type's rules that are no JSON object fail every script reading them
     "purge",
     "settle",
     "requeue",
@@ -116,6 +121,13 @@ _ORDER = (
     "reword",
     "unschedule",
     "reschedule",
+    "hold",
+    "lane",
+    "ungroup",
+    "ungroup_active",
+    "unturn",
+    "group",
+    "group_active",
 )
 
 #: Redis types of the fixed keys (a key that does not exist is fine too).
@@ -362,6 +374,7 @@ class _Check:
         doctor_records.check(self)
         doctor_deps.check(self)
         doctor_schedules.check(self)
+        doctor_limits.check(self)
         # By job (then the rest), whatever order SCAN gave.
         self.report.findings.sort(key=lambda f: (f.job_id is None, f.job_id or 0, f.kind, f.key))
         return self.report

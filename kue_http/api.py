@@ -86,6 +86,7 @@ _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
     "track": _track,
     "depends": _depends,
     "onDependencyFailure": Job.on_dependency_failure,
+    "group": Job.group,
 }
 
 

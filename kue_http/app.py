@@ -29,9 +29,11 @@ from kue_core import (
 from . import config as settings
 from . import (
     control,
+    dashboard_limits,
     dashboard_records,
     dashboard_schedules,
     flows,
+    limits,
     openapi,
     operations,
     records,
@@ -52,10 +54,12 @@ _ROUTES = (
     records,
     flows,
     schedules,
+    limits,
     stream,
     openapi,
     dashboard_records,
     dashboard_schedules,
+    dashboard_limits,
 )
 
 #: Library errors -> HTTP status.

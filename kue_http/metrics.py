@@ -19,6 +19,11 @@ from kue_core import Queue
 
 metrics = Blueprint("kue_metrics", __name__)
 
+#: Why a type is held back (``Queue.limit_status``), the ``reason`` of ``kue_jobs_held_back``.
+HELD_REASONS = ("paused", "remote", "concurrency", "rate")
+#: The limits of a type, the ``limit`` of ``kue_limit``.
+LIMIT_NAMES = ("rate", "concurrency", "group_rate", "group_concurrency")
+
 
 class QueueCollector:
     """The queue's state as Prometheus metric families."""
@@ -71,6 +76,47 @@ class QueueCollector:
         for job_type in self.queue.paused():
             paused.add_metric([job_type], 1)
         yield paused
+        yield from _limits(self.queue)
+
+
+def _limits(queue: Queue) -> Iterator[Metric]:
+    """``kue_jobs_held_back``: the waiting jobs of each limited (or paused) type, under the
+    reason it is held back now (0 under the others); ``kue_limit`` and
+    ``kue_limit_window_seconds``: each type's limits."""
+    found = queue.limits()
+    held = GaugeMetricFamily(
+        "kue_jobs_held_back",
+        "Waiting jobs of a type held back now by its limits, by reason: paused, remote "
+        "(a handler raised RateLimited), concurrency or rate.",
+        labels=["type", "reason"],
+    )
+    for job_type in sorted(set(found) | set(queue.paused())):
+        status = queue.limit_status(job_type)
+        for reason in HELD_REASONS:
+            n = status["waiting"] if status["held"] == reason else 0
+            held.add_metric([job_type, reason], n)
+    yield held
+    most = GaugeMetricFamily(
+        "kue_limit",
+        "The limits of each job type: the most jobs started per window (rate, group_rate) "
+        "or active at once (concurrency, group_concurrency); group ones apply to each group.",
+        labels=["type", "limit"],
+    )
+    windows = GaugeMetricFamily(
+        "kue_limit_window_seconds",
+        "The window of each rate limit (rate, group_rate).",
+        labels=["type", "limit"],
+    )
+    for job_type, rules in found.items():
+        for name in LIMIT_NAMES:
+            value = rules[name]
+            if isinstance(value, tuple):
+                most.add_metric([job_type, name], value[0])
+                windows.add_metric([job_type, name], value[1] / 1000)
+            elif value is not None:
+                most.add_metric([job_type, name], value)
+    yield most
+    yield windows
 
 
 def _timings(today: dict[str, Any]) -> Iterator[Metric]:

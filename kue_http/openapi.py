@@ -54,7 +54,8 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
                 "Kue's JSON API (same routes, field names and shapes) with real status codes, "
                 "and routes Kue lacks: history, job control, bulk actions, pausing, workers, "
                 "throughput, wait and run timings, search through an index, tags, tracking, "
-                "retention, dependencies and flows, schedules, events, health. "
+                "retention, dependencies and flows, schedules, flow control (limits, groups), "
+                "events, health. "
                 'Every error answer is {"error": "..."}.'
             ),
         },
@@ -68,6 +69,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
                 "records",
                 "flows",
                 "schedules",
+                "limits",
                 "listing",
                 "bulk",
                 "pausing",
@@ -304,9 +306,14 @@ def _paths(max_page: int) -> Schema:
 
 
 def _split_paths() -> Schema:
-    from . import openapi_flows, openapi_records, openapi_schedules  # they build on these
+    from . import openapi_flows, openapi_limits, openapi_records, openapi_schedules
 
-    return {**openapi_records.paths(), **openapi_flows.paths(), **openapi_schedules.paths()}
+    return {
+        **openapi_records.paths(),
+        **openapi_flows.paths(),
+        **openapi_schedules.paths(),
+        **openapi_limits.paths(),
+    }
 
 
 def _remove() -> Schema:
@@ -619,13 +626,19 @@ def _health(status: str, redis: str) -> Schema:
 
 def _schemas() -> Schema:
     from . import openapi_flows as flows  # they build on this module's helpers
+    from . import openapi_limits as limits
     from . import openapi_records as records
     from . import openapi_schedules as schedules
 
     state = {"enum": list(STATES)}
     options = {
         **_OPTIONS,
-        "properties": {**_OPTIONS["properties"], **records.OPTIONS, **flows.OPTIONS},
+        "properties": {
+            **_OPTIONS["properties"],
+            **records.OPTIONS,
+            **flows.OPTIONS,
+            **limits.OPTIONS,
+        },
     }
     new_job = _object(
         {
@@ -675,14 +688,16 @@ def _schemas() -> Schema:
                 **records.JOB_FIELDS,
                 **flows.JOB_FIELDS,
                 **schedules.JOB_FIELDS,
+                **limits.JOB_FIELDS,
             },
             optional="result progress_data error created_at promote_at updated_at failed_at "
             f"started_at duration delay workerId ttl unique {records.JOB_OPTIONAL} "
-            + f"{flows.JOB_OPTIONAL} {schedules.JOB_OPTIONAL}",
+            + f"{flows.JOB_OPTIONAL} {schedules.JOB_OPTIONAL} {limits.JOB_OPTIONAL}",
         ),
         "NewJob": new_job,
         **flows.schemas(new_job),
         **schedules.schemas(records.OPTIONS),
+        **limits.schemas(),
         "Created": _object(
             {
                 "message": {

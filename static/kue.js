@@ -80,7 +80,7 @@
     for (const fresh of page.querySelectorAll("[data-live]")) {
       const old = document.querySelector(`[data-live="${CSS.escape(fresh.dataset.live)}"]`);
       if (!old || old.innerHTML === fresh.innerHTML) continue;
-      if (editing && old.contains(editing)) {
+      if ((editing && old.contains(editing)) || old.querySelector("form[data-dirty]")) {
         skipped = true;
         continue;
       }
@@ -378,10 +378,60 @@
     if (location.hash === "#edit" && document.getElementById("edit-data")) openEditor();
   }
 
+  // -- limits (limits page) ----------------------------------------------------------------
+  // A form per job type, sent whole as the JSON body of PUT /api/limits/<type>: an empty
+  // field is null (that limit removed). A form typed in is not replaced by a refresh (swap)
+  // until it is saved or closed.
+  function limitsBody(form) {
+    const f = form.elements;
+    const number = (input) => (input.value.trim() === "" ? null : Number(input.value));
+    const rate = (name) => {
+      const max = number(f[`${name}-max`]);
+      const per = number(f[`${name}-per`]);
+      if (max === null && per === null) return null;
+      const perMs = per === null ? null : Math.round(per * Number(f[`${name}-unit`].value));
+      return { max, perMs };
+    };
+    return {
+      rate: rate("rate"),
+      concurrency: number(f.concurrency),
+      groupRate: rate("group-rate"),
+      groupConcurrency: number(f["group-concurrency"]),
+    };
+  }
+
+  async function saveLimits(form) {
+    if (!(await send("PUT", form.dataset.url, limitsBody(form)))) return;
+    delete form.dataset.dirty;
+    const details = form.closest("details");
+    if (details) details.open = false;
+    refreshNow();
+  }
+
+  document.addEventListener("input", (event) => {
+    const form = event.target.closest("form.limits");
+    if (form) form.dataset.dirty = "";
+  });
+
+  document.addEventListener(
+    "toggle",
+    (event) => {
+      const form = event.target.matches("details") && event.target.querySelector("form.limits");
+      if (!form || event.target.open || form.dataset.dirty === undefined) return;
+      form.reset();
+      delete form.dataset.dirty;
+      schedule();
+    },
+    true // toggle does not bubble
+  );
+
   document.addEventListener("submit", async (event) => {
-    const form = event.target.closest("form.priority, form.move, form.edit-data, form.add-tag");
+    const form = event.target.closest(
+      "form.priority, form.move, form.edit-data, form.add-tag, form.limits"
+    );
     if (!form) return;
     event.preventDefault();
+    if (form.matches(".limits")) return saveLimits(form);
     if (form.matches(".move")) return move(form);
     if (form.matches(".add-tag")) return addTag(form);
     if (form.matches(".edit-data")) return saveData(event.submitter === form.elements.retry);

@@ -41,6 +41,25 @@
 --                   holds no definition), or it is paused or has ended.
 --          reschedule key: put a schedule neither paused nor ended that is missing from
 --                   <p>:schedules back in it, due now (and wake the promotion timers).
+--          Flow control (see kue_core/doctor_limits.py; a type's rules: its field of
+--          <p>:limits; a group's sets: <p>:group:<type>:<g>, <p>:group-active:<type>:<g>):
+--          unlimit  type, text: delete the type's rules while they are still `text` and not a
+--                   JSON object; keep the paused flag (type in <p>:paused) and groups (when
+--                   <p>:groups:<type> exists, with its member "\0").
+--          hold     type: set the paused flag of a type in <p>:paused, as pause.lua does.
+--          lane     type: a type with groups gets "\0" in <p>:groups:<type> (score 0); one
+--                   with groups there gets the groups flag.
+--          group    id: an inactive job of a group goes into its group's set (score: its
+--                   priority) and the group into the rotation (its turn last) if missing.
+--          group_active id: an active job of a group goes into its group's active set (score:
+--                   its started_at) if missing.
+--          ungroup  member, type, group: remove the member from the group's set unless it is
+--                   an inactive job of that type and group (the group leaves the rotation
+--                   when nothing is left in it). ungroup_active: the same for the active set
+--                   and active jobs.
+--          unturn   type, group: remove the group from <p>:groups:<type> when its set is gone.
+--          A grouped job that `index` adds to its type's inactive or active set goes into its
+--          group's set too.
 -- Returns  per action 1 when it changed something, 0 when there was nothing to do (the job
 --          moved on since the check).
 -- Events   requeue: enqueue [type], or error and failed [reason] past the stall limit;
@@ -57,7 +76,9 @@ end
 local ACTIONS = { unindex = true, index = true, types = true, tokens = true, requeue = true,
   settle = true, purge = true, unlog = true, unworker = true, ids = true, ununique = true,
   unrecord = true, recount = true, reword = true, unblock = true, sweep = true,
-  undepend = true, unschedule = true, reschedule = true }
+  undepend = true, unschedule = true, reschedule = true, unlimit = true, hold = true,
+  lane = true, group = true, group_active = true, ungroup = true, ungroup_active = true,
+  unturn = true }
 local function set_name(name)
   return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
 end
@@ -86,10 +107,10 @@ local function job_of(id)
   if not string.match(id, '^[1-9]%d*$') then return nil end
   local key = k_job(p, id)
   if key_type(key) ~= 'hash' then return nil end
-  local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl')
+  local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'group')
   if not h[1] then return nil end
   return { type = h[1], state = h[2] or '', priority = num(h[3]) or 0,
-    promote_at = num(h[4]), ttl = num(h[5]) or 0 }
+    promote_at = num(h[4]), ttl = num(h[5]) or 0, group = h[6] or nil }
 end
 
 -- Whether job j belongs in the set named `name`, and the score it should have there (nil:
@@ -154,6 +175,10 @@ local function index(name, member)
   if not current and name == 'jobs:' .. j.type .. ':inactive' then
     redis.call('LPUSH', k_tokens(p, j.type), 1)
   end
+  if not current and j.group and name == 'jobs:' .. j.type .. ':' .. j.state
+      and (j.state == 'inactive' or j.state == 'active') then
+    group_add(p, member, j.type, j.state, j.priority, j.group, now)
+  end
   return 1
 end
 
@@ -186,17 +211,17 @@ local function requeue(id, stuck_after, stall_limit)
     if at and now - at <= math.max(stuck_after, j.ttl) then return 0 end
   end
   local worker = redis.call('HGET', key, 'workerId') or ''
-  leave_active(p, id, j.type)
+  leave_active(p, id, j.type, j.group)
   local stalls = redis.call('HINCRBY', key, 'stalls', 1)
   if stalls > stall_limit then
     local reason = 'stalled ' .. stalls .. ' times: its worker stopped (found by kue doctor)'
     record_failure(p, id, {
       type = j.type, priority = j.priority, worker = worker, message = reason, text = reason,
-      attempts = count_attempt(key), promote_at = 0,
+      attempts = count_attempt(key), promote_at = 0, group = j.group,
     }, 'failed', now)
   else
     redis.call('HSET', key, 'state', 'inactive', 'updated_at', int(now))
-    index_add(p, id, j.type, 'inactive', j.priority, 0, 0, now)
+    index_add(p, id, j.type, 'inactive', j.priority, 0, 0, now, j.group)
     history(p, id, { state = 'inactive', at = now, from = 'active', worker = worker,
       stalled = stalls, doctor = true })
     publish(p, id, j.type, 'enqueue', cjson.encode(j.type))
@@ -228,7 +253,7 @@ local function settle(id, grace)
     fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(now)
   end
   redis.call('HSET', key, unpack(fields))
-  index_add(p, id, j.type, state, j.priority, promote_at, 0, now)
+  index_add(p, id, j.type, state, j.priority, promote_at, 0, now, j.group)
   local entry = { state = state, at = now, doctor = true }
   if j.state ~= '' then entry.from = j.state end
   if state == 'failed' then entry.error = reason end
@@ -275,7 +300,8 @@ local function release(id)
   end
   local key = k_job(p, id)
   redis.call('HDEL', key, 'blocked_by')
-  unblock(p, id, redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay'), now)
+  unblock(p, id, redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
+    'blocked_by', 'group'), now)
   return 1
 end
 
@@ -405,6 +431,112 @@ local function reschedule(key)
   return 1
 end
 
+-- Flow control (one table: the script's locals are near Lua's limit).
+local flow = {}
+
+function flow.zset_or_none(key)
+  local kind = key_type(key)
+  return kind == 'zset' or kind == 'none'
+end
+
+-- The type's stored rules ({} for none), or nil when they are not a JSON object or
+-- <p>:limits is no hash.
+function flow.rule(jtype)
+  local kind = key_type(k_limits(p))
+  if kind == 'none' then return {} end
+  if kind ~= 'hash' then return nil end
+  local text = redis.call('HGET', k_limits(p), jtype)
+  if not text then return {} end
+  local ok, r = pcall(cjson.decode, text)
+  if ok and type(r) == 'table' and string.match(text, '^%s*{') then return r end
+  return nil
+end
+
+function flow.paused(jtype)
+  return key_type(k_paused(p)) == 'set' and redis.call('SISMEMBER', k_paused(p), jtype) == 1
+end
+
+function flow.unlimit(jtype, text)
+  if key_type(k_limits(p)) ~= 'hash' or redis.call('HGET', k_limits(p), jtype) ~= text
+      or flow.rule(jtype) then return 0 end
+  redis.call('HDEL', k_limits(p), jtype)
+  RULES[jtype] = nil
+  local r = {}
+  if flow.paused(jtype) then r.paused = true end
+  local rot = k_groups(p, jtype)
+  if key_type(rot) == 'zset' then
+    r.groups = true
+    redis.call('ZADD', rot, 'NX', 0, LANE)
+  end
+  if next(r) ~= nil then set_rule(p, jtype, r) end
+  return 1
+end
+
+function flow.hold(jtype)
+  local r = flow.rule(jtype)
+  if not r or r.paused == true or not flow.paused(jtype) then return 0 end
+  r.paused = true
+  set_rule(p, jtype, r)
+  return 1
+end
+
+function flow.lane(jtype)
+  local r, rot = flow.rule(jtype), k_groups(p, jtype)
+  if not r or not flow.zset_or_none(rot) then return 0 end
+  local changed = 0
+  local lane = redis.call('ZSCORE', rot, LANE)
+  if not r.groups and redis.call('ZCARD', rot) > (lane and 1 or 0) then
+    r.groups = true
+    set_rule(p, jtype, r)
+    changed = 1
+  end
+  if r.groups and not lane then
+    redis.call('ZADD', rot, 0, LANE)
+    changed = 1
+  end
+  return changed
+end
+
+function flow.group(id, state)
+  local j = job_of(id)
+  if not j or j.state ~= state or not j.group then return 0 end
+  local member = zid(id)
+  if state == 'active' then
+    local set = k_group_active(p, j.type, j.group)
+    if not flow.zset_or_none(set) or redis.call('ZSCORE', set, member) then return 0 end
+    local started = num(redis.call('HGET', k_job(p, id), 'started_at')) or now
+    redis.call('ZADD', set, started, member)
+    return 1
+  end
+  local set, rot = k_group(p, j.type, j.group), k_groups(p, j.type)
+  if not flow.zset_or_none(set) or not flow.zset_or_none(rot) then return 0 end
+  if redis.call('ZSCORE', set, member) and redis.call('ZSCORE', rot, j.group) then return 0 end
+  group_add(p, member, j.type, 'inactive', j.priority, j.group, now)
+  return 1
+end
+
+function flow.ungroup(member, jtype, g, state)
+  local set = k_group(p, jtype, g)
+  if state == 'active' then set = k_group_active(p, jtype, g) end
+  if key_type(set) ~= 'zset' or not redis.call('ZSCORE', set, member) then return 0 end
+  local id = member_id(member)
+  local j = id and job_of(id)
+  if j and j.type == jtype and j.state == state and j.group == g then return 0 end
+  redis.call('ZREM', set, member)
+  if state == 'inactive' and g ~= LANE and redis.call('EXISTS', set) == 0
+      and key_type(k_groups(p, jtype)) == 'zset' then
+    redis.call('ZREM', k_groups(p, jtype), g)
+  end
+  return 1
+end
+
+function flow.unturn(jtype, g)
+  local rot = k_groups(p, jtype)
+  if g == LANE or key_type(rot) ~= 'zset' or not redis.call('ZSCORE', rot, g)
+      or redis.call('EXISTS', k_group(p, jtype, g)) == 1 then return 0 end
+  return redis.call('ZREM', rot, g)
+end
+
 local done = {}
 for i = 0, n - 1 do
   local b = 2 + i * REPAIR_WIDTH
@@ -449,6 +581,22 @@ for i = 0, n - 1 do
     r = unschedule(a)
   elseif action == 'reschedule' then
     r = reschedule(a)
+  elseif action == 'unlimit' then
+    r = flow.unlimit(a, x)
+  elseif action == 'hold' then
+    r = flow.hold(a)
+  elseif action == 'lane' then
+    r = flow.lane(a)
+  elseif action == 'group' then
+    r = flow.group(a, 'inactive')
+  elseif action == 'group_active' then
+    r = flow.group(a, 'active')
+  elseif action == 'ungroup' then
+    r = flow.ungroup(a, x, y, 'inactive')
+  elseif action == 'ungroup_active' then
+    r = flow.ungroup(a, x, y, 'active')
+  elseif action == 'unturn' then
+    r = flow.unturn(a, x)
   end
   done[#done + 1] = r
 end

@@ -52,6 +52,7 @@ BODIES = {
     "/stop": {"timeout": 0},
     "/retention": {"complete": {"count": 10}},
     "/schedules/nightly": {"every": 3_600_000, "type": "email"},
+    "/limits/email": {"concurrency": 2},
 }
 
 

@@ -43,6 +43,7 @@ FLOORS = {
     "retention": 2,
     "flows": 2,
     "schedules": 2,
+    "limits": 2,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper
@@ -51,6 +52,7 @@ FLOORS = {
     "attempt": 4,
     "isolation": 4,
     "promoter": 4,
+    "reserve": 1,
     "slots": 4,
     "worker": 4,
     # 5. the facade
@@ -61,6 +63,7 @@ FLOORS = {
     "doctor_records": 6,
     "doctor_deps": 6,
     "doctor_schedules": 6,
+    "doctor_limits": 6,
     # the package's public names
     "__init__": 7,
 }
