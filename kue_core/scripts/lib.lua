@@ -125,7 +125,9 @@ local function index_remove(p, id, jtype, state, group)
   if state == 'complete' or state == 'failed' then
     redis.call('ZREM', k_finished(p, state), member)
   elseif group and state == 'inactive' then
-    redis.call('ZREM', k_group(p, jtype, group), member)
+    local set = k_group(p, jtype, group)
+    redis.call('ZREM', set, member)
+    if redis.call('EXISTS', set) == 0 then redis.call('ZREM', k_groups(p, jtype), group) end
   elseif group and state == 'active' then
     redis.call('ZREM', k_group_active(p, jtype, group), member)
   end

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, Job, Queue, RateLimited
+from kue_core import InvalidJob, Job, Queue, RateLimited, doctor
 from kue_core.limits import LANE
 from kue_core.scripts import PAUSED, Held
 from tests.conftest import keys_under, wait_for
@@ -232,7 +232,9 @@ def test_grouped_jobs_leave_their_group_sets_on_every_path(
     queue.cancel(waiting.id)  # type: ignore[arg-type]
     assert r.zcard(queue.keys.group("t", "g")) == 0
     assert r.zcard(queue.keys.group_active("t", "g")) == 0
+    assert r.zrange(queue.keys.groups("t"), 0, -1) == [LANE]  # no group waits: out of turn
     assert r.zrange(queue.keys.group("u", "g"), 0, -1) == [f"0{len(str(moved.id))}|{moved.id}"]
+    assert doctor.check(queue).findings == []
     queue.get_job(waiting.id).set_state("inactive")  # type: ignore[arg-type]  # back by hand
     assert r.zcard(queue.keys.group("t", "g")) == 1
 
