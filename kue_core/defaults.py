@@ -171,10 +171,15 @@ DOCTOR_STUCK_AFTER_MS = 3_600_000
 #: left alone (a Kue client writes a job's fields one command at a time: it may be saving it).
 DOCTOR_GRACE_MS = 60_000
 
-#: ``kue doctor``: members and job logs per ``screen`` call, members per ZSCAN step (a SCAN
-#: step reads five times as many keys); and jobs per ``inspect`` call, actions per ``repair``
-#: call. Each call then blocks Redis for about a millisecond at most.
+#: ``kue doctor``: members and job logs per ``screen`` call, members per ZSCAN step, jobs
+#: per ``inspect`` call, actions per ``repair`` call. Each call then blocks Redis for about
+#: a millisecond at most.
 DOCTOR_BATCH = 200
+
+#: Keys ``kue doctor`` asks Redis to look at per SCAN call when it walks the keyspace (a hint
+#: of the work of one call: SCAN only compares key names).
+DOCTOR_SCAN_COUNT = 2000
+
 DOCTOR_JOBS_PER_CALL = 50
 
 #: Tags: longest tag (and longest search key name), most tags (and search keys) per job.

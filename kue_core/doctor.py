@@ -401,7 +401,7 @@ class _Check:
         found = {
             str(k)
             for k in self.client.scan_iter(
-                match=self.keys.match("jobs:*"), count=self.batch * 5, _type="zset"
+                match=self.keys.match("jobs:*"), count=defaults.DOCTOR_SCAN_COUNT, _type="zset"
             )
         }
         for key in (self.keys.jobs, self.keys.leases):
@@ -449,7 +449,9 @@ class _Check:
         max_id = 0
         batch: list[int] = []
         lists: list[tuple[int, str]] = []
-        for key in self.client.scan_iter(match=self.keys.match("job:*"), count=self.batch * 5):
+        for key in self.client.scan_iter(
+            match=self.keys.match("job:*"), count=defaults.DOCTOR_SCAN_COUNT
+        ):
             parsed = self.keys.job_key(str(key))
             if parsed is None:
                 continue
@@ -764,7 +766,9 @@ class _Check:
         kue-unique entries naming a job that is gone: left by Node Kue, which ends and removes
         jobs without our scripts."""
         reuse = self.keys.unique_jobs
-        for key in self.client.scan_iter(match=self.keys.match("unique:*"), count=self.batch * 5):
+        for key in self.client.scan_iter(
+            match=self.keys.match("unique:*"), count=defaults.DOCTOR_SCAN_COUNT
+        ):
             if key == reuse:
                 continue
             pipe = self.client.pipeline(transaction=False)

@@ -23,6 +23,7 @@ from typing import Protocol, cast
 
 import redis
 
+from . import defaults
 from .keys import Keys
 
 #: The scratch set search.lua writes and deletes.
@@ -69,7 +70,10 @@ def check(c: Checker) -> None:
 
 
 def _scan(c: Checker, rest: str) -> Iterator[str]:
-    return cast(Iterator[str], c.client.scan_iter(match=c.keys.match(rest), count=c.batch * 5))
+    return cast(
+        Iterator[str],
+        c.client.scan_iter(match=c.keys.match(rest), count=defaults.DOCTOR_SCAN_COUNT),
+    )
 
 
 def _members(c: Checker, key: str) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 
+from . import defaults
 from .keys import Keys
 
 if TYPE_CHECKING:
@@ -117,7 +118,9 @@ def _judge_members(c: Checker, members: list[str]) -> None:
 def _hashes(c: Checker) -> None:
     head = len(c.keys.schedule(""))
     page: list[str] = []
-    for key in c.client.scan_iter(match=c.keys.match("schedule:*"), count=c.batch * 5):
+    for key in c.client.scan_iter(
+        match=c.keys.match("schedule:*"), count=defaults.DOCTOR_SCAN_COUNT
+    ):
         page.append(str(key))
         if len(page) == c.batch:
             _judge_hashes(c, head, page)
