@@ -18,7 +18,6 @@ import json
 import statistics
 import threading
 import time
-from collections.abc import Callable
 
 from kue_core import Job, Queue
 
@@ -37,10 +36,11 @@ def drain(url: str, kind: str, n: int, conc: int, groups: int) -> tuple[float, f
         q.limit("bench", rate=(HIGH, 1000))
     elif kind == "cap":
         q.limit("bench", concurrency=HIGH)
-    make: Callable[[int], Job] = lambda i: q.create_job("bench", {"i": i, "t": 1795474947.069})
-    if kind == "groups":
-        plain = make
-        make = lambda i: plain(i).group(f"tenant-{i % groups}")  # noqa: E731
+
+    def make(i: int) -> Job:
+        job = q.create_job("bench", {"i": i, "t": 1795474947.069})
+        return job.group(f"tenant-{i % groups}") if kind == "groups" else job
+
     for start in range(0, n, 1000):
         q.save_many([make(i) for i in range(start, min(start + 1000, n))])
     done, left = threading.Event(), [n]
@@ -86,7 +86,8 @@ def main() -> None:
                     drain(args.redis_url, kind, args.n, conc, args.groups)
                 )
     for (kind, conc), runs in sorted(got.items(), key=lambda kv: (kv[0][1], kinds.index(kv[0][0]))):
-        plain = statistics.median(x[0] for x in got[("plain", conc)]) if ("plain", conc) in got else 0
+        base = got.get(("plain", conc))
+        plain = statistics.median(x[0] for x in base) if base else 0
         rate = statistics.median(x[0] for x in runs)
         print(
             json.dumps(

@@ -134,6 +134,9 @@ def lua_preamble() -> str:
 #: A top-level ``local`` of lib.lua or the preamble (a function or a value), and a Lua name.
 _TOP_LOCAL = re.compile(r"^local (?:function )?([A-Za-z_]\w*)", re.M)
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+#: A Lua comment to the end of its line (the scripts have no "--" inside strings): names
+#: in comments are not uses.
+_COMMENT = re.compile(r"--[^\n]*")
 #: Where lib.lua's code that every script runs (the Cluster fence read) begins.
 _LIB_TAIL = re.compile(r"^redis\.call\(", re.M)
 
@@ -164,12 +167,12 @@ def script_source(name: str) -> str:
     definitions = _locals(preamble) + _locals(lib[: tail.start()])
     known = dict(definitions)
     wanted: set[str] = set()
-    todo = set(_IDENTIFIER.findall(own + lib[tail.start() :]))
+    todo = set(_IDENTIFIER.findall(_COMMENT.sub("", own + lib[tail.start() :])))
     while todo:
         found = todo.pop()
         if found in known and found not in wanted:
             wanted.add(found)
-            todo |= set(_IDENTIFIER.findall(known[found]))
+            todo |= set(_IDENTIFIER.findall(_COMMENT.sub("", known[found])))
     used = "".join(text for local, text in definitions if local in wanted)
     return head + used + lib[tail.start() :] + "\n" + own
 

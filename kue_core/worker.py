@@ -51,7 +51,7 @@ from .outcome import Done, Limited
 from .promoter import Promoter
 from .reserve import Reserver, job_types
 from .retry import Pauses
-from .scripts import PAUSED, Claim, Held, Waits
+from .scripts import PAUSED, Claim, Held, Next, Waits
 from .slots import Handler, Runner, Slot
 from .timings import Recorder
 
@@ -352,7 +352,11 @@ class Workers:
             self.scripts.release(job_id, attempt.token, outcome.retry_in_ms)
             return None
         order = [] if self._stopping.is_set() else self._order(slot)
-        nxt = (self.id, self.lease_ms, order) if order else None
+        nxt: Next | None = None
+        if order == [job.type]:
+            nxt = (self.id, self.lease_ms)  # the finished job's type, as the script assumes
+        elif order:
+            nxt = (self.id, self.lease_ms, order)
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
             _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt)
