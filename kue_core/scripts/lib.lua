@@ -865,7 +865,11 @@ end
 
 -- How long (ms) the type's rules `r` hold its claims back, or nil when a job may start.
 local function type_wait(p, jtype, r, now)
-  if r['until'] and r['until'] > now then return r['until'] - now end
+  if r['until'] then
+    if r['until'] > now then return r['until'] - now end
+    r['until'] = nil  -- the hold is over: the claims after this one need not read it
+    set_rule(p, jtype, r)
+  end
   if r.concurrency and redis.call('ZCARD', k_type_state(p, jtype, 'active')) >= r.concurrency
   then
     return LIMIT_RECHECK_MS

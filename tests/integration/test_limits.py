@@ -151,7 +151,8 @@ def test_rate_limited_puts_the_job_back_without_an_attempt_and_holds_the_type(
     limited = [e for e in entries if e.get("rate_limited")]
     assert len(limited) == 1 and limited[0]["state"] == "delayed"
     assert queue.get_job(other.id).started_at >= held  # type: ignore[arg-type,operator]
-    assert queue.limits() == {}  # the hold is over
+    assert queue.limits() == {}  # the hold is over, and the claim after it cleared it
+    assert queue.client.hget(queue.keys.limits, "api") is None
 
 
 def test_rate_limited_checks_its_argument() -> None:
