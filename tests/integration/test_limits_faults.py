@@ -15,11 +15,12 @@ from tests.conftest import wait_for
 from tests.integration.test_control_faults import Workers
 
 
-def _runs(queue: Queue, job_type: str) -> list[tuple[int, int]]:
-    """Every attempt's (start, end) in server ms, from the jobs' histories: from an ``active``
-    entry to the next entry (complete, failed, or back to inactive when taken back)."""
+def _runs(queue: Queue, job_type: str, state: str = "complete") -> list[tuple[int, int]]:
+    """Every attempt's (start, end) in server ms of the jobs that ended in ``state``, from
+    their histories: from an ``active`` entry to the next entry (complete, failed, or back to
+    inactive when taken back)."""
     out = []
-    for job_id in queue.ids("complete", job_type):
+    for job_id in queue.ids(state, job_type):
         entries = queue.history(job_id)
         for entry, after in itertools.pairwise(entries):
             if entry["state"] == "active":
@@ -70,11 +71,14 @@ def test_a_concurrency_cap_holds_while_workers_are_killed(
             wait_for(lambda n=done: queue.count("complete", "t") >= n, timeout=30)  # type: ignore[misc]
             procs.pop(0).kill()  # mid-job, perhaps
             procs.append(workers.start("thread", 2))
-        wait_for(lambda: queue.count("complete", "t") == 40, timeout=60)
+        ended = lambda: queue.count("complete", "t") + queue.count("failed", "t")  # noqa: E731
+        wait_for(lambda: ended() == 40, timeout=40)
     finally:
         workers.close()
-    runs = _runs(queue, "t")
+    runs = _runs(queue, "t") + _runs(queue, "t", "failed")
     assert len(runs) >= 40 and _most_at_once(runs) <= 2
+    for job in queue.get_jobs(queue.ids("failed", "t")):  # running in both killed processes
+        assert job.error is not None and job.error.startswith("stalled 2 times")
     assert queue.count("active", "t") == 0 and _clean(queue) == []
 
 
