@@ -27,38 +27,23 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
-import redis
-
-from .keys import Keys, zid
+from . import doctor_checker as checker
+from .keys import zid
 
 if TYPE_CHECKING:
-    from .scripts import Scripts
+    pass
 
 #: The parts of a job's keys that hold its dependencies (``orphan-deps``), as Keys names them.
 PARTS = ("deps", "dependents", "results")
 
 
-class Checker(Protocol):
-    """What this module needs of ``doctor._Check``."""
+class Checker(checker.Checker, Protocol):
+    """What this module needs of ``doctor._Check`` besides the common part."""
 
-    client: redis.Redis
-    keys: Keys
-    scripts: Scripts
-    batch: int
     #: ids of the jobs the check saw blocked
     blocked: list[int]
     #: ids of the jobs with a ``dependents`` key
     dependents: list[int]
-
-    def add(
-        self,
-        kind: str,
-        key: str,
-        problem: str,
-        repair: str,
-        job_id: int | None = None,
-        action: tuple[str, str, str, str] | None = None,
-    ) -> None: ...
 
 
 def check(c: Checker) -> None:

@@ -41,37 +41,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-import redis
-
-from .keys import Keys, zid
+from .doctor_checker import Checker
+from .keys import zid
 from .limits import LANE
 
 if TYPE_CHECKING:
-    from .scripts import Scripts
+    pass
 
 #: The job fields the check reads of each suspect.
 _FIELDS = ("type", "state", "group")
-
-
-class Checker(Protocol):
-    """What this module needs of ``doctor._Check``."""
-
-    client: redis.Redis
-    keys: Keys
-    scripts: Scripts
-    batch: int
-
-    def add(
-        self,
-        kind: str,
-        key: str,
-        problem: str,
-        repair: str,
-        job_id: int | None = None,
-        action: tuple[str, str, str, str] | None = None,
-    ) -> None: ...
 
 
 def check(c: Checker) -> None:

@@ -19,33 +19,13 @@ job, and manual edits can do the rest.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol, cast
-
-import redis
+from typing import cast
 
 from . import defaults
-from .keys import Keys
+from .doctor_checker import Checker
 
 #: The scratch set search.lua writes and deletes.
 SCRATCH = "~search"
-
-
-class Checker(Protocol):
-    """What this module needs of ``doctor._Check``."""
-
-    client: redis.Redis
-    keys: Keys
-    batch: int
-
-    def add(
-        self,
-        kind: str,
-        key: str,
-        problem: str,
-        repair: str,
-        job_id: int | None = None,
-        action: tuple[str, str, str, str] | None = None,
-    ) -> None: ...
 
 
 def check(c: Checker) -> None:

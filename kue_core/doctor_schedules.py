@@ -20,37 +20,16 @@ not reported.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
-
-import redis
+from typing import TYPE_CHECKING, Any
 
 from . import defaults
-from .keys import Keys
+from .doctor_checker import Checker
 
 if TYPE_CHECKING:
-    from .scripts import Scripts
+    pass
 
 #: The fields of a schedule's hash the check reads.
 _FIELDS = ("definition", "paused", "ended", "rev")
-
-
-class Checker(Protocol):
-    """What this module needs of ``doctor._Check``."""
-
-    client: redis.Redis
-    keys: Keys
-    scripts: Scripts
-    batch: int
-
-    def add(
-        self,
-        kind: str,
-        key: str,
-        problem: str,
-        repair: str,
-        job_id: int | None = None,
-        action: tuple[str, str, str, str] | None = None,
-    ) -> None: ...
 
 
 def check(c: Checker) -> None:

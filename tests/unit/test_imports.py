@@ -64,6 +64,7 @@ FLOORS = {
     "doctor_deps": 6,
     "doctor_schedules": 6,
     "doctor_limits": 6,
+    "doctor_checker": 6,
     # the package's public names
     "__init__": 7,
 }
