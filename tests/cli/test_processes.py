@@ -190,7 +190,9 @@ def test_example_serves_the_dashboard_while_jobs_flow(
     assert queue.count("delayed", "reminder") >= 1  # later reminders wait
     retried = [j for j in queue.get_jobs(queue.ids("complete", "webhook")) if j.attempts_made > 1]
     failed = queue.get_jobs(queue.ids("failed", "webhook"))
-    assert retried or failed, "no webhook was retried"
+    # The example's servers fail a fixed number of tries per URL: ada's three (it fails for
+    # good), grace's and linus's two (they get through on the last try).
+    assert retried and failed, (retried, failed)
     video = queue.get_jobs(queue.ids("complete", "video"))[0]
     assert video.progress() == 100 and queue.get_log(video.id)[0].startswith("transcoding")
     assert kue.wait_for_line(r"^complete\s+#\d+\s+\{")
