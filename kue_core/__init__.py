@@ -20,6 +20,7 @@ from .errors import (
     WorkerNotFound,
 )
 from .events import EVENTS, EventStream
+from .feeds import FEED_EVENTS
 from .flows import POLICIES as DEPENDENCY_POLICIES
 from .flows import Node as FlowNode
 from .job import Job, parse_priority, parse_state, validate_type
@@ -27,12 +28,16 @@ from .limits import RateLimited
 from .queue import Queue
 from .schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
 from .schedule_rules import LATEST as SCHEDULE_LATEST
+from .schedules import OPTIONS as JOB_OPTIONS
+from .schedules import apply_options as apply_job_options
 from .search import Found
 from .states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
 
 __all__ = [
     "DEPENDENCY_POLICIES",
     "EVENTS",
+    "FEED_EVENTS",
+    "JOB_OPTIONS",
     "PRIORITIES",
     "PRIORITY_LIMIT",
     "SCHEDULE_CATCH_UP",
@@ -56,6 +61,7 @@ __all__ = [
     "ScheduleNotFound",
     "Stopped",
     "WorkerNotFound",
+    "apply_job_options",
     "connection",
     "defaults",
     "parse_priority",

@@ -73,7 +73,8 @@ class Keys:
         self.awaited = f"{prefix}:awaited"
         #: zset of the schedules that will make jobs: member key, score = next due time (ms).
         self.schedules = f"{prefix}:schedules"
-        #: hash: type -> its rules as JSON (limits, paused flag, groups; see kue_core/limits.py).
+        #: hash: type -> its rules as JSON (limits, paused flag, groups, feeds; see
+        #: kue_core/limits.py and kue_core/feeds.py).
         self.limits = f"{prefix}:limits"
 
     def job(self, job_id: int) -> str:
@@ -175,6 +176,24 @@ class Keys:
     def group_rate(self, job_type: str, group: str) -> str:
         """zset: the group's starts under a group rate (member id:lease, score = ms)."""
         return f"{self.prefix}:group-rate:{job_type}:{group}"
+
+    def feed(self, event: str, job_type: str) -> str:
+        """list: ``<type>/<id>`` of each of the type's jobs that had ``event`` (complete,
+        failed) since its feed started, newest first; ``kue rules`` takes them from it."""
+        return f"{self.prefix}:feed:{event}:{job_type}"
+
+    def feed_taken(self, event: str, job_type: str) -> str:
+        """list: the feed's entries ``kue rules`` has taken and not yet handled."""
+        return f"{self.prefix}:feed-taken:{event}:{job_type}"
+
+    def feed_failed(self, event: str, job_type: str) -> str:
+        """list: the feed's entries whose rules failed (kue rules' dead letters)."""
+        return f"{self.prefix}:feed-failed:{event}:{job_type}"
+
+    def rules(self, rest: str) -> str:
+        """A key of ``kue rules`` (its watchers, counters, recent events, locks):
+        ``<prefix>:rules:<rest>`` (see kue_rules/store.py)."""
+        return f"{self.prefix}:rules:{rest}"
 
     def resumed(self, job_type: str) -> str:
         """Wake-up list of the slots that found their type paused: pushed on resume."""

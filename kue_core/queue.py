@@ -16,6 +16,7 @@ from . import middleware as mw
 from .control import Control
 from .errors import InvalidJob, JobNotFound
 from .events import EventBus, EventStream, Receiver
+from .feeds import FeedMethods
 from .flows import FlowMethods
 from .job import Job, parse_state, to_json, validate_type
 from .keys import Keys, job_id_from_zid
@@ -56,7 +57,7 @@ def _order(order: str) -> bool:
     return order == "desc"
 
 
-class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods):
+class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethods):
     """A Kue-compatible job queue on one Redis and one key prefix.
 
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its

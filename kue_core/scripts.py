@@ -54,6 +54,7 @@ SCRIPT_NAMES = (
     "pause",
     "resume",
     "limit",
+    "feed",
     "bulk",
     "inspect",
     "screen",
@@ -588,6 +589,10 @@ class Scripts:
         )
         value = json.loads(text)
         return value if isinstance(value, dict) else {}
+
+    def feed(self, job_type: str, event: str, on: bool) -> None:
+        """Start or stop the feed of ``event`` of ``job_type`` (see ``feed.lua``)."""
+        self._run("feed", self._keys.limits, job_type, event, "1" if on else "")
 
     def heartbeat(
         self, worker_id: str, lease_ms: int, info_json: str, held: Sequence[tuple[int, str]]

@@ -53,6 +53,7 @@ local function k_awaited(p) return p .. ':awaited' end
 local function k_schedules(p) return p .. ':schedules' end
 local function k_schedule(p, key) return p .. ':schedule:' .. key end
 local function k_limits(p) return p .. ':limits' end
+local function k_feed(p, event, jtype) return p .. ':feed:' .. event .. ':' .. jtype end
 local function k_rate(p, jtype) return p .. ':rate:' .. jtype end
 local function k_limited(p, jtype) return p .. ':' .. jtype .. ':limited' end
 local function k_groups(p, jtype) return p .. ':groups:' .. jtype end
@@ -86,6 +87,8 @@ end
 -- the claim takes the best job of the type's set, in a group or not (no group name can be
 -- it: names have no control characters).
 local LANE = '\0'
+-- The job events a type's feed may carry (see kue_core/feeds.py).
+local FEED_EVENTS = { complete = true, failed = true }
 
 -- Groups (see kue_core/limits.py): a job of group `g` (hash field `group`) also waits in
 -- <p>:group:<type>:<g> (zid by priority, as in Kue's sets) and runs in
@@ -133,14 +136,53 @@ local function index_remove(p, id, jtype, state, group)
   end
 end
 
+-- Flow rules (see kue_core/limits.py): <p>:limits maps a type to a JSON object: `rate`
+-- ({max, per ms}), `concurrency`, `group_rate`, `group_concurrency`, `until` (ms: held back
+-- until then, by RateLimited), `paused` (see pause.lua), `groups` (it has grouped jobs),
+-- `feeds` ({event = true}: its job events that go to <p>:feed:<event>:<type>, see feeds.py).
+-- Read once per script call (RULES); a type without any costs one HGET per claim, the read
+-- of its paused flag.
+local RULES = {}
+
+-- The rules of `jtype`, or false.
+local function rule_of(p, jtype)
+  local r = RULES[jtype]
+  if r == nil then
+    local text = redis.call('HGET', k_limits(p), jtype)
+    r = text and cjson.decode(text) or false
+    RULES[jtype] = r
+  end
+  return r
+end
+
+-- Store the rules of `jtype` (none left: the field goes).
+local function set_rule(p, jtype, r)
+  if next(r) == nil then
+    redis.call('HDEL', k_limits(p), jtype)
+    RULES[jtype] = false
+  else
+    redis.call('HSET', k_limits(p), jtype, cjson.encode(r))
+    RULES[jtype] = r
+  end
+end
+
 -- Publish a Kue event: {"id":<id>,"event":"<name>","args":["<name>", ...],"type":"<type>"}
 -- (`type` is ours: Kue's listeners ignore it; it lets a stream filter by type).
 -- `extra` is the JSON text of the further arguments, comma separated ('' for none).
+-- A feed's event (FEED_EVENTS) of a type with that feed also goes, as "<type>/<id>", to the
+-- feed's list, where kue rules takes it; the rules were read already by the transitions that
+-- end a job (leave_active), so a type without feeds pays nothing more there.
 local function publish(p, id, jtype, event, extra)
   local args = '"' .. event .. '"'
   if extra ~= '' then args = args .. ',' .. extra end
   redis.call('PUBLISH', k_events(p), '{"id":' .. tostring(id) .. ',"event":"' .. event
     .. '","args":[' .. args .. '],"type":' .. cjson.encode(jtype) .. '}')
+  if FEED_EVENTS[event] then
+    local r = rule_of(p, jtype)
+    if r and r.feeds and r.feeds[event] then
+      redis.call('LPUSH', k_feed(p, event, jtype), jtype .. '/' .. tostring(id))
+    end
+  end
 end
 
 -- Append one entry to the job's transition history, keeping the last HISTORY_LENGTH.
@@ -182,35 +224,6 @@ local function count_attempt(key)
   local made = next_attempt(h[1], h[2])
   redis.call('HSET', key, 'attempts', int(made))
   return made
-end
-
--- Flow rules (see kue_core/limits.py): <p>:limits maps a type to a JSON object: `rate`
--- ({max, per ms}), `concurrency`, `group_rate`, `group_concurrency`, `until` (ms: held back
--- until then, by RateLimited), `paused` (see pause.lua), `groups` (it has grouped jobs).
--- Read once per script call (RULES); a type without any costs one HGET per claim, the read
--- of its paused flag.
-local RULES = {}
-
--- The rules of `jtype`, or false.
-local function rule_of(p, jtype)
-  local r = RULES[jtype]
-  if r == nil then
-    local text = redis.call('HGET', k_limits(p), jtype)
-    r = text and cjson.decode(text) or false
-    RULES[jtype] = r
-  end
-  return r
-end
-
--- Store the rules of `jtype` (none left: the field goes).
-local function set_rule(p, jtype, r)
-  if next(r) == nil then
-    redis.call('HDEL', k_limits(p), jtype)
-    RULES[jtype] = false
-  else
-    redis.call('HSET', k_limits(p), jtype, cjson.encode(r))
-    RULES[jtype] = r
-  end
 end
 
 -- Note that `jtype` has grouped jobs: its claims take turns between groups from now on.

@@ -1,0 +1,70 @@
+"""Feeds: a durable copy of some job events of a type, for programs that must not miss one.
+
+Kue's events go out on pub/sub, which a listener that is down (or slow to reconnect) misses.
+``queue.feed("acq", "complete")`` makes every job of type ``acq`` that completes from then on
+also push ``"acq/<id>"`` onto the list ``<p>:feed:complete:acq``, in the same script call that
+completes it. A reader takes entries with ``BLMOVE`` into a list of its own (``kue rules``
+does: :data:`Keys.feed_taken`), so an entry is in one list or the other whatever crashes.
+
+The feed flag is one field of the type's rules in ``<p>:limits``, which the transitions that
+end a job already read (see ``publish`` in ``scripts/lib.lua``): a type without feeds pays
+nothing. Jobs ended by Node Kue's own code are not fed (it publishes its events itself).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, cast
+
+from .errors import InvalidJob
+from .values import validate_type
+
+if TYPE_CHECKING:
+    import redis
+
+    from .keys import Keys
+    from .scripts import Scripts
+
+#: The job events a feed may carry (FEED_EVENTS in lib.lua): those that end a job.
+FEED_EVENTS = ("complete", "failed")
+
+
+def _event(event: object) -> str:
+    if event not in FEED_EVENTS:
+        raise InvalidJob(f"a feed carries one of {', '.join(FEED_EVENTS)}, got {event!r:.100}")
+    return event
+
+
+class FeedMethods:
+    """``Queue``'s feed methods."""
+
+    client: redis.Redis
+    keys: Keys
+    scripts: Scripts
+
+    def feed(self, job_type: str, event: str) -> str:
+        """Start feeding ``event`` (``complete`` or ``failed``) of ``job_type``'s jobs to a
+        list; returns its key. Starting a feed that runs changes nothing."""
+        validate_type(job_type)
+        self.scripts.feed(job_type, _event(event), True)
+        return self.keys.feed(event, job_type)
+
+    def unfeed(self, job_type: str, event: str) -> None:
+        """Stop the feed and delete what its list holds (a reader's own lists stay)."""
+        validate_type(job_type)
+        self.scripts.feed(job_type, _event(event), False)
+
+    def feeds(self) -> dict[str, list[str]]:
+        """Every type with a feed: type -> its events."""
+        out = {}
+        for job_type, text in sorted(
+            cast(dict[str, str], self.client.hgetall(self.keys.limits)).items()
+        ):
+            try:
+                rules = json.loads(text)
+            except ValueError:
+                continue  # kue doctor reports it (bad-limits)
+            fed = rules.get("feeds") if isinstance(rules, dict) else None
+            if isinstance(fed, dict) and fed:
+                out[job_type] = sorted(e for e in fed if e in FEED_EVENTS)
+        return out
