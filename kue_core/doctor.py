@@ -76,6 +76,9 @@ What is checked (the finding kinds):
 ``stale-group``, ``lost-group-active``, ``stale-group-active``
     the flow control keys (limits, groups) disagree with the jobs: see
     :mod:`kue_core.doctor_limits`.
+``unread-feed``, ``bad-rules-record``, ``stuck-rules-lock``
+    job event feeds no ``kue rules`` reads, and ``kue rules``' own keys: see
+    :mod:`kue_core.doctor_rules`.
 ``not-a-hash``, ``wrong-type``
     a job key, or one of Kue's fixed keys, holding another Redis type. A person must look.
 
@@ -89,7 +92,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from . import checks, defaults, doctor_deps, doctor_limits, doctor_records, doctor_schedules
+from . import (
+    checks,
+    defaults,
+    doctor_deps,
+    doctor_limits,
+    doctor_records,
+    doctor_rules,
+    doctor_schedules,
+)
 from .keys import zid
 from .states import STATES
 
@@ -375,6 +386,7 @@ class _Check:
         doctor_deps.check(self)
         doctor_schedules.check(self)
         doctor_limits.check(self)
+        doctor_rules.check(self)
         # By job (then the rest), whatever order SCAN gave.
         self.report.findings.sort(key=lambda f: (f.job_id is None, f.job_id or 0, f.kind, f.key))
         return self.report

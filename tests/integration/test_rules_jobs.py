@@ -1,0 +1,196 @@
+"""kue rules beyond Resc: rules that make kue jobs, and watchers on kue job events (fed
+through ``Queue.feed``), chained three steps deep with Python workers; a job event that
+happens while no rules process runs is handled when one starts."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kue_core import Job, Queue, doctor
+from kue_rules import Rules, Store, build
+from tests.conftest import wait_for
+
+pytestmark = pytest.mark.single_node  # Resc's lists are outside the queue's Cluster slot
+
+
+def _config(events: str, prefix: str) -> dict[str, Any]:
+    return {
+        "prefix": prefix,
+        "watchers": [
+            {
+                "input_queue": events,
+                "rules": [
+                    {
+                        "name": "acquisition job",
+                        "on": r"^acq/(?P<process_id>\d+)/(?P<product_id>\w+)$",
+                        "make": {
+                            "job": {
+                                "type": "acq",
+                                "data": {
+                                    "process": "${process_id}",
+                                    "product": "${product_id}",
+                                    "title": "acquire ${product_id}",
+                                },
+                                "priority": "high",
+                                "attempts": 2,
+                                "backoff": {"type": "fixed", "delay": 10},
+                            }
+                        },
+                    }
+                ],
+            },
+            {
+                "input_events": {"type": "acq", "event": "complete"},
+                "rules": [
+                    {
+                        "name": "TRT of an acquisition",
+                        "make": {
+                            "job": {
+                                "type": "trt",
+                                "data": {
+                                    "product": "${data.product}",
+                                    "frames": "${result.frames}",
+                                },
+                                "unique": "trt-${data.product}",
+                            }
+                        },
+                    }
+                ],
+            },
+            {
+                "input_events": {"type": "trt", "event": "complete"},
+                "rules": [
+                    {
+                        "name": "propagate to children",
+                        "on": "^trt/",
+                        "make": {
+                            "job": {
+                                "type": "propagate",
+                                "data": {"from": "${input_task}", "children": "${result.children}"},
+                                "delay": 1,
+                            }
+                        },
+                    }
+                ],
+            },
+        ],
+    }
+
+
+@pytest.fixture
+def events() -> Iterator[str]:
+    name = f"events-{uuid.uuid4().hex[:8]}"
+    yield name
+
+
+def _handlers(queue: Queue, seen: list[tuple[str, Any]]) -> None:
+    lock = threading.Lock()
+
+    def acq(job: Job) -> dict[str, Any]:
+        with lock:
+            seen.append(("acq", job.data))
+        return {"frames": len(job.data["product"])}
+
+    def trt(job: Job) -> dict[str, Any]:
+        with lock:
+            seen.append(("trt", job.data))
+        return {"children": [job.data["product"] + "-a", job.data["product"] + "-b"]}
+
+    def propagate(job: Job) -> dict[str, Any]:
+        with lock:
+            seen.append(("propagate", job.data))
+        return {"done": len(job.data["children"])}
+
+    queue.process("acq", 2, acq)
+    queue.process("trt", 2, trt)
+    queue.process("propagate", 2, propagate)
+
+
+def test_a_chain_of_jobs_three_steps_deep(queue: Queue, r: Any, events: str) -> None:
+    config = build(_config(events, queue.prefix))
+    rules = Rules(config, queue).start()
+    seen: list[tuple[str, Any]] = []
+    _handlers(queue, seen)
+    try:
+        for e in ("acq/7/alpha", "acq/7/beta", "acq/8/alpha", "not-an-acq"):
+            r.lpush(events, e)
+        feeds = [queue.keys.feed("complete", t) for t in ("acq", "trt")]
+        feeds += [queue.keys.feed_taken("complete", t) for t in ("acq", "trt")]
+
+        def settled() -> bool:
+            done = queue.count("complete", "acq") == 3 and queue.count("complete", "trt") >= 2
+            lists = sum(r.llen(k) for k in [events, f"{events}/taken", *feeds])
+            return (
+                done
+                and not lists
+                and queue.count("complete", "propagate") == queue.count("complete", "trt")
+            )
+
+        assert wait_for(settled, timeout=20), seen
+    finally:
+        rules.stop()
+    acqs = sorted(d["product"] for kind, d in seen if kind == "acq")
+    assert acqs == ["alpha", "alpha", "beta"]
+    # Two acquisitions of alpha complete, but trt's unique key makes one TRT while it runs,
+    # or a second one after it ended: every trt job got the product and the frames.
+    trts = [d for kind, d in seen if kind == "trt"]
+    assert {d["product"] for d in trts} == {"alpha", "beta"}
+    assert all(d["frames"] == len(d["product"]) for d in trts)
+    props = [d for kind, d in seen if kind == "propagate"]
+    assert len(props) == len(trts)
+    for d in props:
+        assert d["from"].startswith("trt/")
+        assert d["children"] in (["alpha-a", "alpha-b"], ["beta-a", "beta-b"])
+    acq_job = queue.get_jobs(queue.ids("complete", "acq"))[0]
+    assert acq_job.priority() == queue.create_job("x").priority("high").priority()
+    report = {w["label"]: w for w in Store(queue).report(0)}
+    first = report[events]
+    assert first["counts"]["events"] == 4 and first["counts"]["unmatched"] == 1
+    assert first["rules"][0]["counts"]["jobs"] == 3
+    second = report["complete of acq"]
+    made = second["rules"][0]["counts"]
+    assert made["matched"] == 3 and made["jobs"] + made["duplicates"] == 3
+    assert report["complete of trt"]["rules"][0]["counts"]["jobs"] == len(trts)
+    assert not doctor.check(queue).findings
+
+
+def test_job_events_while_no_rules_process_runs_are_kept(queue: Queue, r: Any, events: str) -> None:
+    config = build(_config(events, queue.prefix))
+    Rules(config, queue).start().stop()  # starts the feeds, then nobody reads them
+    seen: list[tuple[str, Any]] = []
+    _handlers(queue, seen)
+    queue.create_job("acq", {"process": "1", "product": "gamma"}).save()
+    assert wait_for(lambda: r.llen(queue.keys.feed("complete", "acq")) == 1)
+    assert queue.count("complete", "trt") == 0
+    rules = Rules(config, queue).start()
+    try:
+        assert wait_for(lambda: queue.count("complete", "propagate") == 1, timeout=20), seen
+    finally:
+        rules.stop()
+    assert [d["product"] for kind, d in seen if kind == "trt"] == ["gamma"]
+
+
+def test_a_job_gone_before_its_event_is_handled_goes_to_the_failed_list(
+    queue: Queue, r: Any, events: str
+) -> None:
+    config = build(_config(events, queue.prefix))
+    Rules(config, queue).start().stop()
+    job = queue.create_job("acq", {"product": "x"}).save()
+    queue.process("acq", lambda j: {"frames": 1})
+    assert wait_for(lambda: r.llen(queue.keys.feed("complete", "acq")) == 1)
+    queue.remove(job.id)
+    rules = Rules(config, queue).start()
+    failed = queue.keys.feed_failed("complete", "acq")
+    try:
+        assert wait_for(lambda: r.llen(failed) == 1)
+    finally:
+        rules.stop()
+    assert r.lrange(failed, 0, -1) == [f"acq/{job.id}"]
+    (w,) = [w for w in Store(queue).report(0) if w["label"] == "complete of acq"]
+    assert w["failures"][0]["reason"] == f"job {job.id} no longer exists"
+    assert queue.count("inactive", "trt") == 0
