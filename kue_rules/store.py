@@ -8,8 +8,8 @@
   lease writes nothing once another has taken over.
 * ``<p>:rules:counts`` (hash): ``<watcher>\\n<rule>\\n<counter>`` -> n (rule ``""`` for the
   watcher's own: events, replayed, unmatched, failed).
-* ``<p>:rules:recent`` (hash): ``<watcher>\\n<rule>`` -> JSON list of the rule's last
-  :data:`RECENT` events and what each made.
+* ``<p>:rules:recent:<watcher>\\n<rule>`` (list): the rule's last :data:`RECENT` events
+  and what each made (JSON), newest first.
 * ``<p>:rules:failures`` (hash): ``<watcher>\\n<event>`` -> JSON {rule, kind, reason, at}: why
   an event in the failed list is there.
 
@@ -58,7 +58,6 @@ class Store:
         keys: Keys = queue.keys
         self.watchers = keys.rules("watchers")
         self.counts = keys.rules("counts")
-        self.recent = keys.rules("recent")
         self.failures = keys.rules("failures")
         self._keys = keys
         self._make = _script(self.client, "make")
@@ -68,6 +67,9 @@ class Store:
 
     def lock(self, input_list: str) -> str:
         return self._keys.rules(f"lock:{input_list}")
+
+    def recent(self, input_list: str, rule: str) -> str:
+        return self._keys.rules(f"recent:{input_list}\n{rule}")
 
     # -- the watcher's side -------------------------------------------------------------------
     def register(self, w: Watcher, holder: str, now_ms: int) -> None:
@@ -97,7 +99,11 @@ class Store:
     def finish(self, w: Watcher, token: str, event: str, plan: dict[str, Any]) -> list[int] | None:
         """Write the end of ``event`` (see ``make.lua``): per task, 1 pushed or 0 a
         duplicate; None when the lock is lost (nothing written)."""
-        named = [self.lock(w.input), w.taken, self.counts, self.recent, self.failures, w.failed]
+        named = [self.lock(w.input), w.taken, self.counts, self.failures, w.failed]
+        failed = plan.get("failed")
+        rules = [failed["rule"]] if failed else plan.get("matched", ())
+        named += [self.recent(w.input, rule) for rule in rules]
+        plan["prefix"] = self._keys.rules("")
         for task in plan.get("tasks", ()):
             named.append(task[1])
             if task[2]:
@@ -143,12 +149,19 @@ class Store:
         ]
         records.sort(key=lambda r: str(r.get("label")))
         counts = cast(dict[str, str], self.client.hgetall(self.counts))
-        recent = cast(dict[str, str], self.client.hgetall(self.recent))
         pipe = self.client.pipeline(transaction=False)
         for r in records:
             for name in ("input", "taken", "failed"):
                 pipe.llen(r[name])
-        lengths = pipe.execute(raise_on_error=False)
+            for rule in r.get("rules", []):
+                pipe.lrange(self.recent(r["input"], rule["name"]), 0, -1)
+        replies = pipe.execute(raise_on_error=False)
+        lengths, recent = [], {}
+        for r in records:
+            lengths += replies[:3]
+            replies = replies[3:]
+            for rule in r.get("rules", []):
+                recent[f"{r['input']}\n{rule['name']}"] = replies.pop(0)
         failures = self._failures()
         out = []
         for i, r in enumerate(records):
@@ -207,12 +220,11 @@ def _counts(counts: dict[str, str], w: str, rule: str, names: tuple[str, ...]) -
     return {n: int(counts.get(f"{w}\n{rule}\n{n}", 0)) for n in names}
 
 
-def _recent(text: str | None) -> list[dict[str, Any]]:
-    value = _json(text) if text else None
-    if not isinstance(value, list):
-        return []
-    for e in value:  # Lua's cjson writes an empty list as {}
-        if isinstance(e, dict):
+def _recent(texts: Any) -> list[dict[str, Any]]:
+    out = []
+    for e in map(_json, texts if isinstance(texts, list) else []):
+        if isinstance(e, dict):  # Lua's cjson writes an empty list as {}
             e["tasks"] = e.get("tasks") or []
             e["jobs"] = e.get("jobs") or []
-    return value
+            out.append(e)
+    return out

@@ -1,12 +1,14 @@
 -- make: the end of one event's handling by kue rules: push the tasks its rules made (each
 -- only if its dedupe set did not hold it), or move it to the dead letters; count; forget it.
 -- KEYS[1]  the watcher's lock (<p>:rules:lock:<input>)   KEYS[2] its taken list
--- KEYS[3]  <p>:rules:counts   KEYS[4] <p>:rules:recent   KEYS[5] <p>:rules:failures
--- KEYS[6]  its failed list; KEYS[7...] the queues and sets the plan names
+-- KEYS[3]  <p>:rules:counts   KEYS[4] <p>:rules:failures   KEYS[5] its failed list
+-- KEYS[6...] the recent lists (<p>:rules:recent:<watcher>\n<rule>) of the rules named, then
+--          the queues and sets the plan names
 -- ARGV[1]  lock token   ARGV[2] the event   ARGV[3] the watcher (its input list's name)
 -- ARGV[4]  the plan (JSON): "matched" (rule names, in order), "tasks" ([rule, queue, set or
 --          false, task] each), "jobs" ({rule: [[id, deduplicated], ...]}: saved already),
---          "replayed" (true: taken from the taken list at start), "failed" (absent, or
+--          "prefix" ("<p>:rules:"), "replayed" (true: taken from the taken list at start),
+--          "failed" (absent, or
 --          {rule, kind ('fetch' or 'make'), reason}: the event goes to the failed list)
 --          ARGV[5] events kept per rule (recent)   ARGV[6] tasks kept per recent event
 -- Returns  {'done', made...} (per task: 1 pushed, 0 its set held it), or {'lost'} when the
@@ -28,12 +30,9 @@ end
 
 -- Keep `entry` first among the rule's last `keep` events.
 local function remember(rule, entry)
-  local field = w .. '\n' .. rule
-  local text = redis.call('HGET', KEYS[4], field)
-  local list = text and cjson.decode(text) or {}
-  table.insert(list, 1, entry)
-  while #list > keep do table.remove(list) end
-  redis.call('HSET', KEYS[4], field, cjson.encode(list))
+  local key = plan.prefix .. 'recent:' .. w .. '\n' .. rule
+  redis.call('LPUSH', key, cjson.encode(entry))
+  redis.call('LTRIM', key, 0, keep - 1)
 end
 
 count('', 'events')
@@ -41,8 +40,8 @@ if plan.replayed then count('', 'replayed') end
 local made = { 'done' }
 if plan.failed then
   local f = plan.failed
-  redis.call('LPUSH', KEYS[6], event)
-  redis.call('HSET', KEYS[5], w .. '\n' .. event,
+  redis.call('LPUSH', KEYS[5], event)
+  redis.call('HSET', KEYS[4], w .. '\n' .. event,
     cjson.encode({ rule = f.rule, kind = f.kind, reason = f.reason, at = now }))
   count('', 'failed')
   count(f.rule, f.kind == 'fetch' and 'fetch_errors' or 'make_errors')
