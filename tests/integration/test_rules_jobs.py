@@ -7,14 +7,16 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kue_core import Job, Queue, doctor
-from kue_rules import Rules, Store, build
+from kue_rules import Rules, Store, build, load
 from tests.conftest import wait_for
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "kue_example" / "rules.hjson"
 pytestmark = pytest.mark.single_node  # Resc's lists are outside the queue's Cluster slot
 
 
@@ -194,3 +196,21 @@ def test_a_job_gone_before_its_event_is_handled_goes_to_the_failed_list(
     (w,) = [w for w in Store(queue).report(0) if w["label"] == "complete of acq"]
     assert w["failures"][0]["reason"] == f"job {job.id} no longer exists"
     assert queue.count("inactive", "trt") == 0
+
+
+def test_the_example_configuration_runs(queue: Queue, r: Any) -> None:
+    config = load(EXAMPLE, prefix=queue.prefix)
+    rules = Rules(config, queue).start()
+    try:
+        r.lpush("signups", "signup/ada", "signup/ada")
+        assert wait_for(lambda: not r.llen("signups") and not r.llen("signups/taken"))
+        queue.create_job("video", {"file": "a.mov"}).save()
+        queue.process("video", lambda job: {"output": "a.mp4"})
+        assert wait_for(lambda: queue.count("inactive", "email") == 2)
+        assert r.lrange("audit/todo", 0, -1) == ["audit/ada"]  # the second one: in the set
+    finally:
+        rules.stop()
+        r.delete("signups", "signups/taken", "audit/todo", "audit/todo-set")
+    mails = queue.get_jobs(queue.ids("inactive", "email"))
+    # The second signup of ada found the first welcome mail holding its unique key.
+    assert sorted(m.data["title"] for m in mails) == ["a.mp4 is ready", "welcome ada"]
