@@ -1,7 +1,7 @@
 """kue_cli: the ``kue`` command line (``kue example``, ``kue dashboard``, ``kue worker``,
 ``kue stats``, ``kue doctor``, ``kue cancel``, ``kue move``, ``kue stop-worker``, ``kue search``,
 ``kue tag``, ``kue untag``, ``kue retention``, ``kue deps``, ``kue remove``, ``kue schedules``,
-``kue schedule``, ``kue limits``, ``kue limit``, ``kue groups``).
+``kue schedule``, ``kue limits``, ``kue limit``, ``kue groups``, ``kue rules``).
 ``python -m kue_cli`` runs it too."""
 
 # Their commands join the cli group as they are imported.

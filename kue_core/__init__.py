@@ -24,6 +24,7 @@ from .feeds import FEED_EVENTS
 from .flows import POLICIES as DEPENDENCY_POLICIES
 from .flows import Node as FlowNode
 from .job import Job, parse_priority, parse_state, validate_type
+from .keys import Keys
 from .limits import RateLimited
 from .queue import Queue
 from .schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
@@ -53,6 +54,7 @@ __all__ = [
     "Job",
     "JobNotFound",
     "JobState",
+    "Keys",
     "KueError",
     "NoRetry",
     "NotReplicated",

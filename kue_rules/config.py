@@ -18,9 +18,8 @@ from typing import Any, cast
 
 import hjson
 
-from kue_core import FEED_EVENTS, JOB_OPTIONS, Job, KueError, apply_job_options, validate_type
+from kue_core import FEED_EVENTS, JOB_OPTIONS, Job, Keys, KueError, apply_job_options, validate_type
 from kue_core import defaults as core_defaults
-from kue_core.keys import Keys
 
 from .template import JSON, TEXT, Template, TemplateError, Tree
 
@@ -214,7 +213,9 @@ _MAKE_KEYS = {"task", "queue", "set", "job"}
 
 
 def _rule(value: Any, where: str, on_events: bool) -> Rule:
-    r = _object(value, where, "the rule", _RULE_KEYS)
+    given = value.get("name") if isinstance(value, dict) else None
+    shown = f"{where} ({given!r})" if isinstance(given, str) and given else where
+    r = _object(value, shown, "the rule", _RULE_KEYS)  # an unknown key names the rule too
     name = r.get("name", where.rsplit(", ", 1)[-1])
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{where}: name is a non-empty string, got {name!r:.100}")
@@ -269,7 +270,7 @@ def _fetch(value: Any, where: str, known: dict[str, str]) -> Fetch:
 def _make(value: Any, where: str, known: dict[str, str]) -> Make:
     if value is None:
         raise ConfigError(f"{where}: make is missing")
-    m = _object(value, f"{where}: make", "make", _MAKE_KEYS)
+    m = _object(value, where, "make", _MAKE_KEYS)
     if "job" in m:
         if set(m) != {"job"}:
             raise ConfigError(f"{where}: make has job, or task, queue and set, not both")
@@ -286,7 +287,7 @@ def _make(value: Any, where: str, known: dict[str, str]) -> Make:
 
 def _job(value: Any, where: str, known: dict[str, str]) -> JobSpec:
     allowed = {"type", "data", *JOB_OPTIONS}
-    j = _object(value, f"{where}: make.job", "make.job", allowed)
+    j = _object(value, where, "make.job", allowed)
     job_type = Template(_name(j.get("type"), where, "make.job.type"), known)
     if not job_type.paths:
         try:

@@ -26,8 +26,7 @@ from typing import Any, cast
 
 import redis
 
-from kue_core import Queue
-from kue_core.keys import Keys
+from kue_core import Keys, Queue
 
 from .config import Watcher
 

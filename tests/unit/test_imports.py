@@ -44,6 +44,7 @@ FLOORS = {
     "flows": 2,
     "schedules": 2,
     "limits": 2,
+    "feeds": 2,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper
@@ -64,6 +65,7 @@ FLOORS = {
     "doctor_deps": 6,
     "doctor_schedules": 6,
     "doctor_limits": 6,
+    "doctor_rules": 6,
     "doctor_checker": 6,
     # the package's public names
     "__init__": 7,
@@ -152,8 +154,12 @@ def test_the_checker_sees_function_local_and_type_checking_imports() -> None:
     assert names == {"worker", "defaults"}
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "kue_http").glob("*.py")), ids=lambda p: p.name)
-def test_kue_http_uses_only_public_names(path: Path) -> None:
+@pytest.mark.parametrize(
+    "path",
+    sorted([*(ROOT / "kue_http").glob("*.py"), *(ROOT / "kue_rules").glob("*.py")]),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_kue_http_and_kue_rules_use_only_public_names(path: Path) -> None:
     private = []
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kue_core"):
