@@ -62,7 +62,6 @@ class Store:
         self._make = _script(self.client, "make")
         self._lock = _script(self.client, "lock")
         self._retry = _script(self.client, "retry")
-        self._giveback = _script(self.client, "giveback")
 
     def lock(self, input_list: str) -> str:
         return self._keys.rules(f"lock:{input_list}")
@@ -90,10 +89,6 @@ class Store:
 
     def take_lock(self, w: Watcher, token: str, mode: str = "take") -> bool:
         return bool(self._lock(keys=[self.lock(w.input)], args=[token, LOCK_MS, mode]))
-
-    def give_back(self, w: Watcher, event: str) -> bool:
-        """Put ``event`` back from the taken list at the head of the input (see giveback.lua)."""
-        return bool(self._giveback(keys=[w.taken, w.input], args=[event]))
 
     def finish(self, w: Watcher, token: str, event: str, plan: dict[str, Any]) -> list[int] | None:
         """Write the end of ``event`` (see ``make.lua``): per task, 1 pushed or 0 a

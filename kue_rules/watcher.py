@@ -4,7 +4,9 @@ rules, the way Resc does, with a lock so that one process runs it at a time.
 An event is always in the input, in the taken list or gone with its work written: it is
 moved to the taken list by ``BLMOVE``; the jobs its rules make are saved; then ``make.lua``
 pushes its tasks, counts and removes it from the taken list in one call. At start (and when a
-stalled process's lock is taken over) the events left in the taken list are handled first.
+stalled process's lock is taken over) the events left in the taken list are handled first;
+so are any found there later while the watcher is between events (taken by a process that had
+stalled past its lock and woke up: its end of the event is refused, it writes nothing).
 An event whose fetch keeps failing goes to the failed list with its reason, and the watcher
 goes on.
 """
@@ -52,6 +54,8 @@ class WatcherThread(threading.Thread):
                 )
                 if event is not None:
                     self.handle(str(event), replayed=False)
+                elif self.queue.client.llen(self.w.taken):
+                    self._replay("left taken by a process that lost the watcher")
             except Stopping:
                 return
             except (redis.RedisError, OSError) as e:
@@ -65,9 +69,18 @@ class WatcherThread(threading.Thread):
         self.held = True
         seconds, micros = self.queue.client.time()
         self.store.register(self.w, self.token, int(seconds) * 1000 + int(micros) // 1000)
+        log.info("watcher %s: running it", self.w.label)
+        self._replay("left taken")
+
+    def _replay(self, why: str) -> None:
+        """Handle the events in the taken list, the oldest first. Only this thread takes
+        events while it holds the lock, and it handles one at a time: when it is between
+        events, whatever is in the taken list was left there by a process that crashed or
+        lost the watcher (whose end of it will be refused)."""
         left = [str(e) for e in self.queue.client.lrange(self.w.taken, 0, -1)]
-        log.info("watcher %s: running it; %d events left taken to replay", self.w.label, len(left))
-        for event in reversed(left):  # the oldest first
+        if left:
+            log.info("watcher %s: %d events %s, replayed", self.w.label, len(left), why)
+        for event in reversed(left):
             if self.stop.is_set() or not self.held:
                 return
             self.handle(event, replayed=True)
@@ -89,13 +102,11 @@ class WatcherThread(threading.Thread):
                     raise Stopping("stopped with the event taken") from None
 
     def _lost(self, event: str) -> None:
+        """The lock went to another process, which replays what is in the taken list (at
+        take-over, and when it is between events): this one writes nothing more."""
         self.held = False
-        back = self.store.give_back(self.w, event)
         log.warning(
-            "watcher %s: another process took it over; event %r %s",
-            self.w.label,
-            event,
-            "given back to it" if back else "was replayed by it",
+            "watcher %s: another process took it over; event %r is left to it", self.w.label, event
         )
 
     def _plan(self, event: str, replayed: bool) -> dict[str, Any] | None:
