@@ -72,7 +72,13 @@ def rules(
                 made = "jobs" if r.make.job else "tasks"
                 click.echo(f"  {r.name}: on {r.on.pattern!r}, {len(r.fetch)} fetch, makes {made}")
         return
-    queue, _ = main.connect(redis_url or config.redis_url, config.prefix)
+    url = redis_url or config.redis_url
+    if url and url.split("://", 1)[0].endswith("+cluster"):
+        raise BadUsage(
+            "kue rules needs one Redis server (or Sentinel): on a Redis Cluster, Resc's lists "
+            "are outside the queue's slot, and one script ends each event across them"
+        )
+    queue, _ = main.connect(url, config.prefix)
     try:
         if retry_failed:
             store = Store(queue)

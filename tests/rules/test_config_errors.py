@@ -196,6 +196,10 @@ def test_the_cli_refuses_a_bad_configuration_with_exit_2_and_writes_nothing(
     assert check.wait() == 0, check.output
     assert "in: taken in/taken, failed in/failed" in check.out
     assert keys_under(r, prefix) == set()
+    # A Redis Cluster URL: refused before connecting (Resc's lists are outside the slot).
+    cluster = Kue("rules", str(good), "--redis", "redis+cluster://127.0.0.1:1", "--prefix", "{q}")
+    assert cluster.wait() == 2, cluster.output
+    assert "needs one Redis server (or Sentinel)" in "\n".join(cluster.err)
 
 
 HJSON = """{
