@@ -28,9 +28,10 @@ from kue_core import STATES, KueError, Queue, connection, validate_type
 from kue_core import defaults as core_defaults
 from kue_example import demo
 from kue_http import ConfigError, create_app
+from kue_http.rules import report as rules_report
 
 from . import doctor as doctor_cli
-from . import records_text, serve, supervisor, timings
+from . import records_text, rules_text, serve, supervisor, timings
 from .errors import EXIT_FAILED, BadUsage, Unavailable
 
 EPILOG = """\b
@@ -435,14 +436,15 @@ def worker(
 @_failing
 def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
     """Jobs per state, for every job type and in all; paused types; live workers; the
-    retention of finished jobs and the Redis memory used; how long jobs of each type waited
-    and ran today (UTC)."""
+    retention of finished jobs and the Redis memory used; the watchers of kue rules; how
+    long jobs of each type waited and ran today (UTC)."""
     queue, _ = connect(redis_url, prefix)
     try:
         total, by_type = queue.counts(), queue.counts_by_type()
         paused, workers = queue.paused(), len(queue.workers())
         today = queue.timings()
         kept, memory = queue.retention(), queue.memory()
+        watchers = rules_report(queue)
     except (redis.RedisError, OSError) as e:
         raise Unavailable(f"Redis stopped answering: {e}") from None
     finally:
@@ -457,6 +459,8 @@ def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
             "retention": kept,
             "memory": memory,
         }
+        if watchers:  # as the text: nothing of kue rules until a watcher is known
+            report["rules"] = watchers
         click.echo(json.dumps(report, indent=2))
         return
     rows = [(t + (" (paused)" if t in paused else ""), counts) for t, counts in by_type.items()]
@@ -467,6 +471,8 @@ def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
         click.echo(name.ljust(width) + "".join(f"{counts.get(s, 0):>10}" for s in STATES))
     click.echo(f"workers: {workers} live worker processes")
     for line in records_text.stats_lines(kept, memory):
+        click.echo(line)
+    for line in rules_text.stats_lines(watchers):
         click.echo(line)
     click.echo()
     for line in timings.lines(today):

@@ -31,12 +31,14 @@ from . import (
     control,
     dashboard_limits,
     dashboard_records,
+    dashboard_rules,
     dashboard_schedules,
     flows,
     limits,
     openapi,
     operations,
     records,
+    rules,
     schedules,
     security,
     stream,
@@ -55,11 +57,13 @@ _ROUTES = (
     flows,
     schedules,
     limits,
+    rules,
     stream,
     openapi,
     dashboard_records,
     dashboard_schedules,
     dashboard_limits,
+    dashboard_rules,
 )
 
 #: Library errors -> HTTP status.

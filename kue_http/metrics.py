@@ -16,6 +16,9 @@ from prometheus_client.core import (
 )
 
 from kue_core import Queue
+from kue_rules.store import RULE_COUNTERS, WATCHER_COUNTERS
+
+from .rules import report
 
 metrics = Blueprint("kue_metrics", __name__)
 
@@ -77,6 +80,49 @@ class QueueCollector:
             paused.add_metric([job_type], 1)
         yield paused
         yield from _limits(self.queue)
+        yield from _rules(report(self.queue))
+
+
+def _rules(watchers: list[dict[str, Any]]) -> Iterator[Metric]:
+    """``kue rules``, from one report: each watcher's counters and each rule's, the lengths
+    of its lists, and whether a process runs it. A watcher is named by its input list."""
+    events = CounterMetricFamily(
+        "kue_rules_events",
+        "Events handled by each kue rules watcher: events, replayed (taken again after a "
+        "stop), unmatched (no rule matched), failed (moved to its failed list).",
+        labels=["watcher", "counter"],
+    )
+    rules = CounterMetricFamily(
+        "kue_rules_rule",
+        "What each rule of a kue rules watcher did: matched events, tasks pushed, jobs made, "
+        "duplicates (a dedupe held them), fetch_errors and make_errors (events failed).",
+        labels=["watcher", "rule", "counter"],
+    )
+    lengths = GaugeMetricFamily(
+        "kue_rules_list_length",
+        "Length of each list of a kue rules watcher: input, taken, failed.",
+        labels=["watcher", "list"],
+    )
+    running = GaugeMetricFamily(
+        "kue_rules_watcher_running",
+        "1 when a kue rules process was heard of running the watcher lately, else 0.",
+        labels=["watcher"],
+    )
+    for w in watchers:
+        name = w["input"]
+        for counter in WATCHER_COUNTERS:
+            events.add_metric([name, counter], w["counts"][counter])
+        for rule in w["rules"]:
+            for counter in RULE_COUNTERS:
+                rules.add_metric([name, rule["name"], counter], rule["counts"][counter])
+        for which, n in w["lengths"].items():
+            if n is not None:
+                lengths.add_metric([name, which], n)
+        running.add_metric([name], 1 if w["running"] else 0)
+    yield events
+    yield rules
+    yield lengths
+    yield running
 
 
 def _limits(queue: Queue) -> Iterator[Metric]:

@@ -55,7 +55,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
                 "and routes Kue lacks: history, job control, bulk actions, pausing, workers, "
                 "throughput, wait and run timings, search through an index, tags, tracking, "
                 "retention, dependencies and flows, schedules, flow control (limits, groups), "
-                "events, health. "
+                "kue rules (watchers, their counters and failed events), events, health. "
                 'Every error answer is {"error": "..."}.'
             ),
         },
@@ -70,6 +70,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
                 "flows",
                 "schedules",
                 "limits",
+                "rules",
                 "listing",
                 "bulk",
                 "pausing",
@@ -306,13 +307,14 @@ def _paths(max_page: int) -> Schema:
 
 
 def _split_paths() -> Schema:
-    from . import openapi_flows, openapi_limits, openapi_records, openapi_schedules
+    from . import openapi_flows, openapi_limits, openapi_records, openapi_rules, openapi_schedules
 
     return {
         **openapi_records.paths(),
         **openapi_flows.paths(),
         **openapi_schedules.paths(),
         **openapi_limits.paths(),
+        **openapi_rules.paths(),
     }
 
 
@@ -628,6 +630,7 @@ def _schemas() -> Schema:
     from . import openapi_flows as flows  # they build on this module's helpers
     from . import openapi_limits as limits
     from . import openapi_records as records
+    from . import openapi_rules as rules
     from . import openapi_schedules as schedules
 
     state = {"enum": list(STATES)}
@@ -698,6 +701,7 @@ def _schemas() -> Schema:
         **flows.schemas(new_job),
         **schedules.schemas(records.OPTIONS),
         **limits.schemas(),
+        **rules.schemas(),
         "Created": _object(
             {
                 "message": {

@@ -252,12 +252,12 @@
     if (!button || button.disabled) return;
     event.preventDefault();
     const data = button.dataset;
-    let body;
+    let body = data.body ? JSON.parse(data.body) : undefined;
     if (data.confirm) {
       const withReason = data.reason !== undefined;
       const reason = await confirmed(data.confirm, { withReason, ok: data.ok, back: data.back });
       if (reason === null) return;
-      if (reason) body = { reason };
+      if (reason) body = { ...body, reason };
     }
     button.disabled = true;
     let ok = await send(data.method, data.url, body);
@@ -476,6 +476,11 @@
       t.textContent = ago(Number(t.dataset.ms));
     }
   }
+
+  // A page whose state changes without job events (the rules page: events taken from plain
+  // lists) names how often to fetch it again (ms) in data-poll.
+  const poll = document.querySelector("[data-poll]");
+  if (poll && Number(poll.dataset.poll) > 0) setInterval(schedule, Number(poll.dataset.poll));
 
   relativeTimes();
   setInterval(relativeTimes, 5000);

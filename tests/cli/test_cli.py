@@ -519,6 +519,7 @@ def test_help_lists_the_commands_and_exit_codes() -> None:
         "move",
         "remove",
         "retention",
+        "rules",
         "schedule",
         "schedules",
         "search",

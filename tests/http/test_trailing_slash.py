@@ -14,6 +14,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+import kue_rules
 from kue_core import Queue
 from kue_http import close, create_app
 from kue_http.api import api
@@ -53,6 +54,7 @@ BODIES = {
     "/retention": {"complete": {"count": 10}},
     "/schedules/nightly": {"every": 3_600_000, "type": "email"},
     "/limits/email": {"concurrency": 2},
+    "/rules/retry": {"watcher": "rules-in"},
 }
 
 
@@ -83,6 +85,10 @@ def _seed(queue: Queue) -> None:
     queue.get_job(2).set_state("failed")
     queue.create_job("email").delay(60_000).save()
     queue.every("nightly", 3_600_000, "email", offset=3_600_000)  # due in an hour
+    # A kue rules watcher known as "rules-in", its lists in the prefix's slot (a cluster's).
+    lists = {name: f"{queue.prefix}:rules/{name}" for name in ("input", "taken", "failed")}
+    record = {"label": "rules-in", **lists, "events": None, "rules": [], "holder": "", "seen": 1}
+    queue.client.hset(kue_rules.Store(queue).watchers, "rules-in", json.dumps(record))
 
 
 @pytest.fixture
