@@ -114,21 +114,34 @@ class WatcherThread(threading.Thread):
         lock was lost before the jobs were saved."""
         plan: dict[str, Any] = {"replayed": replayed, "matched": [], "tasks": [], "jobs": {}}
         given: dict[str, Any] = {"input_task": event}
+        rule = ""
         try:
             if self.w.events:
                 given.update(self._job_variables(event))
             out = engine.apply(self.w, event, given, self.queue, self.stop)
+            plan["matched"] = out.matched
+            plan["tasks"] = [[t.rule, t.queue, t.set or False, t.task] for t in out.tasks]
+            if out.jobs:
+                rule = out.jobs[0][0]
+                if not self.store.take_lock(self.w, self.token, "renew"):
+                    return None  # another process runs the watcher now: it makes them
+                saved = self.queue.save_many(job for _, job in out.jobs)  # all or none
+                for (name, _), job in zip(out.jobs, saved, strict=True):
+                    plan["jobs"].setdefault(name, []).append([job.id, job.deduplicated])
         except engine.EventFailed as e:
-            plan["failed"] = {"rule": e.rule, "kind": e.kind, "reason": e.reason}
-            return plan
-        plan["matched"] = out.matched
-        plan["tasks"] = [[t.rule, t.queue, t.set or False, t.task] for t in out.tasks]
-        if out.jobs:
-            if not self.store.take_lock(self.w, self.token, "renew"):
-                return None  # another process runs the watcher now: it makes them
-            saved = self.queue.save_many(job for _, job in out.jobs)
-            for (rule, _), job in zip(out.jobs, saved, strict=True):
-                plan["jobs"].setdefault(rule, []).append([job.id, job.deduplicated])
+            return {**plan, "failed": {"rule": e.rule, "kind": e.kind, "reason": e.reason}}
+        except (redis.RedisError, OSError, Stopping):
+            raise  # handled again, or left taken
+        except Exception as e:  # a job Redis refused, or a bug: the event waits in failed
+            log.exception("watcher %s: event %r", self.w.label, event)
+            reason = f"{type(e).__name__}: {e}"
+            return {
+                **plan,
+                "matched": [],
+                "tasks": [],
+                "jobs": {},
+                "failed": {"rule": rule, "kind": "make", "reason": reason},
+            }
         return plan
 
     def _job_variables(self, event: str) -> dict[str, Any]:

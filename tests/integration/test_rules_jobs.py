@@ -15,6 +15,7 @@ import pytest
 from kue_core import Job, Queue, doctor
 from kue_rules import Rules, Store, build, load
 from tests.conftest import wait_for
+from tests.rules.helpers import WebService
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "kue_example" / "rules.hjson"
 pytestmark = pytest.mark.single_node  # Resc's lists are outside the queue's Cluster slot
@@ -214,3 +215,36 @@ def test_the_example_configuration_runs(queue: Queue, r: Any) -> None:
     mails = queue.get_jobs(queue.ids("inactive", "email"))
     # The second signup of ada found the first welcome mail holding its unique key.
     assert sorted(m.data["title"] for m in mails) == ["a.mp4 is ready", "welcome ada"]
+
+
+def test_a_job_that_cannot_be_saved_sends_its_event_to_failed_and_the_watcher_goes_on(
+    queue: Queue, r: Any, events: str
+) -> None:
+    service = WebService()  # its answer for "bad" holds a NaN: no job can store it
+    service.children["bad"] = [{"v": float("nan")}]
+    service.children["good"] = [{"v": 1}]
+    rule = {
+        "name": "child job",
+        "on": r"^p/(?P<id>\w+)$",
+        "fetch": [
+            {"url": f"http://{service.host}/products/${{id}}/direct-children", "returns": "c"}
+        ],
+        "make": {"job": {"type": "child", "data": {"c": "${c}"}}},
+    }
+    config = build({"prefix": queue.prefix, "watchers": [{"input_queue": events, "rules": [rule]}]})
+    rules = Rules(config, queue).start()
+    try:
+        r.lpush(events, "p/bad", "p/good")
+        assert wait_for(
+            lambda: queue.count("inactive", "child") == 1 and r.llen(f"{events}/failed")
+        )
+    finally:
+        rules.stop()
+        service.close()
+        r.delete(events, f"{events}/taken", f"{events}/failed")
+    assert queue.get_jobs(queue.ids("inactive", "child"))[0].data == {"c": {"v": 1}}
+    (w,) = Store(queue).report(0)
+    assert w["failures"][0]["event"] == "p/bad"
+    assert w["failures"][0]["rule"] == "child job"
+    assert "JSON" in w["failures"][0]["reason"], w["failures"]
+    assert w["counts"]["failed"] == 1 and w["counts"]["events"] == 2
