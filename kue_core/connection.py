@@ -185,6 +185,13 @@ def _address(text: str, default_port: int) -> tuple[str, int]:
     return unquote(host), int(port) if port else default_port
 
 
+def server_ms(client: redis.Redis) -> int:
+    """Now on the Redis server's clock, in ms: the clock every due time, window and
+    heartbeat of the queue is kept in (the scripts read ``TIME``)."""
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 def redact(url: str) -> str:
     """The URL with any password replaced, so it can be shown in errors and logs."""
     scheme, sep, rest = url.partition("://")

@@ -30,6 +30,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from . import checks, defaults
+from .connection import server_ms
 from .errors import InvalidJob, KueError
 from .keys import job_id_from_zid
 from .values import validate_type
@@ -255,8 +256,7 @@ class LimitMethods:
         return sorted({g for g in pipe.execute() if g})
 
     def _now(self) -> int:
-        seconds, micros = self.client.time()
-        return int(seconds) * 1000 + int(micros) // 1000
+        return server_ms(self.client)
 
 
 def _decode(text: str | None) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import checks, defaults
 from . import schedule_rules as rules
+from .connection import server_ms
 from .errors import InvalidJob, ScheduleNotFound
 
 if TYPE_CHECKING:
@@ -194,7 +195,7 @@ class ScheduleMethods:
         )
         text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
         stored = self.client.hmget(self.keys.schedule(key), "definition", "anchor", "ended")
-        now = _server_ms(self.client)
+        now = server_ms(self.client)
         if stored[0] == text and stored[1] is not None:  # unchanged: keep its timetable
             definition["anchor"] = int(stored[1])
             due = self._due(key)
@@ -246,7 +247,7 @@ class ScheduleMethods:
         upcoming = rules.upcoming(definition, due, 3)
         if paused and h.get("ended") != "1":
             upcoming = rules.upcoming(
-                definition, self._first(definition, _server_ms(self.client)), 3
+                definition, self._first(definition, server_ms(self.client)), 3
             )
         return {
             "key": key,
@@ -288,7 +289,7 @@ class ScheduleMethods:
         h = self._load(key)
         definition = json.loads(h["definition"])
         definition["anchor"] = int(h["anchor"])
-        at = -1 if h.get("ended") == "1" else self._first(definition, _server_ms(self.client))
+        at = -1 if h.get("ended") == "1" else self._first(definition, server_ms(self.client))
         if not self.scripts.schedule("resume", key, at):
             raise ScheduleNotFound(key)
         return self.schedule(key)
@@ -303,7 +304,7 @@ class ScheduleMethods:
         h = self._load(key)
         definition = json.loads(h["definition"])
         made = _made(self, definition)
-        row = [*made._save_row(), _server_ms(self.client)]
+        row = [*made._save_row(), server_ms(self.client)]
         outcome, ids, held = self.scripts.tick(key, None, "", -1, [row], made._unique)
         if outcome != "made":
             raise ScheduleNotFound(key)
@@ -313,11 +314,6 @@ class ScheduleMethods:
             jobs = [made]
         jobs[0].deduplicated = held > 0
         return jobs[0]
-
-
-def _server_ms(client: redis.Redis) -> int:
-    seconds, micros = client.time()
-    return int(seconds) * 1000 + int(micros) // 1000
 
 
 def _made(queue: ScheduleMethods, definition: dict[str, Any]) -> Job:

@@ -14,21 +14,15 @@ from typing import Any
 from flask import Response, jsonify, request
 from werkzeug.exceptions import NotFound
 
-from kue_core import InvalidJob, Queue
+from kue_core import InvalidJob, Queue, connection
 from kue_rules import Store
 
 from .api import api, queue
 
 
-def server_ms(q: Queue) -> int:
-    """Now on the Redis server's clock (the one ``kue rules`` stamps ``seen`` with), in ms."""
-    seconds, micros = q.client.time()
-    return int(seconds) * 1000 + int(micros) // 1000
-
-
 def report(q: Queue) -> list[dict[str, Any]]:
     """Every watcher known under ``q``'s prefix (``Store.report``), as of the server's now."""
-    return Store(q).report(server_ms(q))
+    return Store(q).report(connection.server_ms(q.client))
 
 
 @api.get("/rules")

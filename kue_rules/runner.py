@@ -15,7 +15,7 @@ import uuid
 
 import redis
 
-from kue_core import Queue
+from kue_core import Queue, connection
 
 from .config import Config
 from .store import LOCK_MS, Store, holder
@@ -58,7 +58,7 @@ class Rules:
                     self.store.take_lock(t.w, self.token, "drop")
 
     def _register(self) -> None:
-        now = _server_ms(self.queue.client)
+        now = connection.server_ms(self.queue.client)
         for t in self.threads:
             self.store.register(t.w, self.token if t.held else "", now)
 
@@ -69,14 +69,9 @@ class Rules:
                     if t.held and not self.store.take_lock(t.w, self.token, "renew"):
                         t.held = False
                         log.warning("watcher %s: its lock was taken over", t.w.label)
-                now = _server_ms(self.queue.client)
+                now = connection.server_ms(self.queue.client)
                 for t in self.threads:
                     if t.held:
                         self.store.register(t.w, self.token, now)
             except (redis.RedisError, OSError) as e:
                 log.warning("heartbeat: Redis: %s", e)
-
-
-def _server_ms(client: redis.Redis) -> int:
-    seconds, micros = client.time()
-    return int(seconds) * 1000 + int(micros) // 1000

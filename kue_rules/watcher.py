@@ -19,7 +19,7 @@ from typing import Any
 
 import redis
 
-from kue_core import JobNotFound, KueError, Queue
+from kue_core import JobNotFound, KueError, Queue, connection
 
 from . import engine
 from .config import Watcher
@@ -67,8 +67,7 @@ class WatcherThread(threading.Thread):
             self.stop.wait(PAUSE)  # another process runs it; stand by
             return
         self.held = True
-        seconds, micros = self.queue.client.time()
-        self.store.register(self.w, self.token, int(seconds) * 1000 + int(micros) // 1000)
+        self.store.register(self.w, self.token, connection.server_ms(self.queue.client))
         log.info("watcher %s: running it", self.w.label)
         self._replay("left taken")
 

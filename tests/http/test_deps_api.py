@@ -15,6 +15,7 @@ from kue_core import Queue
 from kue_http import create_app
 from kue_http.flows import MAX_FLOW_DEPTH, MAX_FLOW_NODES
 from tests.conftest import finish, keys_under
+from tests.http.documented import Documented
 
 
 def _snapshot(r: redis.Redis, prefix: str) -> dict[str, Any]:
@@ -329,19 +330,8 @@ def test_blocked_jobs_are_counted_and_listed(client: FlaskClient, queue: Queue) 
 
 # -- the document -------------------------------------------------------------------------
 def test_answers_match_the_openapi_document(client: FlaskClient, queue: Queue) -> None:
-    jsonschema_rs = pytest.importorskip("jsonschema_rs")
-    doc = client.get("/api/openapi.json").json
+    check = Documented(client)
     a = queue.create_job("fetch").save()
-
-    def check(method: str, url: str, path: str, status: int = 200, **kw: Any) -> Any:
-        res = getattr(client, method)(url, **kw)
-        assert res.status_code == status, (url, res.json)
-        response = doc["paths"][path][method]["responses"][str(status)]
-        if "$ref" in response:
-            response = doc["components"]["responses"][response["$ref"].rsplit("/", 1)[1]]
-        schema = response["content"]["application/json"]["schema"]
-        jsonschema_rs.validator_for({**schema, "components": doc["components"]}).validate(res.json)
-        return res.json
 
     created = check("post", "/api/job", "/job", json={"type": "x", "options": {"depends": [a.id]}})
     tree = check(

@@ -15,6 +15,7 @@ from flask.testing import FlaskClient
 from kue_core import Queue
 from kue_http import create_app
 from tests.conftest import keys_under
+from tests.http.documented import Documented
 
 RATE = {"max": 10, "perMs": 60_000}
 NONE = {"rate": None, "concurrency": None, "groupRate": None, "groupConcurrency": None}
@@ -275,18 +276,8 @@ def test_limit_writes_are_guarded_as_the_others(
 
 # -- the document -------------------------------------------------------------------------
 def test_answers_match_the_openapi_document(client: FlaskClient, queue: Queue) -> None:
-    jsonschema_rs = pytest.importorskip("jsonschema_rs")
-    doc = client.get("/api/openapi.json").json
-
-    def check(method: str, url: str, path: str, status: int = 200, **kw: Any) -> Any:
-        res = getattr(client, method)(url, **kw)
-        assert res.status_code == status, (url, res.json)
-        response = doc["paths"][path][method]["responses"][str(status)]
-        if "$ref" in response:
-            response = doc["components"]["responses"][response["$ref"].rsplit("/", 1)[1]]
-        schema = response["content"]["application/json"]["schema"]
-        jsonschema_rs.validator_for({**schema, "components": doc["components"]}).validate(res.json)
-        return res.json
+    check = Documented(client)
+    doc, jsonschema_rs = check.doc, check.jsonschema_rs
 
     def valid(name: str, payload: Any) -> bool:
         schema = doc["components"]["schemas"][name]

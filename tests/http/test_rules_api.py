@@ -19,6 +19,7 @@ import kue_rules
 from kue_core import Queue
 from kue_http import create_app
 from tests.conftest import keys_under, wait_for
+from tests.http.documented import Documented
 
 pytestmark = pytest.mark.single_node  # the watchers' own lists live outside the prefix's slot
 
@@ -237,18 +238,7 @@ def test_retry_is_guarded_as_the_other_writes(
 
 
 def test_answers_match_the_openapi_document(client: FlaskClient, queue: Queue) -> None:
-    jsonschema_rs = pytest.importorskip("jsonschema_rs")
-    doc = client.get("/api/openapi.json").json
-
-    def check(method: str, url: str, path: str, status: int = 200, **kw: Any) -> Any:
-        res = getattr(client, method)(url, **kw)
-        assert res.status_code == status, (url, res.json)
-        response = doc["paths"][path][method]["responses"][str(status)]
-        if "$ref" in response:
-            response = doc["components"]["responses"][response["$ref"].rsplit("/", 1)[1]]
-        schema = response["content"]["application/json"]["schema"]
-        jsonschema_rs.validator_for({**schema, "components": doc["components"]}).validate(res.json)
-        return res.json
+    check = Documented(client)
 
     check("get", "/api/rules", "/rules")
     names = lists(queue.prefix)

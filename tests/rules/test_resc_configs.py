@@ -46,13 +46,6 @@ def resc_lists(r: redis.Redis) -> Iterator[None]:
 
 
 @pytest.fixture
-def service() -> Iterator[WebService]:
-    s = WebService()
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def run(queue: Queue, resc_lists: None) -> Iterator[Callable[[Config], Rules]]:
     """Start a configuration's watchers in this process (stopped at the end, before the
     lists are deleted)."""

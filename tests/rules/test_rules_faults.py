@@ -46,13 +46,6 @@ def ns(r: redis.Redis) -> Iterator[str]:
 
 
 @pytest.fixture
-def service() -> Iterator[WebService]:
-    s = WebService()
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def procs() -> Iterator[list[Kue]]:
     started: list[Kue] = []
     yield started
