@@ -26,6 +26,7 @@ from flask import Flask
 
 from kue_core import STATES, KueError, Queue, connection, validate_type
 from kue_core import defaults as core_defaults
+from kue_core.identity import check_worker_id
 from kue_example import demo
 from kue_http import ConfigError, create_app
 from kue_http.rules import report as rules_report
@@ -359,6 +360,15 @@ def dashboard(
     type=click.IntRange(1, 1024),
     help="Worker processes to run under one supervisor, which restarts any that dies.",
 )
+@click.option(
+    "--id",
+    "worker_id",
+    envvar="KUE_WORKER_ID",
+    metavar="ID",
+    help="The worker id to register under, the same across restarts (letters, digits and "
+    ". _ : @ -, up to 100 characters); refused (exit 2) while a live process has it. With "
+    "--processes N, process k is ID-k. [env: KUE_WORKER_ID; default: host:pid:random]",
+)
 @redis_options
 @_failing
 def worker(
@@ -372,6 +382,7 @@ def worker(
     lease: float,
     stall_limit: int,
     processes: int,
+    worker_id: str | None,
     redis_url: str | None,
     prefix: str,
 ) -> None:
@@ -382,7 +393,11 @@ def worker(
     fn = load_handler(handler)
     for job_type in types:
         validate_type(job_type)  # all of them, before any worker starts
-    queue, url = connect(redis_url, prefix, lease_ms=round(lease * 1000), stall_limit=stall_limit)
+    if worker_id is not None and processes > 1:
+        check_worker_id(f"{worker_id}-{processes}")  # the longest a child gets
+    own_id = worker_id if processes == 1 else None
+    options = {"lease_ms": round(lease * 1000), "stall_limit": stall_limit, "worker_id": own_id}
+    queue, url = connect(redis_url, prefix, **options)
     if processes > 1:
         queue.close()  # the children connect for themselves
         argv = [sys.executable, "-m", "kue_cli", "worker", handler]
@@ -400,7 +415,8 @@ def worker(
             "KUE_LOG_LEVEL": level,
         }
         env.pop("KUE_WORKER_PROCESSES", None)
-        code = supervisor.Supervisor(argv, env, processes, shutdown_timeout).run()
+        env.pop("KUE_WORKER_ID", None)  # each child gets its own: --id=ID-k
+        code = supervisor.Supervisor(argv, env, processes, shutdown_timeout, worker_id).run()
         click.get_current_context().exit(code)
     if shared:
         queue.process(
@@ -411,8 +427,9 @@ def worker(
             queue.process(job_type, concurrency, fn, isolation=isolation)
     log = logging.getLogger("kue_cli")
     log.info(
-        "worker pid %d: %s x %d (%s) on %s, prefix %s",
+        "worker pid %d, id %s: %s x %d (%s) on %s, prefix %s",
         os.getpid(),
+        queue.worker_id,
         f"{', '.join(types)} (shared, {reserve or 'ordered'})" if shared else ", ".join(types),
         concurrency,
         isolation,
@@ -422,7 +439,7 @@ def worker(
     on_stop = "Running jobs return to the queue when their leases expire."
     name = wait_for_signal(on_stop, queue.stopped_remotely)
     if name is None:  # the queue has shut its workers down already
-        log.info("stopped remotely (kue stop-worker)")
+        log.info("stopped remotely (kue stop-worker, or its worker id taken over)")
     else:
         log.info("%s: stopping; running jobs get %g s to finish", name, shutdown_timeout)
         queue.shutdown(shutdown_timeout)

@@ -10,6 +10,7 @@ SIGTERM or SIGINT passes the signal on and waits for every child's graceful shut
   itself is killed, so no worker outlives it unwatched.
 - The Redis URL reaches the children in their environment, never on a command line that
   ``ps`` would show.
+- Given a worker id ``ID``, child k (from 1) runs as ``--id=ID-k``, restarted or not.
 - A child that dies is started again after a pause that doubles with each quick death
   (0.5 s up to 30 s), so a handler that crashes its process does not spin the machine.
   A child that exits with status 2 (bad usage: it can never work) stops everything.
@@ -71,9 +72,15 @@ class Supervisor:
     """Keeps ``processes`` copies of ``argv`` running until told to stop."""
 
     def __init__(
-        self, argv: Sequence[str], env: dict[str, str], processes: int, shutdown_timeout: float
+        self,
+        argv: Sequence[str],
+        env: dict[str, str],
+        processes: int,
+        shutdown_timeout: float,
+        worker_id: str | None = None,
     ) -> None:
         self.argv = list(argv)
+        self.worker_id = worker_id
         self.env = env
         self.children = [_Child(slot) for slot in range(1, processes + 1)]
         self.shutdown_timeout = shutdown_timeout
@@ -97,8 +104,11 @@ class Supervisor:
         self._wake.set()
 
     def _start(self, child: _Child) -> None:
+        argv = self.argv
+        if self.worker_id is not None:
+            argv = [*argv, f"--id={self.worker_id}-{child.slot}"]
         child.proc = subprocess.Popen(
-            self.argv,
+            argv,
             env=self.env,
             start_new_session=True,
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,

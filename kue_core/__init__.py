@@ -17,6 +17,7 @@ from .errors import (
     NotReplicated,
     ScheduleNotFound,
     Stopped,
+    WorkerIdTaken,
     WorkerNotFound,
 )
 from .events import EVENTS, EventStream
@@ -62,6 +63,7 @@ __all__ = [
     "RateLimited",
     "ScheduleNotFound",
     "Stopped",
+    "WorkerIdTaken",
     "WorkerNotFound",
     "apply_job_options",
     "connection",

@@ -62,6 +62,9 @@ MAX_UNIQUE_KEY = 200
 #: Longest reason a job can be cancelled with (it becomes the job's error and a history entry).
 MAX_REASON = 1000
 
+#: Longest worker id a process may be given (``Queue(worker_id=...)``, ``kue worker --id``).
+MAX_WORKER_ID = 100
+
 #: Seconds a worker process's control listener waits for a message before checking whether it
 #: should stop (a message itself is handled as it arrives).
 CONTROL_POLL = 0.2

@@ -35,6 +35,27 @@ class WorkerNotFound(KueError, LookupError):
         self.worker_id = worker_id
 
 
+class WorkerIdTaken(KueError):
+    """Another live process holds this worker id: it renewed its registration within its
+    lease. ``holder`` is that process as ``host:pid``; ``ago_ms``, how long ago it renewed;
+    ``lease_ms``, its lease (0: unknown)."""
+
+    def __init__(self, worker_id: str, holder: str, ago_ms: int, lease_ms: int) -> None:
+        free = (
+            f"{lease_ms / 1000:g} s after its last heartbeat"
+            if lease_ms
+            else "once its registration expires"
+        )
+        super().__init__(
+            f"worker id {worker_id!r} is in use by {holder} (last heartbeat "
+            f"{ago_ms / 1000:.1f} s ago); it is free once that process stops, or {free}"
+        )
+        self.worker_id = worker_id
+        self.holder = holder
+        self.ago_ms = ago_ms
+        self.lease_ms = lease_ms
+
+
 class InvalidTransition(KueError):
     """The job cannot move to the requested state from the state it is in."""
 

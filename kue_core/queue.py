@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import redis
 
-from . import checks, connection, defaults, records, stats
+from . import checks, connection, defaults, identity, records, stats
 from . import middleware as mw
 from .control import Control
 from .errors import InvalidJob, JobNotFound
@@ -68,6 +68,9 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
     ``lease_ms`` and ``stall_limit`` tune this process's workers (see ``kue_core.defaults``).
     ``replicas``: how many replicas must have a job before ``save()`` returns (Redis ``WAIT``;
     else :class:`NotReplicated` is raised); by default the URL's ``?replicas=N``, else 0.
+    ``worker_id``: the id this process's workers register under, the same across restarts
+    (letters, digits and ``. _ : @ -``, up to 100 characters); one live process at a time
+    may have it (:class:`WorkerIdTaken`). By default, one made up: ``host:pid:hex8``.
     """
 
     def __init__(
@@ -80,6 +83,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
         lease_ms: int = defaults.LEASE_MS,
         stall_limit: int = defaults.STALL_LIMIT,
         replicas: int | None = None,
+        worker_id: str | None = None,
     ) -> None:
         if prefix is None:
             prefix = os.environ.get(defaults.PREFIX_ENV) or defaults.PREFIX
@@ -87,6 +91,12 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
             raise InvalidJob(f"prefix must be a non-empty string without spaces, got {prefix!r}")
         checks.integer(lease_ms, "lease_ms", 10)
         checks.integer(stall_limit, "stall_limit", 0)
+        #: The id this process's workers register under (see :mod:`kue_core.identity`).
+        self.worker_id = (
+            identity.generated_worker_id()
+            if worker_id is None
+            else identity.check_worker_id(worker_id)
+        )
         self.lease_ms = lease_ms
         self.stall_limit = stall_limit
         self._workers: Workers | None = None
@@ -113,7 +123,8 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
         self.control = Control(self.client, self.keys, self.scripts)
         self._middleware: tuple[mw.Middleware, ...] = ()
         #: Set once this process's workers have shut down on a remote request
-        #: (:meth:`stop_worker` from anywhere): ``kue worker`` then exits.
+        #: (:meth:`stop_worker` from anywhere), or because another process took their worker
+        #: id over while this one was silent past its lease: ``kue worker`` then exits.
         self.stopped_remotely = threading.Event()
 
     def __repr__(self) -> str:

@@ -258,6 +258,28 @@ def _flat(rows: Sequence[Sequence[Any]]) -> list[Any]:
     return [v for row in rows for v in row]
 
 
+@dataclass(frozen=True)
+class Holder:
+    """Another process registered under the worker id asked for (``heartbeat.lua``'s reply
+    ``taken``): its description (host, pid, ...), its last heartbeat, its lease (0: unknown)
+    and the server's time, all in ms, and its instance."""
+
+    info: dict[str, Any]
+    heartbeat: int
+    lease_ms: int
+    now: int
+    instance: str
+
+    @classmethod
+    def parse(cls, reply: Sequence[Any]) -> Holder:
+        try:
+            info = json.loads(reply[1])
+        except ValueError:
+            info = None
+        heartbeat, lease_ms, now = (int(v) for v in reply[2:5])
+        return cls(info if isinstance(info, dict) else {}, heartbeat, lease_ms, now, reply[5])
+
+
 def _stale(conn: AbstractConnection) -> bool:
     """Whether the connection is readable before we asked anything: the server closed it
     (restart, timeout, CLIENT KILL) or left a stray reply. Either way, it must not be used."""
@@ -595,15 +617,34 @@ class Scripts:
         self._run("feed", self._keys.limits, job_type, event, "1" if on else "")
 
     def heartbeat(
-        self, worker_id: str, lease_ms: int, info_json: str, held: Sequence[tuple[int, str]]
-    ) -> list[tuple[int, str]]:
-        """Renew the leases in ``held`` (id, token) and register the worker; returns the
-        (id, token) pairs whose lease is lost."""
+        self,
+        worker_id: str,
+        lease_ms: int,
+        info_json: str,
+        held: Sequence[tuple[int, str]],
+        *,
+        instance: str = "",
+        mode: str = "beat",
+    ) -> list[tuple[int, str]] | Holder:
+        """Register the worker as ``instance`` and renew the leases in ``held`` (id, token);
+        returns the (id, token) pairs whose lease is lost. ``mode`` ``start``, ``force`` or
+        ``leave`` (deregister): see ``heartbeat.lua``. A :class:`Holder` when another
+        instance holds the id: nothing was written."""
         pairs = [v for pair in held for v in pair]
-        lost = self._run(
-            "heartbeat", self._keys.leases, worker_id, lease_ms, info_json, len(held), *pairs
+        reply = self._run(
+            "heartbeat",
+            self._keys.leases,
+            worker_id,
+            instance,
+            mode,
+            lease_ms,
+            info_json,
+            len(held),
+            *pairs,
         )
-        it = iter(lost)
+        if reply[0] == "taken":
+            return Holder.parse(reply)
+        it = iter(reply[1:])
         return [(int(i), str(token)) for i, token in zip(it, it, strict=True)]
 
     def recover(self, stall_limit: int, limit: int) -> tuple[int, int]:

@@ -8,9 +8,9 @@ One :class:`Workers` per queue holds the threads and slots of a worker process:
   type's wake-up list. ``async def`` handlers run on one event loop thread; their slot waits
   for the result. With ``isolation="process"`` each slot runs its handler in a child process
   instead (:mod:`kue_core.isolation`).
-* a keeper thread: renews the leases of running jobs and registers the process
-  (``heartbeat.lua``), returns jobs whose lease expired to the queue (``recover.lua``), and
-  fails attempts that outlive their ``ttl``.
+* a keeper thread: renews the leases of running jobs and registers the process under its
+  worker id (``heartbeat.lua``, :mod:`kue_core.identity`), returns jobs whose lease expired
+  to the queue (``recover.lua``), and fails attempts that outlive their ``ttl``.
 * a promotion thread (:mod:`kue_core.promoter`): moves due delayed jobs to inactive.
 * a control listener (:mod:`kue_core.control`) on the process's own channel: a running job
   cancelled or moved by hand has its attempt ended at once, and a stop request shuts the
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import backoff as backoff_policy
-from . import checks, defaults
+from . import checks, defaults, identity
 from . import middleware as mw
 from .attempt import Attempt, Reason
 from .control import Listener
@@ -51,7 +51,7 @@ from .outcome import Done, Limited
 from .promoter import Promoter
 from .reserve import Reserver, job_types
 from .retry import Pauses
-from .scripts import PAUSED, Claim, Held, Next, Waits
+from .scripts import PAUSED, Claim, Held, Holder, Next, Waits
 from .slots import Handler, Runner, Slot
 from .timings import Recorder
 
@@ -82,7 +82,9 @@ class Workers:
         self.scripts = queue.scripts
         self.lease_ms = lease_ms
         self.stall_limit = stall_limit
-        self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.id = queue.worker_id
+        #: Tells this process from another with the same id (see kue_core.identity).
+        self.instance = uuid.uuid4().hex
         self.started_at = int(time.time() * 1000)
         self._lock = threading.Lock()
         self._slots: list[Slot] = []
@@ -122,6 +124,9 @@ class Workers:
         if self._stopping.is_set():
             raise InvalidJob("the workers of this queue are shutting down")
         first = not self._threads  # the first process() call of this queue
+        if first:  # before anything starts: WorkerIdTaken if a live process has the id
+            info = json.dumps(self.info(), separators=(",", ":"))
+            identity.register(self.scripts, self.id, self.instance, self.lease_ms, info)
         if is_async and isolation == "thread":
             self._runner.loop()
         label = "+".join(types)
@@ -395,7 +400,8 @@ class Workers:
             self._tick.set()  # the keeper gives a stuck thread slot a new thread now
 
     def _stop(self, timeout: float) -> None:
-        """Shut down on a stop request, as on SIGTERM; then tell ``queue.stopped_remotely``."""
+        """Shut down on a stop request, as on SIGTERM, or when another process took the id
+        over; then tell ``queue.stopped_remotely``."""
         self.queue.shutdown(timeout)
         self.queue.stopped_remotely.set()
 
@@ -447,11 +453,15 @@ class Workers:
         with self._lock:
             running = [a for a in self._attempts.values() if not a.over]
         info = json.dumps(self.info(), separators=(",", ":"))
-        lost = set(
-            self.scripts.heartbeat(
-                self.id, self.lease_ms, info, [(a.job_id, a.token) for a in running]
-            )
-        )
+        held = [(a.job_id, a.token) for a in running]
+        reply = self.scripts.heartbeat(self.id, self.lease_ms, info, held, instance=self.instance)
+        if isinstance(reply, Holder):  # another process has the id now
+            if not self._stop_asked:
+                self._stop_asked = True
+                log.error(identity.taken_over(self.id, reply))
+                threading.Thread(target=self._stop, args=(0,), name="kue-stop").start()
+            return
+        lost = set(reply)
         for attempt in running:
             if (attempt.job_id, attempt.token) in lost:
                 # Recovered, moved or removed meanwhile: its result will be dropped.
@@ -540,10 +550,7 @@ class Workers:
         self._safely(self.queue.client.client_unblock, client_id)
 
     def _deregister(self) -> None:
-        pipe = self.queue.client.pipeline(transaction=False)
-        pipe.zrem(self.queue.keys.workers, self.id)
-        pipe.delete(self.queue.keys.worker(self.id))
-        pipe.execute()
+        identity.leave(self.scripts, self.id, self.instance, self.lease_ms)
 
     def _safely(self, fn: Callable[..., Any], *args: Any) -> None:
         try:

@@ -1,32 +1,62 @@
--- heartbeat: a worker process renews the leases of the jobs it runs and registers itself.
+-- heartbeat: a worker process registers under its worker id and renews the leases of the jobs
+-- it runs; or leaves. One live process at a time holds an id (see kue_core/identity.py).
 -- KEYS[1]  <p>:leases
--- ARGV[1]  prefix   ARGV[2] worker id   ARGV[3] lease ms
--- ARGV[4]  worker description (JSON object: host, pid, types, ...), kept for 3 leases (the
---          jobs a worker runs are not kept here: Queue.workers() reads them from the leases)
--- ARGV[5]  number of jobs n; then n pairs: job id, fencing token
--- Returns  the pairs (job id, token) of the leases lost (the job was recovered, cancelled,
---          moved by hand or removed), one after another: the worker must drop their results.
---          (The token tells two attempts at one job apart: an old one and a new claim.)
+-- ARGV[1]  prefix   ARGV[2] worker id   ARGV[3] instance (tells two processes with one id apart)
+-- ARGV[4]  mode:
+--          start  register, unless another instance holds the id and renewed it within its
+--                 lease (that process is live)
+--          force  register whoever holds the id (the caller found its holder dead)
+--          beat   register (again, if the registration expired) and renew the leases, unless
+--                 another instance holds the id: it took it over while this one was silent
+--          leave  remove the registration, unless another instance holds the id
+-- ARGV[5]  lease ms of this process
+-- ARGV[6]  worker description (JSON object: host, pid, types, ...), kept for 3 leases in
+--          <p>:worker:<id> with the fields heartbeat, instance, lease_ms (the jobs a worker runs
+--          are not kept here: Queue.workers() reads them from the leases)
+-- ARGV[7]  number of jobs n; then n pairs: job id, fencing token
+-- Returns  {'ok', pairs...}: registered (or left); the pairs (job id, token) of the leases lost
+--          (the job was recovered, cancelled, moved by hand or removed), one after another: the
+--          worker must drop their results. (The token tells two attempts at one job apart.)
+--          {'taken', info JSON, heartbeat ms, lease ms, now ms, instance}: another instance
+--          holds the id (lease ms 0: its registration has none); nothing was written.
 -- Events   none.
-local p, wid, lease_ms, n = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[5])
-if not lease_ms or lease_ms <= 0 or not n or #ARGV ~= 5 + 2 * n then
+local p, wid, me, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local lease_ms, n = tonumber(ARGV[5]), tonumber(ARGV[7])
+local MODES = { start = true, force = true, beat = true, leave = true }
+if not MODES[mode] or not lease_ms or lease_ms <= 0 or not n or #ARGV ~= 7 + 2 * n then
   return redis.error_reply('KUE_INVALID heartbeat arguments are malformed')
 end
 local now = now_ms()
-local lost = {}
+local key = k_worker(p, wid)
+if mode ~= 'force' and redis.call('EXISTS', key) == 1 then
+  local h = redis.call('HMGET', key, 'instance', 'heartbeat', 'lease_ms', 'info')
+  if h[1] ~= me then
+    local beat, theirs = tonumber(h[2]) or 0, tonumber(h[3])
+    -- A registration without lease_ms counts as live until it expires.
+    if mode ~= 'start' or not theirs or beat + theirs > now then
+      return { 'taken', h[4] or '{}', int(beat), int(theirs or 0), int(now), h[1] or '' }
+    end
+  end
+end
+if mode == 'leave' then
+  redis.call('DEL', key)
+  redis.call('ZREM', k_workers(p), wid)
+  return { 'ok' }
+end
+local reply = { 'ok' }
 for i = 0, n - 1 do
-  local id, token = ARGV[6 + 2 * i], ARGV[7 + 2 * i]
+  local id, token = ARGV[8 + 2 * i], ARGV[9 + 2 * i]
   local h = redis.call('HMGET', k_job(p, id), 'state', 'lease')
   if h[1] == 'active' and h[2] == token then
     redis.call('ZADD', KEYS[1], 'XX', now + lease_ms, zid(id))
   else
-    lost[#lost + 1] = id
-    lost[#lost + 1] = token
+    reply[#reply + 1] = id
+    reply[#reply + 1] = token
   end
 end
-local key = k_worker(p, wid)
-redis.call('HSET', key, 'info', ARGV[4], 'heartbeat', int(now))
+redis.call('HSET', key, 'info', ARGV[6], 'heartbeat', int(now), 'instance', me,
+  'lease_ms', int(lease_ms))
 redis.call('PEXPIRE', key, 3 * lease_ms)
 redis.call('ZADD', k_workers(p), now, wid)
 redis.call('ZREMRANGEBYSCORE', k_workers(p), '-inf', now - 3 * lease_ms)
-return lost
+return reply

@@ -8,7 +8,7 @@ import redis
 
 from kue_core import Queue
 from kue_core.keys import Keys, zid
-from kue_core.scripts import PAUSED
+from kue_core.scripts import PAUSED, Holder
 from tests.conftest import wait_for
 
 W = "worker-a"
@@ -218,14 +218,50 @@ def test_heartbeat_renews_and_reports_lost(queue: Queue, r: redis.Redis) -> None
     b, fb = _claim(queue)
     r.zadd(queue.keys.leases, {zid(a): 1})
     queue.client.hset(queue.keys.job(b), "lease", "99")  # as if recovered and re-claimed
-    lost = queue.scripts.heartbeat(W, LEASE, '{"host":"h"}', [(a, fa["lease"]), (b, fb["lease"])])
+    held = [(a, fa["lease"]), (b, fb["lease"])]
+    lost = queue.scripts.heartbeat(W, LEASE, '{"host":"h"}', held, instance="i1")
     assert lost == [(b, fb["lease"])]
     assert r.zscore(queue.keys.leases, zid(a)) > 1  # type: ignore[operator]
     assert r.zrange(queue.keys.workers, 0, -1) == [W]
     h = r.hgetall(queue.keys.worker(W))
     # The jobs a worker runs are read from the leases (Queue.workers()), not kept here.
-    assert set(h) == {"info", "heartbeat"} and json.loads(h["info"]) == {"host": "h"}
+    assert set(h) == {"info", "heartbeat", "instance", "lease_ms"}
+    assert json.loads(h["info"]) == {"host": "h"}
+    assert (h["instance"], h["lease_ms"]) == ("i1", str(LEASE))
     assert 0 < r.pttl(queue.keys.worker(W)) <= 3 * LEASE
+
+
+def test_heartbeat_keeps_one_instance_per_worker_id(queue: Queue, r: redis.Redis) -> None:
+    beat = queue.scripts.heartbeat
+    key = queue.keys.worker(W)
+    assert beat(W, LEASE, '{"pid":1}', [], instance="i1", mode="start") == []
+    first = r.hgetall(key)
+    # Another instance: refused while the first renewed within its lease; nothing written.
+    for mode in ("start", "beat", "leave"):
+        taken = beat(W, 300, '{"pid":2}', [], instance="i2", mode=mode)
+        assert isinstance(taken, Holder), mode
+        assert (taken.info, taken.heartbeat, taken.lease_ms) == (
+            {"pid": 1},
+            int(first["heartbeat"]),
+            LEASE,
+        )
+        assert 0 <= taken.now - taken.heartbeat < 5_000
+        assert r.hgetall(key) == first
+    # Silent past its lease: a new instance starts; the old one's beats and leave are refused.
+    r.hset(key, "heartbeat", _server_ms(r) - LEASE - 1)
+    assert beat(W, 300, '{"pid":2}', [], instance="i2", mode="start") == []
+    second = r.hgetall(key)
+    assert (second["instance"], json.loads(second["info"])) == ("i2", {"pid": 2})
+    assert isinstance(beat(W, LEASE, "{}", [], instance="i1"), Holder)
+    assert isinstance(beat(W, LEASE, "{}", [], instance="i1", mode="leave"), Holder)
+    assert r.hgetall(key) == second and r.zrange(queue.keys.workers, 0, -1) == [W]
+    # force takes a live id; leave by the holder removes it; a beat registers again.
+    assert beat(W, LEASE, '{"pid":3}', [], instance="i3", mode="force") == []
+    assert r.hget(key, "instance") == "i3"
+    assert beat(W, LEASE, "{}", [], instance="i3", mode="leave") == []
+    assert not r.exists(key) and r.zrange(queue.keys.workers, 0, -1) == []
+    assert beat(W, LEASE, "{}", [], instance="i1", mode="leave") == []  # nothing to leave
+    assert beat(W, LEASE, "{}", [], instance="i1") == [] and r.hget(key, "instance") == "i1"
 
 
 def test_recover_requeues_then_fails_past_the_stall_limit(queue: Queue, r: redis.Redis) -> None:

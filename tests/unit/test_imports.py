@@ -55,6 +55,7 @@ FLOORS = {
     "promoter": 4,
     "reserve": 1,
     "slots": 4,
+    "identity": 4,
     "worker": 4,
     # 5. the facade
     "queue": 5,
