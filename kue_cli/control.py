@@ -78,9 +78,9 @@ def move(job_id: str, job_type: str, force: bool, redis_url: str | None, prefix:
 )
 @main.redis_options
 def stop_worker(worker_id: str, timeout: float, redis_url: str | None, prefix: str) -> None:
-    """Ask the worker process WORKER_ID (host:pid:token, as GET /api/workers and the
-    dashboard list them) to shut down gracefully, as SIGTERM does; `kue worker` then exits
-    0. Returns once asked."""
+    """Ask the worker process WORKER_ID (its --id, else host:pid:token, as GET /api/workers
+    and the dashboard list them) to shut down gracefully, as SIGTERM does; `kue worker` then
+    exits 0. Returns once asked."""
     with _queue(redis_url, prefix) as queue:
         queue.stop_worker(worker_id, timeout)
     click.echo(f"asked worker {worker_id} to stop; its running jobs get {timeout:g} s")

@@ -124,16 +124,16 @@ class Workers:
         if self._stopping.is_set():
             raise InvalidJob("the workers of this queue are shutting down")
         first = not self._threads  # the first process() call of this queue
-        if first:  # before anything starts: WorkerIdTaken if a live process has the id
-            info = json.dumps(self.info(), separators=(",", ":"))
-            identity.register(self.scripts, self.id, self.instance, self.lease_ms, info)
-        if is_async and isolation == "thread":
-            self._runner.loop()
         label = "+".join(types)
         slots = [Slot(types, reserver, handler, is_async, f"kue-{label}-{i + 1}") for i in range(n)]
         for slot in slots:
             if isolation == "process":
                 slot.child = Child(self.queue, handler, slot.name)
+        if first:  # before anything starts: WorkerIdTaken if a live process has the id
+            info = json.dumps(self.info(slots), separators=(",", ":"))
+            identity.register(self.scripts, self.id, self.instance, self.lease_ms, info)
+        if is_async and isolation == "thread":
+            self._runner.loop()
         if first:  # a type paused before the claim read the paused flag gets the flag
             for paused in self.queue.paused():
                 self.scripts.pause(paused)
@@ -152,11 +152,12 @@ class Workers:
         self._beat_now = True  # register the new types now
         self._tick.set()
 
-    def info(self) -> dict[str, Any]:
-        """What this process tells others about itself (see ``Queue.workers()``)."""
+    def info(self, adding: Sequence[Slot] = ()) -> dict[str, Any]:
+        """What this process tells others about itself (see ``Queue.workers()``), with the
+        slots about to be ``adding``."""
         types: dict[str, int] = {}
         with self._lock:
-            for slot in self._slots:
+            for slot in [*self._slots, *adding]:
                 for each in slot.types:
                     types[each] = types.get(each, 0) + 1
             abandoned = self._abandoned

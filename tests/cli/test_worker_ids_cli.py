@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from kue_cli.cli import cli
 from kue_core import Queue
+from kue_core.connection import server_ms
 from tests.cli.running import Kue
 from tests.conftest import wait_for
 
@@ -50,11 +51,6 @@ def start(
 def started(kue: Kue, worker_id: str) -> None:
     """Wait until ``kue`` runs under ``worker_id`` (it logs so once registered)."""
     kue.wait_for_line(rf"worker pid {kue.proc.pid}, id {worker_id}: ")
-
-
-def server_ms(r: redis.Redis) -> int:
-    seconds, micros = r.time()
-    return int(seconds) * 1000 + int(micros) // 1000
 
 
 def registered(queue: Queue) -> dict[str, int]:

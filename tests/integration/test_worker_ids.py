@@ -67,7 +67,8 @@ def test_a_live_worker_id_is_refused_until_its_holder_stops(
     first, second = queues(worker_id="w1"), queues(worker_id="w1")
     ran: list[tuple[str, int]] = []
     first.process("t", lambda job: ran.append(("first", job.id)))
-    assert holder(r, first) == instance(first)  # registered by process() itself
+    assert holder(r, first) == instance(first)  # registered by process() itself, with its types
+    assert [(w["id"], w["types"]) for w in first.workers()] == [("w1", {"t": 1})]
     before = keys_under(r, prefix)
 
     with pytest.raises(WorkerIdTaken) as refused:

@@ -250,8 +250,10 @@ def test_heartbeat_keeps_one_instance_per_worker_id(queue: Queue, r: redis.Redis
     # Silent past its lease: a new instance starts; the old one's beats and leave are refused.
     r.hset(key, "heartbeat", _server_ms(r) - LEASE - 1)
     assert beat(W, 300, '{"pid":2}', [], instance="i2", mode="start") == []
+    assert (r.hget(key, "instance"), json.loads(r.hget(key, "info"))) == ("i2", {"pid": 2})  # type: ignore[arg-type]
+    # Even while the new holder is silent past its lease in turn, the old one stays out.
+    r.hset(key, "heartbeat", _server_ms(r) - 1000)
     second = r.hgetall(key)
-    assert (second["instance"], json.loads(second["info"])) == ("i2", {"pid": 2})
     assert isinstance(beat(W, LEASE, "{}", [], instance="i1"), Holder)
     assert isinstance(beat(W, LEASE, "{}", [], instance="i1", mode="leave"), Holder)
     assert r.hgetall(key) == second and r.zrange(queue.keys.workers, 0, -1) == [W]
