@@ -91,12 +91,12 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
             raise InvalidJob(f"prefix must be a non-empty string without spaces, got {prefix!r}")
         checks.integer(lease_ms, "lease_ms", 10)
         checks.integer(stall_limit, "stall_limit", 0)
-        #: The id this process's workers register under (see :mod:`kue_core.identity`).
-        self.worker_id = (
+        self._worker_id = (
             identity.generated_worker_id()
             if worker_id is None
             else identity.check_worker_id(worker_id)
         )
+        self._made_up_in = os.getpid() if worker_id is None else None
         self.lease_ms = lease_ms
         self.stall_limit = stall_limit
         self._workers: Workers | None = None
@@ -507,6 +507,16 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
     def middleware(self) -> tuple[mw.Middleware, ...]:
         """The middleware added with :meth:`use`, in order."""
         return self._middleware
+
+    @property
+    def worker_id(self) -> str:
+        """The id this process's workers register under, or will (see
+        :mod:`kue_core.identity`). A made-up one is made again in a child forked after it was:
+        it names its process."""
+        if self._made_up_in is not None and self._made_up_in != os.getpid():
+            self._worker_id = identity.generated_worker_id()
+            self._made_up_in = os.getpid()
+        return self._worker_id
 
     def _worker_side(self) -> Workers:
         with self._workers_lock:

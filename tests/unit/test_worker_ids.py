@@ -43,9 +43,16 @@ def test_a_made_up_id_is_known_before_any_worker_starts(
     assert (host, int(pid)) == (socket.gethostname(), os.getpid())
     assert re.fullmatch(r"[0-9a-f]{8}", tail)
     assert Queue(NOWHERE, "p").worker_id != queue.worker_id
+    # A child forked after the queue was made gets an id of its own; a given id stays.
+    given = Queue(NOWHERE, "p", worker_id="gpu-1")
+    made_up = queue.worker_id
+    monkeypatch.setattr("os.getpid", lambda: 4242)
+    assert queue.worker_id.startswith(f"{socket.gethostname()}:4242:")
+    assert queue.worker_id != made_up and queue.worker_id == queue.worker_id
+    assert given.worker_id == "gpu-1"
     # A host name may break the rule: a made-up id is not checked against it.
     monkeypatch.setattr("socket.gethostname", lambda: "my host/ü")
-    assert generated_worker_id().startswith(f"my host/ü:{os.getpid()}:")
+    assert generated_worker_id().startswith("my host/ü:4242:")
     assert Queue(NOWHERE, "p").worker_id.startswith("my host/ü:")
 
 
