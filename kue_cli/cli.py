@@ -26,7 +26,7 @@ from flask import Flask
 
 from kue_core import STATES, KueError, Queue, connection, validate_type
 from kue_core import defaults as core_defaults
-from kue_core.identity import check_worker_id
+from kue_core.pins import check_worker_id
 from kue_example import demo
 from kue_http import ConfigError, create_app
 from kue_http.rules import report as rules_report

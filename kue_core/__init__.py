@@ -27,6 +27,7 @@ from .flows import Node as FlowNode
 from .job import Job, parse_priority, parse_state, validate_type
 from .keys import Keys
 from .limits import RateLimited
+from .pins import WORKER_ID_RULE
 from .queue import Queue
 from .schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
 from .schedule_rules import LATEST as SCHEDULE_LATEST
@@ -45,6 +46,7 @@ __all__ = [
     "SCHEDULE_CATCH_UP",
     "SCHEDULE_LATEST",
     "STATES",
+    "WORKER_ID_RULE",
     "ConnectionFailed",
     "EventStream",
     "FlowNode",

@@ -229,3 +229,7 @@ CATCH_UP_SCAN = 10_000
 SCHEDULE_GRACE = 1000
 #: The shortest interval of an ``every`` schedule, in ms.
 SCHEDULE_MIN_INTERVAL = 50
+
+#: The most workers a job may be pinned to (``job.only``): every wait and claim of a pinned
+#: job touches each of their places.
+MAX_PINS = 64

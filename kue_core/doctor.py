@@ -76,6 +76,8 @@ What is checked (the finding kinds):
 ``stale-group``, ``lost-group-active``, ``stale-group-active``
     the flow control keys (limits, groups) disagree with the jobs: see
     :mod:`kue_core.doctor_limits`.
+``lost-pinned-job``, ``unpinned-job``, ``stale-pinned-job``
+    the workers' places disagree with the pinned jobs: see :mod:`kue_core.doctor_pins`.
 ``unread-feed``, ``bad-rules-record``, ``stuck-rules-lock``
     job event feeds no ``kue rules`` reads, and ``kue rules``' own keys: see
     :mod:`kue_core.doctor_rules`.
@@ -97,6 +99,7 @@ from . import (
     defaults,
     doctor_deps,
     doctor_limits,
+    doctor_pins,
     doctor_records,
     doctor_rules,
     doctor_schedules,
@@ -139,6 +142,8 @@ _ORDER = (
     "unturn",
     "group",
     "group_active",
+    "unpin",
+    "pin",
 )
 
 #: Redis types of the fixed keys (a key that does not exist is fine too).
@@ -386,6 +391,7 @@ class _Check:
         doctor_deps.check(self)
         doctor_schedules.check(self)
         doctor_limits.check(self)
+        doctor_pins.check(self)
         doctor_rules.check(self)
         # By job (then the rest), whatever order SCAN gave.
         self.report.findings.sort(key=lambda f: (f.job_id is None, f.job_id or 0, f.kind, f.key))

@@ -1,6 +1,6 @@
 """What the doctor's check modules (``doctor_deps``, ``doctor_records``, ``doctor_schedules``,
-``doctor_limits``, ``doctor_rules``) need of ``doctor._Check``: one Protocol, so they do not
-import doctor.py, which imports them."""
+``doctor_limits``, ``doctor_pins``, ``doctor_rules``) need of ``doctor._Check``: one
+Protocol, so they do not import doctor.py, which imports them."""
 
 from __future__ import annotations
 

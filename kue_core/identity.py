@@ -19,40 +19,19 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import socket
 import threading
 import uuid
 
-from . import defaults
-from .errors import InvalidJob, WorkerIdTaken
+from .errors import WorkerIdTaken
 from .scripts import Holder, Scripts
 
 log = logging.getLogger("kue_core.worker")
-
-_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]*")
-#: The rule a given worker id follows, as error messages state it.
-RULE = (
-    f"1 to {defaults.MAX_WORKER_ID} characters: letters, digits and . _ : @ -, "
-    "starting with a letter or a digit"
-)
-
 
 #: The instances registered by this process, whatever their queue: the one thing that tells a
 #: holder with this process's pid from an earlier process that had it (in a container).
 _ours: set[str] = set()
 _ours_lock = threading.Lock()
-
-
-def check_worker_id(value: object) -> str:
-    """``value`` if it is a worker id a process may be given; else ``InvalidJob``."""
-    if (
-        not isinstance(value, str)
-        or len(value) > defaults.MAX_WORKER_ID
-        or not _RULE.fullmatch(value)
-    ):
-        raise InvalidJob(f"a worker id must be {RULE}; got {value!r}")
-    return value
 
 
 def generated_worker_id() -> str:

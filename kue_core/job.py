@@ -427,6 +427,9 @@ class Job(RecordOptions, DependencyOptions):
             tick = _num(h.get("tick"))
             job.tick = int(tick) if tick is not None else None
         job._group = h.get("group")
+        only = _json_field(h["only"], None) if "only" in h else None
+        if isinstance(only, list):
+            job._only = [w for w in only if isinstance(w, str)]
         key, mode = h.get("unique"), h.get("unique_mode")
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)
@@ -461,6 +464,8 @@ class Job(RecordOptions, DependencyOptions):
             out["tags"] = list(self._tags)
         if self._group is not None:
             out["group"] = self._group
+        if self._only is not None:
+            out["only"] = list(self._only)
         if self.tracked:
             out["tracked"] = True
         for name, policy in (

@@ -4,9 +4,10 @@ keys and retention, given before the save or changed on a saved job. Part of ``J
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from . import records
+from . import pins, records
 from .errors import InvalidJob
 from .limits import group_name
 
@@ -31,6 +32,7 @@ class RecordOptions:
     _keep_complete: records.Keep | None = None
     _keep_failed: records.Keep | str | None = None
     _group: str | None = None
+    _only: list[str] | None = None
     #: Whether the job is tracked (listed first on the dashboard's overview, with its events).
     tracked = False
 
@@ -144,6 +146,22 @@ class RecordOptions:
         self._records = True
         return self
 
+    @overload
+    def only(self) -> list[str] | None: ...
+    @overload
+    def only(self: _J, workers: Iterable[str]) -> _J: ...
+    def only(self, workers: Any = _UNSET) -> Any:
+        """The worker processes that alone may run the job, by id (``Queue(worker_id=...)``,
+        ``kue worker --id``): it waits for one of them in state ``pinned`` while the type's
+        other jobs go to any worker (see :mod:`kue_core.pins`); given before the save."""
+        if workers is _UNSET:
+            return list(self._only) if self._only is not None else None
+        if self.id is not None:
+            raise InvalidJob("the workers a job is pinned to are given before the save")
+        self._only = pins.worker_ids(workers)
+        self._records = True
+        return self
+
     def _words(self) -> list[str]:
         """The search words of the job's data (see ``records.data_words``)."""
         return records.data_words(self.data, self._search_keys or ())
@@ -160,4 +178,5 @@ class RecordOptions:
             self._keep_complete,
             self._keep_failed,
             self._group,
+            self._only,
         )

@@ -195,6 +195,15 @@ class Keys:
         ``<prefix>:rules:<rest>`` (see kue_rules/store.py)."""
         return f"{self.prefix}:rules:{rest}"
 
+    def places(self, job_type: str, worker_id: str) -> str:
+        """zset: the type's jobs pinned to the worker and waiting for it (zid -> priority);
+        its claims look here (see pins.py)."""
+        return f"{self.prefix}:places:{job_type}:{worker_id}"
+
+    def wake(self, job_type: str, worker_id: str) -> str:
+        """list: wakes an idle slot of the worker when a job of the type is pinned to it."""
+        return f"{self.prefix}:wake:{job_type}:{worker_id}"
+
     def resumed(self, job_type: str) -> str:
         """Wake-up list of the slots that found their type paused: pushed on resume."""
         return f"{self.prefix}:{job_type}:resumed"

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import redis
 
-from . import checks, connection, defaults, identity, records, stats
+from . import checks, connection, defaults, identity, pins, records, stats
 from . import middleware as mw
 from .control import Control
 from .errors import InvalidJob, JobNotFound
@@ -92,9 +92,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
         checks.integer(lease_ms, "lease_ms", 10)
         checks.integer(stall_limit, "stall_limit", 0)
         self._worker_id = (
-            identity.generated_worker_id()
-            if worker_id is None
-            else identity.check_worker_id(worker_id)
+            identity.generated_worker_id() if worker_id is None else pins.check_worker_id(worker_id)
         )
         self._made_up_in = os.getpid() if worker_id is None else None
         self.lease_ms = lease_ms

@@ -184,14 +184,18 @@ def save_extras(
     keep_complete: Keep | str | None,
     keep_failed: Keep | str | None,
     group: str | None = None,
+    only: list[str] | None = None,
 ) -> str:
     """The last value of a job's save row: '' for a job without records, else a JSON object
     ``save_job`` in ``lib.lua`` reads (see its comment)."""
-    if not (data_json_words or job_tags or keys or track or keep_complete or keep_failed or group):
+    given = (data_json_words, job_tags, keys, track, keep_complete, keep_failed, group, only)
+    if not any(given):
         return ""
     out: dict[str, Any] = {}
     if group:
         out["group"] = group
+    if only:
+        out["only"] = only
     if data_json_words:
         out["words"] = " ".join(data_json_words)
     if job_tags:

@@ -196,6 +196,9 @@ def translate(error: ResponseError) -> Exception:
 Claimed = tuple[int, dict[str, str]]
 #: What a claim gives when the type is paused (see ``pause.lua``).
 PAUSED: Final = "paused"
+#: What a claim gives when no job is waiting for this worker and the type has pinned jobs:
+#: the worker also waits on its own wake-up list of the type (see :mod:`kue_core.pins`).
+PINS: Final = "pins"
 
 
 @dataclass(frozen=True)
@@ -211,32 +214,43 @@ class Waits:
     """What a claim from several types gives when none had a job: per type, in the order
     asked, None (none waiting), ``PAUSED``, or ``Held``."""
 
-    each: tuple[Literal["paused"] | Held | None, ...]
+    each: tuple[Literal["paused", "pins"] | Held | None, ...]
 
 
-#: What a claim gives: a job, ``PAUSED``, ``Held``, ``Waits`` (several types), or None when
-#: no job is waiting.
-Claim = Claimed | Literal["paused"] | Held | Waits | None
+#: What a claim gives: a job, ``PAUSED``, ``PINS``, ``Held``, ``Waits`` (several types), or
+#: None when no job is waiting.
+Claim = Claimed | Literal["paused", "pins"] | Held | Waits | None
 #: The claim a finishing script makes next: worker id, lease ms, and the types to claim from
 #: in order (left out: the finished job's type).
 Next = tuple[str, int] | tuple[str, int, Sequence[str]]
 
 
 def _claimed(reply: Sequence[Any]) -> Claim:
-    """``{id, field, value, ...}`` -> (id, hash); ``{'paused'}`` -> ``PAUSED``;
-    ``{'limited', ms}`` -> ``Held``; None for an empty reply."""
+    """``{id, field, value, ...}`` -> (id, hash); ``{'paused'}`` -> ``PAUSED``; ``{'pins'}``
+    -> ``PINS``; ``{'limited', ms}`` -> ``Held``; None for an empty reply."""
     if not reply:
         return None
     if reply[0] == PAUSED:
         return PAUSED
+    if reply[0] == PINS:
+        return PINS
     if reply[0] == "limited":
         return Held(int(reply[1]))
     if reply[0] == "wait":
-        return Waits(
-            tuple(None if w == "" else PAUSED if w == PAUSED else Held(int(w)) for w in reply[1:])
-        )
+        return Waits(tuple(_wait(w) for w in reply[1:]))
     it = iter(reply[1:])
     return int(reply[0]), dict(zip(it, it, strict=True))
+
+
+def _wait(why: str) -> Literal["paused", "pins"] | Held | None:
+    """One type's entry of a ``{'wait', ...}`` reply (see ``Waits``)."""
+    if why == "":
+        return None
+    if why == PAUSED:
+        return PAUSED
+    if why == PINS:
+        return PINS
+    return Held(int(why))
 
 
 def _pack(*args: Any) -> bytes:

@@ -15,6 +15,8 @@ class JobState(str, Enum):
     DELAYED = "delayed"
     #: Ours: waiting for the jobs it depends on to complete (see kue_core.flows).
     BLOCKED = "blocked"
+    #: Ours: waiting for one of the workers it is pinned to (see kue_core.pins).
+    PINNED = "pinned"
 
     def __str__(self) -> str:
         return self.value

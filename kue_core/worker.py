@@ -51,7 +51,7 @@ from .outcome import Done, Limited
 from .promoter import Promoter
 from .reserve import Reserver, job_types
 from .retry import Pauses
-from .scripts import PAUSED, Claim, Held, Holder, Next, Waits
+from .scripts import PAUSED, PINS, Claim, Held, Holder, Next, Waits
 from .slots import Handler, Runner, Slot
 from .timings import Recorder
 
@@ -62,16 +62,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("kue_core.worker")
 
 
-def wake_list(keys: Keys, job_type: str, why: Any) -> tuple[str, bool]:
-    """The list a slot with no job of ``job_type`` waits on, given why (a claim's answer for
-    the type: None, ``PAUSED`` or ``Held``), and whether the wait leaves its token there: the
-    type's tokens (left: claims take them), its resume list (left: every paused slot sees
-    it), or its limited list (taken: each wake-up lets one slot claim again)."""
+def wake_lists(keys: Keys, job_type: str, why: Any, worker_id: str) -> list[tuple[str, bool]]:
+    """The lists a slot with no job of ``job_type`` waits on, given why (a claim's answer for
+    the type: None, ``PAUSED``, ``PINS`` or ``Held``), each with whether the wait leaves its
+    token there: the type's tokens (left: claims take them), its resume list (left: every
+    paused slot sees it), its limited list (taken: each wake-up lets one slot claim again),
+    and for a type with pinned jobs this worker's own list of the type as well (taken)."""
     if why == PAUSED:
-        return keys.resumed(job_type), True
+        return [(keys.resumed(job_type), True)]
     if isinstance(why, Held):
-        return keys.limited(job_type), False
-    return keys.tokens(job_type), True
+        return [(keys.limited(job_type), False)]
+    if why == PINS:
+        return [(keys.tokens(job_type), True), (keys.wake(job_type, worker_id), False)]
+    return [(keys.tokens(job_type), True)]
 
 
 class Workers:
@@ -317,9 +320,14 @@ class Workers:
 
     def _idle(self, slot: Slot, order: list[str], claimed: Claim) -> None:
         """No job for the slot: block until one of its types may have one, on each type's
-        wake-up list (see ``reserve.wake_list``), the longest ``IDLE_WAIT``."""
+        wake-up lists (see ``wake_lists``), the longest ``IDLE_WAIT``."""
         each = claimed.each if isinstance(claimed, Waits) else (claimed,)
-        lists = [wake_list(self.queue.keys, t, w) for t, w in zip(order, each, strict=True)]
+        keys = self.queue.keys
+        lists = [
+            pair
+            for t, w in zip(order, each, strict=True)
+            for pair in wake_lists(keys, t, w, self.id)
+        ]
         holds = [w.wait_ms / 1000 for w in each if isinstance(w, Held)]
         timeout = min([defaults.IDLE_WAIT, *holds])
 

@@ -87,6 +87,7 @@ _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
     "depends": _depends,
     "onDependencyFailure": Job.on_dependency_failure,
     "group": Job.group,
+    "only": Job.only,
 }
 
 

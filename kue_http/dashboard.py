@@ -59,6 +59,7 @@ LABELS = {
     "complete": "Complete",
     "delayed": "Delayed",
     "blocked": "Blocked",
+    "pinned": "Pinned",
 }
 PAGE_SIZES = (25, 50, 100)
 #: Chart windows offered on the overview, in minutes; each chart has at most _BARS bars.
@@ -69,8 +70,8 @@ _RUNNING_SHOWN = 500
 #: The error of a cancelled job, before ``: <reason>``.
 CANCELLED = "cancelled"
 #: The states whose jobs can be cancelled and whose data can be edited from the dashboard.
-CANCELLABLE = ("inactive", "delayed", "active", "blocked")
-EDITABLE = ("inactive", "delayed", "failed", "blocked")
+CANCELLABLE = ("inactive", "delayed", "active", "blocked", "pinned")
+EDITABLE = ("inactive", "delayed", "failed", "blocked", "pinned")
 #: Bulk actions per state besides "Remove all": (label, method, API endpoint). Blocked jobs
 #: have none: they move on by themselves when their dependencies complete.
 BULK = {

@@ -631,6 +631,7 @@ def _schemas() -> Schema:
     from . import openapi_limits as limits
     from . import openapi_records as records
     from . import openapi_rules as rules
+    from . import openapi_runs as runs
     from . import openapi_schedules as schedules
 
     state = {"enum": list(STATES)}
@@ -641,6 +642,7 @@ def _schemas() -> Schema:
             **records.OPTIONS,
             **flows.OPTIONS,
             **limits.OPTIONS,
+            **runs.OPTIONS,
         },
     }
     new_job = _object(
@@ -692,10 +694,12 @@ def _schemas() -> Schema:
                 **flows.JOB_FIELDS,
                 **schedules.JOB_FIELDS,
                 **limits.JOB_FIELDS,
+                **runs.JOB_FIELDS,
             },
             optional="result progress_data error created_at promote_at updated_at failed_at "
             f"started_at duration delay workerId ttl unique {records.JOB_OPTIONAL} "
-            + f"{flows.JOB_OPTIONAL} {schedules.JOB_OPTIONAL} {limits.JOB_OPTIONAL}",
+            + f"{flows.JOB_OPTIONAL} {schedules.JOB_OPTIONAL} {limits.JOB_OPTIONAL} "
+            + runs.JOB_OPTIONAL,
         ),
         "NewJob": new_job,
         **flows.schemas(new_job),

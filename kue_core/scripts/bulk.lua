@@ -6,8 +6,10 @@
 -- Events   as set_state.lua for each job moved, as remove.lua for each removed.
 -- A removed job that others are blocked waiting for is a failure for them: they follow their
 -- policy (see lib.lua dep_failed).
--- Errors   KUE_INVALID for an unknown state or action, or for moving active jobs (only a
---          worker's claim or a worker's end changes an active job in bulk).
+-- Errors   KUE_INVALID for an unknown state or action, for moving active jobs (only a
+--          worker's claim or a worker's end changes an active job in bulk), for moving jobs
+--          to pinned (only a job's own workers pin it) and pinned jobs to inactive (a job with
+--          workers of its own waits pinned).
 -- The caller calls again while `left` is not 0, so that no call blocks Redis for long.
 local p, state, action, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 if not STATES[state] or state == 'active' then
@@ -15,7 +17,8 @@ if not STATES[state] or state == 'active' then
     .. 'or failed jobs, not ' .. state)
 end
 if action ~= 'remove' and (not STATES[action] or action == 'active' or action == 'blocked'
-    or action == state) then
+    or action == 'pinned' or action == state
+    or (state == 'pinned' and action == 'inactive')) then
   return redis.error_reply('KUE_INVALID cannot move ' .. state .. ' jobs to ' .. action)
 end
 if not limit or limit < 1 then return redis.error_reply('KUE_INVALID limit must be positive') end

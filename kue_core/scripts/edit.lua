@@ -1,5 +1,5 @@
 -- edit: replace the data of a job that is not running and has not completed (inactive,
--- delayed, failed): fix a job's input, then retry it.
+-- pinned, delayed, blocked, failed): fix a job's input, then retry it.
 -- KEYS[1]  <p>:job:<id>
 -- ARGV[1]  prefix   ARGV[2] id   ARGV[3] data (JSON)
 -- ARGV[4]  its search words ('' = none; see kue_core/records.py)

@@ -17,7 +17,7 @@ local p, id, token, message, text = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local delay = tonumber(ARGV[6])
 if not delay then return redis.error_reply('KUE_INVALID retry delay must be a number') end
 local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'max_attempts',
-  'workerId', 'attempts', 'group')
+  'workerId', 'attempts', 'group', 'only')
 local jtype = h[3]
 if not jtype then return { 'refused' } end
 local now = now_ms()
@@ -34,6 +34,7 @@ if h[1] == 'active' and h[2] == token then
   record_failure(p, id, {
     type = jtype, priority = priority, attempts = attempts, worker = h[6],
     message = message, text = text, promote_at = now + math.max(delay, 0), group = h[8],
+    only = h[9],
   }, outcome, now)
 end
 local out = claim_after(p, jtype, 7, now)

@@ -15,7 +15,7 @@ local function int(n)
 end
 
 local STATES = { inactive = true, active = true, complete = true, failed = true, delayed = true,
-  blocked = true }
+  blocked = true, pinned = true }
 
 local function k_job(p, id) return p .. ':job:' .. id end
 local function k_log(p, id) return p .. ':job:' .. id .. ':log' end
@@ -60,6 +60,8 @@ local function k_groups(p, jtype) return p .. ':groups:' .. jtype end
 local function k_group(p, jtype, g) return p .. ':group:' .. jtype .. ':' .. g end
 local function k_group_active(p, jtype, g) return p .. ':group-active:' .. jtype .. ':' .. g end
 local function k_group_rate(p, jtype, g) return p .. ':group-rate:' .. jtype .. ':' .. g end
+local function k_places(p, jtype, wid) return p .. ':places:' .. jtype .. ':' .. wid end
+local function k_wake(p, jtype, wid) return p .. ':wake:' .. jtype .. ':' .. wid end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -90,52 +92,6 @@ local LANE = '\0'
 -- The job events a type's feed may carry (see kue_core/feeds.py).
 local FEED_EVENTS = { complete = true, failed = true }
 
--- Groups (see kue_core/limits.py): a job of group `g` (hash field `group`) also waits in
--- <p>:group:<type>:<g> (zid by priority, as in Kue's sets) and runs in
--- <p>:group-active:<type>:<g> (zid by start time); <p>:groups:<type> holds the groups with
--- jobs waiting, scored by their turn (the least recently served first).
-local function group_add(p, member, jtype, state, priority, g, now)
-  if state == 'inactive' then
-    redis.call('ZADD', k_group(p, jtype, g), priority, member)
-    local rot = k_groups(p, jtype)
-    if not redis.call('ZSCORE', rot, g) then
-      local last = redis.call('ZRANGE', rot, -1, -1, 'WITHSCORES')
-      redis.call('ZADD', rot, (tonumber(last[2]) or 0) + 1, g)  -- its turn comes last
-    end
-  elseif state == 'active' then
-    redis.call('ZADD', k_group_active(p, jtype, g), now, member)
-  end
-end
-
--- Put a job into the sets of `state` (and wake a worker when it becomes inactive); `group`:
--- the job's group, or nil.
-local function index_add(p, id, jtype, state, priority, promote_at, ttl, now, group)
-  local member = zid(id)
-  redis.call('ZADD', k_state(p, state), state_score(state, priority, promote_at, ttl, now), member)
-  redis.call('ZADD', k_type_state(p, jtype, state), priority, member)
-  if group then group_add(p, member, jtype, state, priority, group, now) end
-  if state == 'inactive' then
-    redis.call('LPUSH', k_tokens(p, jtype), 1)
-  elseif state == 'complete' or state == 'failed' then
-    redis.call('ZADD', k_finished(p, state), now, member)  -- by finish time, for retention
-  end
-end
-
-local function index_remove(p, id, jtype, state, group)
-  local member = zid(id)
-  redis.call('ZREM', k_state(p, state), member)
-  redis.call('ZREM', k_type_state(p, jtype, state), member)
-  if state == 'complete' or state == 'failed' then
-    redis.call('ZREM', k_finished(p, state), member)
-  elseif group and state == 'inactive' then
-    local set = k_group(p, jtype, group)
-    redis.call('ZREM', set, member)
-    if redis.call('EXISTS', set) == 0 then redis.call('ZREM', k_groups(p, jtype), group) end
-  elseif group and state == 'active' then
-    redis.call('ZREM', k_group_active(p, jtype, group), member)
-  end
-end
-
 -- Flow rules (see kue_core/limits.py): <p>:limits maps a type to a JSON object: `rate`
 -- ({max, per ms}), `concurrency`, `group_rate`, `group_concurrency`, `until` (ms: held back
 -- until then, by RateLimited), `paused` (see pause.lua), `groups` (it has grouped jobs),
@@ -163,6 +119,103 @@ local function set_rule(p, jtype, r)
   else
     redis.call('HSET', k_limits(p), jtype, cjson.encode(r))
     RULES[jtype] = r
+  end
+end
+
+-- Groups (see kue_core/limits.py): a job of group `g` (hash field `group`) also waits in
+-- <p>:group:<type>:<g> (zid by priority, as in Kue's sets) and runs in
+-- <p>:group-active:<type>:<g> (zid by start time); <p>:groups:<type> holds the groups with
+-- jobs waiting, scored by their turn (the least recently served first).
+local function group_add(p, member, jtype, state, priority, g, now)
+  if state == 'inactive' then
+    redis.call('ZADD', k_group(p, jtype, g), priority, member)
+    local rot = k_groups(p, jtype)
+    if not redis.call('ZSCORE', rot, g) then
+      local last = redis.call('ZRANGE', rot, -1, -1, 'WITHSCORES')
+      redis.call('ZADD', rot, (tonumber(last[2]) or 0) + 1, g)  -- its turn comes last
+    end
+  elseif state == 'active' then
+    redis.call('ZADD', k_group_active(p, jtype, g), now, member)
+  end
+end
+
+-- Pinning (see kue_core/pins.py). A job saved with `only` (hash field: a JSON list of worker
+-- ids) may be run by those workers alone. Waiting, it is in state `pinned` (indexed as Kue's
+-- states are, so that no worker that does not know pinning takes it, Node Kue's included)
+-- and in <p>:places:<type>:<worker> of each of its workers (zid by priority), which is where
+-- their claims find it; a push on <p>:wake:<type>:<worker> wakes an idle slot of theirs.
+
+-- The worker ids of an `only` field (nil or not a list: none).
+local function pin_list(text)
+  if not text then return {} end
+  local ok, value = pcall(cjson.decode, text)
+  if ok and type(value) == 'table' then return value end
+  return {}
+end
+
+-- A waiting job's state: `pinned` when it has workers of its own (`only`: its field), else
+-- `inactive`.
+local function waiting(only)
+  if only then return 'pinned' end
+  return 'inactive'
+end
+
+-- Offer pinned job `member` to each of its workers (`only`: its field).
+local function pin_add(p, member, jtype, priority, only)
+  for _, w in ipairs(pin_list(only)) do
+    redis.call('ZADD', k_places(p, jtype, w), priority, member)
+    local wake = k_wake(p, jtype, w)
+    redis.call('LPUSH', wake, 1)
+    redis.call('LTRIM', wake, 0, LIMIT_WAKE_MAX - 1)
+    redis.call('PEXPIRE', wake, LIMIT_RECHECK_MS)  -- for the slots waiting now, not later
+  end
+  local r = rule_of(p, jtype)
+  if not (r and r.pins) then  -- its claims look at the workers' places from now on
+    r = r or {}
+    r.pins = true
+    set_rule(p, jtype, r)
+  end
+end
+
+-- Re-score pinned job `id` at `priority` in its workers' places.
+local function pin_rescore(p, id, jtype, priority)
+  for _, w in ipairs(pin_list(redis.call('HGET', k_job(p, id), 'only'))) do
+    redis.call('ZADD', k_places(p, jtype, w), 'XX', priority, zid(id))
+  end
+end
+
+-- Put a job into the sets of `state` (and wake a worker when it becomes inactive or pinned);
+-- `group`: the job's group, or nil. A pinned job's `only` is read from its hash.
+local function index_add(p, id, jtype, state, priority, promote_at, ttl, now, group)
+  local member = zid(id)
+  redis.call('ZADD', k_state(p, state), state_score(state, priority, promote_at, ttl, now), member)
+  redis.call('ZADD', k_type_state(p, jtype, state), priority, member)
+  if group then group_add(p, member, jtype, state, priority, group, now) end
+  if state == 'pinned' then
+    pin_add(p, member, jtype, priority, redis.call('HGET', k_job(p, id), 'only'))
+  elseif state == 'inactive' then
+    redis.call('LPUSH', k_tokens(p, jtype), 1)
+  elseif state == 'complete' or state == 'failed' then
+    redis.call('ZADD', k_finished(p, state), now, member)  -- by finish time, for retention
+  end
+end
+
+local function index_remove(p, id, jtype, state, group)
+  local member = zid(id)
+  redis.call('ZREM', k_state(p, state), member)
+  redis.call('ZREM', k_type_state(p, jtype, state), member)
+  if state == 'complete' or state == 'failed' then
+    redis.call('ZREM', k_finished(p, state), member)
+  elseif state == 'pinned' then
+    for _, w in ipairs(pin_list(redis.call('HGET', k_job(p, id), 'only'))) do
+      redis.call('ZREM', k_places(p, jtype, w), member)
+    end
+  elseif group and state == 'inactive' then
+    local set = k_group(p, jtype, group)
+    redis.call('ZREM', set, member)
+    if redis.call('EXISTS', set) == 0 then redis.call('ZREM', k_groups(p, jtype), group) end
+  elseif group and state == 'active' then
+    redis.call('ZREM', k_group_active(p, jtype, group), member)
   end
 end
 
@@ -196,7 +249,7 @@ end
 -- The fields a transition needs from a job hash, or nil when the job does not exist.
 local function load_job(key)
   local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'attempts',
-    'group')
+    'group', 'only')
   if not h[1] then return nil end
   return {
     type = h[1],
@@ -206,6 +259,7 @@ local function load_job(key)
     ttl = tonumber(h[5]) or 0,
     attempts = tonumber(h[6]) or 0,
     group = h[7] or nil,
+    only = h[8] or nil,
   }
 end
 
@@ -306,13 +360,13 @@ end
 -- when the sweep last looked) until it ends, so that the sweep sees it end when a Node Kue
 -- worker ends it. A job saved waiting is in state 'blocked' until it waits for none.
 
--- Move blocked job `did` (`h`: its type, priority, promote_at, delay, and group at h[7]) to
--- inactive, or to delayed while its due time is ahead (a due time stays; a delay in ms counts
+-- Move blocked job `did` (`h`: its type, priority, promote_at, delay, and group at h[7], only
+-- at h[8]) to inactive (pinned, for a job with workers of its own), or to delayed while its due time is ahead (a due time stays; a delay in ms counts
 -- from now).
 local function unblock(p, did, h, now)
   local at = tonumber(h[3]) or 0
   if at == 0 and (tonumber(h[4]) or 0) > 0 then at = now + tonumber(h[4]) end
-  local state = 'inactive'
+  local state = waiting(h[8])
   if at > now then state = 'delayed' else at = now end
   index_remove(p, did, h[1], 'blocked')
   redis.call('HSET', k_job(p, did), 'state', state, 'promote_at', int(at), 'updated_at',
@@ -320,10 +374,10 @@ local function unblock(p, did, h, now)
   index_add(p, did, h[1], state, tonumber(h[2]) or 0, at, 0, now, h[7])
   history(p, did, { state = state, at = now, from = 'blocked', unblocked = true })
   publish(p, did, h[1], 'unblocked', '')
-  if state == 'inactive' then
-    publish(p, did, h[1], 'enqueue', cjson.encode(h[1]))
-  else
+  if state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(at))
+  else
+    publish(p, did, h[1], 'enqueue', cjson.encode(h[1]))
   end
 end
 
@@ -333,7 +387,7 @@ end
 local function dep_done(p, did, id, result, now)
   local key, deps = k_job(p, did), k_deps(p, did)
   local h = redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
-    'blocked_by', 'group')
+    'blocked_by', 'group', 'only')
   if not h[1] then return end  -- removed by a Node Kue client: kue doctor's to tidy
   if result then redis.call('HSET', k_results(p, did), id, result) end
   if redis.call('ZADD', deps, 'XX', 'CH', 1, id) == 0 then return end
@@ -421,9 +475,11 @@ local function deps_ended(p, id, key, u, state, now)
 end
 
 -- Move a job (`job` as load_job gives it, stored at `key`) to `state`, which is not
--- 'active' and not its current state: indexes, hash, history, and the events of the move.
+-- 'active' and not its current state ('inactive' means pinned for a job with workers of its
+-- own): indexes, hash, history, and the events of the move.
 -- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
 local function move_job(p, id, key, job, state, now)
+  if state == 'inactive' then state = waiting(job.only) end
   if job.state == 'active' then
     leave_active(p, id, job.type, job.group)  -- its lease ends: complete, fail are refused
   elseif STATES[job.state] then
@@ -435,7 +491,8 @@ local function move_job(p, id, key, job, state, now)
     fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(now)
   end
   redis.call('HSET', key, unpack(fields))
-  if job.state == 'failed' and (state == 'inactive' or state == 'delayed') then
+  if job.state == 'failed' and (state == 'inactive' or state == 'pinned' or state == 'delayed')
+  then
     redis.call('HDEL', key, 'attempts')
   end
   index_add(p, id, job.type, state, job.priority, job.promote_at, job.ttl, now, job.group)
@@ -451,8 +508,10 @@ local function move_job(p, id, key, job, state, now)
     end
     if u[3] then redis.call('ZADD', k_awaited(p), 'NX', now, zid(id)) end
   end
-  if job.state == 'delayed' and state == 'inactive' then publish(p, id, job.type, 'promotion', '') end
-  if state == 'inactive' then
+  if job.state == 'delayed' and (state == 'inactive' or state == 'pinned') then
+    publish(p, id, job.type, 'promotion', '')
+  end
+  if state == 'inactive' or state == 'pinned' then
     publish(p, id, job.type, 'enqueue', cjson.encode(job.type))
   elseif state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(job.promote_at))
@@ -562,11 +621,12 @@ end
 local function save_records_ok(text)
   local rec = cjson.decode(text)
   assert(type(rec) == 'table' and (rec.tags == nil or type(rec.tags) == 'table'))
+  assert(rec.only == nil or (type(rec.only) == 'table' and #rec.only > 0))
 end
 
 -- Write the records a new job is saved with: `rec` is the JSON object records.save_extras
 -- makes: words (of its data), tags (tag, its words, ...), keys (searchKeys, JSON), track, kc
--- and kf (its retention policies).
+-- and kf (its retention policies). (Its group and only, save_job writes.)
 local function save_records(p, id, rec, now)
   local fields = {}
   local function put(name, value) fields[#fields + 1] = name; fields[#fields + 1] = value end
@@ -676,10 +736,12 @@ end
 
 -- Record how a failed attempt ends, for a job already out of active. `f` holds type,
 -- priority, attempts (made, this one included), worker, message (one line), text (kept on
--- the job) and promote_at; `outcome` is 'failed' (for good), 'inactive' (retry now) or
+-- the job), promote_at, group and only; `outcome` is 'failed' (for good), 'inactive' (retry
+-- now; pinned for a job with workers of its own) or
 -- 'delayed' (retry at f.promote_at). Writes state and error, indexes the job, appends
 -- history, and publishes Kue's events: error, then failed, or failed attempt (+ enqueue).
 local function record_failure(p, id, f, outcome, now)
+  if outcome == 'inactive' then outcome = waiting(f.only) end
   local fields = {
     'state', outcome, 'error', f.text, 'failed_at', int(now), 'updated_at', int(now),
   }
@@ -706,7 +768,7 @@ local function record_failure(p, id, f, outcome, now)
     return
   end
   publish(p, id, f.type, 'failed attempt', msg .. ',' .. f.attempts)
-  if outcome == 'inactive' then
+  if outcome ~= 'delayed' then
     publish(p, id, f.type, 'enqueue', cjson.encode(f.type))
   else
     redis.call('PUBLISH', k_promote(p), int(f.promote_at))  -- wake promoters due sooner
@@ -732,7 +794,9 @@ local function save_job(p, ids_key, b, now, extra, blocked)
   while redis.call('EXISTS', k_job(p, id)) == 1 do
     id = redis.call('INCR', ids_key)
   end
-  local state = 'inactive'
+  local rec = ARGV[b + 10] ~= '' and cjson.decode(ARGV[b + 10])
+  local only = rec and rec.only and cjson.encode(rec.only)
+  local state = waiting(only)
   if delay > 0 then state = 'delayed' end
   local promote_at = now + delay
   if blocked then
@@ -760,7 +824,9 @@ local function save_job(p, ids_key, b, now, extra, blocked)
   if extra then
     for _, v in ipairs(extra) do fields[#fields + 1] = v end
   end
-  local rec = ARGV[b + 10] ~= '' and cjson.decode(ARGV[b + 10])
+  if only then
+    fields[#fields + 1] = 'only'; fields[#fields + 1] = only
+  end
   local group = rec and rec.group
   if group then
     fields[#fields + 1] = 'group'; fields[#fields + 1] = group
@@ -772,7 +838,7 @@ local function save_job(p, ids_key, b, now, extra, blocked)
   redis.call('SADD', k_types(p), jtype)
   if rec then save_records(p, id, rec, now) end
   history(p, id, { state = state, at = now })
-  if state == 'inactive' then
+  if state == 'inactive' or state == 'pinned' then
     publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
   elseif state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(promote_at))  -- wake promoters due sooner
@@ -835,7 +901,7 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   local jkey = k_job(p, holder)
   local delay, due_at = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 9])
   if due_at > 0 then delay = math.max(0, due_at - now) end
-  if mode == 'debounce' and job.state ~= 'delayed' and job.state ~= 'inactive' then
+  if mode == 'debounce' and job.state ~= 'delayed' and job.state ~= waiting(job.only) then
     return new_job()  -- it has started: a duplicate is new work
   end
   redis.call('HSET', jkey, 'data', ARGV[b + 2], 'updated_at', int(now))
@@ -846,7 +912,7 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
     history(p, holder, { state = 'active', at = now, edited = true, unique = key })
     return held('reused', 'active')  -- reuse of a running job: it has the new data next time
   end
-  local state = 'inactive'
+  local state = waiting(job.only)
   if delay > 0 then state = 'delayed' end
   if STATES[job.state] then index_remove(p, holder, job.type, job.state, job.group) end
   local fields = { 'state', state, 'promote_at', int(now + delay) }
@@ -859,7 +925,7 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   history(p, holder, { state = state, at = now, from = job.state, unique = key })
   if state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(now + delay))
-  elseif job.state ~= 'inactive' then
+  elseif job.state ~= state then
     publish(p, holder, job.type, 'enqueue', cjson.encode(job.type))
   end
   if mode == 'debounce' then return held('debounced', state) end
@@ -915,13 +981,14 @@ local function count_start(p, jtype, r, group, start, now)
   end
 end
 
--- Claim `member` of the type's inactive set for `worker` if it is a job of `jtype` waiting:
--- move it to active under a new lease and return {id, field, value, ...} of its hash; nil
--- for a stale member (left by an interrupted client, or written by hand: it is taken out of
--- the sets it should not be in). `popped`: it was popped off the type's set already; `r`: the
--- type's rules (or false). The lease's fencing token is the job's `lease` counter, bumped on
--- every claim; complete, fail and renew are refused when it no longer matches.
-local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r)
+-- Claim `member` of the type's inactive set (or, with `pinned`, of `worker`'s places) for
+-- `worker` if it is a job of `jtype` waiting there: move it to active under a new lease and
+-- return {id, field, value, ...} of its hash; nil for a stale member (left by an interrupted
+-- client, or written by hand: it is taken out of the sets it should not be in). `popped`: it
+-- was popped off the type's set already; `r`: the type's rules (or false). The lease's
+-- fencing token is the job's `lease` counter, bumped on every claim; complete, fail and renew
+-- are refused when it no longer matches.
+local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, pinned)
   local id = zid_id(member)
   local jkey = k_job(p, id)
   -- The whole hash, read once: the reply is this hash with the claim's changes applied.
@@ -929,11 +996,16 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r)
   local at = {}  -- field -> index of its value in `out`
   for i = 1, #out, 2 do at[out[i]] = i + 1 end
   local state = at.state and out[at.state]
-  if not popped then redis.call('ZREM', k_type_state(p, jtype, 'inactive'), member) end
-  if state ~= 'inactive' or out[at.type or 0] ~= jtype then
+  local from = pinned and 'pinned' or 'inactive'
+  if pinned then
+    redis.call('ZREM', k_places(p, jtype, worker), member)
+  elseif not popped then
+    redis.call('ZREM', k_type_state(p, jtype, 'inactive'), member)
+  end
+  if state ~= from or out[at.type or 0] ~= jtype then
     -- Not a job of this type waiting here: it is out of this set now. Unless the job waits
-    -- under another type (and belongs in the global inactive set), take it out of that too.
-    if state ~= 'inactive' then redis.call('ZREM', k_state(p, 'inactive'), member) end
+    -- under another type (and belongs in the global set of its state), take it out of that.
+    if state ~= from and not pinned then redis.call('ZREM', k_state(p, 'inactive'), member) end
     return nil
   end
   local priority = tonumber(out[at.priority or 0]) or 0
@@ -953,11 +1025,15 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r)
       out[#out + 1] = field; out[#out + 1] = value
     end
   end
+  if pinned then
+    index_remove(p, id, jtype, 'pinned')  -- before the hash changes: it reads `only`
+  else
+    redis.call('ZREM', k_state(p, 'inactive'), member)
+    if group then redis.call('ZREM', k_group(p, jtype, group), member) end
+    redis.call('RPOP', k_tokens(p, jtype))
+  end
   redis.call('HSET', jkey, unpack(fields))
-  redis.call('ZREM', k_state(p, 'inactive'), member)
-  if group then redis.call('ZREM', k_group(p, jtype, group), member) end
   index_add(p, id, jtype, 'active', priority, 0, ttl, now, group)
-  redis.call('RPOP', k_tokens(p, jtype))
   redis.call('ZADD', k_leases(p), now + lease_ms, member)
   if r then count_start(p, jtype, r, group, id .. ':' .. lease, now) end
   history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 })
@@ -1025,28 +1101,47 @@ local function claim_grouped(p, jtype, r, worker, lease_ms, now)
   return { 'limited', int(wait or LIMIT_RECHECK_MS) }
 end
 
--- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score)
--- under its rules (paused, limits, groups): the job as claim_member gives it, or false when
--- none is waiting, or {'paused'} when the type is paused, or {'limited', ms} when its limits
--- hold it back for ms (less if a place frees: <p>:<type>:limited is pushed then).
+-- The best job pinned to `worker` of `jtype` when it comes before (or with) the best job of
+-- the type's set `key` (any worker's), else nil.
+local function pinned_top(p, jtype, worker, key)
+  local mine = redis.call('ZRANGE', k_places(p, jtype, worker), 0, 0, 'WITHSCORES')
+  if not mine[1] then return nil end
+  local top = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if top[1] and tonumber(top[2]) < tonumber(mine[2]) then return nil end
+  return mine[1]
+end
+
+-- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score; a
+-- job pinned to `worker` first at equal scores) under its rules (paused, limits, groups,
+-- pins): the job as claim_member gives it, or false when none is waiting ({'pins'} for a type
+-- with pinned jobs: the worker also waits on its wake list), or {'paused'} when the type is
+-- paused, or {'limited', ms} when its limits hold it back for ms (less if a place frees:
+-- <p>:<type>:limited is pushed then).
 local function claim(p, jtype, worker, lease_ms, now)
   local key = k_type_state(p, jtype, 'inactive')
   local r = rule_of(p, jtype)
   if r then
     if r.paused then return { 'paused' } end
-    if redis.call('EXISTS', key) == 0 then
+    local mine = r.pins and pinned_top(p, jtype, worker, key)
+    if not mine and redis.call('EXISTS', key) == 0 then
       redis.call('DEL', k_tokens(p, jtype))  -- nothing is waiting: every token left is stale
-      return false
+      return r.pins and { 'pins' } or false
     end
     local wait = type_wait(p, jtype, r, now)
     if wait then return { 'limited', int(wait) } end
+    for _ = 1, 10 do
+      if not mine then break end
+      local out = claim_member(p, jtype, mine, worker, lease_ms, now, false, r, true)
+      if out then return out end
+      mine = pinned_top(p, jtype, worker, key)  -- that one was stale
+    end
     if r.groups then return claim_grouped(p, jtype, r, worker, lease_ms, now) end
   end
   for _ = 1, 100 do
     local top = redis.call('ZPOPMIN', key)
     if #top == 0 then
       redis.call('DEL', k_tokens(p, jtype))  -- nothing is waiting: every token left is stale
-      return false
+      return r and r.pins and { 'pins' } or false
     end
     local out = claim_member(p, jtype, top[1], worker, lease_ms, now, true, r)
     if out then return out end
@@ -1056,7 +1151,8 @@ end
 
 -- Claim for `worker` the first job of the types ARGV[first..#ARGV], tried in that order:
 -- the job as claim gives it; with one type, what claim gives; with several and no job,
--- {'wait', s1, s2, ...}: per type '' (none waiting), 'paused', or the ms its limits hold it.
+-- {'wait', s1, s2, ...}: per type '' (none waiting), 'pins' (none, and it has pinned jobs),
+-- 'paused', or the ms its limits hold it.
 local function claim_first(p, first, worker, lease_ms, now)
   if first == #ARGV then return claim(p, ARGV[first], worker, lease_ms, now) end
   local waits = { 'wait' }
@@ -1064,8 +1160,8 @@ local function claim_first(p, first, worker, lease_ms, now)
     local got = claim(p, ARGV[i], worker, lease_ms, now)
     if not got then
       waits[#waits + 1] = ''
-    elseif got[1] == 'paused' then
-      waits[#waits + 1] = 'paused'
+    elseif got[1] == 'paused' or got[1] == 'pins' then
+      waits[#waits + 1] = got[1]
     elseif got[1] == 'limited' then
       waits[#waits + 1] = got[2]
     else

@@ -7,7 +7,7 @@
 -- Events   moved [old type] (with the new type as the event's type); enqueue [new type] when
 --          it waits inactive. A running job moved with force: its lease ends here (complete
 --          and fail are refused by the token), its worker process is told on
---          <p>:control:<worker id> to stop it, and it waits inactive under the new type; the
+--          <p>:control:<worker id> to stop it, and it waits (inactive, or pinned) under the new type; the
 --          attempt is not counted.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a running job without force.
 local p, id, to, force = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
@@ -21,7 +21,7 @@ end
 local now = now_ms()
 local state = job.state
 leave_state(p, id, KEYS[1], job, 'moved to ' .. to)
-if state == 'active' then state = 'inactive' end
+if state == 'active' then state = waiting(job.only) end
 redis.call('HSET', KEYS[1], 'type', to, 'state', state, 'updated_at', int(now))
 redis.call('SADD', k_types(p), to)
 if STATES[state] then
@@ -30,5 +30,7 @@ if STATES[state] then
 end
 history(p, id, { state = state, at = now, from = job.state, moved = { from = job.type, to = to } })
 publish(p, id, to, 'moved', cjson.encode(job.type))
-if state == 'inactive' then publish(p, id, to, 'enqueue', cjson.encode(to)) end
+if state == 'inactive' or state == 'pinned' then
+  publish(p, id, to, 'enqueue', cjson.encode(to))
+end
 return state

@@ -1,7 +1,8 @@
--- recover: return jobs whose lease expired (their worker died or hung) to the queue.
+-- recover: return jobs whose lease expired (their worker died or hung) to the queue (inactive,
+-- or pinned for a job with workers of its own).
 -- KEYS[1]  <p>:leases
 -- ARGV[1]  prefix   ARGV[2] stall limit   ARGV[3] most jobs to handle in this call
--- Returns  {requeued, failed}: jobs sent back to inactive, and jobs failed because they
+-- Returns  {requeued, failed}: jobs sent back to wait, and jobs failed because they
 --          stalled more than the stall limit.
 -- Events   enqueue [type] per job requeued; error and failed [reason] per job failed (then
 --          remove [type] as retention removes, see fail.lua).
@@ -18,7 +19,7 @@ for _, member in ipairs(expired) do
   redis.call('ZREM', KEYS[1], member)
   local id = zid_id(member)
   local key = k_job(p, id)
-  local h = redis.call('HMGET', key, 'state', 'type', 'priority', 'workerId', 'group')
+  local h = redis.call('HMGET', key, 'state', 'type', 'priority', 'workerId', 'group', 'only')
   if h[1] == 'active' then
     local stalls = redis.call('HINCRBY', key, 'stalls', 1)
     index_remove(p, id, h[2], 'active', h[5])
@@ -32,9 +33,10 @@ for _, member in ipairs(expired) do
       }, 'failed', now)
       failed = failed + 1
     else
-      redis.call('HSET', key, 'state', 'inactive', 'updated_at', int(now))
-      index_add(p, id, h[2], 'inactive', priority, 0, 0, now, h[5])
-      history(p, id, { state = 'inactive', at = now, from = 'active', worker = h[4],
+      local state = waiting(h[6])  -- pinned, for a job with workers of its own
+      redis.call('HSET', key, 'state', state, 'updated_at', int(now))
+      index_add(p, id, h[2], state, priority, 0, 0, now, h[5])
+      history(p, id, { state = state, at = now, from = 'active', worker = h[4],
         stalled = stalls })
       publish(p, id, h[2], 'enqueue', cjson.encode(h[2]))
       requeued = requeued + 1

@@ -2,14 +2,15 @@
 -- its worker shuts down, or its handler was rate limited by the remote side (RateLimited).
 -- KEYS[1]  <p>:job:<id>
 -- ARGV[1]  prefix   ARGV[2] id   ARGV[3] fencing token
--- ARGV[4]  '' (or absent): the job waits inactive again; ms: rate limited, the job waits
+-- ARGV[4]  '' (or absent): the job waits inactive (or pinned) again; ms: rate limited, the job waits
 --          delayed that long and the whole type is held back as long (the `until` of its
 --          rules in <p>:limits, read by every claim)
 -- Returns  1 when the job went back, 0 when it is not active under this token.
 -- Events   enqueue [type]; rate limited: its due time on <p>:promote.
 local p, id, token = ARGV[1], ARGV[2], ARGV[3]
 local wait = tonumber(ARGV[4] or '')
-local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'workerId', 'group')
+local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'workerId', 'group',
+  'only')
 if h[1] ~= 'active' or h[2] ~= token then return 0 end
 local now = now_ms()
 local jtype = h[3]
@@ -28,8 +29,9 @@ if wait and wait > 0 then
   redis.call('PUBLISH', k_promote(p), int(at))
   return 1
 end
-redis.call('HSET', KEYS[1], 'state', 'inactive', 'updated_at', int(now))
-index_add(p, id, jtype, 'inactive', tonumber(h[4]) or 0, 0, 0, now, h[6])
-history(p, id, { state = 'inactive', at = now, from = 'active', worker = h[5], released = true })
+local state = waiting(h[7])  -- pinned, for a job with workers of its own
+redis.call('HSET', KEYS[1], 'state', state, 'updated_at', int(now))
+index_add(p, id, jtype, state, tonumber(h[4]) or 0, 0, 0, now, h[6])
+history(p, id, { state = state, at = now, from = 'active', worker = h[5], released = true })
 publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
 return 1

@@ -58,6 +58,11 @@
 --                   when nothing is left in it). ungroup_active: the same for the active set
 --                   and active jobs.
 --          unturn   type, group: remove the group from <p>:groups:<type> when its set is gone.
+--          Pinned jobs (see kue_core/doctor_pins.py):
+--          pin      id: a pinned job goes into the places of each of its workers where it is
+--                   missing (its workers are woken); one that names no worker waits inactive.
+--          unpin    set, member: remove the member from a worker's places (set named without
+--                   '<p>:') unless it is a pinned job of that type and worker.
 --          A grouped job that `index` adds to its type's inactive or active set goes into its
 --          group's set too.
 -- Returns  per action 1 when it changed something, 0 when there was nothing to do (the job
@@ -78,7 +83,7 @@ local ACTIONS = { unindex = true, index = true, types = true, tokens = true, req
   unrecord = true, recount = true, reword = true, unblock = true, sweep = true,
   undepend = true, unschedule = true, reschedule = true, unlimit = true, hold = true,
   lane = true, group = true, group_active = true, ungroup = true, ungroup_active = true,
-  unturn = true }
+  unturn = true, pin = true, unpin = true }
 local function set_name(name)
   return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
 end
@@ -88,7 +93,8 @@ for i = 0, n - 1 do
   local records = a == 'tracked' or string.match(a, '^finished:') or string.match(a, '^tag:')
     or string.match(a, '^words:')
   if not ACTIONS[action] or ((action == 'unindex' or action == 'index') and not set_name(a))
-      or (action == 'unrecord' and not records) then
+      or (action == 'unrecord' and not records)
+      or (action == 'unpin' and not string.match(a, '^places:')) then
     return redis.error_reply('KUE_INVALID repair action ' .. (i + 1) .. ' is malformed')
   end
 end
@@ -107,10 +113,11 @@ local function job_of(id)
   if not string.match(id, '^[1-9]%d*$') then return nil end
   local key = k_job(p, id)
   if key_type(key) ~= 'hash' then return nil end
-  local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'group')
+  local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'group',
+    'only')
   if not h[1] then return nil end
   return { type = h[1], state = h[2] or '', priority = num(h[3]) or 0,
-    promote_at = num(h[4]), ttl = num(h[5]) or 0, group = h[6] or nil }
+    promote_at = num(h[4]), ttl = num(h[5]) or 0, group = h[6] or nil, only = h[7] or nil }
 end
 
 -- Whether job j belongs in the set named `name`, and the score it should have there (nil:
@@ -220,9 +227,10 @@ local function requeue(id, stuck_after, stall_limit)
       attempts = count_attempt(key), promote_at = 0, group = j.group,
     }, 'failed', now)
   else
-    redis.call('HSET', key, 'state', 'inactive', 'updated_at', int(now))
-    index_add(p, id, j.type, 'inactive', j.priority, 0, 0, now, j.group)
-    history(p, id, { state = 'inactive', at = now, from = 'active', worker = worker,
+    local state = waiting(j.only)
+    redis.call('HSET', key, 'state', state, 'updated_at', int(now))
+    index_add(p, id, j.type, state, j.priority, 0, 0, now, j.group)
+    history(p, id, { state = state, at = now, from = 'active', worker = worker,
       stalled = stalls, doctor = true })
     publish(p, id, j.type, 'enqueue', cjson.encode(j.type))
   end
@@ -237,7 +245,7 @@ local function settle(id, grace)
   if j.state == '' then
     local at = last_write(key)
     if at and now - at <= grace then return 0 end  -- a Kue save may still be writing it
-    state = 'inactive'
+    state = waiting(j.only)
     if (tonumber(redis.call('HGET', key, 'delay')) or 0) > 0 then state = 'delayed' end
   else
     redis.call('ZREM', k_state(p, j.state), zid(id))
@@ -258,7 +266,7 @@ local function settle(id, grace)
   if j.state ~= '' then entry.from = j.state end
   if state == 'failed' then entry.error = reason end
   history(p, id, entry)
-  if state == 'inactive' then
+  if state == 'inactive' or state == 'pinned' then
     publish(p, id, j.type, 'enqueue', cjson.encode(j.type))
   elseif state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(promote_at))
@@ -301,7 +309,7 @@ local function release(id)
   local key = k_job(p, id)
   redis.call('HDEL', key, 'blocked_by')
   unblock(p, id, redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
-    'blocked_by', 'group'), now)
+    'blocked_by', 'group', 'only'), now)
   return 1
 end
 
@@ -537,6 +545,38 @@ function flow.unturn(jtype, g)
   return redis.call('ZREM', rot, g)
 end
 
+-- Pinned jobs (see kue_core/doctor_pins.py).
+local pins = {}
+
+function pins.pin(id)
+  local j = job_of(id)
+  if not j or j.state ~= 'pinned' then return 0 end
+  if #pin_list(j.only) == 0 then  -- no worker to wait for: any worker's
+    move_job(p, id, k_job(p, id), j, 'inactive', now)
+    return 1
+  end
+  local member, r = zid(id), 0
+  for _, w in ipairs(pin_list(j.only)) do
+    local set = k_places(p, j.type, w)
+    if flow.zset_or_none(set) and not redis.call('ZSCORE', set, member) then r = 1 end
+  end
+  if r == 1 then pin_add(p, member, j.type, j.priority, j.only) end
+  return r
+end
+
+function pins.unpin(name, member)
+  local set = p .. ':' .. name
+  if key_type(set) ~= 'zset' or not redis.call('ZSCORE', set, member) then return 0 end
+  local id = member_id(member)
+  local j = id and job_of(id)
+  if j and j.state == 'pinned' then
+    for _, w in ipairs(pin_list(j.only)) do
+      if k_places(p, j.type, w) == set then return 0 end
+    end
+  end
+  return redis.call('ZREM', set, member)
+end
+
 local done = {}
 for i = 0, n - 1 do
   local b = 2 + i * REPAIR_WIDTH
@@ -597,6 +637,10 @@ for i = 0, n - 1 do
     r = flow.ungroup(a, x, y, 'active')
   elseif action == 'unturn' then
     r = flow.unturn(a, x)
+  elseif action == 'pin' then
+    r = pins.pin(a)
+  elseif action == 'unpin' then
+    r = pins.unpin(a, x)
   end
   done[#done + 1] = r
 end

@@ -20,7 +20,8 @@ local state, jtype, n = ARGV[5], ARGV[6], tonumber(ARGV[7])
 if not offset or not count or not scan or not n or n < 1 then
   return redis.error_reply('KUE_INVALID search arguments are malformed')
 end
-local states = { 'inactive', 'active', 'complete', 'failed', 'delayed' }
+local states = {}
+for s in pairs(STATES) do states[#states + 1] = s end
 if state ~= '' then states = { state } end
 
 -- Each term: words (the index sets of its words), types (names), keys (words' sets and its

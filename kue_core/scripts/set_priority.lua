@@ -19,8 +19,11 @@ if STATES[job.state] then
     redis.call('ZADD', k_state(p, job.state), 'XX',
       state_score(job.state, priority, job.promote_at, job.ttl, now), member)
   end
-  redis.call('ZADD', k_type_state(p, job.type, job.state), 'XX', priority, member)  if job.group and job.state == 'inactive' then
+  redis.call('ZADD', k_type_state(p, job.type, job.state), 'XX', priority, member)
+  if job.group and job.state == 'inactive' then
     redis.call('ZADD', k_group(p, job.type, job.group), 'XX', priority, member)
+  elseif job.state == 'pinned' then
+    pin_rescore(p, id, job.type, priority)
   end
 end
 return 1

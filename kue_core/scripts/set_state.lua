@@ -6,7 +6,8 @@
 --          delayed); its due time on <p>:promote when it moves to delayed.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID for an unknown state; KUE_INVALID_TRANSITION for
 --          'active' (only a worker's claim makes a job active, with a lease) and for
---          'blocked' (only a save with dependencies blocks a job).
+--          'blocked' (only a save with dependencies blocks a job), and for 'pinned' for a job
+--          without workers of its own. A pinned job moved to inactive stays pinned.
 -- Moving a job to complete or failed releases, or fails, the jobs that depend on it, as
 -- complete.lua and fail.lua do.
 -- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
@@ -16,6 +17,11 @@ if not STATES[state] then
 end
 local job = load_job(KEYS[1])
 if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
+if state == 'pinned' and not job.only then
+  return redis.error_reply('KUE_INVALID_TRANSITION job ' .. id .. ' has no workers of its own '
+    .. 'to wait for (see only)')
+end
+if state == 'inactive' then state = waiting(job.only) end
 if job.state == state then return state end
 if state == 'active' then
   return redis.error_reply('KUE_INVALID_TRANSITION only a worker can make a job active')

@@ -61,8 +61,11 @@ local member = zid(id)
 redis.call('ZADD', k_jobs(p), priority, member)
 if STATES[job.state] then
   redis.call('ZADD', k_state(p, job.state), state_score(job.state, priority, promote_at, ttl, now), member)
-  redis.call('ZADD', k_type_state(p, job.type, job.state), priority, member)  if job.group and job.state == 'inactive' then
+  redis.call('ZADD', k_type_state(p, job.type, job.state), priority, member)
+  if job.group and job.state == 'inactive' then
     redis.call('ZADD', k_group(p, job.type, job.group), 'XX', priority, member)
+  elseif job.state == 'pinned' then
+    pin_rescore(p, id, job.type, priority)
   end
 end
 return job.state

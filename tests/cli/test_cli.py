@@ -114,8 +114,24 @@ def test_stats_table_counts_each_type_and_the_total(filled: Queue, redis_url: st
     result = invoke("stats", *on(redis_url, filled.prefix))
     assert result.exit_code == 0, result.output
     rows = stats_table(result.stdout)
-    email = {"inactive": 1, "active": 0, "complete": 1, "failed": 1, "delayed": 1, "blocked": 0}
-    video = {"inactive": 2, "active": 0, "complete": 0, "failed": 0, "delayed": 1, "blocked": 0}
+    email = {
+        "inactive": 1,
+        "active": 0,
+        "complete": 1,
+        "failed": 1,
+        "delayed": 1,
+        "blocked": 0,
+        "pinned": 0,
+    }
+    video = {
+        "inactive": 2,
+        "active": 0,
+        "complete": 0,
+        "failed": 0,
+        "delayed": 1,
+        "blocked": 0,
+        "pinned": 0,
+    }
     total = {s: email[s] + video[s] for s in STATES}
     assert rows == {"email": email, "video (paused)": video, "total": total}
     assert rows == {

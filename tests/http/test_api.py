@@ -35,6 +35,7 @@ def test_stats_on_a_fresh_queue(client: FlaskClient) -> None:
         "failedCount",
         "delayedCount",
         "blockedCount",
+        "pinnedCount",
         "workTime",
     ]
     assert set(res.json.values()) == {0}  # type: ignore[union-attr]

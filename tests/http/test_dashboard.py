@@ -110,7 +110,15 @@ def test_overview_counts_types_pause_and_chart(client: FlaskClient, queue: Queue
     queue.pause("sms")
 
     html = page(client, "/")
-    expected = {"inactive": 3, "active": 1, "complete": 2, "failed": 1, "delayed": 2, "blocked": 0}
+    expected = {
+        "inactive": 3,
+        "active": 1,
+        "complete": 2,
+        "failed": 1,
+        "delayed": 2,
+        "blocked": 0,
+        "pinned": 0,
+    }
     assert queue.counts() == expected
     shown = re.findall(r'data-count="(\w+)">(\d+)<', html)
     assert len(shown) == 2 * len(STATES)  # the nav tabs and the cards

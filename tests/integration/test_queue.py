@@ -65,6 +65,7 @@ def test_counts_types_and_work_time(queue: Queue, r: redis.Redis) -> None:
         "failed": 1,
         "delayed": 1,
         "blocked": 0,
+        "pinned": 0,
     }
     assert queue.counts("email") == {
         "inactive": 1,
@@ -73,6 +74,7 @@ def test_counts_types_and_work_time(queue: Queue, r: redis.Redis) -> None:
         "failed": 0,
         "delayed": 1,
         "blocked": 0,
+        "pinned": 0,
     }
     assert queue.count("failed", "video") == 1
     assert queue.types() == ["email", "video"]

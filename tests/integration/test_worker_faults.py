@@ -173,6 +173,7 @@ def test_many_jobs_over_several_processes_run_exactly_once(
         "failed": 0,
         "delayed": 0,
         "blocked": 0,
+        "pinned": 0,
     }
     assert r.zcard(queue.keys.type_state("t", "complete")) == 10_000
     assert r.zcard(queue.keys.jobs) == 10_000

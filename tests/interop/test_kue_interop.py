@@ -203,6 +203,7 @@ def test_a_node_kue_worker_runs_a_job_created_in_python(queue: Queue, node_kue: 
         "failed": 0,
         "delayed": 0,
         "blocked": 0,
+        "pinned": 0,
     }
     assert queue.ids("complete", "resize") == [job.id]
 
@@ -255,6 +256,7 @@ def test_node_kue_promotes_runs_and_removes_a_delayed_job_created_in_python(
         "failed": 0,
         "delayed": 0,
         "blocked": 0,
+        "pinned": 0,
     }
     assert queue.range(0, -1) == []
 

@@ -1,0 +1,57 @@
+"""Pinning: jobs that only named worker processes may run (``job.only(["gpu-1", "gpu-2"])``).
+
+A worker process has an id (``Queue(worker_id="gpu-1")``, ``kue worker --id gpu-1``; else a
+generated one). A job pinned to some of them waits in state ``pinned`` instead of
+``inactive``: indexed as Kue's states are (``<p>:jobs:pinned``, ``<p>:jobs:<type>:pinned``),
+so that no worker which does not know pinning takes it (Node Kue's workers included), and in
+``<p>:places:<type>:<worker>`` of each of its workers, where their claims look. The claim of
+a type with pinned jobs compares the best job pinned to this worker with the best job any
+worker may take, by priority; at equal priority the pinned one goes first. Other workers never
+see it, so a pinned job never holds up the jobs behind it.
+
+Everything else about a pinned job is as for any job: attempts, retries, leases. When its
+worker dies, its lease runs out and it waits pinned again, for one of its workers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from . import defaults
+from .errors import InvalidJob
+
+#: What a worker id given by hand may be (``Queue(worker_id=...)``, ``kue worker --id``,
+#: ``job.only``): letters, digits and ``. _ : @ -``, starting with a letter or a digit
+#: (generated ids, ``host:pid:hex``, are of this shape on usual hosts).
+WORKER_ID_RULE = "[A-Za-z0-9][A-Za-z0-9._:@-]*"
+_WORKER_ID = re.compile(WORKER_ID_RULE)
+#: The rule, as error messages state it.
+RULE = (
+    f"1 to {defaults.MAX_WORKER_ID} characters: letters, digits and . _ : @ -, "
+    "starting with a letter or a digit"
+)
+
+
+def check_worker_id(value: object) -> str:
+    """``value`` if it is a worker id a process may be given; else ``InvalidJob``."""
+    if (
+        not isinstance(value, str)
+        or len(value) > defaults.MAX_WORKER_ID
+        or not _WORKER_ID.fullmatch(value)
+    ):
+        raise InvalidJob(f"a worker id must be {RULE}; got {value!r:.120}")
+    return value
+
+
+def worker_ids(value: object) -> list[str]:
+    """The workers a job is pinned to: a non-empty list (or tuple) of worker ids, at most
+    ``defaults.MAX_PINS``, repeats dropped; or ``InvalidJob``."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise InvalidJob(f"only takes a list of worker ids, got {value!r:.120}")
+    ids = list(dict.fromkeys(check_worker_id(each) for each in value))
+    if not ids:
+        raise InvalidJob("only takes at least one worker id")
+    if len(ids) > defaults.MAX_PINS:
+        raise InvalidJob(f"a job may be pinned to at most {defaults.MAX_PINS} workers")
+    return ids

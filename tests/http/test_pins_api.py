@@ -1,0 +1,67 @@
+"""Pinning over the JSON API: options.only on POST /job saves a job that waits pinned for
+those workers, the job's JSON carries its workers, the pinned state has its counts and
+listings as any state, and a bad list is answered 400 with nothing written; the answers match
+the OpenAPI document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from flask.testing import FlaskClient
+
+from kue_core import Queue
+from tests.conftest import keys_under
+from tests.http.documented import Documented
+
+
+def test_post_job_with_only_saves_a_pinned_job(client: FlaskClient, queue: Queue) -> None:
+    res = client.post("/api/job", json={"type": "render", "options": {"only": ["gpu-1"]}})
+    assert res.status_code == 200, res.json
+    job = client.get(f"/api/job/{res.json['id']}").json
+    assert job["only"] == ["gpu-1"] and job["state"] == "pinned"
+    assert client.get("/api/stats").json["pinnedCount"] == 1
+    listed = client.get("/api/jobs/render/pinned/0..10/asc").json
+    assert [j["id"] for j in listed] == [res.json["id"]]
+    plain = client.post("/api/job", json={"type": "render"}).json
+    assert "only" not in client.get(f"/api/job/{plain['id']}").json
+    assert queue.scripts.claim("render", "gpu-1", 30_000)[0] == res.json["id"]
+
+
+@pytest.mark.parametrize(
+    ("only", "says"),
+    [
+        ([], "at least one"),
+        ("gpu-1", "list"),
+        (["gpu 1"], "worker id"),
+        ([7], "worker id"),
+        ([f"w{i}" for i in range(65)], "at most"),
+        (None, "list"),
+    ],
+)
+def test_a_bad_only_writes_nothing(
+    client: FlaskClient, r: redis.Redis, prefix: str, only: Any, says: str
+) -> None:
+    res = client.post("/api/job", json={"type": "render", "options": {"only": only}})
+    assert res.status_code == 400 and says in res.json["error"], res.json
+    assert keys_under(r, prefix) == set()
+
+
+def test_a_pinned_job_cannot_be_put_in_pinned_by_hand_unless_it_has_workers(
+    client: FlaskClient,
+) -> None:
+    plain = client.post("/api/job", json={"type": "render"}).json["id"]
+    res = client.put(f"/api/job/{plain}/state/pinned")
+    assert res.status_code == 409, res.json
+    pinned = client.post("/api/job", json={"type": "t", "options": {"only": ["a"]}}).json["id"]
+    assert client.put(f"/api/job/{pinned}/state/inactive").status_code == 200
+    assert client.get(f"/api/job/{pinned}").json["state"] == "pinned"
+
+
+def test_the_answers_match_the_openapi_document(client: FlaskClient) -> None:
+    check = Documented(client)
+    created = check("post", "/api/job", "/job", json={"type": "t", "options": {"only": ["a"]}})
+    check("post", "/api/job", "/job", 400, json={"type": "t", "options": {"only": []}})
+    check("get", f"/api/job/{created['id']}", "/job/{id}")
+    check("get", "/api/stats", "/stats")

@@ -1,0 +1,176 @@
+"""Pinned jobs (``kue_core.pins``) on a real Redis: a job pinned to some workers waits in
+state ``pinned`` where only they find it, goes to them first at equal priority, never holds
+up the type's other jobs, and comes back pinned whatever ends an attempt early (a retry, a
+lost lease, a release); moving, cancelling, re-prioritising and removing it keep every index
+right, and bad input writes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+
+from kue_core import InvalidJob, InvalidTransition, Queue, doctor
+from kue_core.scripts import PINS, Waits
+from tests.conftest import keys_under, wait_for
+
+A, B, LEASE = "gpu-1", "cpu-1", 30_000
+
+
+def _claim(queue: Queue, worker: str, job_type: str = "t", lease: int = LEASE) -> Any:
+    return queue.scripts.claim(job_type, worker, lease)
+
+
+def _places(r: redis.Redis, queue: Queue, worker: str, job_type: str = "t") -> list[int]:
+    return [int(m.split("|")[1]) for m in r.zrange(queue.keys.places(job_type, worker), 0, -1)]
+
+
+def test_a_pinned_job_waits_pinned_where_only_its_workers_find_it(
+    queue: Queue, r: redis.Redis
+) -> None:
+    job = queue.create_job("t", {"n": 1}).only([A, "gpu-2", A]).save()
+    assert job.only() == [A, "gpu-2"]  # repeats dropped, order kept
+    again = queue.get_job(job.id)  # type: ignore[arg-type]
+    assert again.state == "pinned" and again.only() == [A, "gpu-2"]
+    assert again.to_dict()["only"] == [A, "gpu-2"]
+    assert queue.counts("t")["pinned"] == 1 and queue.counts("t")["inactive"] == 0
+    assert _places(r, queue, A) == [job.id] and _places(r, queue, "gpu-2") == [job.id]
+    assert _claim(queue, B) == PINS  # nothing for this worker; the type has pinned jobs
+    claimed = _claim(queue, A)
+    assert claimed[0] == job.id and claimed[1]["workerId"] == A
+    assert _places(r, queue, A) == [] and _places(r, queue, "gpu-2") == []
+    assert queue.counts("t")["pinned"] == 0 and queue.counts("t")["active"] == 1
+    assert doctor.check(queue).findings == []
+
+
+def test_pinned_jobs_never_hold_up_the_jobs_behind_them(queue: Queue) -> None:
+    pinned = [queue.create_job("t").priority("critical").only([A]).save().id for _ in range(50)]
+    plain = [queue.create_job("t", {"i": i}).save().id for i in range(5)]
+    got = []
+    for _ in plain:
+        claimed = _claim(queue, B)
+        got.append(claimed[0])
+        queue.scripts.complete(claimed[0], claimed[1]["lease"], "null", None)
+    assert got == plain  # the other worker took every plain job, FIFO, none of the pinned
+    assert _claim(queue, B) == PINS
+    assert _claim(queue, A)[0] == pinned[0]  # critical: before anything else
+
+
+def test_priority_decides_between_pinned_and_plain_and_pinned_wins_ties(queue: Queue) -> None:
+    low = queue.create_job("t").priority("low").only([A]).save().id
+    normal = queue.create_job("t").save().id
+    tie = queue.create_job("t").only([A]).save().id
+    order = []
+    while (claimed := _claim(queue, A)) not in (None, PINS):
+        order.append(claimed[0])
+    assert order == [tie, normal, low]
+
+
+def test_what_ends_an_attempt_early_brings_a_pinned_job_back_pinned(
+    queue: Queue, r: redis.Redis
+) -> None:
+    job = queue.create_job("t").only([A]).attempts(3).save()
+    jid = job.id
+    assert jid is not None
+    claimed = _claim(queue, A)
+    outcome, _ = queue.scripts.fail(jid, claimed[1]["lease"], "boom", "boom", 0, None)
+    assert outcome == "inactive"  # a retry at once: it waits for its worker again
+    assert queue.get_job(jid).state == "pinned" and _places(r, queue, A) == [jid]
+    claimed = _claim(queue, A)
+    queue.scripts.release(jid, claimed[1]["lease"])
+    assert queue.get_job(jid).state == "pinned" and _places(r, queue, A) == [jid]
+    _claim(queue, A, lease=10)  # a lease that runs out
+    assert wait_for(lambda: queue.scripts.recover(5, 100)[0] == 1)
+    assert queue.get_job(jid).state == "pinned" and _places(r, queue, A) == [jid]
+    assert doctor.check(queue).findings == []
+
+
+def test_a_pinned_retry_after_a_backoff_comes_back_pinned(queue: Queue, r: redis.Redis) -> None:
+    jid = queue.create_job("t").only([A]).attempts(2).save().id
+    assert jid is not None
+    claimed = _claim(queue, A)
+    queue.scripts.fail(jid, claimed[1]["lease"], "boom", "boom", 1, None)
+    assert queue.get_job(jid).state == "delayed"
+    assert wait_for(lambda: (queue.scripts.promote(100), queue.get_job(jid).state)[1] == "pinned")
+    assert _places(r, queue, A) == [jid]
+
+
+def test_moves_by_hand_keep_a_pinned_job_pinned(queue: Queue, r: redis.Redis) -> None:
+    jid = queue.create_job("t").only([A]).save().id
+    plain = queue.create_job("t").save().id
+    assert jid is not None and plain is not None
+    queue.get_job(jid).set_state("inactive")  # a job with workers of its own waits pinned
+    assert queue.get_job(jid).state == "pinned"
+    queue.get_job(jid).set_state("delayed")
+    assert _places(r, queue, A) == []
+    queue.get_job(jid).set_state("inactive")
+    assert queue.get_job(jid).state == "pinned" and _places(r, queue, A) == [jid]
+    with pytest.raises(InvalidTransition):
+        queue.get_job(plain).set_state("pinned")
+    assert queue.get_job(plain).state == "inactive"
+    queue.get_job(jid).priority("high").save()
+    assert r.zscore(queue.keys.places("t", A), f"{len(str(jid)):02d}|{jid}") == -10
+    queue.move(jid, "u")
+    assert _places(r, queue, A, "t") == [] and _places(r, queue, A, "u") == [jid]
+    assert queue.get_job(jid).state == "pinned"
+    assert doctor.check(queue).findings == []
+
+
+def test_cancel_and_remove_take_a_pinned_job_out_of_its_workers_places(
+    queue: Queue, r: redis.Redis
+) -> None:
+    one = queue.create_job("t").only([A, B]).save().id
+    two = queue.create_job("t").only([A]).save().id
+    assert one is not None and two is not None
+    queue.cancel(one, "not needed")
+    assert queue.get_job(one).state == "failed"
+    assert _places(r, queue, A) == [two] and _places(r, queue, B) == []
+    queue.remove(two)
+    assert _places(r, queue, A) == []
+    assert doctor.check(queue).findings == []
+
+
+def test_a_claim_over_several_types_tells_which_have_pinned_jobs(queue: Queue) -> None:
+    queue.create_job("t").only([A]).save()
+    got = queue.scripts.claim(["u", "t"], B, LEASE)
+    assert got == Waits((None, PINS))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [[], "gpu-1", ["gpu 1"], [""], ["-x"], [1], ["x" * 101], [f"w{i}" for i in range(65)]],
+)
+def test_bad_pins_are_refused_and_write_nothing(
+    queue: Queue, r: redis.Redis, prefix: str, bad: Any
+) -> None:
+    with pytest.raises(InvalidJob):
+        queue.create_job("t").only(bad).save()
+    assert keys_under(r, prefix) == set()
+
+
+def test_pins_are_given_before_the_save(queue: Queue) -> None:
+    job = queue.create_job("t").save()
+    with pytest.raises(InvalidJob):
+        job.only([A])
+
+
+def test_the_doctor_finds_and_repairs_pinned_jobs_out_of_their_places(
+    queue: Queue, r: redis.Redis
+) -> None:
+    lost = queue.create_job("t").only([A, B]).save().id
+    bare = queue.create_job("t").only([A]).save().id
+    gone = queue.create_job("t").only([A]).save().id
+    assert lost is not None and bare is not None and gone is not None
+    r.zrem(queue.keys.places("t", B), f"{len(str(lost)):02d}|{lost}")
+    r.hdel(queue.keys.job(bare), "only")
+    r.zadd(queue.keys.places("t", "gpu-9"), {"01|9": 0, "junk": 1})
+    report = doctor.check(queue)
+    kinds = [(f.kind, f.job_id) for f in report.findings]
+    assert ("lost-pinned-job", lost) in kinds and ("unpinned-job", bare) in kinds
+    assert [k for k, _ in kinds].count("stale-pinned-job") == 3  # bare's, 9, junk
+    doctor.repair(queue, report.findings)
+    assert doctor.check(queue).findings == []
+    assert _places(r, queue, B) == [lost] and queue.get_job(bare).state == "inactive"
+    assert r.exists(queue.keys.places("t", "gpu-9")) == 0
+    assert _claim(queue, B)[0] == lost
