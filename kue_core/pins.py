@@ -15,11 +15,16 @@ worker dies, its lease runs out and it waits pinned again, for one of its worker
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
+from typing import cast
+
+import redis
 
 from . import defaults
 from .errors import InvalidJob
+from .keys import Keys, job_id_from_zid
 
 #: What a worker id given by hand may be (``Queue(worker_id=...)``, ``kue worker --id``,
 #: ``job.only``): letters, digits and ``. _ : @ -``, starting with a letter or a digit
@@ -55,3 +60,22 @@ def worker_ids(value: object) -> list[str]:
     if len(ids) > defaults.MAX_PINS:
         raise InvalidJob(f"a job may be pinned to at most {defaults.MAX_PINS} workers")
     return ids
+
+
+def waits(client: redis.Redis, keys: Keys, count: int) -> dict[str, list[int]]:
+    """Worker id -> the ids of the pinned jobs waiting for it, among the first ``count``
+    pinned jobs (best priority first): what the dashboard's workers view shows."""
+    members = cast(list[str], client.zrange(keys.state("pinned"), 0, count - 1))
+    ids = [job_id_from_zid(m) for m in members]
+    pipe = client.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.hget(keys.job(job_id), "only")
+    out: dict[str, list[int]] = {}
+    for job_id, text in zip(ids, pipe.execute(), strict=True):
+        try:
+            workers = json.loads(text) if text else []
+        except ValueError:
+            workers = []  # kue doctor reports it
+        for w in workers if isinstance(workers, list) else []:
+            out.setdefault(str(w), []).append(job_id)
+    return out

@@ -317,6 +317,12 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
                 pipe.zcard(self.keys.type_state(job_type, state))
         return dict(zip(STATES, pipe.execute(), strict=True))
 
+    def pinned_waits(self, count: int = 500) -> dict[str, list[int]]:
+        """Worker id -> ids of the pinned jobs waiting for it (see :mod:`kue_core.pins`),
+        among the first ``count`` pinned jobs, best priority first."""
+        checks.integer(count, "count", 1)
+        return pins.waits(self.client, self.keys, count)
+
     def counts_by_type(self) -> dict[str, dict[str, int]]:
         """``{type: {state: count}}`` for every job type (one round trip)."""
         types = self.types()

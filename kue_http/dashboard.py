@@ -195,6 +195,8 @@ def overview() -> str:
     running: dict[str, list[Job]] = {}
     for j in q.page("active", count=_RUNNING_SHOWN):
         running.setdefault(j.worker_id or "", []).append(j)
+    pinned = q.pinned_waits(_RUNNING_SHOWN)  # worker id -> jobs pinned to it, waiting
+    live = {w["id"] for w in workers}
     return _page(
         "overview.html",
         url_for("kue_api.events"),
@@ -202,6 +204,8 @@ def overview() -> str:
         paused=paused,
         workers=workers,
         running=running,
+        pinned=pinned,
+        pinned_elsewhere={w: ids for w, ids in sorted(pinned.items()) if w not in live},
         stop_timeout=defaults.SHUTDOWN_TIMEOUT,
         chart=_chart(q.throughput(minutes)),
         minutes=minutes,

@@ -174,6 +174,9 @@ local function pin_add(p, member, jtype, priority, only)
     r = r or {}
     r.pins = true
     set_rule(p, jtype, r)
+    -- Its idle slots wait on the type's tokens alone so far: one wakes them to claim again
+    -- and learn to wait on their own lists too.
+    redis.call('LPUSH', k_tokens(p, jtype), 1)
   end
 end
 

@@ -610,3 +610,31 @@ def test_queue_page_refuses_bad_windows(queue: Queue, bad: dict[str, object]) ->
     """A negative or non-integer offset or count is ``InvalidJob``, not a Redis error."""
     with pytest.raises(InvalidJob):
         queue.page("inactive", **bad)  # type: ignore[arg-type]
+
+
+def test_workers_table_shows_the_pinned_jobs_waiting_for_each_worker(
+    client: FlaskClient, redis_url: str, prefix: str
+) -> None:
+    """Each live worker's row lists the jobs pinned to it that wait; jobs pinned to workers
+    not running are listed under the table; the job page names its workers (escaped)."""
+    with Queue(redis_url, prefix, worker_id="gpu-1") as gpu:
+        gpu.process("render", lambda job: None)
+        gpu.pause("render", local=True)  # it holds its pinned jobs back
+        wait_for(lambda: [w for w in gpu.workers() if w["paused"] == ["render"]])
+        mine = gpu.create_job("render").only(["gpu-1"]).save()
+        other = gpu.create_job("render").only(["gpu-9", "gpu-1"]).save()
+        lonely = gpu.create_job("render").only(["gpu-9"]).save()
+        html = page(client, "/")
+        row = re.search(r'<tr data-worker="gpu-1">(.*?)</tr>', html, re.S)
+        assert row
+        cell = re.search(r"<td data-pinned>(.*?)</td>", row.group(1), re.S)
+        assert cell and re.findall(r"#(\d+)", cell.group(1)) == [str(mine.id), str(other.id)]
+        elsewhere = re.search(r"<p data-pinned-elsewhere>(.*?)</p>", html, re.S)
+        assert elsewhere and "gpu-9" in elsewhere.group(1)
+        assert re.findall(r"#(\d+)", elsewhere.group(1)) == [str(other.id), str(lonely.id)]
+        job_page = page(client, f"/job/{other.id}")
+        assert re.search(r'id="only">.*gpu-9.*gpu-1', job_page, re.S)
+        gpu.resume("render", local=True)
+        wait_for(lambda: gpu.counts("render")["complete"] == 2)
+        html = page(client, "/")
+        assert "data-pinned-elsewhere" in html and f"#{mine.id}</a>" not in html

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, InvalidTransition, Queue, doctor
+from kue_core import InvalidJob, InvalidTransition, Queue, defaults, doctor
 from kue_core.scripts import PINS, Waits
 from tests.conftest import keys_under, wait_for
 
@@ -174,3 +174,18 @@ def test_the_doctor_finds_and_repairs_pinned_jobs_out_of_their_places(
     assert _places(r, queue, B) == [lost] and queue.get_job(bare).state == "inactive"
     assert r.exists(queue.keys.places("t", "gpu-9")) == 0
     assert _claim(queue, B)[0] == lost
+
+
+def test_an_idle_worker_wakes_for_a_job_pinned_to_it(redis_url: str, prefix: str) -> None:
+    """Its idle slot waits on its own wake list too: the job starts well within the longest
+    idle wait (IDLE_WAIT), which is how long a slot that missed it would take."""
+    ran: list[str] = []
+    with Queue(redis_url, prefix, worker_id=A) as gpu, Queue(redis_url, prefix) as other:
+        other.process("t", 1, lambda job: ran.append("other"))
+        gpu.process("t", 1, lambda job: ran.append(A))
+        other.create_job("t").save()  # both idle after this one
+        assert wait_for(lambda: len(ran) == 1)
+        assert wait_for(lambda: gpu.counts("t")["complete"] == 1)
+        job = other.create_job("t").only([A]).save()
+        assert wait_for(lambda: ran[1:] == [A], timeout=defaults.IDLE_WAIT * 0.6)
+        assert wait_for(lambda: other.get_job(job.id).state == "complete")  # type: ignore[arg-type]
