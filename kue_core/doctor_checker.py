@@ -4,11 +4,12 @@ Protocol, so they do not import doctor.py, which imports them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 import redis
 
-from .keys import Keys
+from .keys import Keys, zid
 
 if TYPE_CHECKING:
     from .scripts import Scripts
@@ -31,3 +32,23 @@ class Checker(Protocol):
         job_id: int | None = None,
         action: tuple[str, str, str, str] | None = None,
     ) -> None: ...
+
+
+def pages(c: Checker, key: str) -> Iterator[list[str]]:
+    """The members of zset ``key``, ``c.batch`` at a time (ZSCAN: no long call)."""
+    page: list[str] = []
+    for member, _ in c.client.zscan_iter(key, count=c.batch):
+        page.append(str(member))
+        if len(page) == c.batch:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
+def member_id(member: str) -> int | None:
+    """The job id of a zset member (``"01|7"`` -> 7), or None for a member that is no job's."""
+    digits = member.partition("|")[2]
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    return int(digits) if zid(int(digits)) == member else None

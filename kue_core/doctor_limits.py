@@ -43,8 +43,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .doctor_checker import Checker
-from .keys import zid
+from .doctor_checker import Checker, member_id, pages
 from .limits import LANE
 
 if TYPE_CHECKING:
@@ -164,33 +163,14 @@ def _wrong_type(c: Checker, key: str, kind: str) -> None:
 
 
 # -- the groups of one type -------------------------------------------------------------------
-def _pages(c: Checker, key: str) -> Iterator[list[str]]:
-    """The members of zset ``key``, a page at a time."""
-    page: list[str] = []
-    for member, _ in c.client.zscan_iter(key, count=c.batch):
-        page.append(str(member))
-        if len(page) == c.batch:
-            yield page
-            page = []
-    if page:
-        yield page
-
-
-def _id(member: str) -> int | None:
-    digits = member.partition("|")[2]
-    if not (digits.isascii() and digits.isdigit()):
-        return None
-    return int(digits) if zid(int(digits)) == member else None
-
-
 def _groups(c: Checker, t: str) -> None:
     rot = c.keys.groups(t)
     turns = {str(g) for g, _ in c.client.zscan_iter(rot, count=c.batch)} - {LANE}
     waiting: set[str] = set()  # the groups of the type's inactive jobs
-    for page in _pages(c, c.keys.type_state(t, "inactive")):
+    for page in pages(c, c.keys.type_state(t, "inactive")):
         waiting.update(_lost(c, t, "inactive", page))
     running: set[str] = set()
-    for page in _pages(c, c.keys.type_state(t, "active")):
+    for page in pages(c, c.keys.type_state(t, "active")):
         running.update(_lost(c, t, "active", page))
     items: list[tuple[str, str, str]] = []  # (group, state, member) to judge
     for chunk in _chunks(sorted(turns | waiting | running), c.batch):
@@ -207,7 +187,7 @@ def _groups(c: Checker, t: str) -> None:
                 elif len(got) < c.batch:
                     items.extend((g, state, str(m)) for m in got)
                 else:  # a big set: page through it
-                    for page in _pages(c, key):
+                    for page in pages(c, key):
                         items.extend((g, state, m) for m in page)
                         if len(items) >= c.batch:
                             _stale(c, t, items)
@@ -233,7 +213,7 @@ def _set_of(c: Checker, t: str, g: str, state: str) -> str:
 def _lost(c: Checker, t: str, state: str, members: list[str]) -> set[str]:
     """Jobs of ``members`` (of the type's ``state`` set) missing from their group's sets; the
     groups of the jobs read."""
-    ids = [(m, i) for m in members if (i := _id(m)) is not None]
+    ids = [(m, i) for m in members if (i := member_id(m)) is not None]
     pipe = c.client.pipeline(transaction=False)
     for _, i in ids:
         pipe.hmget(c.keys.job(i), *_FIELDS)
@@ -289,7 +269,7 @@ def _stale(c: Checker, t: str, items: list[tuple[str, str, str]]) -> None:
         return
     pipe = c.client.pipeline(transaction=False)
     for g, state, m in items:
-        i = _id(m)
+        i = member_id(m)
         pipe.zscore(_set_of(c, t, g, state), m)
         pipe.hmget(c.keys.job(i if i is not None else 0), *_FIELDS)
         pipe.zscore(_set_of(c, t, g, state), m)
@@ -299,7 +279,7 @@ def _stale(c: Checker, t: str, items: list[tuple[str, str, str]]) -> None:
         before, h, after = replies[3 * n : 3 * n + 3]
         if before is None or after is None:
             continue
-        i = _id(m)
+        i = member_id(m)
         if i is not None and h == [t, state, g]:
             continue
         if i is None:

@@ -22,21 +22,20 @@ runs is not reported.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-from .doctor_checker import Checker
-from .keys import job_id_from_zid, zid
+from .doctor_checker import Checker, member_id, pages
+from .keys import zid
 
 _FIELDS = ("type", "state", "only")
 
 
 def check(c: Checker) -> None:
     """Add the pinned jobs' findings to ``c``'s report."""
-    for page in _pages(c, c.keys.state("pinned")):
+    for page in pages(c, c.keys.state("pinned")):
         _jobs(c, page)
     for key in c.client.scan_iter(match=c.keys.match("places:*"), count=c.batch, _type="zset"):
-        for page in _pages(c, str(key)):
+        for page in pages(c, str(key)):
             _members(c, str(key), page)
 
 
@@ -49,17 +48,6 @@ def workers_of(text: str | None) -> list[str]:
     return [w for w in value if isinstance(w, str)] if isinstance(value, list) else []
 
 
-def _pages(c: Checker, key: str) -> Iterator[list[str]]:
-    page: list[str] = []
-    for member, _ in c.client.zscan_iter(key, count=c.batch):
-        page.append(str(member))
-        if len(page) == c.batch:
-            yield page
-            page = []
-    if page:
-        yield page
-
-
 def _read(c: Checker, ids: list[int]) -> list[list[Any]]:
     pipe = c.client.pipeline(transaction=False)
     for job_id in ids:
@@ -67,18 +55,9 @@ def _read(c: Checker, ids: list[int]) -> list[list[Any]]:
     return pipe.execute(raise_on_error=False)
 
 
-def _member_id(member: str) -> int | None:
-    """The job id of a zset member, or None for a member that is no job's."""
-    try:
-        job_id = job_id_from_zid(member)
-    except ValueError:
-        return None
-    return job_id if zid(job_id) == member else None
-
-
 def _jobs(c: Checker, page: list[str]) -> None:
     """Pinned jobs missing from their workers' places, or with no worker."""
-    ids = [i for i in map(_member_id, page) if i is not None]
+    ids = [i for i in map(member_id, page) if i is not None]
     first = _read(c, ids)
     pipe = c.client.pipeline(transaction=False)
     wanted: list[tuple[int, str]] = []
@@ -118,7 +97,7 @@ def _jobs(c: Checker, page: list[str]) -> None:
 
 def _members(c: Checker, key: str, page: list[str]) -> None:
     """Members of a worker's places that are not pinned jobs of that type and worker."""
-    ids = {m: i for m in page if (i := _member_id(m)) is not None}
+    ids = {m: i for m in page if (i := member_id(m)) is not None}
     order = list(ids.values())
     first = dict(zip(order, _read(c, order), strict=True))
     pipe = c.client.pipeline(transaction=False)

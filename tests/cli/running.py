@@ -85,3 +85,13 @@ class Kue:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+
+
+def doctor_finds_nothing(prefix: str, redis_url: str) -> None:
+    """``kue doctor`` on the queue answers healthy (exit 0)."""
+    from click.testing import CliRunner
+
+    from kue_cli.cli import cli
+
+    result = CliRunner().invoke(cli, ["doctor", "--redis", redis_url, "--prefix", prefix])
+    assert result.exit_code == 0 and result.stdout.startswith("healthy"), result.output

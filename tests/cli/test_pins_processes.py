@@ -6,27 +6,15 @@ nothing after."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from click.testing import CliRunner
 
-from kue_cli.cli import cli
 from kue_core import Queue
-from tests.cli.running import Kue
+from tests.cli.running import Kue, doctor_finds_nothing
 from tests.conftest import never, wait_for
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.single_node]
 
 LEASE = "0.3"  # seconds: a heartbeat every 0.1 s
-
-
-@pytest.fixture
-def run() -> Iterator[list[Kue]]:
-    started: list[Kue] = []
-    yield started
-    for kue in started:
-        kue.kill()
 
 
 def start(run: list[Kue], redis_url: str, prefix: str, worker_id: str, handler: str) -> Kue:
@@ -37,11 +25,6 @@ def start(run: list[Kue], redis_url: str, prefix: str, worker_id: str, handler: 
     run.append(kue)
     kue.wait_for_line(rf"worker pid {kue.proc.pid}, id {worker_id}: ")
     return kue
-
-
-def doctor_finds_nothing(queue: Queue, redis_url: str) -> None:
-    result = CliRunner().invoke(cli, ["doctor", "--redis", redis_url, "--prefix", queue.prefix])
-    assert result.exit_code == 0 and result.stdout.startswith("healthy"), result.output
 
 
 def test_a_pinned_job_waits_for_its_worker_while_the_others_flow(
@@ -58,7 +41,7 @@ def test_a_pinned_job_waits_for_its_worker_while_the_others_flow(
     done = queue.get_job(pinned.id)  # type: ignore[arg-type]
     assert done.worker_id == "gpu-1" and done.result["twice"] == 42
     assert done.result["pid"] != cpu.proc.pid
-    doctor_finds_nothing(queue, redis_url)
+    doctor_finds_nothing(queue.prefix, redis_url)
 
 
 def test_a_pinned_job_whose_worker_dies_waits_for_it_again(
@@ -81,4 +64,4 @@ def test_a_pinned_job_whose_worker_dies_waits_for_it_again(
     history = [e for e in queue.history(jid) if e.get("state") == "active"]
     assert [e["worker"] for e in history] == ["gpu-1", "gpu-1"]
     assert again.proc.poll() is None
-    doctor_finds_nothing(queue, redis_url)
+    doctor_finds_nothing(queue.prefix, redis_url)

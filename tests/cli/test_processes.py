@@ -10,7 +10,6 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,14 +18,6 @@ from tests.cli.running import Kue
 from tests.conftest import free_port, wait_for
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def run() -> Iterator[list[Kue]]:
-    started: list[Kue] = []
-    yield started
-    for kue in started:
-        kue.kill()
 
 
 def get(url: str, timeout: float = 5) -> tuple[int, str, str]:

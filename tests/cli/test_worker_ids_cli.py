@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -16,20 +15,12 @@ from click.testing import CliRunner
 from kue_cli.cli import cli
 from kue_core import Queue
 from kue_core.connection import server_ms
-from tests.cli.running import Kue
+from tests.cli.running import Kue, doctor_finds_nothing
 from tests.conftest import wait_for
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.single_node]
 
 LEASE = "0.3"  # seconds: a heartbeat every 0.1 s
-
-
-@pytest.fixture
-def run() -> Iterator[list[Kue]]:
-    started: list[Kue] = []
-    yield started
-    for kue in started:
-        kue.kill()
 
 
 def start(
@@ -56,11 +47,6 @@ def started(kue: Kue, worker_id: str) -> None:
 def registered(queue: Queue) -> dict[str, int]:
     """Worker id -> pid of the live workers."""
     return {w["id"]: w["pid"] for w in queue.workers()}
-
-
-def doctor_finds_nothing(queue: Queue, redis_url: str) -> None:
-    result = CliRunner().invoke(cli, ["doctor", "--redis", redis_url, "--prefix", queue.prefix])
-    assert result.exit_code == 0 and result.stdout.startswith("healthy"), result.output
 
 
 def test_a_second_worker_with_a_live_id_exits_2_before_claiming(
@@ -126,7 +112,7 @@ def test_a_worker_stopped_past_its_lease_is_taken_over_and_exits_when_resumed(
     wait_for(lambda: queue.get_job(job.id).result is not None, timeout=10)  # type: ignore[arg-type]
     assert queue.get_job(job.id).result == {"twice": 8, "pid": second.proc.pid}  # type: ignore[arg-type]
     assert second.proc.poll() is None
-    doctor_finds_nothing(queue, redis_url)
+    doctor_finds_nothing(queue.prefix, redis_url)
 
 
 def test_a_refused_or_invalid_id_exits_2_naming_why(
