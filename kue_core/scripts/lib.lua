@@ -662,7 +662,7 @@ end
 -- for a job failed for good.
 local function delete_job(p, id, jtype, state)
   local h = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words', 'tags',
-    'tagwords', 'tracked', 'depends', 'dependents', 'group')
+    'tagwords', 'tracked', 'depends', 'dependents', 'group', 'only')
   release_unique(p, id, h[1], h[2])
   if h[2] == 'reuse' and redis.call('HGET', k_unique_jobs(p), h[1]) == tostring(id) then
     redis.call('HDEL', k_unique_jobs(p), h[1])
@@ -682,7 +682,9 @@ local function delete_job(p, id, jtype, state)
     redis.call('DEL', k_dependents(p, id))
     redis.call('ZREM', k_awaited(p), zid(id))
   end
-  for s in pairs(STATES) do index_remove(p, id, jtype, s, h[9]) end
+  for s in pairs(STATES) do  -- only a job with workers of its own can be pinned
+    if s ~= 'pinned' or h[10] then index_remove(p, id, jtype, s, h[9]) end
+  end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))
   redis.call('ZREM', k_leases(p), zid(id))

@@ -49,7 +49,7 @@ def test_overview_shows_the_counts_of_redis(ui: Watched, queue: Queue) -> None:
         expect(_card(page, state)).to_have_text(str(n))
         expect(page.locator(f'nav [data-count="{state}"]')).to_have_text(str(n))
     row = page.locator('tr[data-type="video"] td.num')
-    expect(row).to_have_text(["0", "0", "1", "1", "0", "0"])
+    expect(row).to_have_text(["0", "0", "1", "1", "0", "0", "0"])
     expect(page.locator("#live-status")).to_have_text("live")
     # First load: the page, one stylesheet, one script, the icon and the event stream.
     paths = {u.removeprefix(ui.server.base).split("?")[0] for u in ui.requests}
