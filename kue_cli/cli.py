@@ -142,31 +142,44 @@ def _raised_by_resolve_name(error: BaseException) -> bool:
     return tb is not None and tb.tb_frame.f_code is pkgutil.resolve_name.__code__
 
 
-def wait_for_signal(on_stop: str, stopped: threading.Event | None = None) -> str | None:
-    """Block until SIGTERM or SIGINT and return its name, or until ``stopped`` is set (a
-    remote stop: ``Queue.stopped_remotely``) and return None. A signal while the first is
-    being handled exits at once (status 1)."""
-    stop = threading.Event()
-    received: list[str] = []
+class Signals:
+    """SIGTERM and SIGINT caught from now on (a signal while the first is being handled exits
+    at once, status 1); :meth:`wait` blocks until one came."""
 
-    def handle(signum: int, frame: object) -> None:
-        if stop.is_set():
-            click.echo(f"{signal.Signals(signum).name} again: exiting now. {on_stop}", err=True)
-            os._exit(EXIT_FAILED)
-        received.append(signal.Signals(signum).name)
-        stop.set()
+    def __init__(self, on_stop: str) -> None:
+        self.stop = threading.Event()
+        self.received: list[str] = []
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, handle)
-    if stopped is not None:
+        def handle(signum: int, frame: object) -> None:
+            if self.stop.is_set():
+                click.echo(f"{signal.Signals(signum).name} again: exiting now. {on_stop}", err=True)
+                os._exit(EXIT_FAILED)
+            self.received.append(signal.Signals(signum).name)
+            self.stop.set()
 
-        def remote() -> None:
-            stopped.wait()
-            stop.set()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, handle)
 
-        threading.Thread(target=remote, name="kue-remote-stop", daemon=True).start()
-    stop.wait()
-    return received[0] if received else None
+    def wait(self, stopped: threading.Event | None = None) -> str | None:
+        """The name of the signal that came, or None when ``stopped`` was set first (a remote
+        stop: ``Queue.stopped_remotely``)."""
+        if stopped is not None:
+
+            def remote() -> None:
+                stopped.wait()
+                self.stop.set()
+
+            threading.Thread(target=remote, name="kue-remote-stop", daemon=True).start()
+        self.stop.wait()
+        return self.received[0] if self.received else None
+
+
+def wait_for_signal(
+    on_stop: str, stopped: threading.Event | None = None, caught: Signals | None = None
+) -> str | None:
+    """Block until SIGTERM or SIGINT (caught from now on, or by ``caught`` since it was made)
+    and return its name, or until ``stopped`` is set and return None (see :class:`Signals`)."""
+    return (caught or Signals(on_stop)).wait(stopped)
 
 
 def _failing(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -418,6 +431,10 @@ def worker(
         env.pop("KUE_WORKER_ID", None)  # each child gets its own: --id=ID-k
         code = supervisor.Supervisor(argv, env, processes, shutdown_timeout, worker_id).run()
         click.get_current_context().exit(code)
+    on_stop = "Running jobs return to the queue when their leases expire."
+    # Caught before the first process() registers this worker: a SIGTERM that comes as soon as
+    # it is listed in queue.workers() still shuts it down gracefully, and it leaves the list.
+    caught = Signals(on_stop)
     if shared:
         queue.process(
             list(types), concurrency, fn, isolation=isolation, reserve=reserve or "ordered"
@@ -436,8 +453,7 @@ def worker(
         connection.redact(url),
         prefix,
     )
-    on_stop = "Running jobs return to the queue when their leases expire."
-    name = wait_for_signal(on_stop, queue.stopped_remotely)
+    name = wait_for_signal(on_stop, queue.stopped_remotely, caught)
     if name is None:  # the queue has shut its workers down already
         log.info("stopped remotely (kue stop-worker, or its worker id taken over)")
     else:
