@@ -21,11 +21,11 @@ runs is not reported.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .doctor_checker import Checker, member_id, pages
 from .keys import zid
+from .pins import workers_of
 
 _FIELDS = ("type", "state", "only")
 
@@ -37,15 +37,6 @@ def check(c: Checker) -> None:
     for key in c.client.scan_iter(match=c.keys.match("places:*"), count=c.batch, _type="zset"):
         for page in pages(c, str(key)):
             _members(c, str(key), page)
-
-
-def workers_of(text: str | None) -> list[str]:
-    """The worker ids of an ``only`` field (none when absent or not a list of strings)."""
-    try:
-        value = json.loads(text) if text else None
-    except ValueError:
-        return []
-    return [w for w in value if isinstance(w, str)] if isinstance(value, list) else []
 
 
 def _read(c: Checker, ids: list[int]) -> list[list[Any]]:

@@ -72,10 +72,16 @@ def waits(client: redis.Redis, keys: Keys, count: int) -> dict[str, list[int]]:
         pipe.hget(keys.job(job_id), "only")
     out: dict[str, list[int]] = {}
     for job_id, text in zip(ids, pipe.execute(), strict=True):
-        try:
-            workers = json.loads(text) if text else []
-        except ValueError:
-            workers = []  # kue doctor reports it
-        for w in workers if isinstance(workers, list) else []:
-            out.setdefault(str(w), []).append(job_id)
+        for w in workers_of(text):
+            out.setdefault(w, []).append(job_id)
     return out
+
+
+def workers_of(text: str | None) -> list[str]:
+    """The worker ids of an ``only`` field (none when absent or not a list of strings: kue
+    doctor reports those)."""
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return []
+    return [w for w in value if isinstance(w, str)] if isinstance(value, list) else []

@@ -139,6 +139,15 @@ local function group_add(p, member, jtype, state, priority, g, now)
   end
 end
 
+-- Push a token on wake-up list `key` whose tokens are taken (each lets one waiting slot claim
+-- again): at most LIMIT_WAKE_MAX kept, for LIMIT_RECHECK_MS (for the slots waiting now, not
+-- later ones).
+local function wake_one(key)
+  redis.call('LPUSH', key, 1)
+  redis.call('LTRIM', key, 0, LIMIT_WAKE_MAX - 1)
+  redis.call('PEXPIRE', key, LIMIT_RECHECK_MS)
+end
+
 -- Pinning (see kue_core/pins.py). A job saved with `only` (hash field: a JSON list of worker
 -- ids) may be run by those workers alone. Waiting, it is in state `pinned` (indexed as Kue's
 -- states are, so that no worker that does not know pinning takes it, Node Kue's included)
@@ -164,10 +173,7 @@ end
 local function pin_add(p, member, jtype, priority, only)
   for _, w in ipairs(pin_list(only)) do
     redis.call('ZADD', k_places(p, jtype, w), priority, member)
-    local wake = k_wake(p, jtype, w)
-    redis.call('LPUSH', wake, 1)
-    redis.call('LTRIM', wake, 0, LIMIT_WAKE_MAX - 1)
-    redis.call('PEXPIRE', wake, LIMIT_RECHECK_MS)  -- for the slots waiting now, not later
+    wake_one(k_wake(p, jtype, w))
   end
   local r = rule_of(p, jtype)
   if not (r and r.pins) then  -- its claims look at the workers' places from now on
@@ -301,10 +307,7 @@ local function leave_active(p, id, jtype, group)
   index_remove(p, id, jtype, 'active', group)
   local r = rule_of(p, jtype)
   if r and (r.concurrency or (group and r.group_concurrency)) then
-    local wake = k_limited(p, jtype)
-    redis.call('LPUSH', wake, 1)
-    redis.call('LTRIM', wake, 0, LIMIT_WAKE_MAX - 1)
-    redis.call('PEXPIRE', wake, LIMIT_RECHECK_MS)  -- for the slots waiting now, not later
+    wake_one(k_limited(p, jtype))
   end
 end
 
