@@ -233,3 +233,12 @@ SCHEDULE_MIN_INTERVAL = 50
 #: The most workers a job may be pinned to (``job.only``): every wait and claim of a pinned
 #: job touches each of their places.
 MAX_PINS = 64
+
+#: How many of a type's fan-out jobs with an open place for any worker (``<p>:open:<type>``,
+#: best first) a claim looks through for one this worker may take (it has no run in it, or
+#: its run failed or was lost); one it has already run is skipped, so a few are enough.
+OPEN_SCAN = 8
+
+#: How many of a type's unfinished ``fan_out("all", late_joiners=True)`` jobs a claim by a
+#: worker not among their targets looks at to join (each claim of a type with any).
+LATE_SCAN = 8

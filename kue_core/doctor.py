@@ -78,6 +78,8 @@ What is checked (the finding kinds):
     :mod:`kue_core.doctor_limits`.
 ``lost-pinned-job``, ``unpinned-job``, ``stale-pinned-job``
     the workers' places disagree with the pinned jobs: see :mod:`kue_core.doctor_pins`.
+``run-without-lease``, ``stray-run-lease``, ``orphan-runs``
+    the runs of fan-out jobs disagree with their leases: see :mod:`kue_core.doctor_runs`.
 ``unread-feed``, ``bad-rules-record``, ``stuck-rules-lock``
     job event feeds no ``kue rules`` reads, and ``kue rules``' own keys: see
     :mod:`kue_core.doctor_rules`.
@@ -102,6 +104,7 @@ from . import (
     doctor_pins,
     doctor_records,
     doctor_rules,
+    doctor_runs,
     doctor_schedules,
 )
 from .keys import zid
@@ -144,6 +147,8 @@ _ORDER = (
     "group_active",
     "unpin",
     "pin",
+    "unrunlease",
+    "runlease",
 )
 
 #: Redis types of the fixed keys (a key that does not exist is fine too).
@@ -392,6 +397,7 @@ class _Check:
         doctor_schedules.check(self)
         doctor_limits.check(self)
         doctor_pins.check(self)
+        doctor_runs.check(self)
         doctor_rules.check(self)
         # By job (then the rest), whatever order SCAN gave.
         self.report.findings.sort(key=lambda f: (f.job_id is None, f.job_id or 0, f.kind, f.key))
@@ -637,7 +643,7 @@ class _Check:
                     job_id,
                     unindex,
                 )
-        if job.state == "active":
+        if job.state == "active" and not (len(f) > 12 and f[12]):  # runs have own leases
             self._stuck(now, job_id, job, sets.get("leases"), last, worker, stalls)
         elif job.state == "blocked":
             self.blocked.append(job_id)
@@ -688,6 +694,9 @@ class _Check:
             return
         _, orphans = self.scripts.screen("", [], lists)
         for job_id, part in orphans:
+            if part == "runs":
+                doctor_runs.orphan(self, job_id)
+                continue
             if part in doctor_deps.PARTS:
                 doctor_deps.orphan(self, job_id, part)
                 continue

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
-from . import checks, defaults, records, unique
+from . import checks, defaults, records, runs, unique
 from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
 from .flows import DependencyOptions, save_flow
@@ -37,7 +37,7 @@ class _Running(Protocol):
 _UNSET: Any = object()
 
 
-class Job(RecordOptions, DependencyOptions):
+class Job(runs.FanOutOptions, RecordOptions, DependencyOptions):
     """One job. Create with ``queue.create_job(type, data)``; chain options; ``save()``.
 
     Option methods are setters when given a value (and return the job, for chaining) and
@@ -430,6 +430,9 @@ class Job(RecordOptions, DependencyOptions):
         only = _json_field(h["only"], None) if "only" in h else None
         if isinstance(only, list):
             job._only = [w for w in only if isinstance(w, str)]
+        if "fan_out" in h:  # a plain job reads nothing more
+            job._fan_out = runs.from_hash(h)
+            job._runs = runs.read(queue, job_id)
         key, mode = h.get("unique"), h.get("unique_mode")
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)
@@ -466,6 +469,10 @@ class Job(RecordOptions, DependencyOptions):
             out["group"] = self._group
         if self._only is not None:
             out["only"] = list(self._only)
+        if self._fan_out is not None:
+            out["fanOut"] = dict(self._fan_out)
+            if self.id is not None:
+                out["runs"] = list(self._runs or ())
         if self.tracked:
             out["tracked"] = True
         for name, policy in (

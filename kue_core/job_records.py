@@ -162,6 +162,10 @@ class RecordOptions:
         self._records = True
         return self
 
+    def _fan_out_value(self) -> dict[str, Any] | None:
+        """The fan-out entries of the records object (see kue_core.runs); None here."""
+        return None
+
     def _words(self) -> list[str]:
         """The search words of the job's data (see ``records.data_words``)."""
         return records.data_words(self.data, self._search_keys or ())
@@ -179,4 +183,5 @@ class RecordOptions:
             self._keep_failed,
             self._group,
             self._only,
+            self._fan_out_value(),
         )

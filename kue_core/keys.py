@@ -29,8 +29,9 @@ def job_id_from_zid(member: str) -> int:
     return int(member[member.index("|") + 1 :])
 
 
-#: The parts of a job's keys: its hash, log, history, and its dependencies' keys.
-JOB_PARTS = ("", "log", "history", "deps", "dependents", "results")
+#: The parts of a job's keys: its hash, log, history, its dependencies' keys, and its runs
+#: (a fan-out job's, see kue_core/runs.py).
+JOB_PARTS = ("", "log", "history", "deps", "dependents", "results", "runs")
 
 
 class Keys:
@@ -76,6 +77,9 @@ class Keys:
         #: hash: type -> its rules as JSON (limits, paused flag, groups, feeds; see
         #: kue_core/limits.py and kue_core/feeds.py).
         self.limits = f"{prefix}:limits"
+        #: zset of the runs of fan-out jobs held under a lease: member ``<id>@<worker id>``,
+        #: score = lease expiry (ms) (see kue_core/runs.py).
+        self.run_leases = f"{prefix}:run-leases"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"
@@ -98,6 +102,11 @@ class Keys:
     def results(self, job_id: int) -> str:
         """hash of the results its dependencies completed with: id -> result (JSON)."""
         return f"{self.prefix}:job:{job_id}:results"
+
+    def runs(self, job_id: int) -> str:
+        """hash of a fan-out job's runs: worker id -> the run as JSON (state, token, times,
+        result or error, tries; see kue_core/runs.py)."""
+        return f"{self.prefix}:job:{job_id}:runs"
 
     def schedule(self, key: str) -> str:
         """hash of one schedule: its definition, runs made, last job (see kue_core.schedules)."""
@@ -204,6 +213,16 @@ class Keys:
         """list: wakes an idle slot of the worker when a job of the type is pinned to it."""
         return f"{self.prefix}:wake:{job_type}:{worker_id}"
 
+    def open(self, job_type: str) -> str:
+        """zset: the type's active fan-out jobs without workers of their own that have a
+        place open for another run (zid -> priority); its claims look here (see runs.py)."""
+        return f"{self.prefix}:open:{job_type}"
+
+    def late(self, job_type: str) -> str:
+        """zset: the type's unfinished ``fan_out("all", late_joiners=True)`` jobs (zid ->
+        priority); a claim of the type by a worker not among their targets joins them."""
+        return f"{self.prefix}:late:{job_type}"
+
     def resumed(self, job_type: str) -> str:
         """Wake-up list of the slots that found their type paused: pushed on resume."""
         return f"{self.prefix}:{job_type}:resumed"
@@ -229,7 +248,8 @@ class Keys:
     def job_key(self, key: str) -> tuple[int, str] | None:
         """``(id, part)`` for a key of one job: part ``""`` for its hash ``<prefix>:job:<id>``,
         ``"log"`` or ``"history"`` for those lists, ``"deps"``, ``"dependents"`` or
-        ``"results"`` for its dependencies' keys; None for any other key."""
+        ``"results"`` for its dependencies' keys, ``"runs"`` for a fan-out job's runs; None for any
+        other key."""
         head = f"{self.prefix}:job:"
         if not key.startswith(head):
             return None

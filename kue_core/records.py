@@ -185,13 +185,14 @@ def save_extras(
     keep_failed: Keep | str | None,
     group: str | None = None,
     only: list[str] | None = None,
+    fan_out: dict[str, Any] | None = None,
 ) -> str:
     """The last value of a job's save row: '' for a job without records, else a JSON object
     ``save_job`` in ``lib.lua`` reads (see its comment)."""
     given = (data_json_words, job_tags, keys, track, keep_complete, keep_failed, group, only)
-    if not any(given):
+    if not any(given) and not fan_out:
         return ""
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict(fan_out or ())
     if group:
         out["group"] = group
     if only:

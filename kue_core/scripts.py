@@ -94,6 +94,8 @@ LUA_CONSTANTS = (
     "RETIRE_BATCH",
     "MAX_TAGS",
     "SEARCH_PREFIX_WORDS",
+    "OPEN_SCAN",
+    "LATE_SCAN",
 )
 
 _LUA_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")

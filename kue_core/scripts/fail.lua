@@ -13,16 +13,23 @@
 --          remove [type] for the job when it fails for good with remove_on_fail(True), and
 --          for each finished job retention removes (at most RETIRE_BATCH; see lib.lua retire).
 -- The attempt counts up to max_attempts and never past it (Kue's Job#attempt).
+-- A fan-out job (see lib.lua runs_of): the token is one of its running runs', which fails;
+-- outcome 'inactive' when its place opens again, 'failed' past max_failed_runs failed runs
+-- (error 'run on <worker> failed: <message>'; its other running runs stop, their workers are
+-- told on their control channels), 'refused' when no running run has the token. The retry
+-- delay is ignored for runs.
 local p, id, token, message, text = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local delay = tonumber(ARGV[6])
 if not delay then return redis.error_reply('KUE_INVALID retry delay must be a number') end
 local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'max_attempts',
-  'workerId', 'attempts', 'group', 'only')
+  'workerId', 'attempts', 'group', 'only', 'fan_out')
 local jtype = h[3]
 if not jtype then return { 'refused' } end
 local now = now_ms()
 local outcome = 'refused'
-if h[1] == 'active' and h[2] == token then
+if h[10] then
+  if h[1] == 'active' then outcome = run_fail(p, id, KEYS[1], token, message, text, now) end
+elseif h[1] == 'active' and h[2] == token then
   local attempts = next_attempt(h[7], h[5])
   redis.call('HSET', KEYS[1], 'attempts', int(attempts))
   local priority = tonumber(h[4]) or 0

@@ -17,6 +17,8 @@
 -- Returns  {'ok', pairs...}: registered (or left); the pairs (job id, token) of the leases lost
 --          (the job was recovered, cancelled, moved by hand or removed), one after another: the
 --          worker must drop their results. (The token tells two attempts at one job apart.)
+--          A fan-out job's pair renews the lease of this worker's run when it runs under
+--          that token (<p>:run-leases), and is lost otherwise.
 --          {'taken', info JSON, heartbeat ms, lease ms, now ms, instance}: another instance
 --          holds the id (lease ms 0: its registration has none); nothing was written.
 -- Events   none.
@@ -46,8 +48,17 @@ end
 local reply = { 'ok' }
 for i = 0, n - 1 do
   local id, token = ARGV[8 + 2 * i], ARGV[9 + 2 * i]
-  local h = redis.call('HMGET', k_job(p, id), 'state', 'lease')
-  if h[1] == 'active' and h[2] == token then
+  local h = redis.call('HMGET', k_job(p, id), 'state', 'lease', 'fan_out')
+  local run = nil
+  if h[3] and h[1] == 'active' then  -- a fan-out job: this worker's run under this token
+    local ok, found = pcall(cjson.decode, redis.call('HGET', k_runs(p, id), wid) or '')
+    if ok and type(found) == 'table' and found.state == 'running' and found.token == token then
+      run = found
+    end
+  end
+  if run then
+    redis.call('ZADD', k_run_leases(p), 'XX', now + lease_ms, id .. '@' .. wid)
+  elseif not h[3] and h[1] == 'active' and h[2] == token then
     redis.call('ZADD', KEYS[1], 'XX', now + lease_ms, zid(id))
   else
     reply[#reply + 1] = id

@@ -6,7 +6,7 @@
 -- Returns  {now ms, jobs, types}. jobs: per job {id, key type ('none', 'hash' or another
 --          Redis type), fields, sets}: fields (a hash only) are type, state, priority,
 --          promote_at, ttl, updated_at, created_at, delay, workerId, stalls, then 1/0 for
---          "has data" and for "its type is in <p>:job:types"; sets are {name, score, ...} for
+--          "has data", for "its type is in <p>:job:types" and for "it fans out"; sets are {name, score, ...} for
 --          every set the job's member is in among jobs, leases, the sets of the five states,
 --          those of its type, those of its state when it is not one of the five, and the
 --          further ones asked. types: per type {members of <p>:jobs:<type>:inactive, wake-up
@@ -44,6 +44,7 @@ for _ = 1, n do
     local jtype, state = fields[1], fields[2]
     fields[#fields + 1] = redis.call('HEXISTS', key, 'data')
     fields[#fields + 1] = jtype and (try('SISMEMBER', k_types(p), jtype) or 0) or 0
+    fields[#fields + 1] = redis.call('HEXISTS', key, 'fan_out')
     for s in pairs(STATES) do
       names[#names + 1] = 'jobs:' .. s
       if jtype then names[#names + 1] = 'jobs:' .. jtype .. ':' .. s end

@@ -62,6 +62,10 @@ local function k_group_active(p, jtype, g) return p .. ':group-active:' .. jtype
 local function k_group_rate(p, jtype, g) return p .. ':group-rate:' .. jtype .. ':' .. g end
 local function k_places(p, jtype, wid) return p .. ':places:' .. jtype .. ':' .. wid end
 local function k_wake(p, jtype, wid) return p .. ':wake:' .. jtype .. ':' .. wid end
+local function k_runs(p, id) return p .. ':job:' .. id .. ':runs' end
+local function k_run_leases(p) return p .. ':run-leases' end
+local function k_open(p, jtype) return p .. ':open:' .. jtype end
+local function k_late(p, jtype) return p .. ':late:' .. jtype end
 
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local function zid(id)
@@ -258,7 +262,7 @@ end
 -- The fields a transition needs from a job hash, or nil when the job does not exist.
 local function load_job(key)
   local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'attempts',
-    'group', 'only')
+    'group', 'only', 'fan_out')
   if not h[1] then return nil end
   return {
     type = h[1],
@@ -269,6 +273,7 @@ local function load_job(key)
     attempts = tonumber(h[6]) or 0,
     group = h[7] or nil,
     only = h[8] or nil,
+    fan_out = h[9] or nil,
   }
 end
 
@@ -480,12 +485,142 @@ local function deps_ended(p, id, key, u, state, now)
   end
 end
 
+-- Tell worker process `wid` that its attempt at job `id` under lease `token` was ended by
+-- hand (cancelled, moved): it stops the handler at once. The caller has taken the job out of
+-- active already, so that worker's reports are refused by the token whatever it does; a
+-- worker that misses the message finds the lease lost at its next heartbeat.
+local function tell_worker(p, wid, id, token, reason)
+  if not wid or wid == '' then return end
+  redis.call('PUBLISH', k_control(p, wid),
+    cjson.encode({ op = 'end', id = id, lease = token or '', reason = reason }))
+end
+
+-- Fan-out jobs (see kue_core/runs.py). A job with `fan_out` (k, a hash field) must succeed
+-- on k distinct worker processes, each a run: <p>:job:<id>:runs maps a worker id to its run
+-- as JSON ({state = running, complete, failed or lost, token, started_at, ended_at, result or
+-- error, tries}). A run's token is the job's `lease` counter, bumped at each run's start; its
+-- lease is in <p>:run-leases (member <id>@<worker>). From its first run until it ends the job
+-- is active (not in <p>:leases) and offers its open places (runs_offer): in the places of each
+-- eligible worker of its `only`, or in <p>:open:<type> for a job without workers of its own.
+-- The hash also keeps at_once (absent: k), max_failed_runs, late ('1': late joiners join,
+-- through <p>:late:<type>), runs_done and runs_failed. Its type's rules have `fanout`.
+
+-- The runs of fan-out job `id`: worker id -> run (a table).
+local function runs_of(p, id)
+  local flat = redis.call('HGETALL', k_runs(p, id))
+  local runs = {}
+  for i = 1, #flat, 2 do
+    local ok, run = pcall(cjson.decode, flat[i + 1])
+    if ok and type(run) == 'table' then runs[flat[i]] = run end
+  end
+  return runs
+end
+
+-- Store `run` of worker `w`; `result`: the JSON text of a completed run's result, kept as it
+-- is (not decoded and encoded again) at the end of the record, where run_result finds it.
+local function run_put(p, id, w, run, result)
+  local text = cjson.encode(run)
+  if result then text = string.sub(text, 1, -2) .. ',"result":' .. result .. '}' end
+  redis.call('HSET', k_runs(p, id), w, text)
+end
+
+-- The result JSON text kept in a completed run's record (see run_put), or 'null'.
+local function run_result(text)
+  local at = string.find(text, ',"result":', 1, true)
+  if not at then return 'null' end
+  return string.sub(text, at + 10, -2)
+end
+
+-- The worker and run of job `id` whose token is `token` and that is running, or nil.
+local function run_by_token(p, id, token)
+  for w, run in pairs(runs_of(p, id)) do
+    if run.state == 'running' and run.token == token then return w, run end
+  end
+  return nil
+end
+
+-- Whether worker `w` may start a run of a job whose runs are `runs`: it has none, or its
+-- run failed or was lost.
+local function run_eligible(runs, w)
+  local run = runs[w]
+  return not run or run.state == 'failed' or run.state == 'lost'
+end
+
+-- End run `run` of worker `w` as `state` (complete, failed or lost) and drop its lease.
+local function run_end(p, id, w, run, state, now, result)
+  run.state = state
+  run.ended_at = now
+  run_put(p, id, w, run, result)
+  redis.call('ZREM', k_run_leases(p), id .. '@' .. w)
+end
+
+-- Offer the open places of fan-out job `id` to the workers that may take one, and take it
+-- out of the places of those that may not: open = min(k - done - running, at_once -
+-- running) while the job is active, else none. Wakes the workers it newly offers a place.
+local function runs_offer(p, id)
+  local h = redis.call('HMGET', k_job(p, id), 'type', 'priority', 'only', 'fan_out', 'at_once',
+    'runs_done', 'state')
+  local jtype, priority, k = h[1], tonumber(h[2]) or 0, tonumber(h[4]) or 0
+  local runs = runs_of(p, id)
+  local running = 0
+  for _, run in pairs(runs) do
+    if run.state == 'running' then running = running + 1 end
+  end
+  local open = math.min(k - (tonumber(h[6]) or 0), tonumber(h[5]) or k) - running
+  if h[7] ~= 'active' then open = 0 end
+  local member = zid(id)
+  if h[3] then
+    for _, w in ipairs(pin_list(h[3])) do
+      local places = k_places(p, jtype, w)
+      if open > 0 and run_eligible(runs, w) then
+        if redis.call('ZADD', places, priority, member) == 1 then wake_one(k_wake(p, jtype, w)) end
+      else
+        redis.call('ZREM', places, member)
+      end
+    end
+  elseif open > 0 then
+    if redis.call('ZADD', k_open(p, jtype), priority, member) == 1 then
+      redis.call('LPUSH', k_tokens(p, jtype), 1)  -- wakes an idle slot of the type
+    end
+  else
+    redis.call('ZREM', k_open(p, jtype), member)
+  end
+end
+
+-- Fan-out job `id` (of `jtype`, workers `only`: its field) ends or leaves its type: it is in
+-- no open set, no worker's places and no late set any more.
+local function runs_close(p, id, jtype, only)
+  local member = zid(id)
+  redis.call('ZREM', k_open(p, jtype), member)
+  redis.call('ZREM', k_late(p, jtype), member)
+  for _, w in ipairs(pin_list(only)) do redis.call('ZREM', k_places(p, jtype, w), member) end
+end
+
+-- Stop every running run of fan-out job `id`: it is lost, its lease goes, and its worker is
+-- told on its control channel (with the run's token) so that its attempt ends at once.
+local function stop_runs(p, id, reason, now)
+  for w, run in pairs(runs_of(p, id)) do
+    if run.state == 'running' then
+      run_end(p, id, w, run, 'lost', now)
+      tell_worker(p, w, id, run.token, reason)
+    end
+  end
+end
+
+-- Fan-out job `id` (`job` as load_job gives it) leaves active by hand, or ends otherwise
+-- than by its runs: its runs stop, and it offers places no more.
+local function runs_leave(p, id, job, reason, now)
+  stop_runs(p, id, reason, now)
+  runs_close(p, id, job.type, job.only)
+end
+
 -- Move a job (`job` as load_job gives it, stored at `key`) to `state`, which is not
 -- 'active' and not its current state ('inactive' means pinned for a job with workers of its
 -- own): indexes, hash, history, and the events of the move.
 -- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
 local function move_job(p, id, key, job, state, now)
   if state == 'inactive' then state = waiting(job.only) end
+  if job.fan_out then runs_leave(p, id, job, 'moved to ' .. state, now) end
   if job.state == 'active' then
     leave_active(p, id, job.type, job.group)  -- its lease ends: complete, fail are refused
   elseif STATES[job.state] then
@@ -524,20 +659,13 @@ local function move_job(p, id, key, job, state, now)
   end
 end
 
--- Tell worker process `wid` that its attempt at job `id` under lease `token` was ended by
--- hand (cancelled, moved): it stops the handler at once. The caller has taken the job out of
--- active already, so that worker's reports are refused by the token whatever it does; a
--- worker that misses the message finds the lease lost at its next heartbeat.
-local function tell_worker(p, wid, id, token, reason)
-  if not wid or wid == '' then return end
-  redis.call('PUBLISH', k_control(p, wid),
-    cjson.encode({ op = 'end', id = id, lease = token or '', reason = reason }))
-end
-
 -- Take a job out of the sets of its state before it changes state or type by hand (`job` as
 -- load_job gives it); a running job's worker is told its attempt is over (see tell_worker).
 local function leave_state(p, id, key, job, reason)
-  if job.state == 'active' then
+  if job.fan_out then runs_leave(p, id, job, reason, now_ms()) end
+  if job.fan_out and job.state == 'active' then
+    leave_active(p, id, job.type, job.group)  -- its runs were told (runs_leave)
+  elseif job.state == 'active' then
     local h = redis.call('HMGET', key, 'workerId', 'lease')
     leave_active(p, id, job.type, job.group)
     tell_worker(p, h[1], id, h[2], reason)
@@ -628,6 +756,8 @@ local function save_records_ok(text)
   local rec = cjson.decode(text)
   assert(type(rec) == 'table' and (rec.tags == nil or type(rec.tags) == 'table'))
   assert(rec.only == nil or (type(rec.only) == 'table' and #rec.only > 0))
+  assert(rec.fan_out == nil or rec.fan_out == 'all'
+    or (type(rec.fan_out) == 'number' and rec.fan_out >= 1))
 end
 
 -- Write the records a new job is saved with: `rec` is the JSON object records.save_extras
@@ -665,7 +795,7 @@ end
 -- for a job failed for good.
 local function delete_job(p, id, jtype, state)
   local h = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words', 'tags',
-    'tagwords', 'tracked', 'depends', 'dependents', 'group', 'only')
+    'tagwords', 'tracked', 'depends', 'dependents', 'group', 'fan_out', 'only')
   release_unique(p, id, h[1], h[2])
   if h[2] == 'reuse' and redis.call('HGET', k_unique_jobs(p), h[1]) == tostring(id) then
     redis.call('HDEL', k_unique_jobs(p), h[1])
@@ -685,8 +815,13 @@ local function delete_job(p, id, jtype, state)
     redis.call('DEL', k_dependents(p, id))
     redis.call('ZREM', k_awaited(p), zid(id))
   end
+  if h[10] then  -- a fan-out job: its runs stop, their leases and its places go
+    stop_runs(p, id, 'removed', now_ms())
+    runs_close(p, id, jtype, h[11])
+    redis.call('DEL', k_runs(p, id))
+  end
   for s in pairs(STATES) do  -- only a job with workers of its own can be pinned
-    if s ~= 'pinned' or h[10] then index_remove(p, id, jtype, s, h[9]) end
+    if s ~= 'pinned' or h[11] then index_remove(p, id, jtype, s, h[9]) end
   end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))
@@ -783,6 +918,175 @@ local function record_failure(p, id, f, outcome, now)
   end
 end
 
+-- The fields complete_job needs of a job (stored at `key`), in its order; fan_out last (15).
+local function load_for_complete(key)
+  return redis.call('HMGET', key, 'state', 'lease', 'type', 'priority', 'started_at',
+    'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
+    'keep_complete', 'dependents', 'group', 'fan_out')
+end
+
+-- Complete active job `id` (stored at `key`; `h` as load_for_complete gives it) with
+-- `result` (JSON text): out of active, its unique key released, counted, its dependents
+-- told, then stored complete (or removed, with removeOnComplete) and retention applied.
+local function complete_job(p, id, key, h, result, now)
+  local jtype = h[3]
+  local duration = math.max(0, now - (tonumber(h[5]) or now))
+  local attempt = next_attempt(h[8], h[9])  -- Kue counts a completion as an attempt
+  leave_active(p, id, jtype, h[14])
+  release_unique(p, id, h[10], h[11])
+  redis.call('INCRBY', k_work_time(p), duration)
+  count_outcome(p, jtype, 'complete', now, duration)
+  publish(p, id, jtype, 'complete', result)
+  if h[13] then deps_complete(p, id, result, now) end
+  if h[6] == 'true' then
+    delete_job(p, id, jtype, nil)
+  else
+    redis.call('HSET', key, 'state', 'complete', 'result', result, 'duration', int(duration),
+      'progress', '100', 'updated_at', int(now), 'attempts', int(attempt))
+    index_add(p, id, jtype, 'complete', tonumber(h[4]) or 0, 0, 0, now)
+    history(p, id, { state = 'complete', at = now, worker = h[7], attempt = attempt,
+      duration = duration })
+    retire(p, 'complete', h[12], now, RETIRE_BATCH, h[12] or tonumber(id) % RETIRE_BATCH == 0)
+  end
+end
+
+-- Fan-out runs, continued: how they end, start, and how a job is saved to fan out.
+
+-- The result of fan-out job `id` once its runs are done: {worker: result, ...} (JSON text)
+-- of its completed runs.
+local function runs_result(p, id)
+  local flat = redis.call('HGETALL', k_runs(p, id))
+  local parts = {}
+  for i = 1, #flat, 2 do
+    local ok, run = pcall(cjson.decode, flat[i + 1])
+    if ok and type(run) == 'table' and run.state == 'complete' then
+      parts[#parts + 1] = cjson.encode(flat[i]) .. ':' .. run_result(flat[i + 1])
+    end
+  end
+  return '{' .. table.concat(parts, ',') .. '}'
+end
+
+-- A worker completed the run of fan-out job `id` (at `key`) held under `token` with `result`:
+-- the run is complete; once k runs are, the job completes with runs_result (complete_job),
+-- else its place stays taken. Returns 'complete', or 'refused' when no running run has the
+-- token (nothing written).
+local function run_complete(p, id, key, token, result, now)
+  local w, run = run_by_token(p, id, token)
+  if not w then return 'refused' end
+  run_end(p, id, w, run, 'complete', now, result)
+  history(p, id, { state = 'active', at = now, worker = w, run = 'complete' })
+  publish(p, id, redis.call('HGET', key, 'type'), 'run complete', cjson.encode(w))
+  local done = redis.call('HINCRBY', key, 'runs_done', 1)
+  local h = load_for_complete(key)
+  if done < (tonumber(h[15]) or 0) then
+    runs_offer(p, id)
+    return 'complete'
+  end
+  local only = redis.call('HGET', key, 'only')
+  stop_runs(p, id, 'the job completed', now)
+  runs_close(p, id, h[3], only)
+  complete_job(p, id, key, h, runs_result(p, id), now)
+  return 'complete'
+end
+
+-- Fan-out job `id` (at `key`) fails for good: `message` (and `text`, kept as its error) say
+-- why; its other running runs stop; no retry. `f` as record_failure takes it, without the
+-- message, text and attempts.
+local function runs_fail(p, id, key, message, text, now)
+  local h = redis.call('HMGET', key, 'type', 'priority', 'workerId', 'group', 'only')
+  stop_runs(p, id, message, now)
+  runs_close(p, id, h[1], h[5])
+  leave_active(p, id, h[1], h[4])
+  record_failure(p, id, {
+    type = h[1], priority = tonumber(h[2]) or 0, attempts = count_attempt(key), worker = h[3],
+    message = message, text = text, promote_at = 0, group = h[4], only = h[5],
+  }, 'failed', now)
+end
+
+-- A worker's run of fan-out job `id` (at `key`) under `token` failed with `message` (`text`
+-- kept): the run is failed; past max_failed_runs failed runs the job fails for good (see
+-- runs_fail), else the place opens again. Returns 'failed', 'inactive' (the place reopened)
+-- or 'refused' when no running run has the token (nothing written).
+local function run_fail(p, id, key, token, message, text, now)
+  local w, run = run_by_token(p, id, token)
+  if not w then return 'refused' end
+  run.error = message
+  run_end(p, id, w, run, 'failed', now)
+  history(p, id, { state = 'active', at = now, worker = w, run = 'failed',
+    error = string.sub(text, 1, HISTORY_ERROR_LENGTH) })
+  local failed = redis.call('HINCRBY', key, 'runs_failed', 1)
+  if failed > (tonumber(redis.call('HGET', key, 'max_failed_runs')) or 0) then
+    runs_fail(p, id, key, 'run on ' .. w .. ' failed: ' .. message,
+      'run on ' .. w .. ' failed: ' .. text, now)
+    return 'failed'
+  end
+  runs_offer(p, id)
+  return 'inactive'
+end
+
+-- The run of worker `w` of fan-out job `id` (at `key`) is lost without its worker's report:
+-- `stalled` (its lease expired: the job's stalls go up, and past `limit_stalls` it fails for
+-- good) or given back (release). Returns 'failed' when the job failed, else 'reopened';
+-- nil when that run is not running (nothing written).
+local function run_lost(p, id, key, w, token, stalled, limit_stalls, now)
+  local text = redis.call('HGET', k_runs(p, id), w)
+  local ok, run = pcall(cjson.decode, text or '')
+  if not (ok and type(run) == 'table' and run.state == 'running') then return nil end
+  if token and run.token ~= token then return nil end
+  run_end(p, id, w, run, 'lost', now)
+  history(p, id, { state = 'active', at = now, worker = w, run = 'lost', stalled = stalled,
+    released = not stalled or nil })
+  if stalled then
+    local stalls = redis.call('HINCRBY', key, 'stalls', 1)
+    if stalls > limit_stalls then
+      local reason = 'stalled ' .. stalls .. ' times: the run on ' .. w .. ' stopped renewing '
+        .. 'its lease (its worker died, hung, or lost Redis)'
+      runs_fail(p, id, key, reason, reason, now)
+      return 'failed'
+    end
+  end
+  runs_offer(p, id)
+  return 'reopened'
+end
+
+-- The live workers that serve `jtype`: registered in <p>:workers, heartbeat within their
+-- lease, `types` of their info has it, not stopping; among `only` (a list) when given.
+-- Sorted, for a stable order.
+local function live_targets(p, jtype, only, now)
+  local allowed = nil
+  if only then
+    allowed = {}
+    for _, w in ipairs(only) do allowed[w] = true end
+  end
+  local found = {}
+  for _, w in ipairs(redis.call('ZRANGE', k_workers(p), 0, -1)) do
+    if not allowed or allowed[w] then
+      local h = redis.call('HMGET', k_worker(p, w), 'heartbeat', 'lease_ms', 'info')
+      if h[3] and (tonumber(h[1]) or 0) + (tonumber(h[2]) or 0) >= now then
+        local ok, info = pcall(cjson.decode, h[3])
+        if ok and type(info) == 'table' and type(info.types) == 'table'
+          and info.types[jtype] and info.stopping ~= true then
+          found[#found + 1] = w
+        end
+      end
+    end
+  end
+  table.sort(found)
+  return found
+end
+
+-- Note that `jtype` has fan-out jobs (and, with `late`, late joiners): its claims look at
+-- open places (and late jobs) from now on.
+local function mark_fanout(p, jtype, late)
+  local r = rule_of(p, jtype)
+  if not (r and r.fanout and (r.late or not late)) then
+    r = r or {}
+    r.fanout = true
+    if late then r.late = true end
+    set_rule(p, jtype, r)
+  end
+end
+
 -- Whether ARGV[b+1..b+SAVE_WIDTH] is a well-formed job for save_job.
 local function save_row_ok(b)
   return ARGV[b + 1] ~= '' and tonumber(ARGV[b + 3]) and tonumber(ARGV[b + 4])
@@ -804,6 +1108,12 @@ local function save_job(p, ids_key, b, now, extra, blocked)
   end
   local rec = ARGV[b + 10] ~= '' and cjson.decode(ARGV[b + 10])
   local only = rec and rec.only and cjson.encode(rec.only)
+  local fan = rec and rec.fan_out
+  if fan == 'all' then  -- its targets: the live workers serving the type (among `only`)
+    local targets = live_targets(p, jtype, rec and rec.only, now)
+    fan = #targets
+    only = fan > 0 and cjson.encode(targets) or nil
+  end
   local state = waiting(only)
   if delay > 0 then state = 'delayed' end
   local promote_at = now + delay
@@ -812,6 +1122,7 @@ local function save_job(p, ids_key, b, now, extra, blocked)
     promote_at = 0
     if due_at > now then promote_at = due_at end
   end
+  if fan == 0 then state = 'complete' end  -- fan_out('all') and no worker alive: done
   local fields = {
     'type', jtype, 'data', data, 'priority', int(priority), 'state', state,
     'created_at', int(now), 'promote_at', int(promote_at), 'updated_at', int(now),
@@ -840,13 +1151,26 @@ local function save_job(p, ids_key, b, now, extra, blocked)
     fields[#fields + 1] = 'group'; fields[#fields + 1] = group
     mark_grouped(p, jtype)
   end
+  if fan then
+    local function put(name, value) fields[#fields + 1] = name; fields[#fields + 1] = value end
+    put('fan_out', int(fan)); put('max_failed_runs', int(rec.mfr or 0))
+    put('runs_done', '0'); put('runs_failed', '0')
+    if rec.at_once then put('at_once', int(rec.at_once)) end
+    if rec.late then put('late', '1') end
+    if fan == 0 then put('result', '{}'); put('progress', '100') end
+    mark_fanout(p, jtype, rec.late)
+  end
   redis.call('HSET', k_job(p, id), unpack(fields))
   redis.call('ZADD', k_jobs(p), priority, zid(id))
   index_add(p, id, jtype, state, priority, promote_at, ttl, now, group)
   redis.call('SADD', k_types(p), jtype)
   if rec then save_records(p, id, rec, now) end
   history(p, id, { state = state, at = now })
-  if state == 'inactive' or state == 'pinned' then
+  if fan and rec.late and fan > 0 then redis.call('ZADD', k_late(p, jtype), priority, zid(id)) end
+  if state == 'complete' then
+    count_outcome(p, jtype, 'complete', now, 0)
+    publish(p, id, jtype, 'complete', '{}')
+  elseif state == 'inactive' or state == 'pinned' then
     publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
   elseif state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(promote_at))  -- wake promoters due sooner
@@ -989,14 +1313,114 @@ local function count_start(p, jtype, r, group, start, now)
   end
 end
 
--- Claim `member` of the type's inactive set (or, with `pinned`, of `worker`'s places) for
--- `worker` if it is a job of `jtype` waiting there: move it to active under a new lease and
--- return {id, field, value, ...} of its hash; nil for a stale member (left by an interrupted
--- client, or written by hand: it is taken out of the sets it should not be in). `popped`: it
--- was popped off the type's set already; `r`: the type's rules (or false). The lease's
--- fencing token is the job's `lease` counter, bumped on every claim; complete, fail and renew
--- are refused when it no longer matches.
-local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, pinned)
+-- The best job of <p>:open:<type> among the first OPEN_SCAN that `worker` may start a run of
+-- (see run_eligible), and its score; or nil.
+local function open_top(p, jtype, worker)
+  local top = redis.call('ZRANGE', k_open(p, jtype), 0, OPEN_SCAN - 1, 'WITHSCORES')
+  for i = 1, #top, 2 do
+    local text = redis.call('HGET', k_runs(p, zid_id(top[i])), worker)
+    local ok, run = pcall(cjson.decode, text or '')
+    if not (ok and type(run) == 'table') or run.state == 'failed' or run.state == 'lost' then
+      return top[i], tonumber(top[i + 1])
+    end
+  end
+  return nil
+end
+
+-- `worker` claims `jtype`: it joins each unfinished late-joiners job of the type among the
+-- first LATE_SCAN that it is not a target of (added to `only`, fan_out + 1, a place of its
+-- own when the job waits pinned or runs).
+local function late_join(p, jtype, worker, now)
+  for _, member in ipairs(redis.call('ZRANGE', k_late(p, jtype), 0, LATE_SCAN - 1)) do
+    local id = zid_id(member)
+    local key = k_job(p, id)
+    local h = redis.call('HMGET', key, 'state', 'only', 'fan_out', 'priority', 'type')
+    if h[1] == 'complete' or h[1] == 'failed' or not h[1] or h[5] ~= jtype then
+      redis.call('ZREM', k_late(p, jtype), member)  -- ended without our scripts
+    else
+      local only = pin_list(h[2])
+      local known = false
+      for _, w in ipairs(only) do
+        if w == worker then known = true end
+      end
+      if not known then
+        only[#only + 1] = worker
+        redis.call('HSET', key, 'only', cjson.encode(only),
+          'fan_out', int((tonumber(h[3]) or 0) + 1))
+        history(p, id, { state = h[1], at = now, joined = worker })
+        if h[1] == 'pinned' then
+          redis.call('ZADD', k_places(p, jtype, worker), tonumber(h[4]) or 0, member)
+        elseif h[1] == 'active' then
+          runs_offer(p, id)
+        end
+      end
+    end
+  end
+end
+
+-- Start the run of `worker` of fan-out job `id` under `token` (the job's new lease counter):
+-- its record (tries counted), its lease, a history entry and the event run start [worker].
+local function run_begin(p, id, jtype, worker, token, lease_ms, now)
+  local text = redis.call('HGET', k_runs(p, id), worker)
+  local ok, before = pcall(cjson.decode, text or '')
+  local tries = 1
+  if ok and type(before) == 'table' then tries = (tonumber(before.tries) or 0) + 1 end
+  run_put(p, id, worker, { state = 'running', token = token, started_at = now, tries = tries })
+  redis.call('ZADD', k_run_leases(p), now + lease_ms, id .. '@' .. worker)
+  history(p, id, { state = 'active', at = now, worker = worker, run = true })
+  publish(p, id, jtype, 'run start', cjson.encode(worker))
+end
+
+-- `worker` starts a further run of active fan-out job `id` (`out`, `at`: its hash read by
+-- claim_member): the reply as claim_member gives it, or nil when it may not (it holds or
+-- completed a run of it, or no place is open).
+local function run_claim(p, jtype, id, out, at, worker, lease_ms, now, r)
+  local runs = runs_of(p, id)
+  local running = 0
+  for _, run in pairs(runs) do
+    if run.state == 'running' then running = running + 1 end
+  end
+  local k = tonumber(out[at.fan_out]) or 0
+  local done = tonumber(out[at.runs_done or 0]) or 0
+  local open = math.min(k - done, tonumber(out[at.at_once or 0]) or k) - running
+  if open <= 0 or not run_eligible(runs, worker) then
+    runs_offer(p, id)  -- it should not have been offered to this worker
+    return nil
+  end
+  local waiting_since = tonumber(out[at.updated_at or 0]) or now
+  local token = int((tonumber(out[at.lease or 0]) or 0) + 1)
+  local changes = { updated_at = int(now), workerId = worker, lease = token, run = worker }
+  local fields = {}
+  for field, value in pairs(changes) do
+    if field ~= 'run' then
+      fields[#fields + 1] = field; fields[#fields + 1] = value
+    end
+    if at[field] then
+      out[at[field]] = value
+    else
+      out[#out + 1] = field; out[#out + 1] = value
+    end
+  end
+  redis.call('HSET', k_job(p, id), unpack(fields))
+  run_begin(p, id, jtype, worker, token, lease_ms, now)
+  runs_offer(p, id)
+  if r then count_start(p, jtype, r, nil, id .. ':' .. token, now) end
+  out[#out + 1] = 'waited'; out[#out + 1] = int(math.max(0, now - waiting_since))
+  table.insert(out, 1, id)
+  return out
+end
+
+-- Claim `member` of the type's inactive set (or, with `pinned`, of `worker`'s places; with
+-- `open`, of <p>:open:<type>) for `worker` if it is a job of `jtype` waiting there: move it to
+-- active under a new lease and return {id, field, value, ...} of its hash; nil for a stale
+-- member (left by an interrupted client, or written by hand: it is taken out of the sets it
+-- should not be in). `popped`: it was popped off the type's set already; `r`: the type's
+-- rules (or false). The lease's fencing token is the job's `lease` counter, bumped on every
+-- claim; complete, fail and renew are refused when it no longer matches.
+-- A fan-out job starts a run instead (see run_begin): its first from where it waits, the
+-- next ones while it is active (run_claim); its token is the run's, `run` in the reply the
+-- worker id, and its lease is the run's (<p>:run-leases), not in <p>:leases.
+local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, pinned, open)
   local id = zid_id(member)
   local jkey = k_job(p, id)
   -- The whole hash, read once: the reply is this hash with the claim's changes applied.
@@ -1007,8 +1431,15 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
   local from = pinned and 'pinned' or 'inactive'
   if pinned then
     redis.call('ZREM', k_places(p, jtype, worker), member)
-  elseif not popped then
+  elseif not popped and not open then
     redis.call('ZREM', k_type_state(p, jtype, 'inactive'), member)
+  end
+  if at.fan_out and state == 'active' and out[at.type] == jtype and (pinned or open) then
+    return run_claim(p, jtype, id, out, at, worker, lease_ms, now, r)
+  end
+  if open then
+    redis.call('ZREM', k_open(p, jtype), member)  -- not an active fan-out job of the type
+    return nil
   end
   if state ~= from or out[at.type or 0] ~= jtype then
     -- Not a job of this type waiting here: it is out of this set now. Unless the job waits
@@ -1024,9 +1455,12 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
   local lease = int((tonumber(out[at.lease or 0]) or 0) + 1)
   local changes = { state = 'active', started_at = int(now), updated_at = int(now),
     workerId = worker, lease = lease }
+  if at.fan_out then changes.run = worker end
   local fields = {}
   for field, value in pairs(changes) do
-    fields[#fields + 1] = field; fields[#fields + 1] = value
+    if field ~= 'run' then
+      fields[#fields + 1] = field; fields[#fields + 1] = value
+    end
     if at[field] then
       out[at[field]] = value
     else
@@ -1042,10 +1476,16 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
   end
   redis.call('HSET', jkey, unpack(fields))
   index_add(p, id, jtype, 'active', priority, 0, ttl, now, group)
-  redis.call('ZADD', k_leases(p), now + lease_ms, member)
   if r then count_start(p, jtype, r, group, id .. ':' .. lease, now) end
-  history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 })
-  publish(p, id, jtype, 'start', cjson.encode(jtype))
+  if at.fan_out then
+    publish(p, id, jtype, 'start', cjson.encode(jtype))
+    run_begin(p, id, jtype, worker, lease, lease_ms, now)
+    runs_offer(p, id)
+  else
+    redis.call('ZADD', k_leases(p), now + lease_ms, member)
+    history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 })
+    publish(p, id, jtype, 'start', cjson.encode(jtype))
+  end
   -- Not stored: how long it waited, from its last change while waiting (for statistics).
   out[#out + 1] = 'waited'; out[#out + 1] = int(math.max(0, now - waiting_since))
   table.insert(out, 1, id)
@@ -1109,39 +1549,55 @@ local function claim_grouped(p, jtype, r, worker, lease_ms, now)
   return { 'limited', int(wait or LIMIT_RECHECK_MS) }
 end
 
--- The best job pinned to `worker` of `jtype` when it comes before (or with) the best job of
--- the type's set `key` (any worker's), else nil.
-local function pinned_top(p, jtype, worker, key)
-  local mine = redis.call('ZRANGE', k_places(p, jtype, worker), 0, 0, 'WITHSCORES')
-  if not mine[1] then return nil end
+-- The score and member of the first of zset `key`, or nil.
+local function first_of(key)
   local top = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if top[1] and tonumber(top[2]) < tonumber(mine[2]) then return nil end
-  return mine[1]
+  if not top[1] then return nil end
+  return tonumber(top[2]), top[1]
+end
+
+-- Where the best job for `worker` of `jtype` is when it is not in the type's set `key` (any
+-- worker's): 'pinned' and its member (the best of the worker's places: a job pinned to it, or
+-- a fan-out job's place), or 'open' and its member (a fan-out job's place open to any worker,
+-- see open_top); nil when the type's set comes first or nothing waits. By priority; at equal
+-- priority pinned, then open, then the type's set. `r`: the type's rules.
+local function pick(p, jtype, worker, key, r)
+  local ms, mine, os, open
+  if r.pins then ms, mine = first_of(k_places(p, jtype, worker)) end
+  if r.fanout then open, os = open_top(p, jtype, worker) end
+  if not mine and not open then return nil end
+  local ps = first_of(key)
+  if mine and (not os or ms <= os) and (not ps or ms <= ps) then return 'pinned', mine end
+  if open and (not ps or os <= ps) then return 'open', open end
+  return nil
 end
 
 -- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score; a
--- job pinned to `worker` first at equal scores) under its rules (paused, limits, groups,
--- pins): the job as claim_member gives it, or false when none is waiting ({'pins'} for a type
--- with pinned jobs: the worker also waits on its wake list), or {'paused'} when the type is
--- paused, or {'limited', ms} when its limits hold it back for ms (less if a place frees:
--- <p>:<type>:limited is pushed then).
+-- job pinned to `worker` first at equal scores, then a fan-out job's open place) under its
+-- rules (paused, limits, groups, pins, fan-out): the job as claim_member gives it, or false
+-- when none is waiting ({'pins'} for a type with pinned jobs: the worker also waits on its
+-- wake list), or {'paused'} when the type is paused, or {'limited', ms} when its limits hold
+-- it back for ms (less if a place frees: <p>:<type>:limited is pushed then). A claim of a
+-- type with late-joiners jobs first joins them (see late_join).
 local function claim(p, jtype, worker, lease_ms, now)
   local key = k_type_state(p, jtype, 'inactive')
   local r = rule_of(p, jtype)
   if r then
     if r.paused then return { 'paused' } end
-    local mine = r.pins and pinned_top(p, jtype, worker, key)
-    if not mine and redis.call('EXISTS', key) == 0 then
+    if r.late then late_join(p, jtype, worker, now) end
+    local src, member = pick(p, jtype, worker, key, r)
+    if not src and redis.call('EXISTS', key) == 0 then
       redis.call('DEL', k_tokens(p, jtype))  -- nothing is waiting: every token left is stale
       return r.pins and { 'pins' } or false
     end
     local wait = type_wait(p, jtype, r, now)
     if wait then return { 'limited', int(wait) } end
     for _ = 1, 10 do
-      if not mine then break end
-      local out = claim_member(p, jtype, mine, worker, lease_ms, now, false, r, true)
+      if not src then break end
+      local out = claim_member(p, jtype, member, worker, lease_ms, now, false, r,
+        src == 'pinned', src == 'open')
       if out then return out end
-      mine = pinned_top(p, jtype, worker, key)  -- that one was stale
+      src, member = pick(p, jtype, worker, key, r)  -- that one was stale
     end
     if r.groups then return claim_grouped(p, jtype, r, worker, lease_ms, now) end
   end

@@ -8,6 +8,10 @@
 --          remove [type] as retention removes, see fail.lua).
 -- A recovered job's stall count (`stalls`) goes up by one; its attempts do not, since the
 -- attempt never ended. Several processes may run it at once: each expired lease is handled once.
+-- A fan-out job's run whose lease expired (<p>:run-leases) is lost: the job's stalls go up;
+-- past the stall limit the job fails for good (its other runs stop, their workers are told),
+-- counted in `failed`; else its place opens again (the same worker may take it), counted in
+-- `requeued`.
 local p, limit_stalls, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 if not limit_stalls or limit_stalls < 0 or not limit or limit < 1 then
   return redis.error_reply('KUE_INVALID recover arguments are malformed')
@@ -40,6 +44,24 @@ for _, member in ipairs(expired) do
         stalled = stalls })
       publish(p, id, h[2], 'enqueue', cjson.encode(h[2]))
       requeued = requeued + 1
+    end
+  end
+end
+-- Runs of fan-out jobs whose lease expired (<p>:run-leases, member <id>@<worker>).
+local runs = redis.call('ZRANGEBYSCORE', k_run_leases(p), '-inf', now, 'LIMIT', 0, limit)
+for _, member in ipairs(runs) do
+  redis.call('ZREM', k_run_leases(p), member)
+  local at = string.find(member, '@', 1, true)
+  if at then
+    local id, w = string.sub(member, 1, at - 1), string.sub(member, at + 1)
+    local key = k_job(p, id)
+    if redis.call('HGET', key, 'state') == 'active' then
+      local got = run_lost(p, id, key, w, nil, true, limit_stalls, now)
+      if got == 'failed' then
+        failed = failed + 1
+      elseif got then
+        requeued = requeued + 1
+      end
     end
   end
 end

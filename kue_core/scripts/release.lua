@@ -6,11 +6,21 @@
 --          delayed that long and the whole type is held back as long (the `until` of its
 --          rules in <p>:limits, read by every claim)
 -- Returns  1 when the job went back, 0 when it is not active under this token.
+--          A fan-out job: its running run under this token is lost, without a stall, and
+--          its place opens again (a rate limit's wait is not applied: 1); 0 when no running
+--          run has the token.
 -- Events   enqueue [type]; rate limited: its due time on <p>:promote.
 local p, id, token = ARGV[1], ARGV[2], ARGV[3]
 local wait = tonumber(ARGV[4] or '')
 local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'workerId', 'group',
-  'only')
+  'only', 'fan_out')
+if h[8] then  -- a fan-out job: the run under this token is lost (no stall), its place reopens
+  if h[1] ~= 'active' then return 0 end
+  local w = run_by_token(p, id, token)
+  if not w then return 0 end
+  run_lost(p, id, KEYS[1], w, token, false, 0, now_ms())
+  return 1
+end
 if h[1] ~= 'active' or h[2] ~= token then return 0 end
 local now = now_ms()
 local jtype = h[3]

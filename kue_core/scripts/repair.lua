@@ -15,7 +15,7 @@
 --                   inactive, or delayed when it has a delay; one with an unknown state fails.
 --          purge    id, grace ms: delete a hash that has neither type nor data (untouched
 --                   for grace ms), with its log and history.
---          unlog    id, part ('log', 'history', 'deps', 'dependents' or 'results'): delete
+--          unlog    id, part ('log', 'history', 'deps', 'dependents', 'results' or 'runs'): delete
 --                   that key of a job that does not exist.
 --          unblock  id: a job blocked that waits for no job (no member of its deps zset
 --                   scored 0, or none) goes on as lib.lua's unblock moves it: inactive, or
@@ -62,7 +62,12 @@
 --          pin      id: a pinned job goes into the places of each of its workers where it is
 --                   missing (its workers are woken); one that names no worker waits inactive.
 --          unpin    set, member: remove the member from a worker's places (set named without
---                   '<p>:') unless it is a pinned job of that type and worker.
+--                   '<p>:') unless it is a pinned job of that type and worker, or an active
+--                   fan-out job of that worker's.
+--          Runs of fan-out jobs (see kue_core/doctor_runs.py):
+--          unrunlease member: drop <id>@<worker> from <p>:run-leases unless that run runs.
+--          runlease id, worker: a running run without a lease gets an expired one (recover.lua
+--                   then finds it lost and opens its place again).
 --          A grouped job that `index` adds to its type's inactive or active set goes into its
 --          group's set too.
 -- Returns  per action 1 when it changed something, 0 when there was nothing to do (the job
@@ -83,7 +88,7 @@ local ACTIONS = { unindex = true, index = true, types = true, tokens = true, req
   unrecord = true, recount = true, reword = true, unblock = true, sweep = true,
   undepend = true, unschedule = true, reschedule = true, unlimit = true, hold = true,
   lane = true, group = true, group_active = true, ungroup = true, ungroup_active = true,
-  unturn = true, pin = true, unpin = true }
+  unturn = true, pin = true, unpin = true, unrunlease = true, runlease = true }
 local function set_name(name)
   return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
 end
@@ -114,10 +119,11 @@ local function job_of(id)
   local key = k_job(p, id)
   if key_type(key) ~= 'hash' then return nil end
   local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'group',
-    'only')
+    'only', 'fan_out')
   if not h[1] then return nil end
   return { type = h[1], state = h[2] or '', priority = num(h[3]) or 0,
-    promote_at = num(h[4]), ttl = num(h[5]) or 0, group = h[6] or nil, only = h[7] or nil }
+    promote_at = num(h[4]), ttl = num(h[5]) or 0, group = h[6] or nil, only = h[7] or nil,
+    fan_out = h[8] or nil }
 end
 
 -- Whether job j belongs in the set named `name`, and the score it should have there (nil:
@@ -209,6 +215,7 @@ end
 local function requeue(id, stuck_after, stall_limit)
   local j = job_of(id)
   if not j or j.state ~= 'active' or not stuck_after or not stall_limit then return 0 end
+  if j.fan_out then return 0 end  -- its runs have leases of their own (recover.lua)
   local key, member = k_job(p, id), zid(id)
   local lease = tonumber(redis.call('ZSCORE', k_leases(p), member))
   if lease then
@@ -290,7 +297,7 @@ local function purge(id, grace)
 end
 
 local PARTS = { log = k_log, history = k_history, deps = k_deps, dependents = k_dependents,
-  results = k_results }
+  results = k_results, runs = k_runs }
 local function unlog(id, part)
   if not string.match(id, '^[1-9]%d*$') or not PARTS[part] then return 0 end
   if redis.call('EXISTS', k_job(p, id)) == 1 then return 0 end
@@ -569,12 +576,41 @@ function pins.unpin(name, member)
   if key_type(set) ~= 'zset' or not redis.call('ZSCORE', set, member) then return 0 end
   local id = member_id(member)
   local j = id and job_of(id)
-  if j and j.state == 'pinned' then
+  -- A pinned job's workers' places, or an active fan-out job's (its open places).
+  if j and (j.state == 'pinned' or (j.state == 'active' and j.fan_out)) then
     for _, w in ipairs(pin_list(j.only)) do
       if k_places(p, j.type, w) == set then return 0 end
     end
   end
   return redis.call('ZREM', set, member)
+end
+
+-- Runs of fan-out jobs (see kue_core/doctor_runs.py).
+local runs = {}
+
+-- The run of worker `w` of job `id` when it is running, or nil.
+local function running_run(id, w)
+  if not string.match(id, '^[1-9]%d*$') or key_type(k_runs(p, id)) ~= 'hash' then return nil end
+  local ok, run = pcall(cjson.decode, redis.call('HGET', k_runs(p, id), w) or '')
+  if ok and type(run) == 'table' and run.state == 'running' then return run end
+  return nil
+end
+
+-- Drop run lease `member` (<id>@<worker>) unless its run is running.
+function runs.unrunlease(member)
+  local at = string.find(member, '@', 1, true)
+  if at and running_run(string.sub(member, 1, at - 1), string.sub(member, at + 1)) then
+    return 0
+  end
+  if key_type(k_run_leases(p)) ~= 'zset' then return 0 end
+  return redis.call('ZREM', k_run_leases(p), member)
+end
+
+-- Give the running run of worker `w` of job `id` that has no lease an expired one: lease
+-- recovery then finds it lost (its place opens again).
+function runs.runlease(id, w)
+  if not running_run(id, w) or not flow.zset_or_none(k_run_leases(p)) then return 0 end
+  return redis.call('ZADD', k_run_leases(p), 'NX', 0, id .. '@' .. w)
 end
 
 local done = {}
@@ -641,6 +677,10 @@ for i = 0, n - 1 do
     r = pins.pin(a)
   elseif action == 'unpin' then
     r = pins.unpin(a, x)
+  elseif action == 'unrunlease' then
+    r = runs.unrunlease(a)
+  elseif action == 'runlease' then
+    r = runs.runlease(a, x)
   end
   done[#done + 1] = r
 end

@@ -46,6 +46,7 @@ FLOORS = {
     "schedules": 2,
     "limits": 2,
     "feeds": 2,
+    "runs": 2,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper
@@ -69,6 +70,7 @@ FLOORS = {
     "doctor_limits": 6,
     "doctor_rules": 6,
     "doctor_pins": 6,
+    "doctor_runs": 6,
     "doctor_checker": 6,
     # the package's public names
     "__init__": 7,

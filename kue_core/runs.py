@@ -1,0 +1,177 @@
+"""Fan-out jobs: a job that must succeed on ``k`` distinct worker processes, each a *run*
+(``job.fan_out(3)``, ``job.fan_out("all")``).
+
+* **Options**, given before the save: ``k`` (1..``defaults.MAX_PINS``, at most the workers of
+  ``only`` when given) or ``"all"``; ``at_once`` (how many runs at a time; default all),
+  ``max_failed_runs`` (failed runs tolerated; default 0), ``late_joiners`` (``"all"`` only).
+  A fan-out job has no group.
+* ``fan_out("all")`` is resolved by the save: the targets are the live workers serving the
+  type (registered, heartbeat within their lease, not stopping; among ``only`` when given),
+  and the job is saved pinned to them with ``k`` = their number. With none alive it completes
+  at once with the result ``{}``. With ``late_joiners``, a worker serving the type that claims
+  it while the job is unfinished joins: it becomes a target and ``k`` grows by one.
+* **Runs** (``<p>:job:<id>:runs``, worker id -> JSON): each has its own token (the job's
+  ``lease`` counter, bumped per run) and lease (``<p>:run-leases``), so a worker runs its run
+  as any job. A worker never holds two runs of one job, and one that completed does not run
+  it again. The job completes once ``k`` runs have, with the result ``{worker: result}``;
+  past ``max_failed_runs`` failed runs it fails for good and its other runs stop. A run lost
+  (lease expired, worker shut down) opens its place again.
+
+The scripts keep all of this (see the fan-out blocks of ``scripts/lib.lua``); here are the
+options' checks and the reading of a job's runs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import checks, defaults
+from .errors import InvalidJob
+
+if TYPE_CHECKING:
+    from .queue import Queue
+
+ALL = "all"
+_UNSET: Any = object()
+_F = TypeVar("_F", bound="FanOutOptions")
+
+
+def options(
+    k: object,
+    at_once: object,
+    max_failed_runs: object,
+    late_joiners: object,
+    only: list[str] | None,
+    group: str | None,
+) -> dict[str, Any]:
+    """The checked options of ``fan_out``, as ``to_dict`` shows them; else ``InvalidJob``."""
+    if k != ALL:
+        k = checks.integer(k, "fan_out", 1, defaults.MAX_PINS)
+        if only is not None and k > len(only):
+            raise InvalidJob(f"fan_out({k}) needs {k} workers, but only names {len(only)}")
+    if at_once is not None:
+        at_once = checks.integer(at_once, "at_once", 1, k if isinstance(k, int) else None)
+    max_failed_runs = checks.integer(max_failed_runs, "max_failed_runs", 0)
+    if not isinstance(late_joiners, bool):
+        raise InvalidJob(f"late_joiners must be true or false, got {late_joiners!r:.60}")
+    if late_joiners and k != ALL:
+        raise InvalidJob('late_joiners goes with fan_out("all") only')
+    if group is not None:
+        raise InvalidJob("a fan-out job cannot have a group")
+    return {
+        "k": k,
+        "atOnce": at_once,
+        "maxFailedRuns": max_failed_runs,
+        "lateJoiners": late_joiners,
+    }
+
+
+def save_value(opts: dict[str, Any]) -> dict[str, Any]:
+    """The options as the save's records object carries them (see ``save_job`` in lib.lua)."""
+    out: dict[str, Any] = {"fan_out": opts["k"], "mfr": opts["maxFailedRuns"]}
+    if opts["atOnce"] is not None:
+        out["at_once"] = opts["atOnce"]
+    if opts["lateJoiners"]:
+        out["late"] = 1
+    return out
+
+
+def from_hash(h: dict[str, str]) -> dict[str, Any] | None:
+    """The options of a stored job (``k`` resolved), or None for a job that does not fan out."""
+    if "fan_out" not in h:
+        return None
+
+    def number(name: str) -> int | None:
+        text = h.get(name)
+        return int(text) if text is not None and text.isdigit() else None
+
+    return {
+        "k": number("fan_out"),
+        "atOnce": number("at_once"),
+        "maxFailedRuns": number("max_failed_runs") or 0,
+        "lateJoiners": h.get("late") == "1",
+    }
+
+
+#: The keys of a run as ``job.runs()`` gives it.
+_RUN_KEYS = ("state", "started_at", "ended_at", "result", "error", "tries")
+
+
+def parse(raw: dict[str, str]) -> list[dict[str, Any]]:
+    """A runs hash (worker id -> JSON) as a list of runs, ordered by start (absent keys left
+    out; the token is the worker's business)."""
+    out: list[dict[str, Any]] = []
+    for worker, text in raw.items():
+        try:
+            run = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(run, dict):
+            entry: dict[str, Any] = {"worker": worker}
+            entry.update((k, run[k]) for k in _RUN_KEYS if k in run)
+            out.append(entry)
+    out.sort(key=lambda run: (run.get("started_at") or 0, run["worker"]))
+    return out
+
+
+def read(queue: Queue, job_id: int) -> list[dict[str, Any]]:
+    """The runs of a saved job (see :func:`parse`)."""
+    raw = queue.client.hgetall(queue.keys.runs(job_id))
+    return parse({str(k): str(v) for k, v in raw.items()})
+
+
+class FanOutOptions:
+    """Mixed into ``Job``: ``fan_out`` and ``runs``. A plain job sets nothing here."""
+
+    queue: Queue
+    id: int | None
+    _records: bool
+    _only: list[str] | None
+    _group: str | None
+    _fan_out: dict[str, Any] | None = None
+    _runs: list[dict[str, Any]] | None = None
+
+    def fan_out(
+        self,
+        k: Any = _UNSET,
+        *,
+        at_once: int | None = None,
+        max_failed_runs: int = 0,
+        late_joiners: bool = False,
+    ) -> Any:
+        """Run the job on ``k`` distinct worker processes (or ``"all"``: every live worker
+        serving its type when it is saved) and complete it once each completed its run, with
+        the result ``{worker id: result}``; see :mod:`kue_core.runs`. ``at_once``: how many
+        runs at a time (default: all); ``max_failed_runs``: failed runs tolerated before the
+        job fails for good; ``late_joiners`` (``"all"`` only): workers that start serving the
+        type while it is unfinished join it. ``fan_out("all")`` with no worker alive
+        completes the job at once with the result ``{}``. Given before the save; without
+        arguments, the options as a dict (``k``, ``atOnce``, ``maxFailedRuns``,
+        ``lateJoiners``) or None."""
+        if k is _UNSET:
+            return dict(self._fan_out) if self._fan_out is not None else None
+        if self.id is not None:
+            raise InvalidJob("fan_out is given before the job is saved")
+        self._fan_out = options(k, at_once, max_failed_runs, late_joiners, self._only, self._group)
+        self._records = True
+        return self
+
+    def _fan_out_value(self) -> dict[str, Any] | None:
+        """The records object's fan-out entries, checked again against ``only`` and the group
+        as they are at the save."""
+        f = self._fan_out
+        if f is None:
+            return None
+        f = options(
+            f["k"], f["atOnce"], f["maxFailedRuns"], f["lateJoiners"], self._only, self._group
+        )
+        return save_value(f)
+
+    def runs(self) -> list[dict[str, Any]]:
+        """The runs of a saved fan-out job, ordered by start: each ``{"worker", "state",
+        "started_at", "ended_at", "result", "error", "tries"}`` (keys absent when unset)."""
+        if self.id is None:
+            raise InvalidJob("the job is not saved yet")
+        self._runs = read(self.queue, self.id)
+        return list(self._runs)

@@ -1,0 +1,102 @@
+"""Fan-out jobs (``kue_core.runs``) run by real workers: three ``Queue(worker_id=...)``
+processing in threads each run a fan_out(3) job once; fan_out("all") reaches the live workers;
+a run failing past max_failed_runs, or a cancel, ends the others' handlers at once."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kue_core import Job, Queue, doctor
+from tests.conftest import wait_for
+
+IDS = ("fan-1", "fan-2", "fan-3")
+
+
+@pytest.fixture
+def queues(redis_url: str, prefix: str) -> Iterator[Callable[..., Queue]]:
+    made: list[Queue] = []
+
+    def make(**options: Any) -> Queue:
+        queue = Queue(redis_url, prefix=prefix, lease_ms=5_000, **options)
+        made.append(queue)
+        return queue
+
+    yield make
+    for queue in made:
+        queue.shutdown(5)
+        queue.close()
+
+
+def _workers(queues: Callable[..., Queue], handler: Callable[[str, Job], Any]) -> list[Queue]:
+    out = []
+    for wid in IDS:
+        q = queues(worker_id=wid)
+        q.process("t", lambda job, wid=wid: handler(wid, job))
+        out.append(q)
+    return out
+
+
+def _ended(queue: Queue, job_id: int) -> Job:
+    return wait_for(lambda: (j := queue.get_job(job_id)).state in ("complete", "failed") and j, 10)
+
+
+def test_fan_out_3_runs_once_on_each_of_three_workers(queues: Callable[..., Queue]) -> None:
+    calls: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def handler(wid: str, job: Job) -> Any:
+        with lock:
+            calls[wid] += 1
+        return {"on": wid, "n": job.data["n"]}
+
+    _workers(queues, handler)
+    client = queues()
+    job = client.create_job("t", {"n": 5}).fan_out(3).save()
+    done = _ended(client, job.id)  # type: ignore[arg-type]
+    assert done.state == "complete"
+    assert done.result == {wid: {"on": wid, "n": 5} for wid in IDS}
+    assert calls == Counter({wid: 1 for wid in IDS})
+    assert sorted(run["worker"] for run in done.runs()) == list(IDS)
+    assert doctor.check(client).findings == []
+
+
+def test_fan_out_all_reaches_the_live_workers(queues: Callable[..., Queue]) -> None:
+    _workers(queues, lambda wid, job: wid)
+    client = queues()
+    job = client.create_job("t").fan_out("all").save()
+    done = _ended(client, job.id)  # type: ignore[arg-type]
+    assert done.result == {wid: wid for wid in IDS}
+    assert done.fan_out()["k"] == 3  # type: ignore[index]
+
+
+def test_a_run_failing_for_good_ends_the_other_runs_at_once(
+    queues: Callable[..., Queue],
+) -> None:
+    stopped: list[str] = []
+    started = threading.Event()
+
+    def handler(wid: str, job: Job) -> Any:
+        if wid == IDS[0]:
+            wait_for(lambda: started.is_set(), 10)
+            raise RuntimeError("no GPU")
+        started.set()
+        wait_for(lambda: job.stopping, 10)  # told on its control channel, not by its lease
+        stopped.append(wid)
+        return "late"
+
+    _workers(queues, handler)
+    client = queues()
+    job = client.create_job("t").fan_out(3).save()
+    done = _ended(client, job.id)  # type: ignore[arg-type]
+    assert done.state == "failed" and done.error is not None
+    assert done.error.startswith("run on fan-1 failed: ")
+    wait_for(lambda: len(stopped) == 2, 10)
+    runs = {run["worker"]: run["state"] for run in client.get_job(job.id).runs()}  # type: ignore[arg-type]
+    assert runs == {"fan-1": "failed", "fan-2": "lost", "fan-3": "lost"}
+    assert client.get_job(job.id).state == "failed"  # type: ignore[arg-type]
+    assert doctor.check(client).findings == []
