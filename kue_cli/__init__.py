@@ -5,7 +5,7 @@
 ``python -m kue_cli`` runs it too."""
 
 # Their commands join the cli group as they are imported.
-from . import control, deps, limits, records, rules, schedules  # noqa: F401
+from . import control, deps, limits, records, rules, runs, schedules  # noqa: F401
 from .cli import main
 
 __all__ = ["main"]

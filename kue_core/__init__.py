@@ -29,6 +29,7 @@ from .keys import Keys
 from .limits import RateLimited
 from .pins import WORKER_ID_RULE
 from .queue import Queue
+from .runs import apply_json as apply_fan_out
 from .schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
 from .schedule_rules import LATEST as SCHEDULE_LATEST
 from .schedules import OPTIONS as JOB_OPTIONS
@@ -67,6 +68,7 @@ __all__ = [
     "Stopped",
     "WorkerIdTaken",
     "WorkerNotFound",
+    "apply_fan_out",
     "apply_job_options",
     "connection",
     "defaults",

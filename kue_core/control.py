@@ -87,7 +87,8 @@ class Control:
         pipe = self._client.pipeline(transaction=False)
         pipe.zrange(self._keys.workers, 0, -1)
         pipe.zrange(self._keys.leases, 0, -1)
-        ids, leased = pipe.execute()
+        pipe.zrange(self._keys.run_leases, 0, -1)
+        ids, leased, runs = pipe.execute()
         running = [job_id_from_zid(m) for m in leased]
         for wid in ids:
             pipe.hgetall(self._keys.worker(wid))
@@ -98,6 +99,10 @@ class Control:
         for jid, holder in zip(running, replies[len(ids) :], strict=True):
             if holder is not None:
                 jobs.setdefault(holder, []).append(jid)
+        for member in runs:  # a fan-out job's run: <id>@<worker>, leased by its worker
+            jid, _, holder = member.partition("@")
+            if jid.isdigit():
+                jobs.setdefault(holder, []).append(int(jid))
         out = []
         for h in cast(list[dict[str, str]], replies[: len(ids)]):
             if not h:

@@ -78,8 +78,10 @@ What is checked (the finding kinds):
     :mod:`kue_core.doctor_limits`.
 ``lost-pinned-job``, ``unpinned-job``, ``stale-pinned-job``
     the workers' places disagree with the pinned jobs: see :mod:`kue_core.doctor_pins`.
-``run-without-lease``, ``stray-run-lease``, ``orphan-runs``
-    the runs of fan-out jobs disagree with their leases: see :mod:`kue_core.doctor_runs`.
+``run-without-lease``, ``stray-run-lease``, ``orphan-runs``, ``unoffered-run-place``,
+``stale-open-place``
+    the runs of fan-out jobs disagree with their leases or the places they offer: see
+    :mod:`kue_core.doctor_runs`.
 ``unread-feed``, ``bad-rules-record``, ``stuck-rules-lock``
     job event feeds no ``kue rules`` reads, and ``kue rules``' own keys: see
     :mod:`kue_core.doctor_rules`.
@@ -149,6 +151,8 @@ _ORDER = (
     "pin",
     "unrunlease",
     "runlease",
+    "unopen",
+    "offer",
 )
 
 #: Redis types of the fixed keys (a key that does not exist is fine too).

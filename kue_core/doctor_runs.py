@@ -12,6 +12,17 @@ Redis that lost writes can leave them apart.
 ``orphan-runs``
     the runs hash of a job that does not exist (found with the jobs' other keys, see
     ``doctor._lists``). Repair: delete it.
+``unoffered-run-place``
+    an active fan-out job with a place open (fewer runs complete and running than it needs,
+    and than ``at_once``) that is offered to no one who may take it: not in
+    ``<p>:open:<type>`` (a job for any worker), or missing from the places of one of its
+    workers that may run it (no run of theirs, or a failed or lost one). No claim sees it and
+    it never ends. Repair: offer its places again (waking those workers).
+``stale-open-place``
+    a member of ``<p>:open:<type>`` that is not an active fan-out job of that type for any
+    worker, or of ``<p>:late:<type>`` that is not an unfinished late-joiners job of that type
+    (claims drop such members as they meet them, but a type no one claims keeps them).
+    Repair: remove it.
 
 An active fan-out job has no job lease (its runs have theirs): the check of stuck jobs leaves
 it to these. Each suspect is read twice and reported only when both reads agree.
@@ -22,7 +33,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .doctor_checker import Checker
+from .doctor_checker import Checker, member_id, pages
+from .keys import zid
+from .pins import workers_of
+
+#: The fields of a job its offered places are checked with.
+_FIELDS = ("state", "type", "fan_out", "at_once", "runs_done", "only", "late")
 
 
 def check(c: Checker) -> None:
@@ -65,6 +81,21 @@ def check(c: Checker) -> None:
                 int(job_id),
                 ("runlease", job_id, worker, ""),
             )
+        missing = _unoffered(c, job_id) and _unoffered(c, job_id)
+        if missing:
+            c.add(
+                "unoffered-run-place",
+                missing,
+                f"job {job_id} has a run place open that {missing} does not offer: no claim "
+                "sees it, and it never ends",
+                "offer its open places again",
+                int(job_id),
+                ("offer", job_id, "", ""),
+            )
+    for kind in ("open", "late"):
+        for key in c.client.scan_iter(match=c.keys.match(f"{kind}:*"), count=c.batch, _type="zset"):
+            for page in pages(c, str(key)):
+                _stale(c, str(key), page)
 
 
 def orphan(c: Checker, job_id: int) -> None:
@@ -99,3 +130,58 @@ def _running(c: Checker, job_id: str, worker: str) -> bool:
     if not job_id.isdigit() or c.client.hget(c.keys.job(int(job_id)), "state") != "active":
         return False
     return _runs(c, job_id).get(worker, {}).get("state") == "running"
+
+
+def _unoffered(c: Checker, job_id: str) -> str | None:
+    """The key that should offer a place of active fan-out job ``job_id`` and does not (see
+    lib.lua ``runs_offer``), or None."""
+    h: Any = c.client.hmget(c.keys.job(int(job_id)), *_FIELDS)
+    if h[0] != "active" or h[1] is None or not str(h[2] or "").isdigit():
+        return None
+    runs = _runs(c, job_id)
+    k = int(h[2])
+    at_once = int(h[3]) if str(h[3] or "").isdigit() else k
+    done = int(h[4]) if str(h[4] or "").isdigit() else 0
+    running = sum(1 for run in runs.values() if run.get("state") == "running")
+    if min(k - done, at_once) - running <= 0:
+        return None
+    member = zid(int(job_id))
+    if h[5] is None:
+        key = c.keys.open(h[1])
+        return None if c.client.zscore(key, member) is not None else key
+    for w in workers_of(h[5]):
+        if runs.get(w, {}).get("state") in (None, "failed", "lost"):
+            key = c.keys.places(h[1], w)
+            if c.client.zscore(key, member) is None:
+                return key
+    return None
+
+
+def _belongs(c: Checker, key: str, job_id: int | None) -> bool:
+    """Whether open or late set ``key`` may hold job ``job_id`` (see repair.lua unopen)."""
+    if job_id is None:
+        return False
+    h: Any = c.client.hmget(c.keys.job(job_id), *_FIELDS)
+    if h[1] is None or h[2] is None:
+        return False
+    if key == c.keys.open(h[1]):
+        return h[0] == "active" and h[5] is None
+    return key == c.keys.late(h[1]) and h[0] not in ("complete", "failed") and h[6] is not None
+
+
+def _stale(c: Checker, key: str, page: list[str]) -> None:
+    """Members of open or late set ``key`` whose job does not belong there (read twice)."""
+    for member in page:
+        job_id = member_id(member)
+        if _belongs(c, key, job_id) or _belongs(c, key, job_id):
+            continue
+        if c.client.zscore(key, member) is None:
+            continue  # a claim took it out meanwhile
+        c.add(
+            "stale-open-place",
+            key,
+            f"{key} holds {member!r}, which is not a fan-out job that may be offered there",
+            "remove it",
+            job_id,
+            ("unopen", c.keys.name(key), member, ""),
+        )

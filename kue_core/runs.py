@@ -94,6 +94,31 @@ def from_hash(h: dict[str, str]) -> dict[str, Any] | None:
     }
 
 
+#: The keys of ``fan_out`` given as a JSON object (the REST API, schedules, kue rules), and
+#: the keyword of ``Job.fan_out`` each stands for.
+_JSON_KEYS = {
+    "atOnce": "at_once",
+    "maxFailedRuns": "max_failed_runs",
+    "lateJoiners": "late_joiners",
+}
+
+
+def apply_json(job: Any, value: object) -> Any:
+    """Apply ``fan_out`` as JSON gives it to ``job``: ``k`` (an integer), ``"all"``, or an
+    object ``{"k", "atOnce", "maxFailedRuns", "lateJoiners"}`` with ``k`` required; else
+    ``InvalidJob``."""
+    if isinstance(value, dict):
+        unknown = set(value) - {"k", *_JSON_KEYS}
+        if "k" not in value or unknown:
+            raise InvalidJob(
+                'a fan-out is k, "all", or {"k", "atOnce", "maxFailedRuns", "lateJoiners"} '
+                f"with k required, got {value!r:.100}"
+            )
+        given = {_JSON_KEYS[name]: v for name, v in value.items() if name != "k"}
+        return job.fan_out(value["k"], **given)
+    return job.fan_out(value)
+
+
 #: The keys of a run as ``job.runs()`` gives it.
 _RUN_KEYS = ("state", "started_at", "ended_at", "result", "error", "tries")
 
@@ -167,6 +192,11 @@ class FanOutOptions:
             f["k"], f["atOnce"], f["maxFailedRuns"], f["lateJoiners"], self._only, self._group
         )
         return save_value(f)
+
+    def running_on(self) -> list[str]:
+        """The workers whose run of this job was running when it was read (``get_job``,
+        ``page``); none for a job that does not fan out."""
+        return [run["worker"] for run in self._runs or () if run.get("state") == "running"]
 
     def runs(self) -> list[dict[str, Any]]:
         """The runs of a saved fan-out job, ordered by start: each ``{"worker", "state",

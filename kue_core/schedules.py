@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, cast
 
-from . import checks, defaults
+from . import checks, defaults, runs
 from . import schedule_rules as rules
 from .connection import server_ms
 from .errors import InvalidJob, ScheduleNotFound
@@ -39,6 +39,8 @@ OPTIONS = (
     "search_keys",
     "track",
     "unique",
+    "only",
+    "fan_out",
 )
 _LISTS = ("tags", "search_keys")  # given as a list, applied as arguments
 
@@ -69,6 +71,8 @@ def apply_options(job: Job, options: dict[str, Any]) -> Job:
                 job.track()
         elif name == "unique":
             _unique(job, value)
+        elif name == "fan_out":
+            runs.apply_json(job, value)
         elif name in _LISTS:
             if not isinstance(value, list | tuple) or not value:
                 raise InvalidJob(f"{name} is a non-empty list of strings")

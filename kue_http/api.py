@@ -13,7 +13,16 @@ from flask.sansio.blueprints import BlueprintSetupState
 from flask.typing import RouteCallable
 from werkzeug.routing import PathConverter
 
-from kue_core import STATES, Found, InvalidJob, Job, Queue, parse_priority, parse_state
+from kue_core import (
+    STATES,
+    Found,
+    InvalidJob,
+    Job,
+    Queue,
+    apply_fan_out,
+    parse_priority,
+    parse_state,
+)
 
 
 class _Api(Blueprint):
@@ -88,6 +97,7 @@ _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
     "onDependencyFailure": Job.on_dependency_failure,
     "group": Job.group,
     "only": Job.only,
+    "fanOut": apply_fan_out,
 }
 
 

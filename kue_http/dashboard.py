@@ -134,6 +134,12 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+@dashboard.app_template_filter("compact")
+def compact(value: Any) -> str:
+    """A JSON value on one line (escaped by the template, as any text)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
 @dashboard.app_template_filter("first_line")
 def first_line(text: str | None) -> str:
     return (text or "").strip().split("\n", 1)[0]
@@ -194,7 +200,8 @@ def overview() -> str:
     # From the active jobs themselves: a worker's own list is only as fresh as its heartbeat.
     running: dict[str, list[Job]] = {}
     for j in q.page("active", count=_RUNNING_SHOWN):
-        running.setdefault(j.worker_id or "", []).append(j)
+        for holder in j.running_on() if j.fan_out() else [j.worker_id or ""]:
+            running.setdefault(holder, []).append(j)
     pinned = q.pinned_waits(_RUNNING_SHOWN)  # worker id -> jobs pinned to it, waiting
     live = {w["id"] for w in workers}
     return _page(

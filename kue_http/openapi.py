@@ -307,10 +307,18 @@ def _paths(max_page: int) -> Schema:
 
 
 def _split_paths() -> Schema:
-    from . import openapi_flows, openapi_limits, openapi_records, openapi_rules, openapi_schedules
+    from . import (
+        openapi_flows,
+        openapi_limits,
+        openapi_records,
+        openapi_rules,
+        openapi_runs,
+        openapi_schedules,
+    )
 
     return {
         **openapi_records.paths(),
+        **openapi_runs.paths(),
         **openapi_flows.paths(),
         **openapi_schedules.paths(),
         **openapi_limits.paths(),
@@ -703,9 +711,10 @@ def _schemas() -> Schema:
         ),
         "NewJob": new_job,
         **flows.schemas(new_job),
-        **schedules.schemas(records.OPTIONS),
+        **schedules.schemas({**records.OPTIONS, **runs.OPTIONS}),
         **limits.schemas(),
         **rules.schemas(),
+        **runs.schemas(),
         "Created": _object(
             {
                 "message": {

@@ -1,11 +1,11 @@
-"""Pinning (the ``only`` option and field of a job) in the OpenAPI document. ``openapi.py``
-merges it in."""
+"""Pinning and fan-out (the ``only`` and ``fanOut`` options and fields of a job, and
+``GET /job/{id}/runs``) in the OpenAPI document. ``openapi.py`` merges it in."""
 
 from __future__ import annotations
 
 from kue_core import WORKER_ID_RULE, defaults
 
-from .openapi import Schema
+from .openapi import _COUNT, _JOB_ID, _MS, Schema, _array, _get, _object, _ok, _ref
 
 #: A worker id, as ``Queue(worker_id=...)`` and ``kue worker --id`` take it.
 WORKER_ID: Schema = {
@@ -20,6 +20,16 @@ _WORKERS: Schema = {
     "minItems": 1,
     "maxItems": defaults.MAX_PINS,
 }
+_K: Schema = {"type": "integer", "minimum": 1, "maximum": defaults.MAX_PINS}
+_FAN_OUT_OBJECT: Schema = _object(
+    {
+        "k": {"oneOf": [_K, {"const": "all"}]},
+        "atOnce": {"type": "integer", "minimum": 1, "description": "At most k (default: k)"},
+        "maxFailedRuns": {**_COUNT, "description": "Failed runs tolerated (default 0)"},
+        "lateJoiners": {"type": "boolean", "description": 'With "all" only (default false)'},
+    },
+    optional="atOnce maxFailedRuns lateJoiners",
+)
 
 #: ``POST /job`` options.
 OPTIONS: Schema = {
@@ -27,10 +37,68 @@ OPTIONS: Schema = {
         **_WORKERS,
         "description": "The worker processes (by id) that alone may run the job: it waits for "
         "one of them in state pinned while the type's other jobs go to any worker",
-    }
+    },
+    "fanOut": {
+        "oneOf": [_K, {"const": "all"}, _FAN_OUT_OBJECT],
+        "description": "Run the job on k distinct worker processes (each a run) and complete "
+        'it once each completed its run, with the result {worker id: result}; "all": every '
+        "live worker serving its type when it is saved (none: complete at once with {}). "
+        "With only, k is at most its number of workers. Not with group.",
+    },
 }
 #: Fields of the Job schema.
 JOB_FIELDS: Schema = {
-    "only": {**_WORKERS, "description": "The workers that alone may run it (pinned)"}
+    "only": {**_WORKERS, "description": "The workers that alone may run it (pinned)"},
+    "fanOut": _object(
+        {
+            "k": {
+                "type": "integer",
+                "minimum": 0,
+                "description": 'Runs to complete ("all": resolved at the save)',
+            },
+            "atOnce": {"type": ["integer", "null"], "minimum": 1},
+            "maxFailedRuns": _COUNT,
+            "lateJoiners": {"type": "boolean"},
+        }
+    ),
+    "runs": _array(_ref("Run"), "A fan-out job's runs, ordered by start"),
 }
 JOB_OPTIONAL = " ".join(JOB_FIELDS)
+
+
+def schemas() -> Schema:
+    return {
+        "Run": _object(
+            {
+                "worker": WORKER_ID,
+                "state": {"enum": ["running", "complete", "failed", "lost"]},
+                "started_at": _MS,
+                "ended_at": _MS,
+                "result": {"description": "What the handler returned (a complete run)"},
+                "error": {"type": "string", "description": "Why it failed (a failed run)"},
+                "tries": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Runs this worker started (a lost or failed run may be "
+                    "started again)",
+                },
+            },
+            optional="started_at ended_at result error tries",
+        )
+    }
+
+
+def paths() -> Schema:
+    return {
+        "/job/{id}/runs": {
+            "parameters": [_JOB_ID],
+            "get": _get(
+                "jobs",
+                "A fan-out job's runs, one per worker that started one, ordered by start ([] "
+                "for a job that does not fan out)",
+                _ok(_array(_ref("Run"))),
+                400,
+                404,
+            ),
+        }
+    }

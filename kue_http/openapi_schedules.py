@@ -141,7 +141,8 @@ JOB_OPTIONAL = " ".join(JOB_FIELDS)
 
 
 def schemas(records_options: Schema) -> Schema:
-    """The schemas of schedules; ``records_options`` are ``POST /job``'s options of records."""
+    """The schemas of schedules; ``records_options`` are ``POST /job``'s options of records
+    and runs."""
     options = {**_OPTIONS["properties"], **records_options}
     job_options = {
         "type": "object",

@@ -1,6 +1,6 @@
-"""Routes Kue lacks, on the same blueprint and in the same style: a job's history, bulk actions
-on a state, pausing a type, the live workers, per-minute counts for charts, how long jobs
-waited and ran, a health check."""
+"""Routes Kue lacks, on the same blueprint and in the same style: a job's history and runs,
+bulk actions on a state, pausing a type, the live workers, per-minute counts for charts, how
+long jobs waited and ran, a health check."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ def _type_arg() -> str | None:
 def history(job_id: str) -> Response:
     found = queue().get_job(job_id)  # 404 for an unknown job
     return jsonify(queue().history(found.id))  # type: ignore[arg-type]
+
+
+@api.get("/job/<job_id>/runs")
+def job_runs(job_id: str) -> Response:
+    """A fan-out job's runs, ordered by start ([] for a job that does not fan out)."""
+    return jsonify(queue().get_job(job_id).runs())  # 404 for an unknown job
 
 
 # -- bulk actions ----------------------------------------------------------------------------

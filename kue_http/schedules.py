@@ -32,6 +32,8 @@ OPTIONS = {
     "searchKeys": "search_keys",
     "track": "track",
     "unique": "unique",
+    "only": "only",
+    "fanOut": "fan_out",
 }
 _NAMES = {python: rest for rest, python in OPTIONS.items()}
 #: The fields of a definition, beside exactly one of ``every`` and ``cron``.

@@ -557,6 +557,7 @@ end
 -- Offer the open places of fan-out job `id` to the workers that may take one, and take it
 -- out of the places of those that may not: open = min(k - done - running, at_once -
 -- running) while the job is active, else none. Wakes the workers it newly offers a place.
+-- Returns how many sets it added the job to or took it out of.
 local function runs_offer(p, id)
   local h = redis.call('HMGET', k_job(p, id), 'type', 'priority', 'only', 'fan_out', 'at_once',
     'runs_done', 'state')
@@ -568,23 +569,28 @@ local function runs_offer(p, id)
   end
   local open = math.min(k - (tonumber(h[6]) or 0), tonumber(h[5]) or k) - running
   if h[7] ~= 'active' then open = 0 end
-  local member = zid(id)
+  local member, changed = zid(id), 0
   if h[3] then
     for _, w in ipairs(pin_list(h[3])) do
       local places = k_places(p, jtype, w)
       if open > 0 and run_eligible(runs, w) then
-        if redis.call('ZADD', places, priority, member) == 1 then wake_one(k_wake(p, jtype, w)) end
+        if redis.call('ZADD', places, priority, member) == 1 then
+          wake_one(k_wake(p, jtype, w))
+          changed = changed + 1
+        end
       else
-        redis.call('ZREM', places, member)
+        changed = changed + redis.call('ZREM', places, member)
       end
     end
   elseif open > 0 then
     if redis.call('ZADD', k_open(p, jtype), priority, member) == 1 then
       redis.call('LPUSH', k_tokens(p, jtype), 1)  -- wakes an idle slot of the type
+      changed = changed + 1
     end
   else
-    redis.call('ZREM', k_open(p, jtype), member)
+    changed = changed + redis.call('ZREM', k_open(p, jtype), member)
   end
+  return changed
 end
 
 -- Fan-out job `id` (of `jtype`, workers `only`: its field) ends or leaves its type: it is in
@@ -1014,6 +1020,8 @@ local function run_fail(p, id, key, token, message, text, now)
   run_end(p, id, w, run, 'failed', now)
   history(p, id, { state = 'active', at = now, worker = w, run = 'failed',
     error = string.sub(text, 1, HISTORY_ERROR_LENGTH) })
+  publish(p, id, redis.call('HGET', key, 'type'), 'run failed',
+    cjson.encode(w) .. ',' .. cjson.encode(message))
   local failed = redis.call('HINCRBY', key, 'runs_failed', 1)
   if failed > (tonumber(redis.call('HGET', key, 'max_failed_runs')) or 0) then
     runs_fail(p, id, key, 'run on ' .. w .. ' failed: ' .. message,
@@ -1036,6 +1044,7 @@ local function run_lost(p, id, key, w, token, stalled, limit_stalls, now)
   run_end(p, id, w, run, 'lost', now)
   history(p, id, { state = 'active', at = now, worker = w, run = 'lost', stalled = stalled,
     released = not stalled or nil })
+  publish(p, id, redis.call('HGET', key, 'type'), 'run lost', cjson.encode(w))
   if stalled then
     local stalls = redis.call('HINCRBY', key, 'stalls', 1)
     if stalls > limit_stalls then

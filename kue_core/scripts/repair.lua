@@ -68,6 +68,11 @@
 --          unrunlease member: drop <id>@<worker> from <p>:run-leases unless that run runs.
 --          runlease id, worker: a running run without a lease gets an expired one (recover.lua
 --                   then finds it lost and opens its place again).
+--          offer    id: an active fan-out job offers its open places again (lib.lua
+--                   runs_offer: into the open set or its eligible workers' places, waking them).
+--          unopen   set, member: remove the member from <p>:open:<type> unless it is an active
+--                   fan-out job of that type without workers of its own, or from
+--                   <p>:late:<type> unless it is an unfinished late-joiners job of that type.
 --          A grouped job that `index` adds to its type's inactive or active set goes into its
 --          group's set too.
 -- Returns  per action 1 when it changed something, 0 when there was nothing to do (the job
@@ -88,7 +93,8 @@ local ACTIONS = { unindex = true, index = true, types = true, tokens = true, req
   unrecord = true, recount = true, reword = true, unblock = true, sweep = true,
   undepend = true, unschedule = true, reschedule = true, unlimit = true, hold = true,
   lane = true, group = true, group_active = true, ungroup = true, ungroup_active = true,
-  unturn = true, pin = true, unpin = true, unrunlease = true, runlease = true }
+  unturn = true, pin = true, unpin = true, unrunlease = true, runlease = true, offer = true,
+  unopen = true }
 local function set_name(name)
   return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
 end
@@ -99,7 +105,8 @@ for i = 0, n - 1 do
     or string.match(a, '^words:')
   if not ACTIONS[action] or ((action == 'unindex' or action == 'index') and not set_name(a))
       or (action == 'unrecord' and not records)
-      or (action == 'unpin' and not string.match(a, '^places:')) then
+      or (action == 'unpin' and not string.match(a, '^places:'))
+      or (action == 'unopen' and not (string.match(a, '^open:') or string.match(a, '^late:'))) then
     return redis.error_reply('KUE_INVALID repair action ' .. (i + 1) .. ' is malformed')
   end
 end
@@ -613,6 +620,29 @@ function runs.runlease(id, w)
   return redis.call('ZADD', k_run_leases(p), 'NX', 0, id .. '@' .. w)
 end
 
+-- Offer the open places of active fan-out job `id` again.
+function runs.offer(id)
+  local j = job_of(id)
+  if not (j and j.state == 'active' and j.fan_out) then return 0 end
+  return math.min(runs_offer(p, id), 1)
+end
+
+-- Remove `member` from the open or late set `name` (named without '<p>:') unless it belongs.
+function runs.unopen(name, member)
+  local set = p .. ':' .. name
+  if key_type(set) ~= 'zset' or not redis.call('ZSCORE', set, member) then return 0 end
+  local id = member_id(member)
+  local j = id and job_of(id)
+  if j and j.fan_out then
+    if name == 'open:' .. j.type and j.state == 'active' and not j.only then return 0 end
+    if name == 'late:' .. j.type and j.state ~= 'complete' and j.state ~= 'failed'
+      and redis.call('HGET', k_job(p, id), 'late') then
+      return 0
+    end
+  end
+  return redis.call('ZREM', set, member)
+end
+
 local done = {}
 for i = 0, n - 1 do
   local b = 2 + i * REPAIR_WIDTH
@@ -681,6 +711,10 @@ for i = 0, n - 1 do
     r = runs.unrunlease(a)
   elseif action == 'runlease' then
     r = runs.runlease(a, x)
+  elseif action == 'offer' then
+    r = runs.offer(a)
+  elseif action == 'unopen' then
+    r = runs.unopen(a, x)
   end
   done[#done + 1] = r
 end

@@ -184,10 +184,12 @@ def _seed(queue: Queue, release: threading.Event) -> None:
     queue.create_job("email", {"title": "hello"}).priority("high").ttl(5000).save()
     queue.create_job("email", {"to": "x"}).delay(3_600_000).backoff(True).save()
     held = queue.create_job("fuzz", {"hold": True}).save()
+    fanned = queue.create_job("fuzz", {"title": "fan"}).fan_out(1).save()
     queue.process("fuzz", 2, handler)
     wait_for(lambda: state(done) == "complete", timeout=10)
     wait_for(lambda: state(failed) == "failed", timeout=10)
     wait_for(lambda: state(held) == "active", timeout=10)
+    wait_for(lambda: state(fanned) == "complete", timeout=10)
     wait_for(lambda: queue.workers(), timeout=10)
     queue.pause("paused-type")
 

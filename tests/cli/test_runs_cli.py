@@ -1,0 +1,62 @@
+"""``kue runs`` (through click's CliRunner, against a real Redis): a fan-out job's runs as
+lines and as JSON, a plain job said not to fan out, an unknown job refused as bad usage."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from kue_cli.cli import cli
+from kue_core import Queue
+
+
+@pytest.fixture(autouse=True)
+def no_kue_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("KUE_") and not name.startswith("KUE_TEST_"):
+            monkeypatch.delenv(name)
+
+
+def kue(queue: Queue, redis_url: str, *args: str) -> Result:
+    return CliRunner().invoke(cli, [*args, "--redis", redis_url, "--prefix", queue.prefix])
+
+
+def _claim(queue: Queue, worker: str) -> Any:
+    claimed = queue.scripts.claim("t", worker, 30_000)
+    assert isinstance(claimed, tuple), claimed
+    return claimed
+
+
+def test_runs_as_lines_and_json(queue: Queue, redis_url: str) -> None:
+    jid = queue.create_job("t").fan_out(2, max_failed_runs=1).save().id
+    assert jid is not None
+    one, two = _claim(queue, "cache-1"), _claim(queue, "cache-2")
+    assert queue.scripts.complete(jid, one[1]["lease"], '{"flushed": 12}', None)[0] == "complete"
+    queue.scripts.fail(jid, two[1]["lease"], "no route", "no route\nat ...", 0, None)
+    result = kue(queue, redis_url, "runs", str(jid))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"job {jid} (t) is active: 1 of 2 runs complete"
+    assert lines[1].split()[:2] == ["cache-1", "complete"] and '{"flushed": 12}' in lines[1]
+    assert lines[2].split()[:2] == ["cache-2", "failed"] and lines[2].endswith("no route")
+    report = json.loads(kue(queue, redis_url, "runs", str(jid), "--json").stdout)
+    assert report["fanOut"]["k"] == 2 and report["state"] == "active"
+    assert [(r["worker"], r["state"]) for r in report["runs"]] == [
+        ("cache-1", "complete"),
+        ("cache-2", "failed"),
+    ]
+
+
+def test_a_plain_job_and_an_unknown_one(queue: Queue, redis_url: str) -> None:
+    jid = queue.create_job("t").save().id
+    result = kue(queue, redis_url, "runs", str(jid))
+    assert (
+        result.exit_code == 0
+        and result.stdout == f"job {jid} (t) is inactive and does not fan out\n"
+    )
+    missing = kue(queue, redis_url, "runs", "999")
+    assert missing.exit_code == 2 and "999" in missing.stderr and "Traceback" not in missing.output
