@@ -1049,6 +1049,17 @@ local function run_lost(p, id, key, w, token, stalled, limit_stalls, now)
   return 'reopened'
 end
 
+-- A finishing script's claim for its own worker deletes the type's wake-up tokens when it
+-- finds nothing it may take (see claim), the one runs_offer pushed for a place it opened in
+-- the same call too, though other workers may take that place: one goes back while places
+-- of `jtype` are open, so that an idle worker is woken for them.
+local function runs_rewake(p, jtype)
+  local tokens = k_tokens(p, jtype)
+  if redis.call('EXISTS', k_open(p, jtype)) == 1 and redis.call('EXISTS', tokens) == 0 then
+    redis.call('LPUSH', tokens, 1)
+  end
+end
+
 -- The live workers that serve `jtype`: registered in <p>:workers, heartbeat within their
 -- lease, `types` of their info has it, not stopping; among `only` (a list) when given.
 -- Sorted, for a stable order.
@@ -1637,12 +1648,19 @@ end
 
 -- The claim a finishing script makes for its worker, from ARGV[first..] (worker id, lease
 -- ms, then the types to claim from in order, the finished job's `jtype` when none; '' for the
--- worker: claim nothing): what claim_first gives, or an empty table.
-local function claim_after(p, jtype, first, now)
+-- worker: claim nothing): what claim_first gives, or an empty table. `fanned`: the finished
+-- job fans out (see runs_rewake).
+local function claim_after(p, jtype, first, now, fanned)
   local worker, lease_ms = ARGV[first], tonumber(ARGV[first + 1])
   if not worker or worker == '' or not lease_ms then return {} end
-  if #ARGV < first + 2 then return claim(p, jtype, worker, lease_ms, now) or {} end
-  return claim_first(p, first + 2, worker, lease_ms, now) or {}
+  local out
+  if #ARGV < first + 2 then
+    out = claim(p, jtype, worker, lease_ms, now) or {}
+  else
+    out = claim_first(p, first + 2, worker, lease_ms, now) or {}
+  end
+  if fanned then runs_rewake(p, jtype) end
+  return out
 end
 
 -- Redis Cluster: while this queue's slot migrates to another node, its keys move a batch at a

@@ -117,6 +117,24 @@ def test_at_once_1_gives_one_place_at_a_time(queue: Queue, r: redis.Redis) -> No
     _clean(queue)
 
 
+def test_a_place_a_finishing_worker_may_not_take_still_wakes_an_idle_worker(
+    queue: Queue, r: redis.Redis
+) -> None:
+    jid = queue.create_job("t").fan_out(2, at_once=1).save().id
+    assert jid is not None
+    a = _claim(queue, W1)
+    # W1 completes its run and asks for its next job in the same call: it may not take the
+    # place this opens (its run is done), and an idle worker must still be woken for it.
+    outcome, claimed = queue.scripts.complete(jid, _token(a), "1", (W1, LEASE))
+    assert outcome == "complete" and claimed is None
+    assert r.llen(queue.keys.tokens("t")) == 1
+    b = _claim(queue, W2)
+    assert b[0] == jid
+    queue.scripts.complete(jid, _token(b), "2", (W2, LEASE))
+    assert queue.get_job(jid).result == {W1: 1, W2: 2}
+    _clean(queue)
+
+
 def test_a_failed_run_within_max_failed_runs_reopens_its_place(queue: Queue) -> None:
     jid = queue.create_job("t").fan_out(2, max_failed_runs=1).save().id
     assert jid is not None
