@@ -14,6 +14,7 @@ from tests.conftest import never, wait_for
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.single_node]
 
+
 def test_a_pinned_job_waits_for_its_worker_while_the_others_flow(
     run: list[Kue], redis_url: str, prefix: str, queue: Queue
 ) -> None:
