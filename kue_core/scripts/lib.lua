@@ -1324,14 +1324,27 @@ local function count_start(p, jtype, r, group, start, now)
   end
 end
 
+-- Whether a live worker serving `jtype` other than `worker` may start a run of fan-out job
+-- `id` (see live_targets, run_eligible).
+local function runs_other_may(p, jtype, id, worker)
+  local runs = runs_of(p, id)
+  for _, w in ipairs(live_targets(p, jtype, nil, now_ms())) do
+    if w ~= worker and run_eligible(runs, w) then return true end
+  end
+  return false
+end
+
 -- The best job of <p>:open:<type> among the first OPEN_SCAN that `worker` may start a run of
--- (see run_eligible), and its score; or nil.
+-- (see run_eligible), and its score; or nil. A worker whose run of a job failed takes its
+-- place again only when no other live worker may: it would likely fail there again.
 local function open_top(p, jtype, worker)
   local top = redis.call('ZRANGE', k_open(p, jtype), 0, OPEN_SCAN - 1, 'WITHSCORES')
   for i = 1, #top, 2 do
-    local text = redis.call('HGET', k_runs(p, zid_id(top[i])), worker)
+    local id = zid_id(top[i])
+    local text = redis.call('HGET', k_runs(p, id), worker)
     local ok, run = pcall(cjson.decode, text or '')
-    if not (ok and type(run) == 'table') or run.state == 'failed' or run.state == 'lost' then
+    if not (ok and type(run) == 'table') or run.state == 'lost'
+      or (run.state == 'failed' and not runs_other_may(p, jtype, id, worker)) then
       return top[i], tonumber(top[i + 1])
     end
   end
