@@ -29,6 +29,6 @@ elseif h[1] == 'active' and h[2] == token then
   outcome = 'complete'
   complete_job(p, id, KEYS[1], h, result, now)
 end
-local out = claim_after(p, jtype, 5, now)
+local out = claim_after(p, jtype, 5, now, h[15])
 table.insert(out, 1, outcome)
 return out

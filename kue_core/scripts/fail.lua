@@ -44,6 +44,6 @@ elseif h[1] == 'active' and h[2] == token then
     only = h[9],
   }, outcome, now)
 end
-local out = claim_after(p, jtype, 7, now)
+local out = claim_after(p, jtype, 7, now, h[10])
 table.insert(out, 1, outcome)
 return out

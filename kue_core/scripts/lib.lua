@@ -1058,6 +1058,17 @@ local function run_lost(p, id, key, w, token, stalled, limit_stalls, now)
   return 'reopened'
 end
 
+-- A finishing script's claim for its own worker deletes the type's wake-up tokens when it
+-- finds nothing it may take (see claim), the one runs_offer pushed for a place it opened in
+-- the same call too, though other workers may take that place: one goes back while places
+-- of `jtype` are open, so that an idle worker is woken for them.
+local function runs_rewake(p, jtype)
+  local tokens = k_tokens(p, jtype)
+  if redis.call('EXISTS', k_open(p, jtype)) == 1 and redis.call('EXISTS', tokens) == 0 then
+    redis.call('LPUSH', tokens, 1)
+  end
+end
+
 -- The live workers that serve `jtype`: registered in <p>:workers, heartbeat within their
 -- lease, `types` of their info has it, not stopping; among `only` (a list) when given.
 -- Sorted, for a stable order.
@@ -1322,14 +1333,27 @@ local function count_start(p, jtype, r, group, start, now)
   end
 end
 
+-- Whether a live worker serving `jtype` other than `worker` may start a run of fan-out job
+-- `id` (see live_targets, run_eligible).
+local function runs_other_may(p, jtype, id, worker)
+  local runs = runs_of(p, id)
+  for _, w in ipairs(live_targets(p, jtype, nil, now_ms())) do
+    if w ~= worker and run_eligible(runs, w) then return true end
+  end
+  return false
+end
+
 -- The best job of <p>:open:<type> among the first OPEN_SCAN that `worker` may start a run of
--- (see run_eligible), and its score; or nil.
+-- (see run_eligible), and its score; or nil. A worker whose run of a job failed takes its
+-- place again only when no other live worker may: it would likely fail there again.
 local function open_top(p, jtype, worker)
   local top = redis.call('ZRANGE', k_open(p, jtype), 0, OPEN_SCAN - 1, 'WITHSCORES')
   for i = 1, #top, 2 do
-    local text = redis.call('HGET', k_runs(p, zid_id(top[i])), worker)
+    local id = zid_id(top[i])
+    local text = redis.call('HGET', k_runs(p, id), worker)
     local ok, run = pcall(cjson.decode, text or '')
-    if not (ok and type(run) == 'table') or run.state == 'failed' or run.state == 'lost' then
+    if not (ok and type(run) == 'table') or run.state == 'lost'
+      or (run.state == 'failed' and not runs_other_may(p, jtype, id, worker)) then
       return top[i], tonumber(top[i + 1])
     end
   end
@@ -1646,12 +1670,19 @@ end
 
 -- The claim a finishing script makes for its worker, from ARGV[first..] (worker id, lease
 -- ms, then the types to claim from in order, the finished job's `jtype` when none; '' for the
--- worker: claim nothing): what claim_first gives, or an empty table.
-local function claim_after(p, jtype, first, now)
+-- worker: claim nothing): what claim_first gives, or an empty table. `fanned`: the finished
+-- job fans out (see runs_rewake).
+local function claim_after(p, jtype, first, now, fanned)
   local worker, lease_ms = ARGV[first], tonumber(ARGV[first + 1])
   if not worker or worker == '' or not lease_ms then return {} end
-  if #ARGV < first + 2 then return claim(p, jtype, worker, lease_ms, now) or {} end
-  return claim_first(p, first + 2, worker, lease_ms, now) or {}
+  local out
+  if #ARGV < first + 2 then
+    out = claim(p, jtype, worker, lease_ms, now) or {}
+  else
+    out = claim_first(p, first + 2, worker, lease_ms, now) or {}
+  end
+  if fanned then runs_rewake(p, jtype) end
+  return out
 end
 
 -- Redis Cluster: while this queue's slot migrates to another node, its keys move a batch at a

@@ -87,6 +87,24 @@ class Kue:
             self.proc.wait(10)
 
 
+#: Seconds of a ``kue worker`` lease in the process tests: a heartbeat every 0.1 s.
+LEASE = "0.3"
+
+
+def start_worker(
+    run: list[Kue], redis_url: str, prefix: str, worker_id: str, handler: str, *more: str
+) -> Kue:
+    """``kue worker tests.cli.handlers:<handler> --id <worker_id>`` on type ``job`` (2 slots,
+    lease ``LEASE``, ``more`` arguments after), appended to ``run``; returned once it runs."""
+    kue = Kue(
+        "worker", f"tests.cli.handlers:{handler}", "-t", "job", "-c", "2", "--lease", LEASE,
+        "--id", worker_id, "--redis", redis_url, "--prefix", prefix, *more,
+    )  # fmt: skip
+    run.append(kue)
+    kue.wait_for_line(rf"worker pid {kue.proc.pid}, id {worker_id}: ")
+    return kue
+
+
 def doctor_finds_nothing(prefix: str, redis_url: str) -> None:
     """``kue doctor`` on the queue answers healthy (exit 0)."""
     from click.testing import CliRunner

@@ -9,22 +9,10 @@ from __future__ import annotations
 import pytest
 
 from kue_core import Queue
-from tests.cli.running import Kue, doctor_finds_nothing
+from tests.cli.running import Kue, doctor_finds_nothing, start_worker
 from tests.conftest import never, wait_for
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.single_node]
-
-LEASE = "0.3"  # seconds: a heartbeat every 0.1 s
-
-
-def start(run: list[Kue], redis_url: str, prefix: str, worker_id: str, handler: str) -> Kue:
-    kue = Kue(
-        "worker", f"tests.cli.handlers:{handler}", "-t", "job", "-c", "2", "--lease", LEASE,
-        "--id", worker_id, "--redis", redis_url, "--prefix", prefix,
-    )  # fmt: skip
-    run.append(kue)
-    kue.wait_for_line(rf"worker pid {kue.proc.pid}, id {worker_id}: ")
-    return kue
 
 
 def test_a_pinned_job_waits_for_its_worker_while_the_others_flow(
@@ -32,11 +20,11 @@ def test_a_pinned_job_waits_for_its_worker_while_the_others_flow(
 ) -> None:
     pinned = queue.create_job("job", {"n": 21}).priority("critical").only(["gpu-1"]).save()
     plain = [queue.create_job("job", {"n": i}).save() for i in range(10)]
-    cpu = start(run, redis_url, prefix, "cpu-1", "echo")
+    cpu = start_worker(run, redis_url, prefix, "cpu-1", "echo")
     assert wait_for(lambda: queue.counts("job")["complete"] == 10, timeout=20)
     assert all(queue.get_job(j.id).worker_id == "cpu-1" for j in plain)  # type: ignore[arg-type]
     assert queue.get_job(pinned.id).state == "pinned"  # type: ignore[arg-type]
-    start(run, redis_url, prefix, "gpu-1", "echo")
+    start_worker(run, redis_url, prefix, "gpu-1", "echo")
     assert wait_for(lambda: queue.get_job(pinned.id).state == "complete", timeout=20)  # type: ignore[arg-type]
     done = queue.get_job(pinned.id)  # type: ignore[arg-type]
     assert done.worker_id == "gpu-1" and done.result["twice"] == 42
@@ -47,8 +35,8 @@ def test_a_pinned_job_waits_for_its_worker_while_the_others_flow(
 def test_a_pinned_job_whose_worker_dies_waits_for_it_again(
     run: list[Kue], redis_url: str, prefix: str, queue: Queue
 ) -> None:
-    start(run, redis_url, prefix, "cpu-1", "sleepy")
-    gpu = start(run, redis_url, prefix, "gpu-1", "sleepy")
+    start_worker(run, redis_url, prefix, "cpu-1", "sleepy")
+    gpu = start_worker(run, redis_url, prefix, "gpu-1", "sleepy")
     job = queue.create_job("job", {"seconds": 1.5}).only(["gpu-1"]).save()
     jid = job.id
     assert jid is not None
@@ -57,7 +45,7 @@ def test_a_pinned_job_whose_worker_dies_waits_for_it_again(
     assert wait_for(lambda: queue.get_job(jid).state == "pinned", timeout=10)
     # The other worker, idle and sweeping the leases, never takes it.
     assert never(lambda: queue.get_job(jid).state != "pinned", window=1.0)
-    again = start(run, redis_url, prefix, "gpu-1", "sleepy")
+    again = start_worker(run, redis_url, prefix, "gpu-1", "sleepy")
     assert wait_for(lambda: queue.get_job(jid).state == "complete", timeout=20)
     done = queue.get_job(jid)
     assert done.worker_id == "gpu-1" and done.result == {"slept": 1.5}

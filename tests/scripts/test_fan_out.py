@@ -117,6 +117,24 @@ def test_at_once_1_gives_one_place_at_a_time(queue: Queue, r: redis.Redis) -> No
     _clean(queue)
 
 
+def test_a_place_a_finishing_worker_may_not_take_still_wakes_an_idle_worker(
+    queue: Queue, r: redis.Redis
+) -> None:
+    jid = queue.create_job("t").fan_out(2, at_once=1).save().id
+    assert jid is not None
+    a = _claim(queue, W1)
+    # W1 completes its run and asks for its next job in the same call: it may not take the
+    # place this opens (its run is done), and an idle worker must still be woken for it.
+    outcome, claimed = queue.scripts.complete(jid, _token(a), "1", (W1, LEASE))
+    assert outcome == "complete" and claimed is None
+    assert r.llen(queue.keys.tokens("t")) == 1
+    b = _claim(queue, W2)
+    assert b[0] == jid
+    queue.scripts.complete(jid, _token(b), "2", (W2, LEASE))
+    assert queue.get_job(jid).result == {W1: 1, W2: 2}
+    _clean(queue)
+
+
 def test_a_failed_run_within_max_failed_runs_reopens_its_place(queue: Queue) -> None:
     jid = queue.create_job("t").fan_out(2, max_failed_runs=1).save().id
     assert jid is not None
@@ -126,11 +144,31 @@ def test_a_failed_run_within_max_failed_runs_reopens_its_place(queue: Queue) -> 
     runs = _runs(queue, jid)
     assert runs[W1]["state"] == "failed" and runs[W1]["error"] == "boom"
     _clean(queue)
-    again = _claim(queue, W1)  # its run failed: it may take the place again
+    again = _claim(queue, W1)  # its run failed, and no other live worker may: it takes it
     assert again[0] == jid and _runs(queue, jid)[W1]["tries"] == 2
     queue.scripts.complete(jid, _token(again), "1", None)
     queue.scripts.complete(jid, _token(b), "2", None)
     assert queue.get_job(jid).state == "complete"
+    _clean(queue)
+
+
+def test_a_failed_runs_place_goes_to_another_live_worker_first(queue: Queue) -> None:
+    for w in (W1, W2, W3):
+        _register(queue, w, {"t": 1})
+    jid = queue.create_job("t").fan_out(2, max_failed_runs=1).save().id
+    assert jid is not None
+    a, b = _claim(queue, W1), _claim(queue, W2)
+    # W1 fails and asks for its next job in the same call: W3, live and without a run of the
+    # job, may take the place, so W1 does not take it again (it would fail there again).
+    outcome, claimed = queue.scripts.fail(jid, _token(a), "boom", "boom", 0, (W1, LEASE))
+    assert outcome == "inactive" and claimed is None
+    assert _claim(queue, W1) in (None, PINS)
+    c = _claim(queue, W3)
+    assert c[0] == jid
+    queue.scripts.complete(jid, _token(b), "2", None)
+    queue.scripts.complete(jid, _token(c), "3", None)
+    assert queue.get_job(jid).result == {W2: 2, W3: 3}
+    assert _runs(queue, jid)[W1]["state"] == "failed"
     _clean(queue)
 
 
