@@ -505,15 +505,18 @@ end
 -- The hash also keeps at_once (absent: k), max_failed_runs, late ('1': late joiners join,
 -- through <p>:late:<type>), runs_done and runs_failed. Its type's rules have `fanout`.
 
--- The runs of fan-out job `id`: worker id -> run (a table).
+-- The runs of fan-out job `id`: worker id -> run (a table), and worker id -> its JSON text.
 local function runs_of(p, id)
   local flat = redis.call('HGETALL', k_runs(p, id))
-  local runs = {}
+  local runs, texts = {}, {}
   for i = 1, #flat, 2 do
     local ok, run = pcall(cjson.decode, flat[i + 1])
-    if ok and type(run) == 'table' then runs[flat[i]] = run end
+    if ok and type(run) == 'table' then
+      runs[flat[i]] = run
+      texts[flat[i]] = flat[i + 1]
+    end
   end
-  return runs
+  return runs, texts
 end
 
 -- Store `run` of worker `w`; `result`: the JSON text of a completed run's result, kept as it
@@ -961,12 +964,11 @@ end
 -- The result of fan-out job `id` once its runs are done: {worker: result, ...} (JSON text)
 -- of its completed runs.
 local function runs_result(p, id)
-  local flat = redis.call('HGETALL', k_runs(p, id))
+  local runs, texts = runs_of(p, id)
   local parts = {}
-  for i = 1, #flat, 2 do
-    local ok, run = pcall(cjson.decode, flat[i + 1])
-    if ok and type(run) == 'table' and run.state == 'complete' then
-      parts[#parts + 1] = cjson.encode(flat[i]) .. ':' .. run_result(flat[i + 1])
+  for w, run in pairs(runs) do
+    if run.state == 'complete' then
+      parts[#parts + 1] = cjson.encode(w) .. ':' .. run_result(texts[w])
     end
   end
   return '{' .. table.concat(parts, ',') .. '}'

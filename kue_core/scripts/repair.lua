@@ -578,11 +578,18 @@ function pins.pin(id)
   return r
 end
 
-function pins.unpin(name, member)
+-- The zset `name` (named without '<p>:') and the job of its `member` (nil when none), or nil
+-- when the set does not hold that member.
+local function held(name, member)
   local set = p .. ':' .. name
-  if key_type(set) ~= 'zset' or not redis.call('ZSCORE', set, member) then return 0 end
+  if key_type(set) ~= 'zset' or not redis.call('ZSCORE', set, member) then return nil end
   local id = member_id(member)
-  local j = id and job_of(id)
+  return set, id and job_of(id), id
+end
+
+function pins.unpin(name, member)
+  local set, j = held(name, member)
+  if not set then return 0 end
   -- A pinned job's workers' places, or an active fan-out job's (its open places).
   if j and (j.state == 'pinned' or (j.state == 'active' and j.fan_out)) then
     for _, w in ipairs(pin_list(j.only)) do
@@ -629,10 +636,8 @@ end
 
 -- Remove `member` from the open or late set `name` (named without '<p>:') unless it belongs.
 function runs.unopen(name, member)
-  local set = p .. ':' .. name
-  if key_type(set) ~= 'zset' or not redis.call('ZSCORE', set, member) then return 0 end
-  local id = member_id(member)
-  local j = id and job_of(id)
+  local set, j, id = held(name, member)
+  if not set then return 0 end
   if j and j.fan_out then
     if name == 'open:' .. j.type and j.state == 'active' and not j.only then return 0 end
     if name == 'late:' .. j.type and j.state ~= 'complete' and j.state ~= 'failed'
