@@ -129,7 +129,9 @@ class FanOutOptions:
     _records: bool
     _only: list[str] | None
     _group: str | None
+    _unique: Any
     _fan_out: dict[str, Any] | None = None
+    _reset_runs = False
     _runs: list[dict[str, Any]] | None = None
 
     def fan_out(
@@ -139,6 +141,7 @@ class FanOutOptions:
         at_once: int | None = None,
         max_failed_runs: int = 0,
         late_joiners: bool = False,
+        reset_runs: bool = False,
     ) -> Any:
         """Run the job on ``k`` distinct worker processes (or ``"all"``: every live worker
         serving its type when it is saved) and complete it once each completed its run, with
@@ -146,14 +149,23 @@ class FanOutOptions:
         runs at a time (default: all); ``max_failed_runs``: failed runs tolerated before the
         job fails for good; ``late_joiners`` (``"all"`` only): workers that start serving the
         type while it is unfinished join it. ``fan_out("all")`` with no worker alive
-        completes the job at once with the result ``{}``. Given before the save; without
-        arguments, the options as a dict (``k``, ``atOnce``, ``maxFailedRuns``,
+        completes the job at once with the result ``{}``. A fan_out("all") job keeps the
+        targets and ``k`` resolved at its save when it waits again (by hand, a retry, a
+        ``reuse`` save): it starts over with no runs, and needs ``k`` new ones.
+        ``reset_runs`` (with a unique key; an option of this publish, stored nowhere): when
+        the save is deduplicated onto an active fan-out job of the key, that job's failed
+        runs are cleared, so their workers may try again within a fresh
+        ``max_failed_runs``; its complete and running runs stay. Given before the save;
+        without arguments, the options as a dict (``k``, ``atOnce``, ``maxFailedRuns``,
         ``lateJoiners``) or None."""
         if k is _UNSET:
             return dict(self._fan_out) if self._fan_out is not None else None
         if self.id is not None:
             raise InvalidJob("fan_out is given before the job is saved")
+        if not isinstance(reset_runs, bool):
+            raise InvalidJob(f"reset_runs must be true or false, got {reset_runs!r:.60}")
         self._fan_out = options(k, at_once, max_failed_runs, late_joiners, self._only, self._group)
+        self._reset_runs = reset_runs
         self._records = True
         return self
 
@@ -166,7 +178,12 @@ class FanOutOptions:
         f = options(
             f["k"], f["atOnce"], f["maxFailedRuns"], f["lateJoiners"], self._only, self._group
         )
-        return save_value(f)
+        out = save_value(f)
+        if self._reset_runs:
+            if self._unique is None:
+                raise InvalidJob("reset_runs goes with a unique key (job.unique(key))")
+            out["reset"] = 1
+        return out
 
     def runs(self) -> list[dict[str, Any]]:
         """The runs of a saved fan-out job, ordered by start: each ``{"worker", "state",

@@ -614,13 +614,47 @@ local function runs_leave(p, id, job, reason, now)
   runs_close(p, id, job.type, job.only)
 end
 
+-- A publish with reset_runs landed on active fan-out job `id` (at `key`; see save_unique):
+-- its failed runs are dropped and runs_failed is 0, so that their workers may try again
+-- within a fresh max_failed_runs; complete, running and lost runs stay. Its open places are
+-- offered again.
+local function runs_retry(p, id, key, now)
+  local dropped = {}
+  for w, run in pairs(runs_of(p, id)) do
+    if run.state == 'failed' then dropped[#dropped + 1] = w end
+  end
+  if #dropped > 0 then redis.call('HDEL', k_runs(p, id), unpack(dropped)) end
+  redis.call('HSET', key, 'runs_failed', '0')
+  history(p, id, { state = 'active', at = now, reset_runs = #dropped })
+  runs_offer(p, id)
+end
+
+-- Fan-out job `id` (at `key`, of `jtype` at `priority`) waits again by hand (a move back to
+-- inactive, pinned or delayed, a manual retry, a move to another type, a reuse save): it
+-- starts over, with no runs, none done and none failed, so that it completes after k new
+-- runs. Its targets and k (a fan_out('all') job's resolved `only`) stay; a late-joiners job
+-- is in its type's late set again. Its runs were stopped already (runs_leave).
+local function runs_reset(p, id, key, jtype, priority)
+  redis.call('DEL', k_runs(p, id))
+  redis.call('HSET', key, 'runs_done', '0', 'runs_failed', '0')
+  if redis.call('HGET', key, 'late') == '1' then
+    redis.call('ZADD', k_late(p, jtype), priority, zid(id))
+  end
+end
+
 -- Move a job (`job` as load_job gives it, stored at `key`) to `state`, which is not
 -- 'active' and not its current state ('inactive' means pinned for a job with workers of its
 -- own): indexes, hash, history, and the events of the move.
--- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
+-- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry);
+-- a fan-out job moved back to waiting starts over (runs_reset).
 local function move_job(p, id, key, job, state, now)
   if state == 'inactive' then state = waiting(job.only) end
-  if job.fan_out then runs_leave(p, id, job, 'moved to ' .. state, now) end
+  if job.fan_out then
+    runs_leave(p, id, job, 'moved to ' .. state, now)
+    if state ~= 'complete' and state ~= 'failed' then
+      runs_reset(p, id, key, job.type, job.priority)
+    end
+  end
   if job.state == 'active' then
     leave_active(p, id, job.type, job.group)  -- its lease ends: complete, fail are refused
   elseif STATES[job.state] then
@@ -1190,6 +1224,9 @@ end
 -- written), 'debounced' (the delayed or waiting holder got the new data and due time) or
 -- 'reused' (kue-unique's mode: the holder got the new data, and waits again if it had
 -- finished); state: the job's state now (false for a throttling holder that is gone).
+-- With reset_runs (`reset` in the records object), a save that lands on an active fan-out
+-- holder (deduplicated, or reused) clears its failed runs (runs_retry); a reuse that makes a
+-- finished fan-out holder wait again starts it over (runs_reset), with or without it.
 local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   local k = k_unique(p, key)
   local holder
@@ -1215,6 +1252,11 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   end
 
   local function held(outcome, state)
+    -- reset_runs (the records' `reset`): an active fan-out holder's failed runs go.
+    if state == 'active' and job.fan_out and ARGV[b + 10] ~= ''
+      and cjson.decode(ARGV[b + 10]).reset then
+      runs_retry(p, holder, k_job(p, holder), now)
+    end
     publish(p, holder, job.type, 'deduplicated', cjson.encode(key))
     return { tonumber(holder), outcome, state }
   end
@@ -1247,6 +1289,7 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   local state = waiting(job.only)
   if delay > 0 then state = 'delayed' end
   if STATES[job.state] then index_remove(p, holder, job.type, job.state, job.group) end
+  if job.fan_out then runs_reset(p, holder, jkey, job.type, job.priority) end  -- starts over
   local fields = { 'state', state, 'promote_at', int(now + delay) }
   if delay > 0 then
     fields[#fields + 1] = 'delay'; fields[#fields + 1] = int(delay)
