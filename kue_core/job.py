@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
-from . import checks, defaults, records, runs, unique
+from . import checks, defaults, pins, records, runs, unique
 from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
 from .flows import DependencyOptions, save_flow
@@ -37,7 +37,7 @@ class _Running(Protocol):
 _UNSET: Any = object()
 
 
-class Job(runs.FanOutOptions, RecordOptions, DependencyOptions):
+class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions):
     """One job. Create with ``queue.create_job(type, data)``; chain options; ``save()``.
 
     Option methods are setters when given a value (and return the job, for chaining) and

@@ -18,13 +18,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 import redis
 
 from . import defaults
 from .errors import InvalidJob
 from .keys import Keys, job_id_from_zid
+from .scripts import Scripts
+
+if TYPE_CHECKING:
+    from .job import Job
+    from .queue import Queue
 
 #: What a worker id given by hand may be (``Queue(worker_id=...)``, ``kue worker --id``,
 #: ``job.only``): letters, digits and ``. _ : @ -``, starting with a letter or a digit
@@ -85,3 +90,49 @@ def workers_of(text: str | None) -> list[str]:
     except ValueError:
         return []
     return [w for w in value if isinstance(w, str)] if isinstance(value, list) else []
+
+
+def new_workers(value: object) -> list[str] | None:
+    """The workers ``set_only`` takes: None (any worker), or a list (or tuple) of 1 to
+    ``defaults.MAX_PINS`` distinct worker ids; else ``InvalidJob``."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise InvalidJob(f"set_only takes a list of worker ids or None, got {value!r:.120}")
+    ids = [check_worker_id(each) for each in value]
+    if not ids:
+        raise InvalidJob("set_only takes at least one worker id (None: any worker)")
+    if len(ids) > defaults.MAX_PINS:
+        raise InvalidJob(f"a job may be pinned to at most {defaults.MAX_PINS} workers")
+    if len(set(ids)) != len(ids):
+        raise InvalidJob(f"set_only takes distinct worker ids, got {ids!r:.120}")
+    return ids
+
+
+def set_only(scripts: Scripts, job_id: int, workers: object) -> str:
+    """Change which workers may run saved job ``job_id`` (``pin.lua``): ``workers`` (see
+    :func:`new_workers`) or None for any worker. A waiting job moves to its new workers'
+    places (or to ``inactive``); a running job whose worker is no longer allowed is stopped
+    in that worker's process and waits pinned for the new ones, no attempt counted; a
+    running fan-out job's runs on workers no longer allowed stop, and their places are
+    offered to the new workers. A fan-out job keeps at least ``k`` workers
+    (``InvalidJob``). Returns the job's state after."""
+    ids = new_workers(workers)
+    return scripts.pin(job_id, "" if ids is None else json.dumps(ids, separators=(",", ":")))
+
+
+class PinControl:
+    """Mixed into ``Job``: ``set_only``."""
+
+    queue: Queue
+
+    if TYPE_CHECKING:
+
+        def _saved_id(self) -> int: ...
+        def _reload(self, other: Job) -> None: ...
+
+    def set_only(self, workers: Iterable[str] | None) -> Any:
+        """Change which workers may run this saved job (None: any worker); see
+        ``Queue.set_only``. Returns the job, reloaded."""
+        self._reload(self.queue.set_only(self._saved_id(), workers))
+        return self

@@ -173,12 +173,8 @@ local function waiting(only)
   return 'inactive'
 end
 
--- Offer pinned job `member` to each of its workers (`only`: its field).
-local function pin_add(p, member, jtype, priority, only)
-  for _, w in ipairs(pin_list(only)) do
-    redis.call('ZADD', k_places(p, jtype, w), priority, member)
-    wake_one(k_wake(p, jtype, w))
-  end
+-- Note that `jtype` has jobs in workers' places: its claims look at them from now on.
+local function mark_pins(p, jtype)
   local r = rule_of(p, jtype)
   if not (r and r.pins) then  -- its claims look at the workers' places from now on
     r = r or {}
@@ -188,6 +184,15 @@ local function pin_add(p, member, jtype, priority, only)
     -- and learn to wait on their own lists too.
     redis.call('LPUSH', k_tokens(p, jtype), 1)
   end
+end
+
+-- Offer pinned job `member` to each of its workers (`only`: its field).
+local function pin_add(p, member, jtype, priority, only)
+  for _, w in ipairs(pin_list(only)) do
+    redis.call('ZADD', k_places(p, jtype, w), priority, member)
+    wake_one(k_wake(p, jtype, w))
+  end
+  mark_pins(p, jtype)
 end
 
 -- Re-score pinned job `id` at `priority` in its workers' places.
