@@ -33,7 +33,7 @@ log = logging.getLogger("kue_core.events")
 #: ``failed(message)``, ``complete(result)``, ``remove(type)``, ``error(message)``; and ours:
 #: ``cancelled(reason)`` (before its ``failed``), ``moved(old type)``, ``edited()``,
 #: ``deduplicated(unique key)`` (a save that found the job holding its key), ``unblocked()``
-#: (the last job it depended on completed).
+#: (the last job it depended on completed), ``pinned(workers or None)`` (``set_only``).
 ARITY = {
     "enqueue": 1,
     "start": 1,
@@ -49,6 +49,7 @@ ARITY = {
     "edited": 0,
     "deduplicated": 1,
     "unblocked": 0,
+    "pinned": 1,
 }
 EVENTS = tuple(ARITY)
 #: After these a job has no more events to give: its job-level receivers are dropped.

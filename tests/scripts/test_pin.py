@@ -45,7 +45,18 @@ def test_a_waiting_job_moves_between_inactive_pinned_and_workers(
 ) -> None:
     jid = queue.create_job("t").save().id
     assert jid is not None
-    job = queue.set_only(jid, [W1])
+    with r.pubsub() as sub:
+        sub.subscribe(queue.keys.events)
+        sub.get_message(timeout=1)
+        job = queue.set_only(jid, [W1])
+        event = sub.get_message(timeout=1)
+    assert event is not None
+    assert json.loads(event["data"]) == {
+        "id": jid,
+        "event": "pinned",
+        "args": ["pinned", [W1]],
+        "type": "t",
+    }
     assert job.state == "pinned" and job.only() == [W1]
     assert _places(r, queue, W1) == [jid] and queue.counts("t")["inactive"] == 0
     assert _last(queue, jid)["only"] == [W1] and _last(queue, jid)["from"] == "inactive"
