@@ -122,14 +122,43 @@ def set_only(scripts: Scripts, job_id: int, workers: object) -> str:
 
 
 class PinControl:
-    """Mixed into ``Job``: ``set_only``."""
+    """Mixed into ``Job``: ``set_only`` and ``prefer``."""
 
     queue: Queue
+    id: int | None
+    _records: bool
+    _only: list[str] | None
+    _fan_out: dict[str, Any] | None
+    _prefer: list[str] | None = None
 
     if TYPE_CHECKING:
 
         def _saved_id(self) -> int: ...
         def _reload(self, other: Job) -> None: ...
+
+    def prefer(self, workers: Any = None) -> Any:
+        """Workers that should run the job first (given before the save): any worker may
+        run it (it waits ``inactive``, where Node Kue's workers see it too), but each of
+        these finds it before a job of equal priority that it does not prefer. Without
+        arguments, the preferred workers or None. Not with ``only`` or ``fan_out``."""
+        if workers is None:
+            return list(self._prefer) if self._prefer is not None else None
+        if self.id is not None:
+            raise InvalidJob("preferred workers are given before the save")
+        self._prefer = worker_ids(workers)
+        self._records = True
+        return self
+
+    def _prefer_value(self) -> list[str] | None:
+        """The records object's preferred workers, checked against ``only`` and
+        ``fan_out`` as they are at the save."""
+        if self._prefer is None:
+            return None
+        if self._only is not None:
+            raise InvalidJob("a job has preferred workers or workers of its own, not both")
+        if self._fan_out is not None:
+            raise InvalidJob("a fan-out job has no preferred workers (use only)")
+        return self._prefer
 
     def set_only(self, workers: Iterable[str] | None) -> Any:
         """Change which workers may run this saved job (None: any worker); see

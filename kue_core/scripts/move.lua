@@ -31,7 +31,9 @@ if job.fan_out then  -- the new type's claims look at its places; unfinished, it
 end
 if STATES[state] then
   if job.group then mark_grouped(p, to) end
-  index_add(p, id, to, state, job.priority, job.promote_at, job.ttl, now, job.group)
+  if job.prefer then mark_prefer(p, to) end
+  index_add(p, id, to, state, job.priority, job.promote_at, job.ttl, now, job.group,
+    job.prefer or false)
 end
 history(p, id, { state = state, at = now, from = job.state, moved = { from = job.type, to = to } })
 publish(p, id, to, 'moved', cjson.encode(job.type))

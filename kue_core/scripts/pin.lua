@@ -15,8 +15,9 @@
 --          offered to the new workers.
 -- History  {state, at, only = [workers] (absent for any worker), from (when the state changed),
 --          stopped = [workers] and reason (when runs or an attempt were stopped)}.
--- Errors   KUE_NOT_FOUND; KUE_INVALID for a malformed list, and for fewer workers than a
---          fan-out job's k (nothing is written).
+-- Errors   KUE_NOT_FOUND; KUE_INVALID for a malformed list, for fewer workers than a
+--          fan-out job's k, and for workers given to a job with preferred workers (nothing
+--          is written).
 local p, id, given = ARGV[1], ARGV[2], ARGV[3]
 local only = nil
 if given ~= '' then
@@ -37,6 +38,10 @@ end
 local key = KEYS[1]
 local job = load_job(key)
 if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
+if only and job.prefer then
+  return redis.error_reply('KUE_INVALID job ' .. id .. ' has preferred workers: it cannot be '
+    .. 'pinned too')
+end
 local k = tonumber(job.fan_out)
 if only and k and k > #pin_list(only) then
   return redis.error_reply('KUE_INVALID job ' .. id .. ' fans out to ' .. k .. ' workers: it '
@@ -61,7 +66,7 @@ local state, stopped = job.state, {}
 local reason = 'its workers changed'
 
 if job.state == 'inactive' or job.state == 'pinned' then
-  index_remove(p, id, job.type, job.state, job.group)  -- out of the old workers' places
+  index_remove(p, id, job.type, job.state, job.group, job.prefer)  -- out of the old places
   set_field()
   state = waiting(only)
   redis.call('HSET', key, 'state', state)
