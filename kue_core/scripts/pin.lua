@@ -81,7 +81,9 @@ elseif job.state == 'active' and job.fan_out then
   end
   -- Out of the old places (runs_offer offers them anew); a late-joiners job stays late.
   redis.call('ZREM', k_open(p, job.type), zid(id))
-  for _, w in ipairs(pin_list(job.only)) do redis.call('ZREM', k_places(p, job.type, w), zid(id)) end
+  for _, w in ipairs(pin_list(job.only)) do
+    redis.call('ZREM', k_places(p, job.type, w), zid(id))
+  end
   set_field()
   if only then mark_pins(p, job.type) end
   runs_offer(p, id)
