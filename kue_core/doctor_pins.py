@@ -11,7 +11,8 @@ restore or a Redis that lost writes can leave them apart.
     it waits inactive, for any worker.
 ``stale-pinned-job``
     a member of a worker's places that is not a pinned job of that type and worker, nor an
-    active fan-out job of theirs (whose open places are there: see kue_core/runs.py) (claims
+    active fan-out job of theirs (whose open places are there: see kue_core/runs.py), nor an
+    inactive job that prefers that worker (see kue_core/pins.py) (claims
     skip and drop such members, but one a worker never claims from stays). Repair: remove it.
 
 The check reads the pinned jobs (``<p>:jobs:pinned``) and the keys ``<p>:places:*`` (one SCAN
@@ -28,7 +29,7 @@ from .doctor_checker import Checker, member_id, pages
 from .keys import zid
 from .pins import workers_of
 
-_FIELDS = ("type", "state", "only", "fan_out")
+_FIELDS = ("type", "state", "only", "fan_out", "prefer")
 
 
 def check(c: Checker) -> None:
@@ -116,9 +117,12 @@ def _members(c: Checker, key: str, page: list[str]) -> None:
 
 def _belongs(c: Checker, key: str, h: Any) -> bool:
     """Whether the places ``key`` may hold the job (``h``: its _FIELDS): a pinned job of that
-    worker's, or an active fan-out job's open place for it (see kue_core/runs.py)."""
+    worker's, an active fan-out job's open place for it (see kue_core/runs.py), or a job
+    waiting inactive that prefers that worker (see kue_core/pins.py)."""
     if not isinstance(h, list) or h[0] is None:
         return False
+    if h[1] == "inactive" and any(c.keys.places(h[0], w) == key for w in workers_of(h[4])):
+        return True
     if h[1] != "pinned" and not (h[1] == "active" and h[3] is not None):
         return False
     return any(c.keys.places(h[0], w) == key for w in workers_of(h[2]))

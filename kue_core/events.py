@@ -33,10 +33,10 @@ log = logging.getLogger("kue_core.events")
 #: ``failed(message)``, ``complete(result)``, ``remove(type)``, ``error(message)``; and ours:
 #: ``cancelled(reason)`` (before its ``failed``), ``moved(old type)``, ``edited()``,
 #: ``deduplicated(unique key)`` (a save that found the job holding its key), ``unblocked()``
-#: (the last job it depended on completed); a fan-out job's (see kue_core.runs) ``run
-#: start(worker)``, ``run complete(worker)``, ``run failed(worker, message)``, ``run
-#: lost(worker)`` (its lease ran out or its worker gave it back; runs stopped because the job
-#: ended or was moved are told by that job's own event).
+#: (the last job it depended on completed), ``pinned(workers or None)`` (``set_only``); a
+#: fan-out job's (see kue_core.runs) ``run start(worker)``, ``run complete(worker)``, ``run
+#: failed(worker, message)``, ``run lost(worker)`` (its lease ran out or its worker gave it
+#: back; runs stopped because the job ended or was moved are told by that job's own event).
 ARITY = {
     "enqueue": 1,
     "start": 1,
@@ -52,6 +52,7 @@ ARITY = {
     "edited": 0,
     "deduplicated": 1,
     "unblocked": 0,
+    "pinned": 1,
     "run start": 1,
     "run complete": 1,
     "run failed": 2,

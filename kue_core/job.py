@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
-from . import checks, defaults, records, runs, unique
+from . import checks, defaults, pins, records, runs, unique
 from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
 from .flows import DependencyOptions, save_flow
@@ -37,7 +37,7 @@ class _Running(Protocol):
 _UNSET: Any = object()
 
 
-class Job(runs.FanOutOptions, RecordOptions, DependencyOptions):
+class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions):
     """One job. Create with ``queue.create_job(type, data)``; chain options; ``save()``.
 
     Option methods are setters when given a value (and return the job, for chaining) and
@@ -430,6 +430,8 @@ class Job(runs.FanOutOptions, RecordOptions, DependencyOptions):
         only = _json_field(h["only"], None) if "only" in h else None
         if isinstance(only, list):
             job._only = [w for w in only if isinstance(w, str)]
+        if "prefer" in h:
+            job._prefer = pins.workers_of(h["prefer"])
         if "fan_out" in h:  # a plain job reads nothing more
             job._fan_out = runs.from_hash(h)
             job._runs = runs.read(queue, job_id)
@@ -469,6 +471,8 @@ class Job(runs.FanOutOptions, RecordOptions, DependencyOptions):
             out["group"] = self._group
         if self._only is not None:
             out["only"] = list(self._only)
+        if self._prefer is not None:
+            out["prefer"] = list(self._prefer)
         if self._fan_out is not None:
             out["fanOut"] = dict(self._fan_out)
             if self.id is not None:

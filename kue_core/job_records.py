@@ -166,6 +166,10 @@ class RecordOptions:
         """The fan-out entries of the records object (see kue_core.runs); None here."""
         return None
 
+    def _prefer_value(self) -> list[str] | None:
+        """The preferred workers of the records object (see kue_core.pins); None here."""
+        return None
+
     def _words(self) -> list[str]:
         """The search words of the job's data (see ``records.data_words``)."""
         return records.data_words(self.data, self._search_keys or ())
@@ -184,4 +188,5 @@ class RecordOptions:
             self._group,
             self._only,
             self._fan_out_value(),
+            self._prefer_value(),
         )

@@ -18,13 +18,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 import redis
 
 from . import defaults
 from .errors import InvalidJob
 from .keys import Keys, job_id_from_zid
+from .scripts import Scripts
+
+if TYPE_CHECKING:
+    from .job import Job
+    from .queue import Queue
 
 #: What a worker id given by hand may be (``Queue(worker_id=...)``, ``kue worker --id``,
 #: ``job.only``): letters, digits and ``. _ : @ -``, starting with a letter or a digit
@@ -85,3 +90,78 @@ def workers_of(text: str | None) -> list[str]:
     except ValueError:
         return []
     return [w for w in value if isinstance(w, str)] if isinstance(value, list) else []
+
+
+def new_workers(value: object) -> list[str] | None:
+    """The workers ``set_only`` takes: None (any worker), or a list (or tuple) of 1 to
+    ``defaults.MAX_PINS`` distinct worker ids; else ``InvalidJob``."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise InvalidJob(f"set_only takes a list of worker ids or None, got {value!r:.120}")
+    ids = [check_worker_id(each) for each in value]
+    if not ids:
+        raise InvalidJob("set_only takes at least one worker id (None: any worker)")
+    if len(ids) > defaults.MAX_PINS:
+        raise InvalidJob(f"a job may be pinned to at most {defaults.MAX_PINS} workers")
+    if len(set(ids)) != len(ids):
+        raise InvalidJob(f"set_only takes distinct worker ids, got {ids!r:.120}")
+    return ids
+
+
+def set_only(scripts: Scripts, job_id: int, workers: object) -> str:
+    """Change which workers may run saved job ``job_id`` (``pin.lua``): ``workers`` (see
+    :func:`new_workers`) or None for any worker. A waiting job moves to its new workers'
+    places (or to ``inactive``); a running job whose worker is no longer allowed is stopped
+    in that worker's process and waits pinned for the new ones, no attempt counted; a
+    running fan-out job's runs on workers no longer allowed stop, and their places are
+    offered to the new workers. A fan-out job keeps at least ``k`` workers
+    (``InvalidJob``). Returns the job's state after."""
+    ids = new_workers(workers)
+    return scripts.pin(job_id, "" if ids is None else json.dumps(ids, separators=(",", ":")))
+
+
+class PinControl:
+    """Mixed into ``Job``: ``set_only`` and ``prefer``."""
+
+    queue: Queue
+    id: int | None
+    _records: bool
+    _only: list[str] | None
+    _fan_out: dict[str, Any] | None
+    _prefer: list[str] | None = None
+
+    if TYPE_CHECKING:
+
+        def _saved_id(self) -> int: ...
+        def _reload(self, other: Job) -> None: ...
+
+    def prefer(self, workers: Any = None) -> Any:
+        """Workers that should run the job first (given before the save): any worker may
+        run it (it waits ``inactive``, where Node Kue's workers see it too), but each of
+        these finds it before a job of equal priority that it does not prefer. Without
+        arguments, the preferred workers or None. Not with ``only`` or ``fan_out``."""
+        if workers is None:
+            return list(self._prefer) if self._prefer is not None else None
+        if self.id is not None:
+            raise InvalidJob("preferred workers are given before the save")
+        self._prefer = worker_ids(workers)
+        self._records = True
+        return self
+
+    def _prefer_value(self) -> list[str] | None:
+        """The records object's preferred workers, checked against ``only`` and
+        ``fan_out`` as they are at the save."""
+        if self._prefer is None:
+            return None
+        if self._only is not None:
+            raise InvalidJob("a job has preferred workers or workers of its own, not both")
+        if self._fan_out is not None:
+            raise InvalidJob("a fan-out job has no preferred workers (use only)")
+        return self._prefer
+
+    def set_only(self, workers: Iterable[str] | None) -> Any:
+        """Change which workers may run this saved job (None: any worker); see
+        ``Queue.set_only``. Returns the job, reloaded."""
+        self._reload(self.queue.set_only(self._saved_id(), workers))
+        return self

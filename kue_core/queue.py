@@ -317,6 +317,13 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
                 pipe.zcard(self.keys.type_state(job_type, state))
         return dict(zip(STATES, pipe.execute(), strict=True))
 
+    def set_only(self, job_id: int | str, workers: Iterable[str] | None) -> Job:
+        """Change which workers may run a saved job (None: any worker); see
+        :func:`kue_core.pins.set_only`. Returns the job as it is now."""
+        jid = _job_id(job_id)
+        pins.set_only(self.scripts, jid, workers)
+        return self.get_job(jid)
+
     def pinned_waits(self, count: int = 500) -> dict[str, list[int]]:
         """Worker id -> ids of the pinned jobs waiting for it (see :mod:`kue_core.pins`),
         among the first ``count`` pinned jobs, best priority first."""

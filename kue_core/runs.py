@@ -100,19 +100,20 @@ _JSON_KEYS = {
     "atOnce": "at_once",
     "maxFailedRuns": "max_failed_runs",
     "lateJoiners": "late_joiners",
+    "resetRuns": "reset_runs",
 }
 
 
 def apply_json(job: Any, value: object) -> Any:
     """Apply ``fan_out`` as JSON gives it to ``job``: ``k`` (an integer), ``"all"``, or an
-    object ``{"k", "atOnce", "maxFailedRuns", "lateJoiners"}`` with ``k`` required; else
-    ``InvalidJob``."""
+    object ``{"k", "atOnce", "maxFailedRuns", "lateJoiners", "resetRuns"}`` with ``k``
+    required; else ``InvalidJob``."""
     if isinstance(value, dict):
         unknown = set(value) - {"k", *_JSON_KEYS}
         if "k" not in value or unknown:
             raise InvalidJob(
-                'a fan-out is k, "all", or {"k", "atOnce", "maxFailedRuns", "lateJoiners"} '
-                f"with k required, got {value!r:.100}"
+                'a fan-out is k, "all", or {"k", "atOnce", "maxFailedRuns", "lateJoiners", '
+                f'"resetRuns"}} with k required, got {value!r:.100}'
             )
         given = {_JSON_KEYS[name]: v for name, v in value.items() if name != "k"}
         return job.fan_out(value["k"], **given)
@@ -154,7 +155,9 @@ class FanOutOptions:
     _records: bool
     _only: list[str] | None
     _group: str | None
+    _unique: Any
     _fan_out: dict[str, Any] | None = None
+    _reset_runs = False
     _runs: list[dict[str, Any]] | None = None
 
     def fan_out(
@@ -164,6 +167,7 @@ class FanOutOptions:
         at_once: int | None = None,
         max_failed_runs: int = 0,
         late_joiners: bool = False,
+        reset_runs: bool = False,
     ) -> Any:
         """Run the job on ``k`` distinct worker processes (or ``"all"``: every live worker
         serving its type when it is saved) and complete it once each completed its run, with
@@ -171,14 +175,23 @@ class FanOutOptions:
         runs at a time (default: all); ``max_failed_runs``: failed runs tolerated before the
         job fails for good; ``late_joiners`` (``"all"`` only): workers that start serving the
         type while it is unfinished join it. ``fan_out("all")`` with no worker alive
-        completes the job at once with the result ``{}``. Given before the save; without
-        arguments, the options as a dict (``k``, ``atOnce``, ``maxFailedRuns``,
+        completes the job at once with the result ``{}``. A fan_out("all") job keeps the
+        targets and ``k`` resolved at its save when it waits again (by hand, a retry, a
+        ``reuse`` save): it starts over with no runs, and needs ``k`` new ones.
+        ``reset_runs`` (with a unique key; an option of this publish, stored nowhere): when
+        the save is deduplicated onto an active fan-out job of the key, that job's failed
+        runs are cleared, so their workers may try again within a fresh
+        ``max_failed_runs``; its complete and running runs stay. Given before the save;
+        without arguments, the options as a dict (``k``, ``atOnce``, ``maxFailedRuns``,
         ``lateJoiners``) or None."""
         if k is _UNSET:
             return dict(self._fan_out) if self._fan_out is not None else None
         if self.id is not None:
             raise InvalidJob("fan_out is given before the job is saved")
+        if not isinstance(reset_runs, bool):
+            raise InvalidJob(f"reset_runs must be true or false, got {reset_runs!r:.60}")
         self._fan_out = options(k, at_once, max_failed_runs, late_joiners, self._only, self._group)
+        self._reset_runs = reset_runs
         self._records = True
         return self
 
@@ -191,7 +204,12 @@ class FanOutOptions:
         f = options(
             f["k"], f["atOnce"], f["maxFailedRuns"], f["lateJoiners"], self._only, self._group
         )
-        return save_value(f)
+        out = save_value(f)
+        if self._reset_runs:
+            if self._unique is None:
+                raise InvalidJob("reset_runs goes with a unique key (job.unique(key))")
+            out["reset"] = 1
+        return out
 
     def running_on(self) -> list[str]:
         """The workers whose run of this job was running when it was read (``get_job``,

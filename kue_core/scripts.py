@@ -43,6 +43,7 @@ SCRIPT_NAMES = (
     "remove",
     "cancel",
     "move",
+    "pin",
     "edit",
     "claim",
     "complete",
@@ -96,6 +97,7 @@ LUA_CONSTANTS = (
     "SEARCH_PREFIX_WORDS",
     "OPEN_SCAN",
     "LATE_SCAN",
+    "MAX_PINS",
 )
 
 _LUA_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
@@ -544,6 +546,10 @@ class Scripts:
         state: str = self._run(
             "move", self._keys.job(job_id), job_id, to_type, "1" if force else ""
         )
+        return state
+
+    def pin(self, job_id: int, workers_json: str) -> str:
+        state: str = self._run("pin", self._keys.job(job_id), job_id, workers_json)
         return state
 
     def edit(self, job_id: int, data_json: str, words: str) -> str:

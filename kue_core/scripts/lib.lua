@@ -173,12 +173,8 @@ local function waiting(only)
   return 'inactive'
 end
 
--- Offer pinned job `member` to each of its workers (`only`: its field).
-local function pin_add(p, member, jtype, priority, only)
-  for _, w in ipairs(pin_list(only)) do
-    redis.call('ZADD', k_places(p, jtype, w), priority, member)
-    wake_one(k_wake(p, jtype, w))
-  end
+-- Note that `jtype` has jobs in workers' places: its claims look at them from now on.
+local function mark_pins(p, jtype)
   local r = rule_of(p, jtype)
   if not (r and r.pins) then  -- its claims look at the workers' places from now on
     r = r or {}
@@ -190,16 +186,34 @@ local function pin_add(p, member, jtype, priority, only)
   end
 end
 
--- Re-score pinned job `id` at `priority` in its workers' places.
-local function pin_rescore(p, id, jtype, priority)
-  for _, w in ipairs(pin_list(redis.call('HGET', k_job(p, id), 'only'))) do
+-- Offer pinned job `member` to each of its workers (`only`: its field).
+local function pin_add(p, member, jtype, priority, only)
+  for _, w in ipairs(pin_list(only)) do
+    redis.call('ZADD', k_places(p, jtype, w), priority, member)
+    wake_one(k_wake(p, jtype, w))
+  end
+  mark_pins(p, jtype)
+end
+
+-- Re-score pinned job `id` at `priority` in its workers' places (or, given `prefer`, its
+-- field, a preferred job waiting inactive in its preferred workers' places).
+local function pin_rescore(p, id, jtype, priority, prefer)
+  for _, w in ipairs(pin_list(prefer or redis.call('HGET', k_job(p, id), 'only'))) do
     redis.call('ZADD', k_places(p, jtype, w), 'XX', priority, zid(id))
   end
 end
 
+-- Preferred workers (see kue_core/pins.py). A job saved with `prefer` (hash field: a JSON list
+-- of worker ids) may be run by any worker and waits inactive, in Kue's sets; it is also in
+-- <p>:places:<type>:<worker> of each preferred worker, so that their claims find it first at
+-- equal priority (see pick). Whoever claims it, it leaves them all (claim_member); every way
+-- back to inactive puts it back. Its type's rules have `prefer` (and `pins`).
+
 -- Put a job into the sets of `state` (and wake a worker when it becomes inactive or pinned);
--- `group`: the job's group, or nil. A pinned job's `only` is read from its hash.
-local function index_add(p, id, jtype, state, priority, promote_at, ttl, now, group)
+-- `group`: the job's group, or nil. A pinned job's `only` is read from its hash. `prefer`:
+-- the job's field, false for none, or nil when the caller did not read it (read from the
+-- hash then, for a type that has preferred jobs).
+local function index_add(p, id, jtype, state, priority, promote_at, ttl, now, group, prefer)
   local member = zid(id)
   redis.call('ZADD', k_state(p, state), state_score(state, priority, promote_at, ttl, now), member)
   redis.call('ZADD', k_type_state(p, jtype, state), priority, member)
@@ -208,12 +222,18 @@ local function index_add(p, id, jtype, state, priority, promote_at, ttl, now, gr
     pin_add(p, member, jtype, priority, redis.call('HGET', k_job(p, id), 'only'))
   elseif state == 'inactive' then
     redis.call('LPUSH', k_tokens(p, jtype), 1)
+    if prefer == nil then
+      local r = rule_of(p, jtype)
+      prefer = r and r.prefer and redis.call('HGET', k_job(p, id), 'prefer')
+    end
+    if prefer then pin_add(p, member, jtype, priority, prefer) end
   elseif state == 'complete' or state == 'failed' then
     redis.call('ZADD', k_finished(p, state), now, member)  -- by finish time, for retention
   end
 end
 
-local function index_remove(p, id, jtype, state, group)
+-- Take a job out of the sets of `state`; `group`: its group, `prefer`: its field (nil: none).
+local function index_remove(p, id, jtype, state, group, prefer)
   local member = zid(id)
   redis.call('ZREM', k_state(p, state), member)
   redis.call('ZREM', k_type_state(p, jtype, state), member)
@@ -229,6 +249,9 @@ local function index_remove(p, id, jtype, state, group)
     if redis.call('EXISTS', set) == 0 then redis.call('ZREM', k_groups(p, jtype), group) end
   elseif group and state == 'active' then
     redis.call('ZREM', k_group_active(p, jtype, group), member)
+  end
+  if prefer and state == 'inactive' then
+    for _, w in ipairs(pin_list(prefer)) do redis.call('ZREM', k_places(p, jtype, w), member) end
   end
 end
 
@@ -262,7 +285,7 @@ end
 -- The fields a transition needs from a job hash, or nil when the job does not exist.
 local function load_job(key)
   local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'attempts',
-    'group', 'only', 'fan_out')
+    'group', 'only', 'fan_out', 'prefer')
   if not h[1] then return nil end
   return {
     type = h[1],
@@ -274,6 +297,7 @@ local function load_job(key)
     group = h[7] or nil,
     only = h[8] or nil,
     fan_out = h[9] or nil,
+    prefer = h[10] or nil,
   }
 end
 
@@ -372,7 +396,7 @@ end
 -- worker ends it. A job saved waiting is in state 'blocked' until it waits for none.
 
 -- Move blocked job `did` (`h`: its type, priority, promote_at, delay, and group at h[7], only
--- at h[8]) to inactive (pinned, for a job with workers of its own), or to delayed while its due time is ahead (a due time stays; a delay in ms counts
+-- at h[8], prefer at h[9]) to inactive (pinned, for a job with workers of its own), or to delayed while its due time is ahead (a due time stays; a delay in ms counts
 -- from now).
 local function unblock(p, did, h, now)
   local at = tonumber(h[3]) or 0
@@ -382,7 +406,7 @@ local function unblock(p, did, h, now)
   index_remove(p, did, h[1], 'blocked')
   redis.call('HSET', k_job(p, did), 'state', state, 'promote_at', int(at), 'updated_at',
     int(now))
-  index_add(p, did, h[1], state, tonumber(h[2]) or 0, at, 0, now, h[7])
+  index_add(p, did, h[1], state, tonumber(h[2]) or 0, at, 0, now, h[7], h[9] or false)
   history(p, did, { state = state, at = now, from = 'blocked', unblocked = true })
   publish(p, did, h[1], 'unblocked', '')
   if state == 'delayed' then
@@ -398,7 +422,7 @@ end
 local function dep_done(p, did, id, result, now)
   local key, deps = k_job(p, did), k_deps(p, did)
   local h = redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
-    'blocked_by', 'group', 'only')
+    'blocked_by', 'group', 'only', 'prefer')
   if not h[1] then return end  -- removed by a Node Kue client: kue doctor's to tidy
   if result then redis.call('HSET', k_results(p, did), id, result) end
   if redis.call('ZADD', deps, 'XX', 'CH', 1, id) == 0 then return end
@@ -623,17 +647,51 @@ local function runs_leave(p, id, job, reason, now)
   runs_close(p, id, job.type, job.only)
 end
 
+-- A publish with reset_runs landed on active fan-out job `id` (at `key`; see save_unique):
+-- its failed runs are dropped and runs_failed is 0, so that their workers may try again
+-- within a fresh max_failed_runs; complete, running and lost runs stay. Its open places are
+-- offered again.
+local function runs_retry(p, id, key, now)
+  local dropped = {}
+  for w, run in pairs(runs_of(p, id)) do
+    if run.state == 'failed' then dropped[#dropped + 1] = w end
+  end
+  if #dropped > 0 then redis.call('HDEL', k_runs(p, id), unpack(dropped)) end
+  redis.call('HSET', key, 'runs_failed', '0')
+  history(p, id, { state = 'active', at = now, reset_runs = #dropped })
+  runs_offer(p, id)
+end
+
+-- Fan-out job `id` (at `key`, of `jtype` at `priority`) waits again by hand (a move back to
+-- inactive, pinned or delayed, a manual retry, a move to another type, a reuse save): it
+-- starts over, with no runs, none done and none failed, so that it completes after k new
+-- runs. Its targets and k (a fan_out('all') job's resolved `only`) stay; a late-joiners job
+-- is in its type's late set again. Its runs were stopped already (runs_leave).
+local function runs_reset(p, id, key, jtype, priority)
+  redis.call('DEL', k_runs(p, id))
+  redis.call('HSET', key, 'runs_done', '0', 'runs_failed', '0')
+  if redis.call('HGET', key, 'late') == '1' then
+    redis.call('ZADD', k_late(p, jtype), priority, zid(id))
+  end
+end
+
 -- Move a job (`job` as load_job gives it, stored at `key`) to `state`, which is not
 -- 'active' and not its current state ('inactive' means pinned for a job with workers of its
 -- own): indexes, hash, history, and the events of the move.
--- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
+-- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry);
+-- a fan-out job moved back to waiting starts over (runs_reset).
 local function move_job(p, id, key, job, state, now)
   if state == 'inactive' then state = waiting(job.only) end
-  if job.fan_out then runs_leave(p, id, job, 'moved to ' .. state, now) end
+  if job.fan_out then
+    runs_leave(p, id, job, 'moved to ' .. state, now)
+    if state ~= 'complete' and state ~= 'failed' then
+      runs_reset(p, id, key, job.type, job.priority)
+    end
+  end
   if job.state == 'active' then
     leave_active(p, id, job.type, job.group)  -- its lease ends: complete, fail are refused
   elseif STATES[job.state] then
-    index_remove(p, id, job.type, job.state, job.group)
+    index_remove(p, id, job.type, job.state, job.group, job.prefer)
   end
   local fields = { 'state', state, 'updated_at', int(now) }
   if state == 'delayed' and job.promote_at == 0 then
@@ -645,7 +703,8 @@ local function move_job(p, id, key, job, state, now)
   then
     redis.call('HDEL', key, 'attempts')
   end
-  index_add(p, id, job.type, state, job.priority, job.promote_at, job.ttl, now, job.group)
+  index_add(p, id, job.type, state, job.priority, job.promote_at, job.ttl, now, job.group,
+    job.prefer or false)
   history(p, id, { state = state, at = now, from = job.state })
   if state == 'complete' or state == 'failed' then
     deps_ended(p, id, key, release_unique_of(p, id), state, now)
@@ -679,7 +738,7 @@ local function leave_state(p, id, key, job, reason)
     leave_active(p, id, job.type, job.group)
     tell_worker(p, h[1], id, h[2], reason)
   else
-    index_remove(p, id, job.type, job.state, job.group)
+    index_remove(p, id, job.type, job.state, job.group, job.prefer)
   end
 end
 
@@ -765,6 +824,8 @@ local function save_records_ok(text)
   local rec = cjson.decode(text)
   assert(type(rec) == 'table' and (rec.tags == nil or type(rec.tags) == 'table'))
   assert(rec.only == nil or (type(rec.only) == 'table' and #rec.only > 0))
+  assert(rec.prefer == nil or (type(rec.prefer) == 'table' and #rec.prefer > 0
+    and rec.only == nil and rec.fan_out == nil))
   assert(rec.fan_out == nil or rec.fan_out == 'all'
     or (type(rec.fan_out) == 'number' and rec.fan_out >= 1))
 end
@@ -804,7 +865,7 @@ end
 -- for a job failed for good.
 local function delete_job(p, id, jtype, state)
   local h = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words', 'tags',
-    'tagwords', 'tracked', 'depends', 'dependents', 'group', 'fan_out', 'only')
+    'tagwords', 'tracked', 'depends', 'dependents', 'group', 'fan_out', 'only', 'prefer')
   release_unique(p, id, h[1], h[2])
   if h[2] == 'reuse' and redis.call('HGET', k_unique_jobs(p), h[1]) == tostring(id) then
     redis.call('HDEL', k_unique_jobs(p), h[1])
@@ -830,7 +891,7 @@ local function delete_job(p, id, jtype, state)
     redis.call('DEL', k_runs(p, id))
   end
   for s in pairs(STATES) do  -- only a job with workers of its own can be pinned
-    if s ~= 'pinned' or h[11] then index_remove(p, id, jtype, s, h[9]) end
+    if s ~= 'pinned' or h[11] then index_remove(p, id, jtype, s, h[9], h[12]) end
   end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))
@@ -1109,6 +1170,17 @@ local function mark_fanout(p, jtype, late)
   end
 end
 
+-- Note that `jtype` has preferred jobs: the moves back to inactive that did not read a job's
+-- `prefer` read it from now on (see index_add).
+local function mark_prefer(p, jtype)
+  local r = rule_of(p, jtype)
+  if not (r and r.prefer) then
+    r = r or {}
+    r.prefer = true
+    set_rule(p, jtype, r)
+  end
+end
+
 -- Whether ARGV[b+1..b+SAVE_WIDTH] is a well-formed job for save_job.
 local function save_row_ok(b)
   return ARGV[b + 1] ~= '' and tonumber(ARGV[b + 3]) and tonumber(ARGV[b + 4])
@@ -1173,6 +1245,11 @@ local function save_job(p, ids_key, b, now, extra, blocked)
     fields[#fields + 1] = 'group'; fields[#fields + 1] = group
     mark_grouped(p, jtype)
   end
+  local prefer = rec and rec.prefer and cjson.encode(rec.prefer) or false
+  if prefer then
+    fields[#fields + 1] = 'prefer'; fields[#fields + 1] = prefer
+    mark_prefer(p, jtype)
+  end
   if fan then
     local function put(name, value) fields[#fields + 1] = name; fields[#fields + 1] = value end
     put('fan_out', int(fan)); put('max_failed_runs', int(rec.mfr or 0))
@@ -1184,7 +1261,7 @@ local function save_job(p, ids_key, b, now, extra, blocked)
   end
   redis.call('HSET', k_job(p, id), unpack(fields))
   redis.call('ZADD', k_jobs(p), priority, zid(id))
-  index_add(p, id, jtype, state, priority, promote_at, ttl, now, group)
+  index_add(p, id, jtype, state, priority, promote_at, ttl, now, group, prefer)
   redis.call('SADD', k_types(p), jtype)
   if rec then save_records(p, id, rec, now) end
   history(p, id, { state = state, at = now })
@@ -1212,6 +1289,9 @@ end
 -- written), 'debounced' (the delayed or waiting holder got the new data and due time) or
 -- 'reused' (kue-unique's mode: the holder got the new data, and waits again if it had
 -- finished); state: the job's state now (false for a throttling holder that is gone).
+-- With reset_runs (`reset` in the records object), a save that lands on an active fan-out
+-- holder (deduplicated, or reused) clears its failed runs (runs_retry); a reuse that makes a
+-- finished fan-out holder wait again starts it over (runs_reset), with or without it.
 local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   local k = k_unique(p, key)
   local holder
@@ -1237,6 +1317,11 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   end
 
   local function held(outcome, state)
+    -- reset_runs (the records' `reset`): an active fan-out holder's failed runs go.
+    if state == 'active' and job.fan_out and ARGV[b + 10] ~= ''
+      and cjson.decode(ARGV[b + 10]).reset then
+      runs_retry(p, holder, k_job(p, holder), now)
+    end
     publish(p, holder, job.type, 'deduplicated', cjson.encode(key))
     return { tonumber(holder), outcome, state }
   end
@@ -1268,14 +1353,18 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   end
   local state = waiting(job.only)
   if delay > 0 then state = 'delayed' end
-  if STATES[job.state] then index_remove(p, holder, job.type, job.state, job.group) end
+  if STATES[job.state] then
+    index_remove(p, holder, job.type, job.state, job.group, job.prefer)
+  end
+  if job.fan_out then runs_reset(p, holder, jkey, job.type, job.priority) end  -- starts over
   local fields = { 'state', state, 'promote_at', int(now + delay) }
   if delay > 0 then
     fields[#fields + 1] = 'delay'; fields[#fields + 1] = int(delay)
   end
   redis.call('HSET', jkey, unpack(fields))
   if job.state == 'failed' then redis.call('HDEL', jkey, 'attempts') end
-  index_add(p, holder, job.type, state, job.priority, now + delay, 0, now, job.group)
+  index_add(p, holder, job.type, state, job.priority, now + delay, 0, now, job.group,
+    job.prefer or false)
   history(p, holder, { state = state, at = now, from = job.state, unique = key })
   if state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(now + delay))
@@ -1463,10 +1552,12 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
   local at = {}  -- field -> index of its value in `out`
   for i = 1, #out, 2 do at[out[i]] = i + 1 end
   local state = at.state and out[at.state]
-  local from = pinned and 'pinned' or 'inactive'
+  local prefer = at.prefer and out[at.prefer]  -- a preferred job waits inactive, in places too
+  local from = (pinned and not prefer) and 'pinned' or 'inactive'
   if pinned then
     redis.call('ZREM', k_places(p, jtype, worker), member)
-  elseif not popped and not open then
+  end
+  if (not pinned or prefer) and not popped and not open then
     redis.call('ZREM', k_type_state(p, jtype, 'inactive'), member)
   end
   if at.fan_out and state == 'active' and out[at.type] == jtype and (pinned or open) then
@@ -1502,12 +1593,15 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
       out[#out + 1] = field; out[#out + 1] = value
     end
   end
-  if pinned then
+  if from == 'pinned' then
     index_remove(p, id, jtype, 'pinned')  -- before the hash changes: it reads `only`
   else
     redis.call('ZREM', k_state(p, 'inactive'), member)
     if group then redis.call('ZREM', k_group(p, jtype, group), member) end
     redis.call('RPOP', k_tokens(p, jtype))
+    if prefer then  -- out of every preferred worker's places, whoever claims it
+      for _, w in ipairs(pin_list(prefer)) do redis.call('ZREM', k_places(p, jtype, w), member) end
+    end
   end
   redis.call('HSET', jkey, unpack(fields))
   index_add(p, id, jtype, 'active', priority, 0, ttl, now, group)

@@ -8,7 +8,8 @@
 --          it waits inactive. A running job moved with force: its lease ends here (complete
 --          and fail are refused by the token), its worker process is told on
 --          <p>:control:<worker id> to stop it, and it waits (inactive, or pinned) under the new type; the
---          attempt is not counted.
+--          attempt is not counted. A fan-out job's running runs stop so; unfinished, it starts
+--          over (no runs, none done or failed: see lib.lua runs_reset).
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a running job without force.
 local p, id, to, force = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local job = load_job(KEYS[1])
@@ -24,9 +25,15 @@ leave_state(p, id, KEYS[1], job, 'moved to ' .. to)
 if state == 'active' then state = waiting(job.only) end
 redis.call('HSET', KEYS[1], 'type', to, 'state', state, 'updated_at', int(now))
 redis.call('SADD', k_types(p), to)
+if job.fan_out then  -- the new type's claims look at its places; unfinished, it starts over
+  mark_fanout(p, to, redis.call('HGET', KEYS[1], 'late') == '1')
+  if state ~= 'complete' and state ~= 'failed' then runs_reset(p, id, KEYS[1], to, job.priority) end
+end
 if STATES[state] then
   if job.group then mark_grouped(p, to) end
-  index_add(p, id, to, state, job.priority, job.promote_at, job.ttl, now, job.group)
+  if job.prefer then mark_prefer(p, to) end
+  index_add(p, id, to, state, job.priority, job.promote_at, job.ttl, now, job.group,
+    job.prefer or false)
 end
 history(p, id, { state = state, at = now, from = job.state, moved = { from = job.type, to = to } })
 publish(p, id, to, 'moved', cjson.encode(job.type))

@@ -126,11 +126,11 @@ local function job_of(id)
   local key = k_job(p, id)
   if key_type(key) ~= 'hash' then return nil end
   local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'group',
-    'only', 'fan_out')
+    'only', 'fan_out', 'prefer')
   if not h[1] then return nil end
   return { type = h[1], state = h[2] or '', priority = num(h[3]) or 0,
     promote_at = num(h[4]), ttl = num(h[5]) or 0, group = h[6] or nil, only = h[7] or nil,
-    fan_out = h[8] or nil }
+    fan_out = h[8] or nil, prefer = h[9] or nil }
 end
 
 -- Whether job j belongs in the set named `name`, and the score it should have there (nil:
@@ -590,9 +590,15 @@ end
 function pins.unpin(name, member)
   local set, j = held(name, member)
   if not set then return 0 end
-  -- A pinned job's workers' places, or an active fan-out job's (its open places).
+  -- A pinned job's workers' places, or an active fan-out job's (its open places), or an
+  -- inactive job's preferred workers' places.
   if j and (j.state == 'pinned' or (j.state == 'active' and j.fan_out)) then
     for _, w in ipairs(pin_list(j.only)) do
+      if k_places(p, j.type, w) == set then return 0 end
+    end
+  end
+  if j and j.state == 'inactive' then
+    for _, w in ipairs(pin_list(j.prefer)) do
       if k_places(p, j.type, w) == set then return 0 end
     end
   end

@@ -10,6 +10,12 @@
 --          data, and waits again if it had finished); state: the job's state now.
 -- Events   those of save.lua for a new job; deduplicated [key] from the holder otherwise
 --          (with promotion or enqueue events when it moves).
+-- Fan-out holders: with `reset` = 1 in the records object (job.fan_out(..., reset_runs=True),
+--          stored nowhere), a save deduplicated (or reused) onto an active fan-out holder
+--          drops its failed runs, sets runs_failed to 0 and offers its open places again
+--          (lib.lua runs_retry); its complete and running runs stay. Without it a dedup
+--          changes no run. A reuse that makes a finished fan-out holder wait again starts it
+--          over: no runs, none done or failed (lib.lua runs_reset).
 -- Errors   KUE_INVALID for malformed values (nothing is written).
 local key_ttl = tonumber(ARGV[14])
 if #ARGV ~= 1 + SAVE_WIDTH + 3 or not save_row_ok(1) or not unique_ok(ARGV[12], ARGV[13], key_ttl)

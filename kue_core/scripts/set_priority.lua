@@ -22,8 +22,9 @@ if STATES[job.state] then
   redis.call('ZADD', k_type_state(p, job.type, job.state), 'XX', priority, member)
   if job.group and job.state == 'inactive' then
     redis.call('ZADD', k_group(p, job.type, job.group), 'XX', priority, member)
-  elseif job.state == 'pinned' then
-    pin_rescore(p, id, job.type, priority)
+  end
+  if job.state == 'pinned' or (job.state == 'inactive' and job.prefer) then
+    pin_rescore(p, id, job.type, priority, job.prefer)
   end
 end
 return 1

@@ -11,6 +11,8 @@
 -- Moving a job to complete or failed releases, or fails, the jobs that depend on it, as
 -- complete.lua and fail.lua do.
 -- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
+-- A fan-out job moved to inactive, pinned or delayed starts over: its running runs stop, and
+-- its runs, runs_done and runs_failed are cleared (see lib.lua runs_reset).
 local p, id, state = ARGV[1], ARGV[2], ARGV[3]
 if not STATES[state] then
   return redis.error_reply('KUE_INVALID unknown state ' .. state)

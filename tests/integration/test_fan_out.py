@@ -100,3 +100,41 @@ def test_a_run_failing_for_good_ends_the_other_runs_at_once(
     assert runs == {"fan-1": "failed", "fan-2": "lost", "fan-3": "lost"}
     assert client.get_job(job.id).state == "failed"  # type: ignore[arg-type]
     assert doctor.check(client).findings == []
+
+
+def test_a_publish_with_reset_runs_lets_a_failed_worker_try_again(
+    queues: Callable[..., Queue],
+) -> None:
+    """fan-1 fails twice with max_failed_runs=1: the job would fail for good, but the same
+    key is published with reset_runs between the two failures, so fan-1's third run counts."""
+    tries: Counter[str] = Counter()
+    republished = threading.Event()
+
+    def handler(wid: str, job: Job) -> Any:
+        tries[wid] += 1
+        if wid == "fan-1" and tries[wid] == 1:
+            raise RuntimeError("cold cache")
+        if wid == "fan-1" and tries[wid] == 2:
+            assert wait_for(republished.is_set, 10)
+            raise RuntimeError("cold cache again")
+        return wid
+
+    for wid in IDS[:2]:
+        queues(worker_id=wid).process("t", lambda job, wid=wid: handler(wid, job))
+    client = queues()
+
+    def publish(reset: bool) -> Job:
+        job = client.create_job("t").fan_out(2, max_failed_runs=1, reset_runs=reset)
+        return job.unique("nightly").save()
+
+    jid = publish(False).id
+    assert jid is not None
+    assert wait_for(lambda: tries["fan-1"] == 2)
+    assert client.get_job(jid).state == "active"
+    again = publish(True)
+    assert again.deduplicated and again.id == jid
+    republished.set()
+    done = _ended(client, jid)
+    assert done.state == "complete" and done.result == {"fan-1": "fan-1", "fan-2": "fan-2"}
+    assert tries["fan-1"] == 3
+    assert doctor.check(client).findings == []

@@ -6,12 +6,13 @@ right, and bad input writes nothing."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 import redis
 
-from kue_core import InvalidJob, InvalidTransition, Queue, defaults, doctor
+from kue_core import InvalidJob, InvalidTransition, Job, Queue, defaults, doctor
 from kue_core.scripts import PINS, Waits
 from tests.conftest import keys_under, wait_for
 
@@ -189,3 +190,37 @@ def test_an_idle_worker_wakes_for_a_job_pinned_to_it(redis_url: str, prefix: str
         job = other.create_job("t").only([A]).save()
         assert wait_for(lambda: ran[1:] == [A], timeout=defaults.IDLE_WAIT * 0.6)
         assert wait_for(lambda: other.get_job(job.id).state == "complete")  # type: ignore[arg-type]
+
+
+def test_re_pinning_a_running_job_stops_it_in_its_worker_and_its_new_worker_runs_it(
+    redis_url: str, prefix: str
+) -> None:
+    """``set_only`` on a job running on A, to B: A's handler is told through its control
+    channel (its lease, a minute, is far from running out), and B runs the job."""
+    ran: list[str] = []
+    stopped = threading.Event()
+
+    def on_a(job: Job) -> str:
+        ran.append(A)
+        assert wait_for(lambda: job.stopping, 10)
+        stopped.set()
+        return "a"
+
+    with (
+        Queue(redis_url, prefix, worker_id=A, lease_ms=60_000) as gpu,
+        Queue(redis_url, prefix) as client,
+    ):
+        gpu.process("t", 1, on_a)
+        job = client.create_job("t").only([A]).save()
+        jid = job.id
+        assert jid is not None
+        assert wait_for(lambda: ran == [A])
+        moved = job.set_only([B])
+        assert moved is job and job.state == "pinned" and job.only() == [B]
+        assert wait_for(stopped.is_set, 10)
+        with Queue(redis_url, prefix, worker_id=B) as cpu:
+            cpu.process("t", 1, lambda job: ran.append(B) or "b")
+            done = wait_for(lambda: (j := client.get_job(jid)).state == "complete" and j, 10)
+        assert ran == [A, B] and done.result == "b" and done.worker_id == B
+        assert done.attempts_made == 1  # the stopped attempt is not counted
+        assert doctor.check(client).findings == []
