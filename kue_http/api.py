@@ -98,6 +98,7 @@ _OPTIONS: dict[str, Callable[[Job, Any], Any]] = {
     "group": Job.group,
     "only": Job.only,
     "fanOut": apply_fan_out,
+    "prefer": Job.prefer,
 }
 
 

@@ -1,5 +1,6 @@
 """Job control, on the API blueprint: cancel a job wherever it runs, move it to another type,
-replace the data of a waiting or failed job, stop a worker process. Each route checks its
+replace the data of a waiting or failed job, change which workers may run it, stop a worker
+process. Each route checks its
 input, then makes one call to ``kue_core.Queue``, which refuses what the job's state does not
 allow (409) and an unknown job (404) or worker (404)."""
 
@@ -65,6 +66,19 @@ def update_data(job_id: str) -> Response:
     data = request.get_json()  # 400 when malformed, 415 when not JSON
     job = queue().update_data(job_id, data)
     return _done(f"updated the data of job {job.id}", job)
+
+
+@api.put("/job/<job_id>/only")
+def set_only(job_id: str) -> Response:
+    """Change which workers may run a job: body ``{"workers": [ids]}``, or ``{"workers":
+    null}`` for any worker. A running job whose worker is no longer allowed is stopped there
+    and waits pinned for the new ones; a fan-out job keeps at least k workers."""
+    body = _object_body(frozenset({"workers"}))
+    if "workers" not in body:
+        raise InvalidJob('send {"workers": [worker ids]} or {"workers": null}')
+    job = queue().set_only(job_id, body["workers"])
+    only = job.only()
+    return _done(f"job {job.id} runs on {', '.join(only) if only else 'any worker'}", job)
 
 
 @api.post("/workers/<worker_id>/stop")

@@ -5,7 +5,20 @@ from __future__ import annotations
 
 from kue_core import WORKER_ID_RULE, defaults
 
-from .openapi import _COUNT, _JOB_ID, _MS, Schema, _array, _get, _object, _ok, _ref
+from .openapi import (
+    _COUNT,
+    _JOB_ID,
+    _MS,
+    Schema,
+    _array,
+    _body,
+    _changed,
+    _get,
+    _object,
+    _ok,
+    _ref,
+    _write,
+)
 
 #: A worker id, as ``Queue(worker_id=...)`` and ``kue worker --id`` take it.
 WORKER_ID: Schema = {
@@ -27,8 +40,13 @@ _FAN_OUT_OBJECT: Schema = _object(
         "atOnce": {"type": "integer", "minimum": 1, "description": "At most k (default: k)"},
         "maxFailedRuns": {**_COUNT, "description": "Failed runs tolerated (default 0)"},
         "lateJoiners": {"type": "boolean", "description": 'With "all" only (default false)'},
+        "resetRuns": {
+            "type": "boolean",
+            "description": "With unique: a save deduplicated onto a running job of the key "
+            "clears its failed runs (default false)",
+        },
     },
-    optional="atOnce maxFailedRuns lateJoiners",
+    optional="atOnce maxFailedRuns lateJoiners resetRuns",
 )
 
 #: ``POST /job`` options.
@@ -46,8 +64,14 @@ OPTIONS: Schema = {
         "With only, k is at most its number of workers. Not with group.",
     },
 }
+OPTIONS["prefer"] = {
+    **_WORKERS,
+    "description": "Workers that find the job first: any worker may run it, but these take it "
+    "before a job of equal priority they do not prefer. Not with only or fanOut.",
+}
 #: Fields of the Job schema.
 JOB_FIELDS: Schema = {
+    "prefer": {**_WORKERS, "description": "The workers that find it first"},
     "only": {**_WORKERS, "description": "The workers that alone may run it (pinned)"},
     "fanOut": _object(
         {
@@ -90,6 +114,24 @@ def schemas() -> Schema:
 
 def paths() -> Schema:
     return {
+        "/job/{id}/only": {
+            "parameters": [_JOB_ID],
+            "put": _write(
+                "control",
+                "Change which workers may run a job: a waiting job waits for the new ones, a "
+                "running job whose worker is no longer allowed is stopped there and waits "
+                "pinned for them (no attempt counted), a running fan-out job's runs on workers "
+                "no longer allowed stop; null: any worker",
+                _ok(_changed(r"^job [1-9][0-9]* runs on ")),
+                400,
+                404,
+                413,
+                body=_body(
+                    _object({"workers": {"oneOf": [_WORKERS, {"type": "null"}]}}),
+                    "The workers (a fan-out job keeps at least k), or null.",
+                ),
+            ),
+        },
         "/job/{id}/runs": {
             "parameters": [_JOB_ID],
             "get": _get(
@@ -100,5 +142,5 @@ def paths() -> Schema:
                 400,
                 404,
             ),
-        }
+        },
     }

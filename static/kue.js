@@ -288,6 +288,20 @@
     }
   }
 
+  // The workers that alone may run the job (ids separated by spaces or commas; none: any).
+  async function setOnly(form) {
+    const workers = form.elements.workers.value.split(/[\s,]+/).filter(Boolean);
+    if (form.dataset.running !== undefined) {
+      const question =
+        `Job #${form.dataset.job} is running: on a worker no longer allowed, its run stops ` +
+        "(not counted as an attempt) and waits for the new workers.";
+      if ((await confirmed(question, { ok: "Change workers", back: "Keep them" })) === null)
+        return;
+    }
+    if (await send("PUT", form.dataset.url, { workers: workers.length ? workers : null }))
+      refreshNow();
+  }
+
   async function addTag(form) {
     const tag = form.elements.tag.value.trim();
     if (!tag) return;
@@ -427,12 +441,13 @@
 
   document.addEventListener("submit", async (event) => {
     const form = event.target.closest(
-      "form.priority, form.move, form.edit-data, form.add-tag, form.limits"
+      "form.priority, form.move, form.only, form.edit-data, form.add-tag, form.limits"
     );
     if (!form) return;
     event.preventDefault();
     if (form.matches(".limits")) return saveLimits(form);
     if (form.matches(".move")) return move(form);
+    if (form.matches(".only")) return setOnly(form);
     if (form.matches(".add-tag")) return addTag(form);
     if (form.matches(".edit-data")) return saveData(event.submitter === form.elements.retry);
     const value = form.elements.priority.value;

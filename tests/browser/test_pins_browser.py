@@ -37,3 +37,27 @@ def test_pinned_jobs_in_the_nav_the_workers_view_and_the_job_page(
         gpu.resume("render", local=True)
         expect(page.locator('nav [data-count="pinned"]')).to_have_text("1")  # live
         expect(page.locator("tbody tr")).to_have_count(1)
+
+
+def test_the_job_page_changes_who_may_run_a_job(ui: Watched, queue: Queue) -> None:
+    """Workers typed on the job page pin the job to them (it is listed as pinned, its workers
+    shown); emptied, it waits for any worker again."""
+    job = queue.create_job("render").save()
+    page = ui.goto(f"/job/{job.id}")
+    expect(page.locator("#live-status")).to_have_text("live")
+    page.fill("#only-workers", "gpu-1, gpu-2")
+    page.click("#set-only")
+    expect(page.locator("#only")).to_have_text("gpu-1 gpu-2")
+    expect(page.locator("h1")).to_contain_text("Pinned")
+    assert queue.get_job(job.id).only() == ["gpu-1", "gpu-2"]  # type: ignore[arg-type]
+    page.fill("#only-workers", "")
+    page.click("#set-only")
+    expect(page.locator("h1")).to_contain_text("Queued")
+    expect(page.locator("#only")).to_have_count(0)
+    page.fill("#only-workers", "bad id!")
+    page.click("#set-only")
+    expect(page.locator("#toast")).to_contain_text("worker id")
+    assert queue.get_job(job.id).state == "inactive"  # type: ignore[arg-type]
+    # The refusal is the one console error this test causes, on purpose.
+    assert [e for e in ui.errors if "400" in e] == ui.errors and len(ui.errors) == 1
+    ui.errors.clear()

@@ -82,3 +82,14 @@ def test_each_worker_running_a_run_lists_the_job(
         release.set()
         assert wait_for(lambda: queue.get_job(job.id).state == "complete", timeout=10)  # type: ignore[arg-type]
         assert {w["id"]: w["jobs"] for w in queue.workers()}["w1"] == []
+
+
+def test_the_job_page_names_preferred_workers_and_offers_to_pin(
+    client: FlaskClient, queue: Queue
+) -> None:
+    preferred = queue.create_job("render").prefer(["gpu-1"]).save()
+    html = page(client, f"/job/{preferred.id}")
+    assert re.search(r'id="prefer">.*gpu-1', html, re.S) and 'id="only-workers"' not in html
+    plain = queue.create_job("render").save()
+    html = page(client, f"/job/{plain.id}")
+    assert 'id="only-workers"' in html and 'id="prefer"' not in html
