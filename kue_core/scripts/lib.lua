@@ -1495,6 +1495,24 @@ local function run_begin(p, id, jtype, worker, token, lease_ms, now)
   publish(p, id, jtype, 'run start', cjson.encode(worker))
 end
 
+-- Put `changes` (field -> value) of a claimed job into `out` (its hash as claim_member read
+-- it; `at`: field -> index there, appended when absent); returns them as HSET arguments
+-- (all but `run`, which goes in the reply only).
+local function claim_changes(out, at, changes)
+  local fields = {}
+  for field, value in pairs(changes) do
+    if field ~= 'run' then
+      fields[#fields + 1] = field; fields[#fields + 1] = value
+    end
+    if at[field] then
+      out[at[field]] = value
+    else
+      out[#out + 1] = field; out[#out + 1] = value
+    end
+  end
+  return fields
+end
+
 -- `worker` starts a further run of active fan-out job `id` (`out`, `at`: its hash read by
 -- claim_member): the reply as claim_member gives it, or nil when it may not (it holds or
 -- completed a run of it, or no place is open).
@@ -1514,17 +1532,7 @@ local function run_claim(p, jtype, id, out, at, worker, lease_ms, now, r)
   local waiting_since = tonumber(out[at.updated_at or 0]) or now
   local token = int((tonumber(out[at.lease or 0]) or 0) + 1)
   local changes = { updated_at = int(now), workerId = worker, lease = token, run = worker }
-  local fields = {}
-  for field, value in pairs(changes) do
-    if field ~= 'run' then
-      fields[#fields + 1] = field; fields[#fields + 1] = value
-    end
-    if at[field] then
-      out[at[field]] = value
-    else
-      out[#out + 1] = field; out[#out + 1] = value
-    end
-  end
+  local fields = claim_changes(out, at, changes)
   redis.call('HSET', k_job(p, id), unpack(fields))
   run_begin(p, id, jtype, worker, token, lease_ms, now)
   runs_offer(p, id)
@@ -1582,17 +1590,7 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
   local changes = { state = 'active', started_at = int(now), updated_at = int(now),
     workerId = worker, lease = lease }
   if at.fan_out then changes.run = worker end
-  local fields = {}
-  for field, value in pairs(changes) do
-    if field ~= 'run' then
-      fields[#fields + 1] = field; fields[#fields + 1] = value
-    end
-    if at[field] then
-      out[at[field]] = value
-    else
-      out[#out + 1] = field; out[#out + 1] = value
-    end
-  end
+  local fields = claim_changes(out, at, changes)
   if from == 'pinned' then
     index_remove(p, id, jtype, 'pinned')  -- before the hash changes: it reads `only`
   else

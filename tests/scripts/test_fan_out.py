@@ -13,25 +13,15 @@ import redis
 from kue_core import InvalidJob, Queue, doctor
 from kue_core.scripts import PINS
 from tests.conftest import keys_under
+from tests.scripts.claiming import claim as _claim
+from tests.scripts.claiming import clean as _clean
+from tests.scripts.claiming import token as _token
 
 W1, W2, W3, W4, LEASE = "w-1", "w-2", "w-3", "w-4", 30_000
 
 
-def _claim(queue: Queue, worker: str, job_type: str = "t", lease: int = LEASE) -> Any:
-    return queue.scripts.claim(job_type, worker, lease)
-
-
-def _token(claimed: Any) -> str:
-    assert isinstance(claimed, tuple), claimed
-    return str(claimed[1]["lease"])
-
-
 def _runs(queue: Queue, job_id: int) -> dict[str, dict[str, Any]]:
     return {run["worker"]: run for run in queue.get_job(job_id).runs()}
-
-
-def _clean(queue: Queue) -> None:
-    assert doctor.check(queue).findings == []
 
 
 def _register(queue: Queue, worker: str, types: dict[str, int], stopping: bool = False) -> None:

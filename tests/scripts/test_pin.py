@@ -12,28 +12,18 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, JobNotFound, Queue, doctor
+from kue_core import InvalidJob, JobNotFound, Queue
 from kue_core.scripts import PINS
 from tests.conftest import keys_under
+from tests.scripts.claiming import claim as _claim
+from tests.scripts.claiming import clean as _clean
+from tests.scripts.claiming import token as _token
 
 W1, W2, W3, LEASE = "w-1", "w-2", "w-3", 30_000
 
 
-def _claim(queue: Queue, worker: str, job_type: str = "t") -> Any:
-    return queue.scripts.claim(job_type, worker, LEASE)
-
-
-def _token(claimed: Any) -> str:
-    assert isinstance(claimed, tuple), claimed
-    return str(claimed[1]["lease"])
-
-
 def _places(r: redis.Redis, queue: Queue, worker: str) -> list[int]:
     return [int(m.split("|")[1]) for m in r.zrange(queue.keys.places("t", worker), 0, -1)]
-
-
-def _clean(queue: Queue) -> None:
-    assert doctor.check(queue).findings == []
 
 
 def _last(queue: Queue, job_id: int) -> dict[str, Any]:

@@ -5,28 +5,20 @@ back; kue doctor finds nothing after each."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import redis
 
 from kue_core import InvalidJob, Queue, doctor
 from kue_core.scripts import PINS
 from tests.conftest import keys_under
+from tests.scripts.claiming import claim as _claim
+from tests.scripts.claiming import clean as _clean
 
 GPU, CPU, LEASE = "gpu-1", "cpu-1", 30_000
 
 
-def _claim(queue: Queue, worker: str) -> Any:
-    return queue.scripts.claim("t", worker, LEASE)
-
-
 def _places(r: redis.Redis, queue: Queue, worker: str) -> list[int]:
     return [int(m.split("|")[1]) for m in r.zrange(queue.keys.places("t", worker), 0, -1)]
-
-
-def _clean(queue: Queue) -> None:
-    assert doctor.check(queue).findings == []
 
 
 def test_the_preferred_worker_takes_it_before_an_older_plain_job_of_equal_priority(
