@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import defaults
 from .doctor_checker import Checker, member_id, pages
 from .keys import zid
 from .pins import workers_of
@@ -36,7 +37,9 @@ def check(c: Checker) -> None:
     """Add the pinned jobs' findings to ``c``'s report."""
     for page in pages(c, c.keys.state("pinned")):
         _jobs(c, page)
-    for key in c.client.scan_iter(match=c.keys.match("places:*"), count=c.batch, _type="zset"):
+    for key in c.client.scan_iter(
+        match=c.keys.match("places:*"), count=defaults.DOCTOR_SCAN_COUNT, _type="zset"
+    ):
         for page in pages(c, str(key)):
             _members(c, str(key), page)
 

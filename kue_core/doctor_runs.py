@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from . import defaults
 from .doctor_checker import Checker, member_id, pages
 from .keys import zid
 from .pins import workers_of
@@ -57,7 +58,9 @@ def check(c: Checker) -> None:
                 int(job_id) if job_id.isdigit() else None,
                 ("unrunlease", member, "", ""),
             )
-    for key in c.client.scan_iter(match=c.keys.match("job:*:runs"), count=c.batch):
+    for key in c.client.scan_iter(
+        match=c.keys.match("job:*:runs"), count=defaults.DOCTOR_SCAN_COUNT
+    ):
         parsed = c.keys.job_key(str(key))
         if parsed is None or parsed[1] != "runs":
             continue
@@ -93,7 +96,9 @@ def check(c: Checker) -> None:
                 ("offer", job_id, "", ""),
             )
     for kind in ("open", "late"):
-        for key in c.client.scan_iter(match=c.keys.match(f"{kind}:*"), count=c.batch, _type="zset"):
+        for key in c.client.scan_iter(
+            match=c.keys.match(f"{kind}:*"), count=defaults.DOCTOR_SCAN_COUNT, _type="zset"
+        ):
             for page in pages(c, str(key)):
                 _stale(c, str(key), page)
 

@@ -536,6 +536,7 @@ def test_help_lists_the_commands_and_exit_codes() -> None:
         "remove",
         "retention",
         "rules",
+        "runs",
         "schedule",
         "schedules",
         "search",

@@ -50,6 +50,7 @@ BODY = {"type": "email"}
 BODIES = {
     "/cancel": {"reason": "by hand"},
     "/data": {"title": "edited"},
+    "/only": {"workers": ["gpu-1"]},
     "/stop": {"timeout": 0},
     "/retention": {"complete": {"count": 10}},
     "/schedules/nightly": {"every": 3_600_000, "type": "email"},
