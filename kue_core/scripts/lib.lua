@@ -126,6 +126,17 @@ local function set_rule(p, jtype, r)
   end
 end
 
+-- Set flag `flag` in the rules of `jtype` (a feature its claims look for from now on: a type
+-- without pays nothing); returns true when it was not set yet.
+local function mark_rule(p, jtype, flag)
+  local r = rule_of(p, jtype)
+  if r and r[flag] then return false end
+  r = r or {}
+  r[flag] = true
+  set_rule(p, jtype, r)
+  return true
+end
+
 -- Groups (see kue_core/limits.py): a job of group `g` (hash field `group`) also waits in
 -- <p>:group:<type>:<g> (zid by priority, as in Kue's sets) and runs in
 -- <p>:group-active:<type>:<g> (zid by start time); <p>:groups:<type> holds the groups with
@@ -175,11 +186,7 @@ end
 
 -- Note that `jtype` has jobs in workers' places: its claims look at them from now on.
 local function mark_pins(p, jtype)
-  local r = rule_of(p, jtype)
-  if not (r and r.pins) then  -- its claims look at the workers' places from now on
-    r = r or {}
-    r.pins = true
-    set_rule(p, jtype, r)
+  if mark_rule(p, jtype, 'pins') then
     -- Its idle slots wait on the type's tokens alone so far: one wakes them to claim again
     -- and learn to wait on their own lists too.
     redis.call('LPUSH', k_tokens(p, jtype), 1)
@@ -320,11 +327,7 @@ end
 
 -- Note that `jtype` has grouped jobs: its claims take turns between groups from now on.
 local function mark_grouped(p, jtype)
-  local r = rule_of(p, jtype)
-  if not (r and r.groups) then
-    r = r or {}
-    r.groups = true
-    set_rule(p, jtype, r)
+  if mark_rule(p, jtype, 'groups') then
     redis.call('ZADD', k_groups(p, jtype), 'NX', 0, LANE)
   end
 end
@@ -396,8 +399,8 @@ end
 -- worker ends it. A job saved waiting is in state 'blocked' until it waits for none.
 
 -- Move blocked job `did` (`h`: its type, priority, promote_at, delay, and group at h[7], only
--- at h[8], prefer at h[9]) to inactive (pinned, for a job with workers of its own), or to delayed while its due time is ahead (a due time stays; a delay in ms counts
--- from now).
+-- at h[8], prefer at h[9]) to inactive (pinned, for a job with workers of its own), or to
+-- delayed while its due time is ahead (a due time stays; a delay in ms counts from now).
 local function unblock(p, did, h, now)
   local at = tonumber(h[3]) or 0
   if at == 0 and (tonumber(h[4]) or 0) > 0 then at = now + tonumber(h[4]) end
@@ -1161,24 +1164,8 @@ end
 -- Note that `jtype` has fan-out jobs (and, with `late`, late joiners): its claims look at
 -- open places (and late jobs) from now on.
 local function mark_fanout(p, jtype, late)
-  local r = rule_of(p, jtype)
-  if not (r and r.fanout and (r.late or not late)) then
-    r = r or {}
-    r.fanout = true
-    if late then r.late = true end
-    set_rule(p, jtype, r)
-  end
-end
-
--- Note that `jtype` has preferred jobs: the moves back to inactive that did not read a job's
--- `prefer` read it from now on (see index_add).
-local function mark_prefer(p, jtype)
-  local r = rule_of(p, jtype)
-  if not (r and r.prefer) then
-    r = r or {}
-    r.prefer = true
-    set_rule(p, jtype, r)
-  end
+  mark_rule(p, jtype, 'fanout')
+  if late then mark_rule(p, jtype, 'late') end
 end
 
 -- Whether ARGV[b+1..b+SAVE_WIDTH] is a well-formed job for save_job.
@@ -1248,7 +1235,7 @@ local function save_job(p, ids_key, b, now, extra, blocked)
   local prefer = rec and rec.prefer and cjson.encode(rec.prefer) or false
   if prefer then
     fields[#fields + 1] = 'prefer'; fields[#fields + 1] = prefer
-    mark_prefer(p, jtype)
+    mark_rule(p, jtype, 'prefer')  -- moves back to inactive read `prefer` (index_add)
   end
   if fan then
     local function put(name, value) fields[#fields + 1] = name; fields[#fields + 1] = value end

@@ -31,7 +31,7 @@ if job.fan_out then  -- the new type's claims look at its places; unfinished, it
 end
 if STATES[state] then
   if job.group then mark_grouped(p, to) end
-  if job.prefer then mark_prefer(p, to) end
+  if job.prefer then mark_rule(p, to, 'prefer') end
   index_add(p, id, to, state, job.priority, job.promote_at, job.ttl, now, job.group,
     job.prefer or false)
 end

@@ -4,25 +4,10 @@ lines and as JSON, a plain job said not to fan out, an unknown job refused as ba
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-import pytest
-from click.testing import CliRunner, Result
-
-from kue_cli.cli import cli
 from kue_core import Queue
-
-
-@pytest.fixture(autouse=True)
-def no_kue_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("KUE_") and not name.startswith("KUE_TEST_"):
-            monkeypatch.delenv(name)
-
-
-def kue(queue: Queue, redis_url: str, *args: str) -> Result:
-    return CliRunner().invoke(cli, [*args, "--redis", redis_url, "--prefix", queue.prefix])
+from tests.cli.test_deps_cli import kue, no_kue_env  # noqa: F401  (no_kue_env: autouse)
 
 
 def _claim(queue: Queue, worker: str) -> Any:
