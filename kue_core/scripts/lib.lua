@@ -100,17 +100,18 @@ local FEED_EVENTS = { complete = true, failed = true }
 -- ({max, per ms}), `concurrency`, `group_rate`, `group_concurrency`, `until` (ms: held back
 -- until then, by RateLimited), `paused` (see pause.lua), `groups` (it has grouped jobs),
 -- `feeds` ({event = true}: its job events that go to <p>:feed:<event>:<type>, see feeds.py).
--- Read once per script call (RULES); a type without any costs one HGET per claim, the read
--- of its paused flag.
-local RULES = {}
+-- Read once per script call (rules_read, emptied by the closing code below: a Redis function
+-- keeps the library's locals between calls); a type without any costs one HGET per claim,
+-- the read of its paused flag.
+local rules_read
 
 -- The rules of `jtype`, or false.
 local function rule_of(p, jtype)
-  local r = RULES[jtype]
+  local r = rules_read[jtype]
   if r == nil then
     local text = redis.call('HGET', k_limits(p), jtype)
     r = text and cjson.decode(text) or false
-    RULES[jtype] = r
+    rules_read[jtype] = r
   end
   return r
 end
@@ -119,10 +120,10 @@ end
 local function set_rule(p, jtype, r)
   if next(r) == nil then
     redis.call('HDEL', k_limits(p), jtype)
-    RULES[jtype] = false
+    rules_read[jtype] = false
   else
     redis.call('HSET', k_limits(p), jtype, cjson.encode(r))
-    RULES[jtype] = r
+    rules_read[jtype] = r
   end
 end
 
@@ -544,6 +545,13 @@ local function runs_of(p, id)
     end
   end
   return runs, texts
+end
+
+-- The run of worker `w` of fan-out job `id`, decoded, or nil.
+local function run_of(p, id, w)
+  local ok, run = pcall(cjson.decode, redis.call('HGET', k_runs(p, id), w) or '')
+  if ok and type(run) == 'table' then return run end
+  return nil
 end
 
 -- Store `run` of worker `w`; `result`: the JSON text of a completed run's result, kept as it
@@ -1103,9 +1111,8 @@ end
 -- good) or given back (release). Returns 'failed' when the job failed, else 'reopened';
 -- nil when that run is not running (nothing written).
 local function run_lost(p, id, key, w, token, stalled, limit_stalls, now)
-  local text = redis.call('HGET', k_runs(p, id), w)
-  local ok, run = pcall(cjson.decode, text or '')
-  if not (ok and type(run) == 'table' and run.state == 'running') then return nil end
+  local run = run_of(p, id, w)
+  if not (run and run.state == 'running') then return nil end
   if token and run.token ~= token then return nil end
   run_end(p, id, w, run, 'lost', now)
   history(p, id, { state = 'active', at = now, worker = w, run = 'lost', stalled = stalled,
@@ -1411,27 +1418,55 @@ local function count_start(p, jtype, r, group, start, now)
   end
 end
 
--- Whether a live worker serving `jtype` other than `worker` may start a run of fan-out job
--- `id` (see live_targets, run_eligible).
-local function runs_other_may(p, jtype, id, worker)
+-- The score and member of the first of zset `key`, or nil.
+local function first_of(key)
+  local top = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if not top[1] then return nil end
+  return tonumber(top[2]), top[1]
+end
+
+-- Whether `worker` should leave its place in fan-out job `id` to others: its run of the job
+-- (`run`, or nil) failed, and it would likely fail there again, while another live worker
+-- serving `jtype` that the job may run on (its `only`, if any) may start a run of it (see
+-- live_targets, run_eligible).
+local function leave_place(p, jtype, id, worker, run)
+  if not (run and run.state == 'failed') then return false end
+  local only = pin_list(redis.call('HGET', k_job(p, id), 'only'))
   local runs = runs_of(p, id)
-  for _, w in ipairs(live_targets(p, jtype, nil, now_ms())) do
+  for _, w in ipairs(live_targets(p, jtype, #only > 0 and only or nil, now_ms())) do
     if w ~= worker and run_eligible(runs, w) then return true end
   end
   return false
 end
 
 -- The best job of <p>:open:<type> among the first OPEN_SCAN that `worker` may start a run of
--- (see run_eligible), and its score; or nil. A worker whose run of a job failed takes its
--- place again only when no other live worker may: it would likely fail there again.
+-- (see run_eligible) and should not leave to others (see leave_place), and its score; or nil.
 local function open_top(p, jtype, worker)
   local top = redis.call('ZRANGE', k_open(p, jtype), 0, OPEN_SCAN - 1, 'WITHSCORES')
   for i = 1, #top, 2 do
     local id = zid_id(top[i])
-    local text = redis.call('HGET', k_runs(p, id), worker)
-    local ok, run = pcall(cjson.decode, text or '')
-    if not (ok and type(run) == 'table') or run.state == 'lost'
-      or (run.state == 'failed' and not runs_other_may(p, jtype, id, worker)) then
+    local run = run_of(p, id, worker)
+    if (not run or run.state == 'lost' or run.state == 'failed')
+      and not leave_place(p, jtype, id, worker, run) then
+      return top[i], tonumber(top[i + 1])
+    end
+  end
+  return nil
+end
+
+-- The best job of `worker`'s places of `jtype`, and its score; or nil. In a type with fan-out
+-- jobs, the best among the first OPEN_SCAN that it should not leave to others (see
+-- leave_place): a pinned fan-out job whose run failed on it waits for its other workers.
+local function places_top(p, jtype, worker, r)
+  local key = k_places(p, jtype, worker)
+  if not r.fanout then
+    local score, member = first_of(key)
+    return member, score
+  end
+  local top = redis.call('ZRANGE', key, 0, OPEN_SCAN - 1, 'WITHSCORES')
+  for i = 1, #top, 2 do
+    local id = zid_id(top[i])
+    if not leave_place(p, jtype, id, worker, run_of(p, id, worker)) then
       return top[i], tonumber(top[i + 1])
     end
   end
@@ -1472,10 +1507,9 @@ end
 -- Start the run of `worker` of fan-out job `id` under `token` (the job's new lease counter):
 -- its record (tries counted), its lease, a history entry and the event run start [worker].
 local function run_begin(p, id, jtype, worker, token, lease_ms, now)
-  local text = redis.call('HGET', k_runs(p, id), worker)
-  local ok, before = pcall(cjson.decode, text or '')
+  local before = run_of(p, id, worker)
   local tries = 1
-  if ok and type(before) == 'table' then tries = (tonumber(before.tries) or 0) + 1 end
+  if before then tries = (tonumber(before.tries) or 0) + 1 end
   run_put(p, id, worker, { state = 'running', token = token, started_at = now, tries = tries })
   redis.call('ZADD', k_run_leases(p), now + lease_ms, id .. '@' .. worker)
   history(p, id, { state = 'active', at = now, worker = worker, run = true })
@@ -1663,13 +1697,6 @@ local function claim_grouped(p, jtype, r, worker, lease_ms, now)
   return { 'limited', int(wait or LIMIT_RECHECK_MS) }
 end
 
--- The score and member of the first of zset `key`, or nil.
-local function first_of(key)
-  local top = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if not top[1] then return nil end
-  return tonumber(top[2]), top[1]
-end
-
 -- Where the best job for `worker` of `jtype` is when it is not in the type's set `key` (any
 -- worker's): 'pinned' and its member (the best of the worker's places: a job pinned to it, or
 -- a fan-out job's place), or 'open' and its member (a fan-out job's place open to any worker,
@@ -1677,7 +1704,7 @@ end
 -- priority pinned, then open, then the type's set. `r`: the type's rules.
 local function pick(p, jtype, worker, key, r)
   local ms, mine, os, open
-  if r.pins then ms, mine = first_of(k_places(p, jtype, worker)) end
+  if r.pins then mine, ms = places_top(p, jtype, worker, r) end
   if r.fanout then open, os = open_top(p, jtype, worker) end
   if not mine and not open then return nil end
   local ps = first_of(key)
@@ -1772,3 +1799,5 @@ end
 -- refuses that read (the key may have moved), the script stops having changed nothing, and
 -- the client sends it again once the slot has moved. Anywhere else this is one cheap EXISTS.
 redis.call('EXISTS', k_fence(ARGV[1]))
+-- What one call learns, for that call only.
+rules_read = {}

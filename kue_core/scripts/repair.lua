@@ -482,7 +482,7 @@ function flow.unlimit(jtype, text)
   if key_type(k_limits(p)) ~= 'hash' or redis.call('HGET', k_limits(p), jtype) ~= text
       or flow.rule(jtype) then return 0 end
   redis.call('HDEL', k_limits(p), jtype)
-  RULES[jtype] = nil
+  rules_read[jtype] = nil
   local r = {}
   if flow.paused(jtype) then r.paused = true end
   local rot = k_groups(p, jtype)

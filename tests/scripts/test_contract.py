@@ -8,16 +8,16 @@ from importlib import resources
 import pytest
 
 from kue_core import Queue, defaults
-from kue_core.scripts import (
+from kue_core.lua_source import (
     LUA_CONSTANTS,
     REPAIR_WIDTH,
     SAVE_WIDTH,
     SCRIPT_NAMES,
-    Scripts,
     lua_constants,
     lua_preamble,
     script_source,
 )
+from kue_core.scripts import Scripts
 
 FOLDER = resources.files("kue_core") / "scripts"
 
@@ -138,3 +138,23 @@ def test_scripts_run_with_the_defaults_values(
         queue.scripts.complete(claimed[0], claimed[1]["lease"], "null", None)
         buckets = {k for k in queue.client.hkeys(queue.keys.totals) if k.startswith("le:")}
         assert buckets <= {"le:1", "le:2", "le:3", "le:inf"} and buckets
+
+
+def test_lib_keeps_no_state_between_calls() -> None:
+    """On Redis 7 a script runs as a function whose library (lib.lua's helpers) is loaded
+    once, so lib.lua's top-level values outlive a call: each is a constant (upper case, and
+    no script writes into it) or per-call state that lib.lua's closing code, which every call
+    runs first, sets afresh."""
+    lib = (FOLDER / "lib.lua").read_text("utf-8")
+    values = re.findall(r"^local (?!function )([A-Za-z_]\w*)", _code(lib), re.M)
+    tail = lib[re.search(r"^redis\.call\(", lib, re.M).start() :]  # type: ignore[union-attr]
+    for name in values:
+        if name.isupper():
+            for path in FOLDER.iterdir():
+                if path.name.endswith(".lua"):
+                    code = _code(path.read_text("utf-8"))
+                    assert not re.search(rf"(?<!local )\b{name}\s*(\[[^\]]*\]\s*)?=[^=]", code), (
+                        name
+                    )
+        else:
+            assert re.search(rf"^{name} = ", tail, re.M), f"{name}: set it in lib's closing code"

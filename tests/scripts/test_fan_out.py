@@ -162,6 +162,41 @@ def test_a_failed_runs_place_goes_to_another_live_worker_first(queue: Queue) -> 
     _clean(queue)
 
 
+def test_a_pinned_failed_runs_place_goes_to_another_of_its_workers_first(queue: Queue) -> None:
+    for w in (W1, W2, W3, W4):
+        _register(queue, w, {"t": 1})
+    job = queue.create_job("t").only([W1, W2, W3]).fan_out(2, max_failed_runs=1).save()
+    jid = job.id
+    assert jid is not None
+    a, b = _claim(queue, W1), _claim(queue, W2)
+    outcome, claimed = queue.scripts.fail(jid, _token(a), "boom", "boom", 0, (W1, LEASE))
+    assert outcome == "inactive" and claimed in (None, PINS)  # W3 may take it: W1 leaves it
+    assert _claim(queue, W1) in (None, PINS) and _claim(queue, W4) in (None, PINS)
+    c = _claim(queue, W3)
+    assert c[0] == jid
+    queue.scripts.complete(jid, _token(b), "2", None)
+    queue.scripts.complete(jid, _token(c), "3", None)
+    assert queue.get_job(jid).result == {W2: 2, W3: 3}
+    _clean(queue)
+
+
+def test_a_pinned_failed_run_is_retried_on_its_worker_when_no_other_may(queue: Queue) -> None:
+    for w in (W1, W2, W3):
+        _register(queue, w, {"t": 1})
+    job = queue.create_job("t").only([W1, W2, W3]).fan_out(3, max_failed_runs=1).save()
+    jid = job.id
+    assert jid is not None
+    held = {w: _claim(queue, w) for w in (W1, W2, W3)}
+    # Every other worker of the job holds a run: W1's failed place comes back to W1.
+    outcome, again = queue.scripts.fail(jid, _token(held[W1]), "boom", "boom", 0, (W1, LEASE))
+    assert outcome == "inactive" and again[0] == jid
+    assert _runs(queue, jid)[W1]["tries"] == 2
+    for w, claimed in ((W1, again), (W2, held[W2]), (W3, held[W3])):
+        queue.scripts.complete(jid, _token(claimed), json.dumps(w), None)
+    assert queue.get_job(jid).state == "complete"
+    _clean(queue)
+
+
 def test_past_max_failed_runs_the_job_fails_and_later_results_are_refused(
     queue: Queue, r: redis.Redis
 ) -> None:

@@ -30,6 +30,7 @@ FLOORS = {
     "values": 1,
     "records": 1,
     "schedule_rules": 1,
+    "lua_source": 1,
     # 2. connection, scripts, events
     "cluster": 2,
     "connection": 2,
@@ -69,6 +70,7 @@ FLOORS = {
     "doctor_schedules": 6,
     "doctor_limits": 6,
     "doctor_rules": 6,
+    "doctor_functions": 6,
     "doctor_pins": 6,
     "doctor_runs": 6,
     "doctor_checker": 6,

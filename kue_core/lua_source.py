@@ -1,0 +1,214 @@
+"""The Lua text of the transition scripts: the constants from :mod:`kue_core.defaults`, the
+helpers of ``lib.lua`` each script uses, and the script's own file (in ``scripts/``); sent as
+a script (``EVAL``) or, on Redis 7 and later, as a library of one Redis function."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from . import defaults
+
+#: Every transition script; ``tests/scripts/test_contract.py`` checks this against the files.
+SCRIPT_NAMES = (
+    "save",
+    "save_unique",
+    "update",
+    "set_state",
+    "set_priority",
+    "progress",
+    "log",
+    "remove",
+    "cancel",
+    "move",
+    "pin",
+    "edit",
+    "claim",
+    "complete",
+    "fail",
+    "release",
+    "heartbeat",
+    "recover",
+    "promote",
+    "pause",
+    "resume",
+    "limit",
+    "feed",
+    "bulk",
+    "inspect",
+    "screen",
+    "repair",
+    "tag",
+    "search",
+    "retain",
+    "flow",
+    "unblock",
+    "schedule",
+    "tick",
+)
+
+#: Values per job in a ``save`` call (see the header of ``save.lua``).
+SAVE_WIDTH = 10
+
+#: Values per action in a ``repair`` call (see the header of ``repair.lua``).
+REPAIR_WIDTH = 4
+
+
+#: The values of :mod:`kue_core.defaults` the scripts use. Each becomes a Lua ``local`` of the
+#: same name ahead of ``lib.lua`` (as do :data:`SAVE_WIDTH` and :data:`REPAIR_WIDTH`), so
+#: that Python and Lua read one value; the Lua files keep no copy (a test checks it).
+LUA_CONSTANTS = (
+    "MAX_ATTEMPTS",
+    "HISTORY_LENGTH",
+    "HISTORY_ERROR_LENGTH",
+    "DURATION_BUCKETS_MS",
+    "MINUTE_COUNTER_TTL",
+    "RESUMED_SIGNAL_MS",
+    "LIMIT_WAKE_MAX",
+    "LIMIT_RECHECK_MS",
+    "GROUP_SCAN",
+    "LANE_SCAN",
+    "RETAIN_COMPLETE",
+    "RETAIN_FAILED",
+    "RETIRE_BATCH",
+    "MAX_TAGS",
+    "SEARCH_PREFIX_WORDS",
+    "OPEN_SCAN",
+    "LATE_SCAN",
+    "MAX_PINS",
+)
+
+_LUA_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
+
+
+def lua_constants() -> dict[str, object]:
+    """Name -> value of every constant the preamble defines, as they are now."""
+    values: dict[str, object] = {name: getattr(defaults, name) for name in LUA_CONSTANTS}
+    values["SAVE_WIDTH"] = SAVE_WIDTH
+    values["REPAIR_WIDTH"] = REPAIR_WIDTH
+    return values
+
+
+def _lua_integer(name: str, value: object) -> str:
+    """An integer as Lua source; anything else is refused (a Lua number is exact below 2**53)."""
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**53:
+        raise TypeError(
+            name + " must be an integer below 2**53, or a tuple of them, to be a Lua "
+            "constant; got " + repr(value)
+        )
+    return str(int(value))
+
+
+def lua_preamble() -> str:
+    """``local NAME = value`` for each of :func:`lua_constants`, numbers or tuples of numbers
+    only (written out by this function, never from text given to it)."""
+    lines = ["-- Constants from kue_core/defaults.py, written by kue_core/scripts.py."]
+    for name, value in lua_constants().items():
+        if not _LUA_NAME.match(name):
+            raise ValueError("not a Lua constant name: " + repr(name))
+        if isinstance(value, tuple):
+            text = "{ " + ", ".join(_lua_integer(name, v) for v in value) + " }"
+        else:
+            text = _lua_integer(name, value)
+        lines.append("local " + name + " = " + text)
+    return "\n".join(lines) + "\n"
+
+
+#: A top-level ``local`` of lib.lua or the preamble (a function or a value), and a Lua name.
+_TOP_LOCAL = re.compile(r"^local (?:function )?([A-Za-z_]\w*)", re.M)
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+#: A Lua comment to the end of its line (the scripts have no "--" inside strings): names
+#: in comments are not uses.
+_COMMENT = re.compile(r"--[^\n]*")
+#: Where lib.lua's code that every script runs (the Cluster fence read) begins.
+_LIB_TAIL = re.compile(r"^redis\.call\(", re.M)
+
+
+def _locals(text: str) -> list[tuple[str, str]]:
+    """``text`` (top-level ``local`` definitions, with comments) cut into (name, definition)
+    pairs, in order; each definition runs to the next one."""
+    starts = list(_TOP_LOCAL.finditer(text))
+    ends = [m.start() for m in starts[1:]] + [len(text)]
+    return [(m.group(1), text[m.start() : end]) for m, end in zip(starts, ends, strict=True)]
+
+
+def _parts(name: str) -> tuple[str, str]:
+    """The Lua text of script ``name`` in two parts: its definitions (the constants from the
+    defaults and the helpers of ``lib.lua`` it uses, directly or through other helpers, in
+    lib.lua's order) and what each call runs (lib.lua's closing code, the Cluster fence, then
+    the script itself)."""
+    folder = resources.files("kue_core") / "scripts"
+    lib = (folder / "lib.lua").read_text("utf-8")
+    own = (folder / f"{name}.lua").read_text("utf-8")
+    tail = _LIB_TAIL.search(lib)
+    assert tail is not None, "lib.lua ends with the fence read"
+    preamble = lua_preamble()
+    head = preamble[: preamble.index("\nlocal ") + 1]  # its comment line
+    definitions = _locals(preamble) + _locals(lib[: tail.start()])
+    known = dict(definitions)
+    wanted: set[str] = set()
+    todo = set(_IDENTIFIER.findall(_COMMENT.sub("", own + lib[tail.start() :])))
+    while todo:
+        found = todo.pop()
+        if found in known and found not in wanted:
+            wanted.add(found)
+            todo |= set(_IDENTIFIER.findall(_COMMENT.sub("", known[found])))
+    used = "".join(text for local, text in definitions if local in wanted)
+    return head + used, lib[tail.start() :] + "\n" + own
+
+
+def script_source(name: str) -> str:
+    """The Lua text ``EVAL`` runs for ``name``: its definitions, then its body.
+
+    Only the helpers it uses: Redis runs a script's whole text on every call, and each helper
+    defined costs time even when not called (capturing the helpers it uses as upvalues is
+    linear in the helpers defined before it), up to 20 µs a call. A Redis function
+    (:func:`function_library`) pays that once, when it is loaded."""
+    definitions, body = _parts(name)
+    return definitions + body
+
+
+@dataclass(frozen=True)
+class Library:
+    """Script ``name`` as a Redis function (Redis 7 and later): the library ``code`` defines
+    the script's helpers once, when loaded, and registers one function, ``function``, whose
+    body is the script's. ``KEYS`` and ``ARGV``, globals to a script, are locals of the
+    library that each call sets first (the helpers read them too; Redis runs one call at a
+    time). Both names are the script's and a digest of the code, so every version of every
+    script has its own, and any number of versions can share one Redis."""
+
+    name: str
+    function: str
+    code: str
+
+
+#: What a script's function may do beyond the default (may write, refused whole while Redis
+#: is over ``maxmemory``): ``no-writes`` for those that only read (so they still answer when
+#: Redis is full), ``allow-oom`` for those that free memory (so a full Redis can be emptied).
+FUNCTION_FLAGS: dict[str, tuple[str, ...]] = {
+    "inspect": ("no-writes",),
+    "screen": ("no-writes",),
+    "remove": ("allow-oom",),
+    "retain": ("allow-oom",),
+}
+
+#: The prefix of every library (and function) name of ours, for kue doctor to find them.
+LIBRARY_PREFIX = "kue_"
+
+
+def function_library(name: str) -> Library:
+    """Script ``name`` as a :class:`Library`."""
+    definitions, body = _parts(name)
+    flags = ", ".join("'" + flag + "'" for flag in FUNCTION_FLAGS.get(name, ()))
+    register = (
+        "redis.register_function{function_name=FUNCTION, flags={" + flags + "}, "
+        "callback=function(keys, args)\nKEYS, ARGV = keys, args\n" + body + "\nend}\n"
+    )
+    digest = hashlib.sha1((definitions + register).encode("utf-8")).hexdigest()[:16]
+    function = f"{LIBRARY_PREFIX}{name}_{digest}"
+    code = (
+        "local KEYS, ARGV\n" + definitions + register.replace("FUNCTION", "'" + function + "'", 1)
+    )
+    return Library(function, function, f"#!lua name={function}\n" + code)
