@@ -1,5 +1,5 @@
-"""Fan-out jobs from the command line: ``kue runs``, on the ``cli`` group (imported by the
-package, so that it joins it).
+"""Fan-out jobs and the workers that run jobs, from the command line: ``kue runs`` and ``kue
+only``, on the ``cli`` group (imported by the package, so that it joins it).
 
 Exit codes as for every command: an unknown job or bad input is bad usage (2); a Redis that
 cannot be reached is unavailable (3).
@@ -53,3 +53,24 @@ def runs(job_id: str, as_json: bool, redis_url: str | None, prefix: str) -> None
             f"  {run['worker']:<20} {run.get('state', '?'):<9} {_time(run.get('started_at'))}"
             f"  {_time(run.get('ended_at')):<19}  tries {run.get('tries', 0)}  {_outcome(run)}"
         )
+
+
+@main.cli.command(short_help="Change which workers may run a job.")
+@click.argument("job_id", metavar="ID")
+@click.argument("workers", nargs=-1, metavar="[WORKER]...")
+@click.option("--any", "any_worker", is_flag=True, help="Let any worker run it again.")
+@main.redis_options
+def only(
+    job_id: str, workers: tuple[str, ...], any_worker: bool, redis_url: str | None, prefix: str
+) -> None:
+    """Let only the workers named (by their ids, as `kue worker --id` gives them) run job ID,
+    or any worker with --any. A waiting job waits for them; a running one whose worker is no
+    longer allowed is stopped in that worker's process and waits for them, no attempt
+    counted (a fan-out job's runs on workers no longer allowed stop, and their places go to
+    the new ones)."""
+    if bool(workers) == any_worker:
+        raise click.UsageError("name the workers, or give --any (not both)")
+    with _queue(redis_url, prefix) as queue:
+        job = queue.set_only(job_id, None if any_worker else list(workers))
+    allowed = ", ".join(job.only() or []) or "any worker"
+    click.echo(f"job {job.id} ({job.type}) is {job.state} and runs on {allowed}")

@@ -115,8 +115,9 @@ def set_only(scripts: Scripts, job_id: int, workers: object) -> str:
     places (or to ``inactive``); a running job whose worker is no longer allowed is stopped
     in that worker's process and waits pinned for the new ones, no attempt counted; a
     running fan-out job's runs on workers no longer allowed stop, and their places are
-    offered to the new workers. A fan-out job keeps at least ``k`` workers
-    (``InvalidJob``). Returns the job's state after."""
+    offered to the new workers. A fan-out job keeps at least ``k`` workers, and a
+    late-joiners job (every worker of its type) a list of them (``InvalidJob``). Returns the
+    job's state after."""
     ids = new_workers(workers)
     return scripts.pin(job_id, "" if ids is None else json.dumps(ids, separators=(",", ":")))
 

@@ -16,8 +16,9 @@
 -- History  {state, at, only = [workers] (absent for any worker), from (when the state changed),
 --          stopped = [workers] and reason (when runs or an attempt were stopped)}.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID for a malformed list, for fewer workers than a
---          fan-out job's k, and for workers given to a job with preferred workers (nothing
---          is written).
+--          fan-out job's k, for workers given to a job with preferred workers, and for any
+--          worker ('') asked of a late-joiners job, whose workers are those that serve its
+--          type (nothing is written).
 local p, id, given = ARGV[1], ARGV[2], ARGV[3]
 local only = nil
 if given ~= '' then
@@ -41,6 +42,10 @@ if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
 if only and job.prefer then
   return redis.error_reply('KUE_INVALID job ' .. id .. ' has preferred workers: it cannot be '
     .. 'pinned too')
+end
+if not only and job.fan_out and redis.call('HGET', key, 'late') == '1' then
+  return redis.error_reply('KUE_INVALID job ' .. id .. ' runs on every worker of its type, late '
+    .. 'joiners too: it keeps a list of workers')
 end
 local k = tonumber(job.fan_out)
 if only and k and k > #pin_list(only) then

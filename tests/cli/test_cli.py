@@ -533,6 +533,7 @@ def test_help_lists_the_commands_and_exit_codes() -> None:
         "limit",
         "limits",
         "move",
+        "only",
         "remove",
         "retention",
         "rules",

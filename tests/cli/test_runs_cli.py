@@ -45,3 +45,29 @@ def test_a_plain_job_and_an_unknown_one(queue: Queue, redis_url: str) -> None:
     )
     missing = kue(queue, redis_url, "runs", "999")
     assert missing.exit_code == 2 and "999" in missing.stderr and "Traceback" not in missing.output
+
+
+def test_only_changes_a_jobs_workers(queue: Queue, redis_url: str) -> None:
+    jid = queue.create_job("t").save().id
+    result = kue(queue, redis_url, "only", str(jid), "gpu-1", "gpu-2")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"job {jid} (t) is pinned and runs on gpu-1, gpu-2\n"
+    assert queue.get_job(jid).only() == ["gpu-1", "gpu-2"]
+    assert _claim_none(queue, "cpu-1") and _claim(queue, "gpu-2")[0] == jid
+    other = queue.create_job("t").only(["gpu-1"]).save().id
+    result = kue(queue, redis_url, "only", str(other), "--any")
+    assert result.stdout == f"job {other} (t) is inactive and runs on any worker\n"
+    assert queue.get_job(other).only() is None
+
+
+def test_only_refuses_bad_usage_and_changes_nothing(queue: Queue, redis_url: str) -> None:
+    jid = queue.create_job("t").only(["gpu-1"]).save().id
+    for args in ([], ["gpu-2", "--any"], ["bad id!"]):
+        result = kue(queue, redis_url, "only", str(jid), *args)
+        assert result.exit_code == 2 and "Traceback" not in result.output, args
+    assert kue(queue, redis_url, "only", "999", "gpu-1").exit_code == 2
+    assert queue.get_job(jid).only() == ["gpu-1"] and queue.get_job(jid).state == "pinned"
+
+
+def _claim_none(queue: Queue, worker: str) -> bool:
+    return not isinstance(queue.scripts.claim("t", worker, 30_000), tuple)

@@ -143,6 +143,18 @@ def test_a_fan_out_all_job_keeps_its_targets_when_it_starts_over(
     _clean(queue)
 
 
+def test_a_late_joiners_job_keeps_a_list_of_workers(queue: Queue, r: redis.Redis) -> None:
+    _register(queue, W1)
+    jid = queue.create_job("t").fan_out("all", late_joiners=True).save().id
+    assert jid is not None
+    before = r.hgetall(queue.keys.job(jid))
+    with pytest.raises(InvalidJob, match="late joiners"):
+        queue.set_only(jid, None)
+    assert r.hgetall(queue.keys.job(jid)) == before
+    assert queue.set_only(jid, [W1, W2]).only() == [W1, W2]  # another list: allowed
+    _clean(queue)
+
+
 def test_a_reuse_save_of_a_finished_fan_out_job_starts_it_over(
     queue: Queue, r: redis.Redis
 ) -> None:
