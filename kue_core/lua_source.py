@@ -4,6 +4,7 @@ a script (``EVAL``) or, on Redis 7 and later, as a library of one Redis function
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -139,12 +140,18 @@ def _parts(name: str) -> tuple[str, str]:
     defaults and the helpers of ``lib.lua`` it uses, directly or through other helpers, in
     lib.lua's order) and what each call runs (lib.lua's closing code, the Cluster fence, then
     the script itself)."""
+    return _parts_for(name, lua_preamble())
+
+
+@functools.lru_cache(maxsize=4 * len(SCRIPT_NAMES))
+def _parts_for(name: str, preamble: str) -> tuple[str, str]:
+    """:func:`_parts` with the constants' ``preamble`` given: kept, since every Queue asks
+    for every script (a few ms each to work out)."""
     folder = resources.files("kue_core") / "scripts"
     lib = (folder / "lib.lua").read_text("utf-8")
     own = (folder / f"{name}.lua").read_text("utf-8")
     tail = _LIB_TAIL.search(lib)
     assert tail is not None, "lib.lua ends with the fence read"
-    preamble = lua_preamble()
     head = preamble[: preamble.index("\nlocal ") + 1]  # its comment line
     definitions = _locals(preamble) + _locals(lib[: tail.start()])
     known = dict(definitions)
@@ -200,7 +207,12 @@ LIBRARY_PREFIX = "kue_"
 
 def function_library(name: str) -> Library:
     """Script ``name`` as a :class:`Library`."""
-    definitions, body = _parts(name)
+    return _library_for(name, lua_preamble())
+
+
+@functools.lru_cache(maxsize=4 * len(SCRIPT_NAMES))
+def _library_for(name: str, preamble: str) -> Library:
+    definitions, body = _parts_for(name, preamble)
     flags = ", ".join("'" + flag + "'" for flag in FUNCTION_FLAGS.get(name, ()))
     register = (
         "redis.register_function{function_name=FUNCTION, flags={" + flags + "}, "
