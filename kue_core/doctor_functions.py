@@ -51,7 +51,7 @@ def unload(client: redis.Redis, names: Iterable[str]) -> list[bool]:
             client.execute_command("FUNCTION", "DELETE", name)  # type: ignore[no-untyped-call]
             done.append(True)
         except ResponseError as e:
-            if "not exist" not in str(e).lower():
+            if "not found" not in str(e).lower():
                 raise
             done.append(False)
     return done

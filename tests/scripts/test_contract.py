@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from importlib import resources
 
 import pytest
 
-from kue_core import Queue, defaults
+from kue_core import Queue, defaults, doctor_functions
 from kue_core.lua_source import (
     LUA_CONSTANTS,
     REPAIR_WIDTH,
     SAVE_WIDTH,
     SCRIPT_NAMES,
+    function_library,
     lua_constants,
     lua_preamble,
     script_source,
@@ -113,6 +116,18 @@ def test_each_script_defines_the_helpers_it_uses_and_no_others() -> None:
     assert "local function k_fence" in script_source("pause")  # the fence read: every script
 
 
+@contextlib.contextmanager
+def _unloaded_after(queue: Queue) -> Iterator[None]:
+    """Delete the function libraries (Redis 7) made with the constants of now, once done:
+    kue doctor would take them for another version's."""
+    names = [function_library(name).name for name in SCRIPT_NAMES]
+    try:
+        yield
+    finally:
+        if queue.scripts.functions:
+            doctor_functions.unload(queue.client, names)
+
+
 @pytest.mark.parametrize("bad", [1.5, True, 2**53, "50", (1, "2"), None])
 def test_only_integers_become_lua_constants(bad: object, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(defaults, "HISTORY_LENGTH", bad)
@@ -126,7 +141,7 @@ def test_scripts_run_with_the_defaults_values(
     """A changed default reaches the scripts of a queue made afterwards: no copy in Lua."""
     monkeypatch.setattr(defaults, "HISTORY_LENGTH", 7)
     monkeypatch.setattr(defaults, "DURATION_BUCKETS_MS", (1, 2, 3))
-    with Queue(redis_url, prefix=prefix) as queue:
+    with Queue(redis_url, prefix=prefix) as queue, _unloaded_after(queue):
         job = queue.create_job("t").save()
         for _ in range(10):
             job.set_state("failed")
