@@ -179,15 +179,14 @@ def script_source(name: str) -> str:
 
 @dataclass(frozen=True)
 class Library:
-    """Script ``name`` as a Redis function (Redis 7 and later): the library ``code`` defines
-    the script's helpers once, when loaded, and registers one function, ``function``, whose
-    body is the script's. ``KEYS`` and ``ARGV``, globals to a script, are locals of the
+    """A script as a Redis function (Redis 7 and later): the library ``code`` defines the
+    script's helpers once, when loaded, and registers one function of the library's ``name``,
+    whose body is the script's. ``KEYS`` and ``ARGV``, globals to a script, are locals of the
     library that each call sets first (the helpers read them too; Redis runs one call at a
-    time). Both names are the script's and a digest of the code, so every version of every
+    time). The name is the script's and a digest of the code, so every version of every
     script has its own, and any number of versions can share one Redis."""
 
     name: str
-    function: str
     code: str
 
 
@@ -223,4 +222,4 @@ def _library_for(name: str, preamble: str) -> Library:
     code = (
         "local KEYS, ARGV\n" + definitions + register.replace("FUNCTION", "'" + function + "'", 1)
     )
-    return Library(function, function, f"#!lua name={function}\n" + code)
+    return Library(function, f"#!lua name={function}\n" + code)

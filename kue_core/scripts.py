@@ -110,11 +110,15 @@ def _wait(why: str) -> Literal["paused", "pins"] | Held | None:
 
 
 def _no_functions(error: ResponseError) -> bool:
-    """Whether ``error`` says the server has no Redis functions (before Redis 7) or this user
-    may not call or load them."""
+    """Whether ``error`` says the server has no Redis functions (before Redis 7: "unknown
+    command `FCALL`") or this user may not call or load them (ACL: "no permissions to run the
+    'fcall' command", or 'function|load'); never an error raised inside a function."""
     text = str(error).lower()
-    about = "fcall" in text or "function" in text
-    return about and ("unknown command" in text or "no permissions" in text)
+    if text.startswith("unknown command"):
+        return text.startswith(("unknown command `fcall`", "unknown command `function`"))
+    return "no permissions to run the 'fcall' command" in text or (
+        "no permissions to run the 'function|load' command" in text
+    )
 
 
 def _unrun(result: Any) -> bool:
@@ -239,7 +243,7 @@ class Scripts:
         """How script ``name`` is called: ``FCALL`` and its function, or ``EVALSHA`` and its
         digest."""
         if self.functions:
-            return "FCALL", self._libraries[name].function
+            return "FCALL", self._libraries[name].name
         return "EVALSHA", self._scripts[name].sha
 
     def _recovered(self, name: str, error: ResponseError) -> bool:
