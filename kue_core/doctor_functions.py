@@ -31,13 +31,13 @@ UNLOAD = "unload"
 def check(c: Checker) -> None:
     """Add the libraries of other kue versions to ``c``'s report."""
     ours = {function_library(name).name for name in SCRIPT_NAMES}
-    for name, size in _libraries(c.client):
+    for name in _libraries(c.client):
         if name not in ours:
             c.add(
                 "old-function",
                 name,
-                f"Redis holds the function library {name} ({size} bytes of code), which no "
-                "script of this kue version is: an earlier version loaded it",
+                f"Redis holds the function library {name}, which no script of this kue "
+                "version is: an earlier version loaded it",
                 "delete it (FUNCTION DELETE); a process still running that version loads it again",
                 action=(UNLOAD, name, "", ""),
             )
@@ -57,12 +57,12 @@ def unload(client: redis.Redis, names: Iterable[str]) -> list[bool]:
     return done
 
 
-def _libraries(client: redis.Redis) -> list[tuple[str, int]]:
-    """(name, code size) of the server's libraries named ``kue_*``; none on a server without
+def _libraries(client: redis.Redis) -> list[str]:
+    """The names of the server's libraries named ``kue_*``; none on a server without
     functions, or where this user may not list them."""
     try:
         reply = client.execute_command(  # type: ignore[no-untyped-call]
-            "FUNCTION", "LIST", "LIBRARYNAME", LIBRARY_PREFIX + "*", "WITHCODE"
+            "FUNCTION", "LIST", "LIBRARYNAME", LIBRARY_PREFIX + "*"
         )
     except ResponseError:
         return []
@@ -71,7 +71,7 @@ def _libraries(client: redis.Redis) -> list[tuple[str, int]]:
         fields = _pairs(entry)
         name = str(fields.get("library_name", ""))
         if name.startswith(LIBRARY_PREFIX):
-            out.append((name, len(str(fields.get("library_code", "")))))
+            out.append(name)
     return out
 
 

@@ -1439,14 +1439,15 @@ local function leave_place(p, jtype, id, worker, run)
   return false
 end
 
--- The best job of <p>:open:<type> among the first OPEN_SCAN that `worker` may start a run of
--- (see run_eligible) and should not leave to others (see leave_place), and its score; or nil.
-local function open_top(p, jtype, worker)
-  local top = redis.call('ZRANGE', k_open(p, jtype), 0, OPEN_SCAN - 1, 'WITHSCORES')
+-- The best member of zset `key` of fan-out places among its first OPEN_SCAN that `worker`
+-- should not leave to others (see leave_place), and its score; or nil. `open`: <p>:open:<type>,
+-- where it takes only jobs it may start a run of (see run_eligible).
+local function scan_places(p, jtype, worker, key, open)
+  local top = redis.call('ZRANGE', key, 0, OPEN_SCAN - 1, 'WITHSCORES')
   for i = 1, #top, 2 do
     local id = zid_id(top[i])
     local run = run_of(p, id, worker)
-    if (not run or run.state == 'lost' or run.state == 'failed')
+    if (not open or not run or run.state == 'lost' or run.state == 'failed')
       and not leave_place(p, jtype, id, worker, run) then
       return top[i], tonumber(top[i + 1])
     end
@@ -1454,23 +1455,19 @@ local function open_top(p, jtype, worker)
   return nil
 end
 
+-- The best job of <p>:open:<type> for `worker`, and its score; or nil (see scan_places).
+local function open_top(p, jtype, worker)
+  return scan_places(p, jtype, worker, k_open(p, jtype), true)
+end
+
 -- The best job of `worker`'s places of `jtype`, and its score; or nil. In a type with fan-out
--- jobs, the best among the first OPEN_SCAN that it should not leave to others (see
--- leave_place): a pinned fan-out job whose run failed on it waits for its other workers.
+-- jobs, through scan_places: a pinned fan-out job whose run failed on it waits for its other
+-- workers.
 local function places_top(p, jtype, worker, r)
   local key = k_places(p, jtype, worker)
-  if not r.fanout then
-    local score, member = first_of(key)
-    return member, score
-  end
-  local top = redis.call('ZRANGE', key, 0, OPEN_SCAN - 1, 'WITHSCORES')
-  for i = 1, #top, 2 do
-    local id = zid_id(top[i])
-    if not leave_place(p, jtype, id, worker, run_of(p, id, worker)) then
-      return top[i], tonumber(top[i + 1])
-    end
-  end
-  return nil
+  if r.fanout then return scan_places(p, jtype, worker, key, false) end
+  local score, member = first_of(key)
+  return member, score
 end
 
 -- `worker` claims `jtype`: it joins each unfinished late-joiners job of the type among the

@@ -29,7 +29,7 @@ def functions(r: redis.Redis) -> None:
 
 
 def _loaded(r: redis.Redis) -> set[str]:
-    return {name for name, _ in _libraries(r)}
+    return set(_libraries(r))
 
 
 def _fcalls(r: redis.Redis) -> int:
