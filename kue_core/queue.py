@@ -220,11 +220,6 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
         """The job's log lines (empty for an unknown job, as Kue)."""
         return cast(list[str], self.client.lrange(self.keys.log(_job_id(job_id)), 0, -1))
 
-    def history(self, job_id: int | str) -> list[dict[str, Any]]:
-        """The job's recent transitions, oldest first: ``{"state", "at", ...}`` each."""
-        entries = cast(list[str], self.client.lrange(self.keys.history(_job_id(job_id)), 0, -1))
-        return [json.loads(e) for e in entries]
-
     def range(
         self, start: int, stop: int, order: str = "asc", *, limit: int | None = None
     ) -> list[Job]:

@@ -3,6 +3,7 @@ retention. Part of ``Queue``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -13,6 +14,7 @@ from .errors import InvalidJob
 from .keys import Keys, job_id_from_zid
 from .scripts import Scripts
 from .search import Found
+from .values import num
 
 if TYPE_CHECKING:
     from .job import Job
@@ -46,6 +48,19 @@ class QueueRecords:
         return search.query(
             self.client, self.keys, self.scripts, text, state, job_type, offset, count
         )
+
+    def history(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The job's recent transitions, oldest first: ``{"state", "at", ...}`` each."""
+        jid = checks.job_id(job_id)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.lrange(self.keys.history(jid), 0, -1)
+        pipe.hmget(self.keys.job(jid), "created_at", "delay")
+        entries, (created_at, delay) = pipe.execute()
+        if not entries and created_at is not None:
+            # Saved waiting and not moved since: its save entry is implied (lib.lua saved_entry).
+            state = "delayed" if (num(delay) or 0) > 0 else "inactive"
+            return [{"state": state, "at": num(created_at)}]
+        return [json.loads(e) for e in entries]
 
     # -- records: tags, tracking, retention (see kue_core.records) --------------------------
     def tagged(self, tag: str, offset: int = 0, count: int = 25) -> Found:

@@ -282,11 +282,36 @@ local function publish(p, id, jtype, event, extra)
   end
 end
 
+-- A job saved waiting (inactive, or delayed) has no history key until its first transition:
+-- that key would be a third of a waiting job's memory. Its save entry follows from its hash
+-- (state delayed when it has a delay, at its creation), and the first entry written puts it
+-- first. Node Kue's jobs read the same. kue_core/queue_records.py's history() reads it alike.
+local function saved_entry(p, id)
+  local h = redis.call('HMGET', k_job(p, id), 'created_at', 'delay')
+  if not h[1] then return nil end
+  local state = (tonumber(h[2]) or 0) > 0 and 'delayed' or 'inactive'
+  return cjson.encode({ state = state, at = tonumber(h[1]) })
+end
+
 -- Append one entry to the job's transition history, keeping the last HISTORY_LENGTH.
 local function history(p, id, entry)
   local key = k_history(p, id)
-  if redis.call('RPUSH', key, cjson.encode(entry)) > HISTORY_LENGTH then
+  local n = redis.call('RPUSH', key, cjson.encode(entry))
+  if n == 1 then
+    local saved = saved_entry(p, id)
+    if saved then n = redis.call('LPUSH', key, saved) end
+  end
+  if n > HISTORY_LENGTH then
     redis.call('LTRIM', key, -HISTORY_LENGTH, -1)
+  end
+end
+
+-- Before a change to a waiting job's delay: write its save entry while the hash still tells it.
+local function keep_saved(p, id)
+  local key = k_history(p, id)
+  if redis.call('EXISTS', key) == 0 then
+    local saved = saved_entry(p, id)
+    if saved then redis.call('RPUSH', key, saved) end
   end
 end
 
@@ -1258,7 +1283,9 @@ local function save_job(p, ids_key, b, now, extra, blocked)
   index_add(p, id, jtype, state, priority, promote_at, ttl, now, group, prefer)
   redis.call('SADD', k_types(p), jtype)
   if rec then save_records(p, id, rec, now) end
-  history(p, id, { state = state, at = now })
+  if state ~= 'inactive' and state ~= 'delayed' then  -- else implied (see saved_entry)
+    redis.call('RPUSH', k_history(p, id), cjson.encode({ state = state, at = now }))
+  end
   if fan and rec.late and fan > 0 then redis.call('ZADD', k_late(p, jtype), priority, zid(id)) end
   if state == 'complete' then
     count_outcome(p, jtype, 'complete', now, 0)
@@ -1351,6 +1378,7 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
     index_remove(p, holder, job.type, job.state, job.group, job.prefer)
   end
   if job.fan_out then runs_reset(p, holder, jkey, job.type, job.priority) end  -- starts over
+  keep_saved(p, holder)
   local fields = { 'state', state, 'promote_at', int(now + delay) }
   if delay > 0 then
     fields[#fields + 1] = 'delay'; fields[#fields + 1] = int(delay)

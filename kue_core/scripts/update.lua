@@ -50,6 +50,7 @@ if delay > 0 or due_at > 0 then
   else
     promote_at = base + delay
   end
+  keep_saved(p, id)
   opt('delay', int(delay), delay > 0)
   opt('promote_at', int(promote_at), true)
 end
