@@ -286,19 +286,21 @@ end
 -- that key would be a third of a waiting job's memory. Its save entry follows from its hash
 -- (state delayed when it has a delay, at its creation), and the first entry written puts it
 -- first. Node Kue's jobs read the same. kue_core/queue_records.py's history() reads it alike.
-local function saved_entry(p, id)
-  local h = redis.call('HMGET', k_job(p, id), 'created_at', 'delay')
+-- `h`: the job's {created_at, delay} when the caller has read them.
+local function saved_entry(p, id, h)
+  h = h or redis.call('HMGET', k_job(p, id), 'created_at', 'delay')
   if not h[1] then return nil end
   local state = (tonumber(h[2]) or 0) > 0 and 'delayed' or 'inactive'
   return cjson.encode({ state = state, at = tonumber(h[1]) })
 end
 
--- Append one entry to the job's transition history, keeping the last HISTORY_LENGTH.
-local function history(p, id, entry)
+-- Append one entry to the job's transition history, keeping the last HISTORY_LENGTH. `h`: as
+-- saved_entry takes it, or nil.
+local function history(p, id, entry, h)
   local key = k_history(p, id)
   local n = redis.call('RPUSH', key, cjson.encode(entry))
   if n == 1 then
-    local saved = saved_entry(p, id)
+    local saved = saved_entry(p, id, h)
     if saved then n = redis.call('LPUSH', key, saved) end
   end
   if n > HISTORY_LENGTH then
@@ -1656,7 +1658,8 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
     runs_offer(p, id)
   else
     redis.call('ZADD', k_leases(p), now + lease_ms, member)
-    history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 })
+    history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 },
+      { out[at.created_at or 0], out[at.delay or 0] })
     publish(p, id, jtype, 'start', cjson.encode(jtype))
   end
   -- Not stored: how long it waited, from its last change while waiting (for statistics).
