@@ -14,7 +14,8 @@
 -- of the term's types. The term with the fewest jobs gives the candidates (in a scratch set,
 -- deleted before the script returns); terms and filters that are one set are intersected
 -- with it in Redis, the others checked candidate by candidate. So a query costs in proportion
--- to the jobs of its rarest term, not to the jobs in the queue.
+-- to the jobs of its rarest term, not to the jobs in the queue; a query of one word alone reads
+-- the word's set in place.
 local p, offset, count, scan = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local state, jtype, n = ARGV[5], ARGV[6], tonumber(ARGV[7])
 if not offset or not count or not scan or not n or n < 1 then
@@ -64,6 +65,19 @@ for _ = 1, n do
   i = i + 3 + ntypes
 end
 table.sort(terms, function(a, b) return a.size < b.size end)
+
+-- A query that is one set (one word in no type's name, no filter): its page is read where it
+-- is, whatever its size.
+if #terms == 1 and #terms[1].keys == 1 and state == '' and jtype == '' then
+  local key = terms[1].keys[1]
+  local out = { redis.call('ZCARD', key), 1 }
+  if count > 0 then
+    for _, m in ipairs(redis.call('ZREVRANGE', key, offset, offset + count - 1)) do
+      out[#out + 1] = zid_id(m)
+    end
+  end
+  return out
+end
 
 local scratch = k_words(p) .. ':~search'
 -- The candidates: the rarest term's jobs, all of score 0 (so in id order, Kue's zids sorting
