@@ -66,9 +66,10 @@ for _ = 1, n do
 end
 table.sort(terms, function(a, b) return a.size < b.size end)
 
--- A query that is one set (one word in no type's name, no filter): its page is read where it
--- is, whatever its size.
-if #terms == 1 and #terms[1].keys == 1 and state == '' and jtype == '' then
+-- A query that is one word's set (a type's sets are scored by priority, not by id; no filter):
+-- its page is read where it is, whatever its size.
+local one = #terms == 1 and #terms[1].keys == 1 and #terms[1].words == 1
+if one and state == '' and jtype == '' then
   local key = terms[1].keys[1]
   local out = { redis.call('ZCARD', key), 1 }
   if count > 0 then

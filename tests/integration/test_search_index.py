@@ -96,6 +96,14 @@ def test_debounce_indexes_the_latest_data(queue: Queue) -> None:
     assert queue.search("two") == [first.id] and queue.search("one") == []
 
 
+def test_a_type_name_alone_finds_its_jobs_newest_first(queue: Queue) -> None:
+    # Its jobs are in the type's sets, scored by priority: the page still goes by id.
+    first = queue.create_job("zebra").save().id
+    second = queue.create_job("zebra").priority("high").save().id
+    found = queue.search("zebra")
+    assert found == [second, first] and found.total == 2
+
+
 def test_a_word_checked_job_by_job_past_the_scan_bound_is_a_lower_bound(
     queue: Queue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
