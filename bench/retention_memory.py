@@ -66,19 +66,16 @@ def main() -> None:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-        finished = (b + 1) * args.batch
-        print(
-            json.dumps(
-                {
-                    "jobs run": finished,
-                    "jobs kept": q.counts("mail")["complete"],
-                    "used MB": round((used() - base) / 1e6, 1),
-                    "bytes per kept job": round((used() - base) / q.counts("mail")["complete"]),
-                    "jobs/s": round(args.batch / (time.perf_counter() - began)),
-                }
-            ),
-            flush=True,
-        )
+        took = time.perf_counter() - began
+        kept, grown = q.counts("mail")["complete"], used() - base
+        row = {
+            "jobs run": (b + 1) * args.batch,
+            "jobs kept": kept,
+            "used MB": round(grown / 1e6, 1),
+            "bytes per kept job": round(grown / kept),
+            "jobs/s": round(args.batch / took),
+        }
+        print(json.dumps(row), flush=True)
     q.shutdown(timeout=5)
     q.client.flushall()
     q.close()
