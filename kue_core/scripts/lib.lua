@@ -286,21 +286,47 @@ end
 -- that key would be a third of a waiting job's memory. Its save entry follows from its hash
 -- (state delayed when it has a delay, at its creation), and the first entry written puts it
 -- first. Node Kue's jobs read the same. kue_core/queue_records.py's history() reads it alike.
--- `h`: the job's {created_at, delay} when the caller has read them.
-local function saved_entry(p, id, h)
-  h = h or redis.call('HMGET', k_job(p, id), 'created_at', 'delay')
+-- `h`: the job's {created_at, delay}.
+local function saved_entry(h)
   if not h[1] then return nil end
   local state = (tonumber(h[2]) or 0) > 0 and 'delayed' or 'inactive'
   return cjson.encode({ state = state, at = tonumber(h[1]) })
 end
 
--- Append one entry to the job's transition history, keeping the last HISTORY_LENGTH. `h`: as
--- saved_entry takes it, or nil.
-local function history(p, id, entry, h)
-  local key = k_history(p, id)
-  local n = redis.call('RPUSH', key, cjson.encode(entry))
-  if n == 1 then
-    local saved = saved_entry(p, id, h)
+-- The trail: a plain job's claim and completion write no history entry. The claim writes
+-- the hash field `trail` ("<started_at>,<attempt>") with its other fields, and the completion
+-- adds ",<completed_at>,<duration>,<attempt>": so a job that runs once and completes never
+-- has a history key. The entries stand for {state active, at, worker, attempt} and {state
+-- complete, at, worker, attempt, duration}, the worker being the job's workerId (which only
+-- claims change: a claim that finds a trail writes it out first). Every other entry written
+-- writes the trail out ahead of it (see history). kue_core/queue_records.py reads it alike.
+local function trail_entries(trail, worker)
+  local v = {}
+  for x in string.gmatch(trail, '[^,]+') do v[#v + 1] = tonumber(x) end
+  if not (v[1] and v[2]) then return {} end  -- not ours
+  local out = { cjson.encode({ state = 'active', at = v[1], worker = worker, attempt = v[2] }) }
+  if v[5] then
+    out[2] = cjson.encode({ state = 'complete', at = v[3], worker = worker, attempt = v[5],
+      duration = v[4] })
+  end
+  return out
+end
+
+-- Append `entry` (or nothing, when nil) to the job's transition history, after its trail,
+-- keeping the last HISTORY_LENGTH.
+local function history(p, id, entry)
+  local key, jkey = k_history(p, id), k_job(p, id)
+  local h = redis.call('HMGET', jkey, 'trail', 'workerId', 'created_at', 'delay')
+  local entries = {}
+  if h[1] then
+    entries = trail_entries(h[1], h[2])
+    redis.call('HDEL', jkey, 'trail')
+  end
+  if entry then entries[#entries + 1] = cjson.encode(entry) end
+  if #entries == 0 then return end
+  local n = redis.call('RPUSH', key, unpack(entries))
+  if n == #entries then
+    local saved = saved_entry({ h[3], h[4] })
     if saved then n = redis.call('LPUSH', key, saved) end
   end
   if n > HISTORY_LENGTH then
@@ -312,7 +338,7 @@ end
 local function keep_saved(p, id)
   local key = k_history(p, id)
   if redis.call('EXISTS', key) == 0 then
-    local saved = saved_entry(p, id)
+    local saved = saved_entry(redis.call('HMGET', k_job(p, id), 'created_at', 'delay'))
     if saved then redis.call('RPUSH', key, saved) end
   end
 end
@@ -1026,11 +1052,12 @@ local function record_failure(p, id, f, outcome, now)
   end
 end
 
--- The fields complete_job needs of a job (stored at `key`), in its order; fan_out last (15).
+-- The fields complete_job needs of a job (stored at `key`), in its order; fan_out (15) and
+-- trail (16) last.
 local function load_for_complete(key)
   return redis.call('HMGET', key, 'state', 'lease', 'type', 'priority', 'started_at',
     'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
-    'keep_complete', 'dependents', 'group', 'fan_out')
+    'keep_complete', 'dependents', 'group', 'fan_out', 'trail')
 end
 
 -- Complete active job `id` (stored at `key`; `h` as load_for_complete gives it) with
@@ -1049,11 +1076,20 @@ local function complete_job(p, id, key, h, result, now)
   if h[6] == 'true' then
     delete_job(p, id, jtype, nil)
   else
-    redis.call('HSET', key, 'state', 'complete', 'result', result, 'duration', int(duration),
-      'progress', '100', 'updated_at', int(now), 'attempts', int(attempt))
+    local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
+      'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
+    -- Its claim's trail, with no completion yet: the completion goes there too.
+    local trail = h[16] and not string.find(h[16], ',.*,') and h[16]
+    if trail then
+      fields[13] = 'trail'
+      fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
+    end
+    redis.call('HSET', key, unpack(fields))
     index_add(p, id, jtype, 'complete', tonumber(h[4]) or 0, 0, 0, now)
-    history(p, id, { state = 'complete', at = now, worker = h[7], attempt = attempt,
-      duration = duration })
+    if not trail then
+      history(p, id, { state = 'complete', at = now, worker = h[7], attempt = attempt,
+        duration = duration })
+    end
     retire(p, 'complete', h[12], now, RETIRE_BATCH, h[12] or tonumber(id) % RETIRE_BATCH == 0)
   end
 end
@@ -1637,7 +1673,12 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
   local lease = int((tonumber(out[at.lease or 0]) or 0) + 1)
   local changes = { state = 'active', started_at = int(now), updated_at = int(now),
     workerId = worker, lease = lease }
-  if at.fan_out then changes.run = worker end
+  if at.fan_out then
+    changes.run = worker
+  else
+    if at.trail then history(p, id, nil) end  -- left by a claim the job's history missed
+    changes.trail = int(now) .. ',' .. int(attempts + 1)  -- its entry (see trail_entries)
+  end
   local fields = claim_changes(out, at, changes)
   if from == 'pinned' then
     index_remove(p, id, jtype, 'pinned')  -- before the hash changes: it reads `only`
@@ -1658,8 +1699,6 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
     runs_offer(p, id)
   else
     redis.call('ZADD', k_leases(p), now + lease_ms, member)
-    history(p, id, { state = 'active', at = now, worker = worker, attempt = attempts + 1 },
-      { out[at.created_at or 0], out[at.delay or 0] })
     publish(p, id, jtype, 'start', cjson.encode(jtype))
   end
   -- Not stored: how long it waited, from its last change while waiting (for statistics).
