@@ -132,18 +132,24 @@ class Workers:
         for slot in slots:
             if isolation == "process":
                 slot.child = Child(self.queue, handler, slot.name)
-        if first:  # before anything starts: WorkerIdTaken if a live process has the id
+        if first:
+            # Listening before it is listed: a stop sent once it shows in workers() reaches
+            # it, and so does a cancel of the first job it claims.
+            channel = self.queue.keys.control(self.id)
+            self._control = Listener(self.queue.client, channel, self._on_control, self._report)
+            self._control.start()
             info = json.dumps(self.info(slots), separators=(",", ":"))
-            identity.register(self.scripts, self.id, self.instance, self.lease_ms, info)
+            try:  # before anything starts: WorkerIdTaken if a live process has the id
+                identity.register(self.scripts, self.id, self.instance, self.lease_ms, info)
+            except BaseException:
+                self._control.close()
+                self._control = None
+                raise
         if is_async and isolation == "thread":
             self._runner.loop()
         if first:  # a type paused before the claim read the paused flag gets the flag
             for paused in self.queue.paused():
                 self.scripts.pause(paused)
-        if first:  # listening before any job is claimed: a cancel reaches it at once
-            channel = self.queue.keys.control(self.id)
-            self._control = Listener(self.queue.client, channel, self._on_control, self._report)
-            self._control.start()
         with self._lock:  # all at once: a heartbeat never tells of half of them
             self._slots.extend(slots)
             for slot in slots:

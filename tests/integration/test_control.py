@@ -426,6 +426,30 @@ def test_stop_a_worker_remotely(redis_url: str, prefix: str, other: Queue) -> No
         wait_for(lambda: other.workers() == [])
 
 
+def test_a_worker_listens_before_it_is_listed(redis_url: str, prefix: str, other: Queue) -> None:
+    # A stop sent as soon as a process shows in workers() must reach it: its control channel
+    # has a subscriber by the time its registration exists (it had none for a moment once).
+    seen: list[int] = []
+    listed = threading.Event()
+
+    def watch() -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not listed.is_set():
+            ids = other.client.zrange(other.keys.workers, 0, -1)
+            if ids:
+                seen.append(other.client.pubsub_numsub(other.keys.control(ids[0]))[0][1])
+                listed.set()
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    with Queue(redis_url, prefix=prefix) as worker:
+        worker.process("t", 1, lambda job: None)
+        watcher.join()
+        assert seen == [1]
+        other.stop_worker(worker.worker_id, timeout=5)
+        assert worker.stopped_remotely.wait(10)
+
+
 def test_bad_control_messages_are_ignored_and_a_second_stop_changes_nothing(
     redis_url: str, prefix: str, other: Queue
 ) -> None:
