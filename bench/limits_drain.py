@@ -1,7 +1,9 @@
 #!/usr/bin/env python
 """What flow control costs a drain: N waiting jobs run by one worker process at concurrency C,
 plain, under a rate limit and a concurrency cap set too high to bind, and spread over G groups;
-jobs per second and Redis commands per job (``INFO commandstats``), in interleaved rounds,
+jobs per second, Redis commands per job (``INFO commandstats``), Redis CPU per job
+(``used_cpu_sys`` + ``used_cpu_user`` over the drain, µs) and the worker process's CPU per job
+(µs), in interleaved rounds,
 medians reported. Run ``bench/bullmq_limiter.js`` beside it on the same Redis for BullMQ with
 and without its rate limiter.
 
@@ -29,7 +31,12 @@ def _commands(q: Queue) -> int:
     return sum(int(v["calls"]) for v in stats.values())  # type: ignore[union-attr]
 
 
-def drain(url: str, kind: str, n: int, conc: int, groups: int) -> tuple[float, float]:
+def _cpu(q: Queue) -> float:
+    info = q.client.info("cpu")
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
+def drain(url: str, kind: str, n: int, conc: int, groups: int) -> tuple[float, float, float, float]:
     q = Queue(url, prefix="bench")
     q.client.flushall()
     if kind == "rate":
@@ -53,17 +60,19 @@ def drain(url: str, kind: str, n: int, conc: int, groups: int) -> tuple[float, f
                 done.set()
 
     q.client.config_resetstat()
-    before = _commands(q)
+    before, cpu, own = _commands(q), _cpu(q), time.process_time()
     began = time.perf_counter()
     q.process("bench", conc, handler)
     done.wait(600)
     while q.count("complete", "bench") < n:  # the last reports
         time.sleep(0.001)
     took = time.perf_counter() - began
+    own_us = (time.process_time() - own) / n * 1e6
     per_job = (_commands(q) - before) / n
+    cpu_us = (_cpu(q) - cpu) / n * 1e6
     q.shutdown()
     q.close()
-    return n / took, per_job
+    return n / took, per_job, cpu_us, own_us
 
 
 def main() -> None:
@@ -77,7 +86,7 @@ def main() -> None:
     args = ap.parse_args()
     kinds = args.kinds.split(",")
     concs = [int(c) for c in args.conc.split(",")]
-    got: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    got: dict[tuple[str, int], list[tuple[float, float, float, float]]] = {}
     for r in range(args.rounds):
         order = kinds[r % len(kinds) :] + kinds[: r % len(kinds)]  # rotated every round
         for conc in concs:
@@ -98,6 +107,8 @@ def main() -> None:
                     "jobs_per_s": round(rate),
                     "vs_plain": round(rate / plain, 2) if plain else None,
                     "commands_per_job": round(statistics.median(x[1] for x in runs), 2),
+                    "redis_cpu_us_per_job": round(statistics.median(x[2] for x in runs), 1),
+                    "worker_cpu_us_per_job": round(statistics.median(x[3] for x in runs), 1),
                     "runs": [round(x[0]) for x in runs],
                 }
             )

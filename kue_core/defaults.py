@@ -219,6 +219,10 @@ RETENTION_SWEEP = 30.0
 #: wait for jobs a Node Kue worker ended (our own scripts release them at once).
 DEPS_SWEEP = 1.0
 
+#: Seconds between a worker process's additions of its completions to the counters of work
+#: time, throughput and totals (see kue_core.tally): how far those may lag behind its jobs.
+TALLY_FLUSH = 1.0
+
 #: Schedules (see kue_core.schedules). After an outage, a schedule with ``catch_up="all"``
 #: makes a job for each missed tick, the latest ``CATCH_UP_MAX`` of them; it looks at most at
 #: ``CATCH_UP_SCAN`` ticks (a longer outage skips the rest).

@@ -98,6 +98,15 @@ def _claimed(reply: Sequence[Any]) -> Claim:
     return int(reply[0]), dict(zip(it, it, strict=True))
 
 
+def _completed(reply: Sequence[Any], tally: Callable[[int, int], None] | None) -> tuple[str, Claim]:
+    """``complete.lua``'s reply -> (outcome, next job), telling ``tally`` what to count."""
+    if tally is None:
+        return reply[0], _claimed(reply[1:])
+    if reply[1] != "":
+        tally(int(reply[1]), int(reply[2]))
+    return reply[0], _claimed(reply[3:])
+
+
 def _wait(why: str) -> Literal["paused", "pins"] | Held | None:
     """One type's entry of a ``{'wait', ...}`` reply (see ``Waits``)."""
     if why == "":
@@ -512,14 +521,23 @@ class Scripts:
         return _claimed(self._run("claim", key, worker_id, lease_ms, *types))
 
     def complete(
-        self, job_id: int, token: str, result_json: str, claim: Next | None
+        self,
+        job_id: int,
+        token: str,
+        result_json: str,
+        claim: Next | None,
+        tally: Callable[[int, int], None] | None = None,
     ) -> tuple[str, Claim]:
         """Complete a job held under ``token``; with ``claim`` (worker id, lease ms, types:
         none for the job's own), also claim the next job in the same call. Returns (outcome,
-        next job)."""
+        next job). With ``tally``, the caller counts the completion (see
+        :mod:`kue_core.tally`): the script leaves the counters alone and ``tally(at_ms,
+        duration_ms)`` is called with what to count, unless there is nothing to."""
         nxt = _next(claim)
-        reply = self._run("complete", self._keys.job(job_id), job_id, token, result_json, *nxt)
-        return reply[0], _claimed(reply[1:])
+        counted = "1" if tally is not None else ""
+        key = self._keys.job(job_id)
+        reply = self._run("complete", key, job_id, token, result_json, counted, *nxt)
+        return _completed(reply, tally)
 
     def fail(
         self,

@@ -10,7 +10,8 @@ One :class:`Workers` per queue holds the threads and slots of a worker process:
   instead (:mod:`kue_core.isolation`).
 * a keeper thread: renews the leases of running jobs and registers the process under its
   worker id (``heartbeat.lua``, :mod:`kue_core.identity`), returns jobs whose lease expired
-  to the queue (``recover.lua``), and fails attempts that outlive their ``ttl``.
+  to the queue (``recover.lua``), fails attempts that outlive their ``ttl``, and adds the
+  slots' completions to the queue's counters (:mod:`kue_core.tally`).
 * a promotion thread (:mod:`kue_core.promoter`): moves due delayed jobs to inactive.
 * a control listener (:mod:`kue_core.control`) on the process's own channel: a running job
   cancelled or moved by hand has its attempt ended at once, and a stop request shuts the
@@ -26,6 +27,7 @@ on in a new thread, up to ``defaults.ABANDONED_THREADS`` such threads per proces
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import logging
@@ -53,6 +55,7 @@ from .reserve import Reserver, job_types
 from .retry import Pauses
 from .scripts import PAUSED, PINS, Claim, Held, Holder, Next, Waits
 from .slots import Handler, Runner, Slot
+from .tally import Tally
 from .timings import Recorder
 
 if TYPE_CHECKING:
@@ -102,6 +105,7 @@ class Workers:
         self._tick = threading.Event()  # wakes the keeper early
         self._runner = Runner(self._tick.set)
         self._timings = Recorder()  # wait and run figures, added to Redis with each heartbeat
+        self._tally = Tally()  # completions not yet in the counters, added every TALLY_FLUSH
         self._beat_now = True  # register at once (set again when types are added)
         self._threads: list[threading.Thread] = []  # keeper, promoter
         self._control: Listener | None = None  # this process's control channel
@@ -260,6 +264,7 @@ class Workers:
             if slot.child is not None:
                 slot.child.close()
         self._safely(self._timings.flush, self.queue.client, self.queue.keys)
+        self._safely(self._tally.flush, self.queue.client, self.queue.keys)
         self._safely(self._deregister)
         self.closed.set()
 
@@ -379,7 +384,8 @@ class Workers:
             nxt = (self.id, self.lease_ms, order)
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
-            _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt)
+            tally = functools.partial(self._tally.add, job.type)
+            _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt, tally)
         else:
             log.info("job %d (%s) failed: %s", job_id, job.type, outcome.message)
             delay = self._retry_delay(job, outcome.no_retry)
@@ -434,7 +440,7 @@ class Workers:
         # short lease does not expire while Redis is back.
         pauses = Pauses(last=min(defaults.RETRY_PAUSE[1], beat_every))
         sweep_every = min(self.lease_ms / 2000, 5.0)
-        next_beat = next_sweep = next_retain = next_deps = 0.0
+        next_beat = next_sweep = next_retain = next_deps = next_tally = 0.0
         while not self._closed.is_set():
             try:
                 now = time.monotonic()
@@ -456,12 +462,17 @@ class Workers:
                 if now >= next_deps:  # see kue_core.flows
                     self.scripts.unblock(defaults.SWEEP_LIMIT)
                     next_deps = now + defaults.DEPS_SWEEP
+                if now >= next_tally:
+                    self._tally.flush(self.queue.client, self.queue.keys)
+                    next_tally = now + defaults.TALLY_FLUSH
                 pauses.reset()
             except redis.RedisError as e:
                 self._report(e)
                 self._closed.wait(pauses.next())
                 continue
-            until = min(next_beat, next_sweep, next_deps, wake if wake is not None else next_beat)
+            until = min(next_beat, next_sweep, next_deps, next_tally)
+            if wake is not None:
+                until = min(until, wake)
             self._tick.wait(max(0.0, until - time.monotonic()))
 
     def _heartbeat(self) -> None:

@@ -1,11 +1,15 @@
 -- complete: a worker finished a job; store its result, and optionally claim the next one.
 -- KEYS[1]  <p>:job:<id>
 -- ARGV[1]  prefix   ARGV[2] id   ARGV[3] fencing token   ARGV[4] result (JSON)
--- ARGV[5]  worker id   ARGV[6] lease ms (both '' = claim nothing)
+-- ARGV[5]  '1': the caller counts the completion (work time, outcome counters; see
+--          kue_core/tally.py), '': this script does
+-- ARGV[6]  worker id   ARGV[7] lease ms (both '' = claim nothing)
 -- Returns  {outcome, next...}: outcome 'complete', or 'refused' when the job is not active
 --          under this token (recovered and given to another worker, or moved by hand; nothing
 --          is written); then the next job of the same type claimed for this worker, as
---          claim.lua returns it (empty when none or not asked).
+--          claim.lua returns it (empty when none or not asked). With ARGV[5] '1' the outcome is
+--          followed by the completion's time and duration (ms), both '' when there is nothing
+--          for the caller to count (refused, or a fan-out job: counted here).
 -- Events   complete [result]; remove [type] when removeOnComplete, and for each job retention
 --          removes; start [type] for the claim; unblocked, then enqueue [type] (or nothing
 --          more when delayed), for each job that waited only for this one.
@@ -18,17 +22,22 @@
 -- (event run complete [worker]); the job completes as above once k runs have, with the
 -- result {worker: result, ...}; 'refused' when no running run has the token.
 local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local tallied = ARGV[5] == '1'
 local h = load_for_complete(KEYS[1])
 local jtype = h[3]
-if not jtype then return { 'refused' } end
+if not jtype then return tallied and { 'refused', '', '' } or { 'refused' } end
 local now = now_ms()
-local outcome = 'refused'
+local outcome, duration = 'refused', ''
 if h[15] then
   if h[1] == 'active' then outcome = run_complete(p, id, KEYS[1], token, result, now) end
 elseif h[1] == 'active' and h[2] == token then
   outcome = 'complete'
-  complete_job(p, id, KEYS[1], h, result, now)
+  duration = complete_job(p, id, KEYS[1], h, result, now, tallied)
 end
-local out = claim_after(p, jtype, 5, now, h[15])
+local out = claim_after(p, jtype, 6, now, h[15])
+if tallied then
+  table.insert(out, 1, duration)
+  table.insert(out, 1, duration == '' and '' or now)
+end
 table.insert(out, 1, outcome)
 return out

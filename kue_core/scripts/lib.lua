@@ -1061,16 +1061,20 @@ local function load_for_complete(key)
 end
 
 -- Complete active job `id` (stored at `key`; `h` as load_for_complete gives it) with
--- `result` (JSON text): out of active, its unique key released, counted, its dependents
+-- `result` (JSON text): out of active, its unique key released, counted (unless `tallied`:
+-- the worker process that completed it counts it, see kue_core/tally.py), its dependents
 -- told, then stored complete (or removed, with removeOnComplete) and retention applied.
-local function complete_job(p, id, key, h, result, now)
+-- Returns the job's duration (ms).
+local function complete_job(p, id, key, h, result, now, tallied)
   local jtype = h[3]
   local duration = math.max(0, now - (tonumber(h[5]) or now))
   local attempt = next_attempt(h[8], h[9])  -- Kue counts a completion as an attempt
   leave_active(p, id, jtype, h[14])
   release_unique(p, id, h[10], h[11])
-  redis.call('INCRBY', k_work_time(p), duration)
-  count_outcome(p, jtype, 'complete', now, duration)
+  if not tallied then
+    redis.call('INCRBY', k_work_time(p), duration)
+    count_outcome(p, jtype, 'complete', now, duration)
+  end
   publish(p, id, jtype, 'complete', result)
   if h[13] then deps_complete(p, id, result, now) end
   if h[6] == 'true' then
@@ -1092,6 +1096,7 @@ local function complete_job(p, id, key, h, result, now)
     end
     retire(p, 'complete', h[12], now, RETIRE_BATCH, h[12] or tonumber(id) % RETIRE_BATCH == 0)
   end
+  return duration
 end
 
 -- Fan-out runs, continued: how they end, start, and how a job is saved to fan out.

@@ -182,6 +182,42 @@ def test_many_jobs_over_several_processes_run_exactly_once(
     for proc in workers.procs:
         assert proc.wait(timeout=15) == 0
     assert queue.workers() == []
+    # Each process counted its completions itself; a clean shutdown added the last of them.
+    assert queue.totals()["complete"] == {"t": 10_000}
+    assert queue.work_time() == sum(_durations(queue, [j.id for j in jobs]))  # type: ignore[misc]
+
+
+def _durations(queue: Queue, ids: list[int]) -> list[int]:
+    pipe = queue.client.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.hget(queue.keys.job(job_id), "duration")
+    return [int(d) for d in pipe.execute()]
+
+
+def test_a_killed_worker_loses_at_most_its_last_counts_never_a_job(
+    queue: Queue, workers: Workers
+) -> None:
+    """The counters of completions a worker process adds itself (kue_core.tally): killed, it
+    loses those of its last second at most; every job completes once, counted or not, and
+    the survivor's are all counted."""
+    jobs = queue.save_many([queue.create_job("t", {"i": i}) for i in range(3_000)])
+    doomed = workers.start(2)
+    wait_for(lambda: queue.count("complete") >= 500, timeout=30)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(timeout=10)
+    survivor = workers.start(2)
+    wait_for(lambda: queue.count("complete") == 3_000, timeout=60)
+    survivor.send_signal(signal.SIGTERM)
+    assert survivor.wait(timeout=15) == 0
+    ran = [entry.split(":") for entry in _ran(queue)]
+    by_survivor = [int(i) for i, pid in ran if pid == str(survivor.pid)]
+    assert by_survivor and len(ran) >= 3_000  # a job whose completion the kill cut off ran twice
+    counted = queue.totals()["complete"]["t"]
+    assert len(by_survivor) <= counted <= 3_000
+    work_time = queue.work_time()
+    assert sum(_durations(queue, by_survivor)) <= work_time
+    assert work_time <= sum(_durations(queue, [j.id for j in jobs]))  # type: ignore[misc]
+    assert doctor.check(queue).findings == []
 
 
 def test_workers_survive_a_redis_restart(tmp_path: os.PathLike[str], prefix: str) -> None:

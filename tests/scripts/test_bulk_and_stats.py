@@ -7,7 +7,8 @@ import redis
 
 from kue_core import InvalidJob, Queue, defaults
 from kue_core.keys import zid
-from tests.conftest import finish
+from kue_core.tally import Tally
+from tests.conftest import finish, free_port
 
 
 def test_retry_all_failed_of_one_type(queue: Queue) -> None:
@@ -69,14 +70,45 @@ def test_bulk_refuses_active_and_unknown_states(queue: Queue, r: redis.Redis) ->
     assert {k: r.dump(k) for k in r.scan_iter(match=f"{queue.prefix}:*")} == before
 
 
-def test_outcome_counters(queue: Queue) -> None:
+def _complete_tallied(queue: Queue, tally: Tally, job_type: str) -> int:
+    """Claim and complete the next job of ``job_type``, counted as a worker counts its own."""
+    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
+    assert isinstance(claimed, tuple)
+    job_id, fields = claimed
+    told: list[tuple[int, int]] = []
+    outcome, _ = queue.scripts.complete(
+        job_id, fields["lease"], "{}", None, lambda at, ms: told.append((at, ms))
+    )
+    assert outcome == "complete" and len(told) == 1
+    at, ms = told[0]
+    job = queue.get_job(job_id)
+    assert ms == job.duration and at == job.updated_at  # type: ignore[union-attr]
+    tally.add(job_type, at, ms)
+    return job_id
+
+
+@pytest.mark.parametrize("counted_by", ["script", "worker"])
+def test_outcome_counters(queue: Queue, counted_by: str) -> None:
+    """The same counters whether complete.lua adds them or a worker's tally does."""
     for _ in range(3):
         queue.create_job("email").save()
     queue.create_job("video").save()
-    for _ in range(2):
-        finish(queue, "email", ok=True)
+    tally = Tally()
+    done: list[int] = []
+    for job_type in ("email", "email", "video"):
+        if counted_by == "script":
+            done.append(finish(queue, job_type, ok=True))
+        else:
+            done.append(_complete_tallied(queue, tally, job_type))
     finish(queue, "email", ok=False)
-    finish(queue, "video", ok=True)
+    if counted_by == "worker":
+        assert queue.totals()["complete"] == {} and queue.work_time() == 0  # not yet added
+        tally.flush(queue.client, queue.keys)
+        tally.flush(queue.client, queue.keys)  # nothing twice
+    durations = [queue.get_job(i).duration for i in done]  # type: ignore[union-attr]
+    assert queue.work_time() == sum(durations)  # type: ignore[arg-type]
+    minute = queue.keys.minute("complete", queue.get_job(done[0]).updated_at // 60_000)  # type: ignore[union-attr, operator]
+    assert 0 < queue.client.ttl(minute) <= defaults.MINUTE_COUNTER_TTL
 
     minutes = queue.throughput(5)
     assert len(minutes) == 5
@@ -89,6 +121,39 @@ def test_outcome_counters(queue: Queue) -> None:
     assert totals["failed"] == {"email": 1}
     assert sum(n for _, n in totals["durations"]) == 3
     assert totals["durations"][-1][0] is None  # the last bucket has no upper bound
+
+
+def test_a_tally_kept_when_redis_fails(queue: Queue) -> None:
+    """Counts that could not be added are added by the next flush, with those since."""
+    tally = Tally()
+    tally.add("email", 120_000, 7)
+    down = redis.Redis(port=free_port(), socket_connect_timeout=0.5)
+    with pytest.raises(redis.ConnectionError):
+        tally.flush(down, queue.keys)
+    tally.add("email", 180_000, 100_000_000)
+    tally.flush(queue.client, queue.keys)
+    assert queue.work_time() == 100_000_007
+    totals = queue.totals()
+    assert totals["complete"] == {"email": 2}
+    assert dict(totals["durations"])[10] == 1 and dict(totals["durations"])[None] == 1
+    got = queue.client.mget([queue.keys.minute("complete", m) for m in (2, 3)])
+    assert got == ["1", "1"]
+
+
+def test_a_refused_completion_has_nothing_to_count(queue: Queue) -> None:
+    queue.create_job("t").save()
+    claimed = queue.scripts.claim("t", "w1", 10_000)
+    assert isinstance(claimed, tuple)
+    told: list[tuple[int, int]] = []
+    tally = lambda at, ms: told.append((at, ms))  # noqa: E731
+    outcome, _ = queue.scripts.complete(claimed[0], "not-the-lease", "{}", None, tally)
+    assert outcome == "refused" and told == []
+    queue.remove(claimed[0])  # a job gone meanwhile
+    assert queue.scripts.complete(claimed[0], claimed[1]["lease"], "{}", None, tally) == (
+        "refused",
+        None,
+    )
+    assert told == []
 
 
 def test_a_retried_attempt_is_not_counted_as_failed(queue: Queue) -> None:
