@@ -40,6 +40,7 @@ FLOORS = {
     "pins": 2,
     "stats": 2,
     "timings": 2,
+    "tally": 2,
     "job_records": 2,
     "search": 2,
     "retention": 2,
