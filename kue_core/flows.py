@@ -158,9 +158,11 @@ def _walk(children: Iterable[Node], into: list[tuple[Job, list[Job]]]) -> list[J
     return jobs
 
 
-def save_flow(queue: Queue, parent: Job, children: Iterable[Node]) -> list[Job]:
-    """Save ``parent`` and its tree of ``children`` in one call, all or nothing; returns the
-    jobs saved, children before parents (the parent last)."""
+def flow_rows(
+    side: object, parent: Job, children: Iterable[Node]
+) -> tuple[list[tuple[Job, list[Job]]], list[list[Any]]]:
+    """The flow of ``parent`` and its tree of ``children``, checked: its jobs (each with its
+    children), children before parents (the parent last), and ``flow.lua``'s rows for them."""
     nodes: list[tuple[Job, list[Job]]] = []
     if _is_job(children) or isinstance(children, tuple | str | bytes):
         raise InvalidJob("a flow's children are a list of jobs or (job, [children]) pairs")
@@ -170,7 +172,7 @@ def save_flow(queue: Queue, parent: Job, children: Iterable[Node]) -> list[Job]:
     for i, (job, kids) in enumerate(nodes, 1):
         if not _is_job(job):
             raise InvalidJob(f"a flow holds jobs, not {type(job).__name__}")
-        if job.queue is not queue:
+        if job.queue is not side:
             raise InvalidJob("a flow's jobs are created by the queue that saves them")
         if job.id is not None:
             raise InvalidJob(f"job {job.id} is saved already: a flow saves new jobs")
@@ -182,7 +184,11 @@ def save_flow(queue: Queue, parent: Job, children: Iterable[Node]) -> list[Job]:
         deps = [str(d) for d in job._depends or []] + [f"#{place[id(k)]}" for k in kids]
         policy = "" if job._on_dep_fail == "wait" else job._on_dep_fail
         rows.append([*job._save_row(), policy, len(deps), *deps])
-    saved = queue.scripts.flow(rows)
+    return nodes, rows
+
+
+def flow_saved(nodes: list[tuple[Job, list[Job]]], saved: list[tuple[int, str]]) -> list[Job]:
+    """Give the jobs of a flow the (id, state) ``flow.lua`` saved them with; the jobs."""
     jobs = [job for job, _ in nodes]
     for (job, kids), (job_id, state) in zip(nodes, saved, strict=True):
         job._saved(job_id)
@@ -199,12 +205,6 @@ class FlowMethods:
 
     keys: Keys
     client: Any
-
-    def flow(self, parent: Job, children: Iterable[Node] = ()) -> Job:
-        """Save ``parent`` and ``children`` (new jobs of any types; an item is a job or a
-        ``(job, [its children])`` pair) in one call, all or nothing: each parent is blocked
-        until its children complete. Returns the saved parent; every job given has its id."""
-        return save_flow(self, parent, children)[-1]  # type: ignore[arg-type]
 
     def _states(self, ids: Sequence[int]) -> list[str | None]:
         pipe = self.client.pipeline(transaction=False)

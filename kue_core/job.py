@@ -6,10 +6,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
-from . import checks, defaults, pins, records, runs, unique
+from . import checks, defaults, ops, pins, records, runs, unique
 from .errors import InvalidJob, InvalidTransition, Stopped
 from .events import Receiver
-from .flows import DependencyOptions, save_flow
+from .flows import DependencyOptions
 from .job_records import RecordOptions
 from .lua_source import SAVE_WIDTH
 from .states import JobState
@@ -198,44 +198,29 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
         unique key that a job holds, see :meth:`unique`: ``deduplicated`` tells."""
         if self.id is not None:
             return self.update()
-        if self._depends is not None:
-            save_flow(self.queue, self, [])
-            return self
-        if self._unique is not None:
-            return self._save_unique()
-        self._saved(self.queue.scripts.save([self._save_row()])[0])
-        return self
-
-    def _save_unique(self) -> Job:
-        u = self._unique
-        assert u is not None
-        job_id, outcome, state = self.queue.scripts.save_unique(self._save_row(), *u)
-        self._saved(job_id)
-        self.deduplicated = outcome != "saved"
-        if state:
-            self.state = state
+        self.queue.scripts.drive(ops.save(self.queue, self))
         return self
 
     def update(self) -> Job:
         """Write changed data and options of a saved job; its state is kept."""
-        job_id = self._saved_id()
-        self.state = self.queue.scripts.update(
-            job_id,
-            [
-                to_json(self.data, "data"),
-                self._priority,
-                self._max_attempts,
-                self._backoff_json(),
-                self._ttl,
-                "1" if self._remove_on_complete else "",
-                self._delay,
-                self._due_at,
-                " ".join(self._words()),
-                records.stored(self._keep_complete),
-                records.stored(self._keep_failed),
-            ],
-        )
+        self.queue.scripts.drive(ops.update(self.queue, self))
         return self
+
+    def _update_fields(self) -> list[Any]:
+        """The values ``update.lua`` takes for this job (validated: raises before any write)."""
+        return [
+            to_json(self.data, "data"),
+            self._priority,
+            self._max_attempts,
+            self._backoff_json(),
+            self._ttl,
+            "1" if self._remove_on_complete else "",
+            self._delay,
+            self._due_at,
+            " ".join(self._words()),
+            records.stored(self._keep_complete),
+            records.stored(self._keep_failed),
+        ]
 
     def remove(self, *, cascade: bool = False) -> list[int]:
         """Delete the job, its log and its history; see ``Queue.remove`` for ``cascade``."""
@@ -369,8 +354,11 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
 
     # -- (de)serialisation ----------------------------------------------------------------
     @classmethod
-    def from_hash(cls, queue: Queue, job_id: int, h: dict[str, str]) -> Job:
-        """A job from its Redis hash (written by this library or by Kue)."""
+    def from_hash(
+        cls, queue: Queue, job_id: int, h: dict[str, str], found_runs: dict[str, str] | None = None
+    ) -> Job:
+        """A job from its Redis hash (written by this library or by Kue); a fan-out job's runs
+        are read unless given (``found_runs``: the hash of its runs)."""
         job = cls.__new__(cls)
         job.queue = queue
         job.type = h.get("type", "")
@@ -434,7 +422,7 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
             job._prefer = pins.workers_of(h["prefer"])
         if "fan_out" in h:  # a plain job reads nothing more
             job._fan_out = runs.from_hash(h)
-            job._runs = runs.read(queue, job_id)
+            job._runs = runs.read(queue, job_id) if found_runs is None else runs.parse(found_runs)
         key, mode = h.get("unique"), h.get("unique_mode")
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)

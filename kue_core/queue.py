@@ -11,14 +11,14 @@ from typing import Any, cast
 
 import redis
 
-from . import checks, connection, defaults, identity, pins, records, stats
+from . import calls, checks, connection, defaults, identity, ops, pins, stats
 from . import middleware as mw
 from .control import Control
-from .errors import InvalidJob, JobNotFound
+from .errors import InvalidJob
 from .events import EventBus, EventStream, Receiver
 from .feeds import FeedMethods
-from .flows import FlowMethods
-from .job import Job, parse_state, to_json, validate_type
+from .flows import FlowMethods, Node
+from .job import Job, parse_state, validate_type
 from .keys import Keys, job_id_from_zid
 from .limits import LimitMethods
 from .queue_records import QueueRecords
@@ -151,70 +151,31 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
 
         Every job is validated first: one invalid job raises and none is saved.
         """
-        batch = list(jobs)
-        for job in batch:
-            if not isinstance(job, Job) or job.queue is not self:
-                raise InvalidJob("save_many takes jobs created by this queue")
-            if job.id is not None:
-                raise InvalidJob(f"job {job.id} is saved already; use job.update()")
-        if any(job._unique is not None or job._depends is not None for job in batch):
-            return self._save_each(batch)
-        rows = [job._save_row() for job in batch]
-        if not rows:
-            return batch
-        if len(rows) <= defaults.SAVE_CHUNK:
-            ids = self.scripts.save(rows)
-        else:
-            size = defaults.SAVE_CHUNK
-            ids = self.scripts.save_chunks([rows[i : i + size] for i in range(0, len(rows), size)])
-        for job, job_id in zip(batch, ids, strict=True):
-            job._saved(job_id)
-        return batch
+        return self.scripts.drive(ops.save_many(self, jobs))
 
-    def _save_each(self, batch: list[Job]) -> list[Job]:
-        """``save_many`` of a batch with unique keys or dependencies: each of those is one
-        script call (it may find its key held); the jobs between them go in one call per run,
-        in order."""
-        for job in batch:
-            job._save_row()  # every job is checked before any is saved
-        plain: list[Job] = []
-        for each in [*batch, None]:
-            if each is not None and each._unique is None and each._depends is None:
-                plain.append(each)
-                continue
-            if plain:
-                ids = self.scripts.save([j._save_row() for j in plain])
-                for saved, job_id in zip(plain, ids, strict=True):
-                    saved._saved(job_id)
-                plain = []
-            if each is not None:
-                each.save()
-        return batch
+    def flow(self, parent: Job, children: Iterable[Node] = ()) -> Job:
+        """Save ``parent`` and ``children`` (new jobs of any types; an item is a job or a
+        ``(job, [its children])`` pair) in one call, all or nothing: each parent is blocked
+        until its children complete. Returns the saved parent; every job given has its id."""
+        return self.scripts.drive(ops.flow(self, parent, children))[-1]
 
     # -- reading ----------------------------------------------------------------------------
     def get_job(self, job_id: int | str) -> Job:
         """Load one job; raises ``JobNotFound`` when there is none with this id."""
-        jid = _job_id(job_id)
-        h = cast(dict[str, str], self.client.hgetall(self.keys.job(jid)))
-        if not h or "type" not in h:
-            raise JobNotFound(jid)
-        return Job.from_hash(self, jid, h)
+        return self.scripts.drive(ops.get_job(self, job_id))
 
     def get_jobs(self, ids: Sequence[int]) -> list[Job]:
         """Load several jobs in one round trip; ids without a job are left out."""
-        pipe = self.client.pipeline(transaction=False)
-        for jid in ids:
-            pipe.hgetall(self.keys.job(jid))
-        hashes = cast(list[dict[str, str]], pipe.execute())
-        return [
-            Job.from_hash(self, jid, h) for jid, h in zip(ids, hashes, strict=True) if "type" in h
-        ]
+        return self.scripts.drive(ops.get_jobs(self, ids))
+
+    def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> Job:
+        return Job.from_hash(self, job_id, h, runs)
 
     def remove(self, job_id: int | str, *, cascade: bool = False) -> list[int]:
         """Delete a job, its log and its history; returns the ids removed. A job that others
         are blocked waiting for is refused (``HasDependents``, naming them) unless ``cascade``,
         which removes them too, and theirs in turn."""
-        return self.scripts.remove(_job_id(job_id), cascade=cascade)
+        return self.scripts.drive(ops.remove(self, job_id, cascade))
 
     def get_log(self, job_id: int | str) -> list[str]:
         """The job's log lines (empty for an unknown job, as Kue)."""
@@ -248,15 +209,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
         return self._range(self._state_key(state, job_type), start, stop, order, limit)
 
     def _range(self, key: str, start: int, stop: int, order: str, limit: int | None) -> list[Job]:
-        desc = _order(order)
-        members = self._zrange(key, _index(start, "from"), _index(stop, "to"))
-        if limit is not None and len(members) > limit:
-            raise InvalidJob(
-                f"the range {start}..{stop} holds {len(members)} jobs; ask for at most {limit}"
-            )
-        ids = sorted(job_id_from_zid(m) for m in members)
-        jobs = self.get_jobs(ids)
-        return jobs[::-1] if desc else jobs
+        return self.scripts.drive(ops.kue_range(self, key, start, stop, order, limit))
 
     def page(
         self,
@@ -270,17 +223,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
         """``count`` jobs of a state (optionally of one type) from rank ``offset``, in the
         order workers take them (priority, then first in, first out), or the reverse with
         ``desc``: one ZRANGE and one pipelined read, however many jobs the state holds."""
-        checks.integer(offset, "offset", 0)
-        checks.integer(count, "count", 0)
-        if count == 0:
-            return []
-        members = cast(
-            list[str],
-            self.client.zrange(
-                self._state_key(state, job_type), offset, offset + count - 1, desc=desc
-            ),
-        )
-        return self.get_jobs([job_id_from_zid(m) for m in members])
+        return self.scripts.drive(ops.page(self, state, job_type, offset, count, desc))
 
     def ids(self, state: str, job_type: str | None = None) -> list[int]:
         """Every job id in a state (optionally of one type), in score order."""
@@ -288,10 +231,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
 
     def _state_key(self, state: str, job_type: str | None = None) -> str:
         """The set of a state's jobs, of every type or of one (both checked)."""
-        state = parse_state(state)
-        if job_type is None:
-            return self.keys.state(state)
-        return self.keys.type_state(validate_type(job_type), state)
+        return ops.state_key(self.keys, state, job_type)
 
     def _zrange(self, key: str, start: int, stop: int) -> list[str]:
         return cast(list[str], self.client.zrange(key, start, stop))
@@ -302,15 +242,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
 
     def counts(self, job_type: str | None = None) -> dict[str, int]:
         """``{state: count}`` for every state, for all types or one (one round trip)."""
-        if job_type is not None:
-            validate_type(job_type)
-        pipe = self.client.pipeline(transaction=False)
-        for state in STATES:
-            if job_type is None:
-                pipe.zcard(self.keys.state(state))
-            else:
-                pipe.zcard(self.keys.type_state(job_type, state))
-        return dict(zip(STATES, pipe.execute(), strict=True))
+        return self.scripts.drive(ops.counts(self, job_type))
 
     def set_only(self, job_id: int | str, workers: Iterable[str] | None) -> Job:
         """Change which workers may run a saved job (None: any worker); see
@@ -337,7 +269,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
 
     def types(self) -> list[str]:
         """Every job type ever saved, sorted."""
-        return sorted(cast(set[str], self.client.smembers(self.keys.types)))
+        return self.scripts.drive(ops.types(self))
 
     def work_time(self) -> int:
         """Total milliseconds spent on completed jobs."""
@@ -411,27 +343,19 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
         """End a job in any state but complete: it fails at once with the error
         ``cancelled: <reason>`` and is not retried; a running one is stopped in its worker
         process. ``InvalidTransition`` for a complete job. Returns the job as it is now."""
-        jid = _job_id(job_id)
-        self.control.cancel(jid, reason)
-        return self.get_job(jid)
+        return self.scripts.drive(ops.cancel(self, job_id, reason))
 
     def move(self, job_id: int | str, to_type: str, *, force: bool = False) -> Job:
         """Put a job under another type, keeping its id, data, priority and state (a waiting
         job waits in the new type's queue). A running job is refused (``InvalidTransition``)
         unless ``force``: then its attempt is stopped as by :meth:`cancel` and it waits,
         inactive, under the new type. Returns the job as it is now."""
-        jid = _job_id(job_id)
-        self.control.move(jid, validate_type(to_type), force)
-        return self.get_job(jid)
+        return self.scripts.drive(ops.move(self, job_id, to_type, force))
 
     def update_data(self, job_id: int | str, data: Any) -> Job:
         """Replace the data of a waiting (inactive, delayed) or failed job; an active or
         complete one is refused (``InvalidTransition``). Returns the job as it is now."""
-        jid = _job_id(job_id)
-        keys = _json_list(self.client.hget(self.keys.job(jid), "searchKeys"))
-        words = " ".join(records.data_words(data, keys))
-        self.control.edit(jid, to_json(data, "data"), words)
-        return self.get_job(jid)
+        return self.scripts.drive(ops.update_data(self, job_id, data))
 
     def stop_worker(self, worker_id: str, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:
         """Ask a live worker process (an id from :meth:`workers`) to shut down gracefully, as
@@ -488,7 +412,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
         validate_type(job_type)
         if _flag(local, "local"):
             return self._worker_side().pause_here(job_type)
-        return self.scripts.pause(job_type)
+        return self.scripts.call(calls.pause(self.keys, job_type))
 
     def resume(self, job_type: str, *, local: bool = False) -> bool:
         """Let workers claim jobs of a paused type again (with ``local``: undo a local pause).
@@ -496,7 +420,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
         validate_type(job_type)
         if _flag(local, "local"):
             return self._worker_side().resume_here(job_type)
-        return self.scripts.resume(job_type)
+        return self.scripts.call(calls.resume(self.keys, job_type))
 
     def use(self, middleware: mw.Middleware) -> Queue:
         """Wrap every handler call of this queue's workers in this process in ``middleware``

@@ -3,18 +3,16 @@ retention. Part of ``Queue``."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import redis
 
-from . import checks, defaults, records, retention, search
+from . import checks, ops, records, retention, search
 from .errors import InvalidJob
 from .keys import Keys, job_id_from_zid
 from .scripts import Scripts
 from .search import Found
-from .values import num
 
 if TYPE_CHECKING:
     from .job import Job
@@ -45,25 +43,11 @@ class QueueRecords:
         newest first, from rank ``offset``: words of their type, ``data.title``, search keys
         and tags (see :mod:`kue_core.search`); optionally only in ``state`` and of
         ``job_type``. A job id typed as the text comes first. ``.total`` counts them all."""
-        return search.query(
-            self.client, self.keys, self.scripts, text, state, job_type, offset, count
-        )
+        return self.scripts.drive(search.query(self.keys, text, state, job_type, offset, count))
 
     def history(self, job_id: int | str) -> list[dict[str, Any]]:
         """The job's recent transitions, oldest first: ``{"state", "at", ...}`` each."""
-        jid = checks.job_id(job_id)
-        pipe = self.client.pipeline(transaction=False)
-        pipe.lrange(self.keys.history(jid), 0, -1)
-        pipe.hmget(self.keys.job(jid), "created_at", "delay", "trail", "workerId")
-        listed, (created_at, delay, trail, worker) = pipe.execute()
-        entries = [json.loads(e) for e in listed]
-        if not entries and created_at is not None:
-            # Saved waiting and not moved since: its save entry is implied (lib.lua saved_entry).
-            state = "delayed" if (num(delay) or 0) > 0 else "inactive"
-            entries.append({"state": state, "at": num(created_at)})
-        if trail:
-            entries += _trail_entries(trail, worker)
-        return entries[-defaults.HISTORY_LENGTH :]
+        return self.scripts.drive(ops.history(self, job_id))  # type: ignore[arg-type]
 
     # -- records: tags, tracking, retention (see kue_core.records) --------------------------
     def tagged(self, tag: str, offset: int = 0, count: int = 25) -> Found:
@@ -127,17 +111,3 @@ class QueueRecords:
     def memory(self) -> dict[str, Any]:
         """Redis memory in use (see :func:`kue_core.retention.memory`)."""
         return retention.memory(self.client)
-
-
-def _trail_entries(trail: str, worker: str | None) -> list[dict[str, Any]]:
-    """The entries a plain job's claim and completion left in its hash field ``trail``
-    instead of its history (see lib.lua trail_entries): ``"<at>,<attempt>"``, then
-    ``",<at>,<duration>,<attempt>"`` once it completed."""
-    v = [num(x) for x in trail.split(",")]
-    if len(v) not in (2, 5) or any(x is None for x in v):
-        return []  # not ours: none rather than a wrong one
-    who = {"worker": worker} if worker is not None else {}
-    out = [{"state": "active", "at": v[0], **who, "attempt": v[1]}]
-    if len(v) == 5:
-        out.append({"state": "complete", "at": v[2], **who, "attempt": v[4], "duration": v[3]})
-    return out

@@ -23,6 +23,7 @@ from typing import Any
 
 from . import checks, defaults
 from .errors import InvalidJob
+from .values import num
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _WORD = re.compile(r"\w+")
@@ -213,3 +214,27 @@ def save_extras(
     if keep_failed:
         out["kf"] = stored(keep_failed)
     return json.dumps(out, separators=(",", ":"))
+
+
+def trail_entries(trail: str, worker: str | None) -> list[dict[str, Any]]:
+    """The entries a plain job's claim and completion left in its hash field ``trail``
+    instead of its history (see lib.lua trail_entries): ``"<at>,<attempt>"``, then
+    ``",<at>,<duration>,<attempt>"`` once it completed."""
+    v = [num(x) for x in trail.split(",")]
+    if len(v) not in (2, 5) or any(x is None for x in v):
+        return []  # not ours: none rather than a wrong one
+    who = {"worker": worker} if worker is not None else {}
+    out = [{"state": "active", "at": v[0], **who, "attempt": v[1]}]
+    if len(v) == 5:
+        out.append({"state": "complete", "at": v[2], **who, "attempt": v[4], "duration": v[3]})
+    return out
+
+
+def search_keys_of(text: object) -> list[str]:
+    """A job's stored ``searchKeys`` (a JSON list of strings), or [] (absent, or written
+    otherwise)."""
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return []
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

@@ -17,7 +17,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar, cast
 
 import hiredis
 import redis
@@ -25,13 +25,16 @@ from redis.commands.core import Script
 from redis.connection import AbstractConnection
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
-from . import defaults
+from . import calls
+from .calls import Call, Op, Read
 from .cluster import Redirected
 from .defaults import REDIRECT_PATIENCE, REPLICA_TIMEOUT_MS
-from .errors import SCRIPT_ERRORS, HasDependents, JobNotFound, NotReplicated
+from .errors import SCRIPT_ERRORS, HasDependents, JobNotFound, KueError, NotReplicated
 from .keys import Keys
 from .lua_source import SCRIPT_NAMES, Library, function_library, script_source
 from .retry import Pauses
+
+T = TypeVar("T")
 
 
 def translate(error: ResponseError) -> Exception:
@@ -151,11 +154,6 @@ def _next(claim: Next | None) -> list[Any]:
         return ["", ""]
     worker_id, lease_ms, *types = claim
     return [worker_id, lease_ms, *(types[0] if types else ())]
-
-
-def _flat(rows: Sequence[Sequence[Any]]) -> list[Any]:
-    """``save.lua``'s ARGV tail: the rows' values one after another."""
-    return [v for row in rows for v in row]
 
 
 @dataclass(frozen=True)
@@ -350,23 +348,53 @@ class Scripts:
                 f"{REPLICA_TIMEOUT_MS} ms: the jobs are not acknowledged"
             )
 
+    def call(self, c: Call[T]) -> T:
+        """Run one script call (see :mod:`kue_core.calls`); its reply, read."""
+        return c.parse(self._run(c.name, c.key, *c.args, replicated=c.replicated))
+
+    def drive(self, op: Op[T]) -> T:
+        """Run an operation of several steps (see :mod:`kue_core.ops`) to its end. A
+        ``KueError`` of a step is raised inside the operation, which may answer it."""
+        reply: Any = None
+        error: KueError | None = None
+        while True:
+            try:
+                step = op.send(reply) if error is None else op.throw(error)
+            except StopIteration as done:
+                return cast(T, done.value)
+            reply, error = None, None
+            try:
+                reply = self.batch(step) if isinstance(step, list) else self._step(step)
+            except KueError as e:
+                error = e
+
+    def _step(self, step: Call[Any] | Read) -> Any:
+        if isinstance(step, Read):
+            if len(step.commands) == 1:
+                return [self._client.execute_command(*step.commands[0])]  # type: ignore[no-untyped-call]
+            pipe = self._client.pipeline(transaction=False)
+            for command in step.commands:
+                pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+            return pipe.execute()
+        return self.call(step)
+
     def save(self, rows: Sequence[Sequence[Any]]) -> list[int]:
         """Store jobs given as rows of ``SAVE_WIDTH`` values in one call; returns their ids."""
-        ids: list[int] = self._run("save", self._keys.ids, len(rows), *_flat(rows), replicated=True)
-        return ids
+        return self.call(calls.save(self._keys, rows))
 
     def save_unique(
         self, row: Sequence[Any], key: str, mode: str, ttl: int
     ) -> tuple[int, str, str | None]:
         """Save one job with a unique key unless a job holds it: (id, outcome, state)."""
-        job_id, outcome, state = self._run(
-            "save_unique", self._keys.ids, *row, key, mode, ttl, replicated=True
-        )
-        return int(job_id), outcome, state
+        return self.call(calls.save_unique(self._keys, row, key, mode, ttl))
 
-    def save_chunks(self, chunks: Sequence[Sequence[Sequence[Any]]]) -> list[int]:
-        """Like :meth:`save` for several chunks, pipelined in one round trip."""
-        results = self._pipelined(chunks)
+    def batch(self, batch: Sequence[Call[T]]) -> list[T]:
+        """Several calls of one script (``save``), pipelined in one round trip; each one's
+        reply, read. The first error raises, once every call that could run has."""
+        if not batch:
+            return []
+        name = batch[0].name
+        results = self._pipelined(batch)
         for _ in range(2):
             missing = [r for r in results if _unrun(r)]
             if not missing:
@@ -375,28 +403,25 @@ class Scripts:
             # load it (or fall back to EVALSHA) and redo the chunks that did not run; the
             # others are stored already.
             if isinstance(missing[0], NoScriptError):
-                self._client.script_load(self._scripts["save"].script)
-            elif not self._recovered("save", missing[0]):
+                self._client.script_load(self._scripts[name].script)
+            elif not self._recovered(name, missing[0]):
                 break
-            redo = [c for c, r in zip(chunks, results, strict=True) if _unrun(r)]
+            redo = [c for c, r in zip(batch, results, strict=True) if _unrun(r)]
             again = iter(self._pipelined(redo))
             results = [next(again) if _unrun(r) else r for r in results]
-        ids: list[int] = []
         for r in results:
             if isinstance(r, ResponseError):
                 raise translate(r)
             if isinstance(r, Exception):
                 raise r
-            ids.extend(r)
-        return ids
+        return [c.parse(r) for c, r in zip(batch, results, strict=True)]
 
-    def _pipelined(self, chunks: Sequence[Sequence[Sequence[Any]]]) -> list[Any]:
+    def _pipelined(self, batch: Sequence[Call[Any]]) -> list[Any]:
         pipe = self._client.pipeline(transaction=False)
-        command = self._command("save")
-        for rows in chunks:
-            args = (1, self._keys.ids, self._keys.prefix, len(rows), *_flat(rows))
-            pipe.execute_command(*command, *args)  # type: ignore[no-untyped-call]
-        if not self.replicas:
+        for c in batch:
+            command = self._command(c.name)
+            pipe.execute_command(*command, 1, c.key, self._keys.prefix, *c.args)  # type: ignore[no-untyped-call]
+        if not self.replicas or not any(c.replicated for c in batch):
             return pipe.execute(raise_on_error=False)
         pipe.execute_command("WAIT", self.replicas, REPLICA_TIMEOUT_MS)  # type: ignore[no-untyped-call]
         *results, replicas = pipe.execute(raise_on_error=False)
@@ -407,23 +432,7 @@ class Scripts:
 
     def tag(self, job_id: int, what: str, rows: Sequence[str] = ()) -> Any:
         """Add or remove tags (``rows``: tag, its words...), or track or untrack a job."""
-        return self._run("tag", self._keys.job(job_id), job_id, what, *rows)
-
-    def search(
-        self, offset: int, count: int, state: str, job_type: str, terms: Sequence[Any]
-    ) -> tuple[int, bool, list[int]]:
-        """See ``search.lua``: (total, exact, ids of the page)."""
-        total, exact, *ids = self._run(
-            "search",
-            self._keys.words,
-            offset,
-            count,
-            defaults.SEARCH_SCAN,
-            state,
-            job_type,
-            *terms,
-        )
-        return int(total), exact == 1, [int(i) for i in ids]
+        return self.call(calls.tag(self._keys, job_id, what, rows))
 
     def retain(self, limit: int) -> tuple[int, int]:
         """The retention sweep: (jobs found finished by others, jobs removed)."""
@@ -431,15 +440,13 @@ class Scripts:
         return int(found), int(removed)
 
     def update(self, job_id: int, fields: Sequence[Any]) -> str:
-        state: str = self._run("update", self._keys.job(job_id), job_id, *fields)
-        return state
+        return self.call(calls.update(self._keys, job_id, fields))
 
     def set_state(self, job_id: int, state: str) -> str:
-        previous: str = self._run("set_state", self._keys.job(job_id), job_id, state)
-        return previous
+        return self.call(calls.set_state(self._keys, job_id, state))
 
     def set_priority(self, job_id: int, priority: int) -> None:
-        self._run("set_priority", self._keys.job(job_id), job_id, priority)
+        self.call(calls.set_priority(self._keys, job_id, priority))
 
     def progress(self, job_id: int, percent: int, data_json: str) -> None:
         self._run("progress", self._keys.job(job_id), job_id, percent, data_json)
@@ -451,15 +458,13 @@ class Scripts:
     def remove(self, job_id: int, cascade: bool = False) -> list[int]:
         """Remove a job (with ``cascade``, and the jobs blocked waiting for it); returns the
         ids removed."""
-        ids = self._run("remove", self._keys.job(job_id), job_id, "1" if cascade else "")
-        return [int(i) for i in ids]
+        return self.call(calls.remove(self._keys, job_id, cascade))
 
     # -- dependencies (see kue_core/flows.py) ---------------------------------------------
     def flow(self, rows: Sequence[Sequence[Any]]) -> list[tuple[int, str]]:
         """Save jobs with dependencies, all or nothing (rows as ``flow.lua`` takes them):
         (id, state) of each."""
-        saved = self._run("flow", self._keys.ids, len(rows), *_flat(rows), replicated=True)
-        return [(int(i), str(state)) for i, state in saved]
+        return self.call(calls.flow(self._keys, rows))
 
     def unblock(self, limit: int) -> int:
         """The dependencies sweep: how many awaited jobs it found ended (by Node Kue)."""
@@ -467,22 +472,16 @@ class Scripts:
 
     # -- job control (see kue_core/control.py): each returns a state ----------------------
     def cancel(self, job_id: int, reason: str) -> str:
-        state: str = self._run("cancel", self._keys.job(job_id), job_id, reason)
-        return state
+        return self.call(calls.cancel(self._keys, job_id, reason))
 
     def move(self, job_id: int, to_type: str, force: bool) -> str:
-        state: str = self._run(
-            "move", self._keys.job(job_id), job_id, to_type, "1" if force else ""
-        )
-        return state
+        return self.call(calls.move(self._keys, job_id, to_type, force))
 
     def pin(self, job_id: int, workers_json: str) -> str:
-        state: str = self._run("pin", self._keys.job(job_id), job_id, workers_json)
-        return state
+        return self.call(calls.pin(self._keys, job_id, workers_json))
 
     def edit(self, job_id: int, data_json: str, words: str) -> str:
-        state: str = self._run("edit", self._keys.job(job_id), job_id, data_json, words)
-        return state
+        return self.call(calls.edit(self._keys, job_id, data_json, words))
 
     def wait_for_token(
         self, lists: Sequence[tuple[str, bool]], timeout: float, blocked: Callable[[int], None]
@@ -565,11 +564,7 @@ class Scripts:
 
     def limit(self, job_type: str, changes: dict[str, Any], end_hold: bool) -> dict[str, Any]:
         """Change the limits of ``job_type`` (see ``limit.lua``); its rules after."""
-        text = self._run(
-            "limit", self._keys.limits, job_type, json.dumps(changes), "1" if end_hold else ""
-        )
-        value = json.loads(text)
-        return value if isinstance(value, dict) else {}
+        return self.call(calls.limit(self._keys, job_type, changes, end_hold))
 
     def feed(self, job_type: str, event: str, on: bool) -> None:
         """Start or stop the feed of ``event`` of ``job_type`` (see ``feed.lua``)."""
@@ -613,11 +608,11 @@ class Scripts:
 
     def pause(self, job_type: str) -> bool:
         """Stop claims of ``job_type``; False when it was paused already."""
-        return bool(self._run("pause", self._keys.paused, job_type))
+        return self.call(calls.pause(self._keys, job_type))
 
     def resume(self, job_type: str) -> bool:
         """Allow claims of ``job_type`` again; False when it was not paused."""
-        return bool(self._run("resume", self._keys.paused, job_type))
+        return self.call(calls.resume(self._keys, job_type))
 
     def bulk(self, key: str, state: str, action: str, limit: int) -> tuple[int, int]:
         """One batch of ``action`` (a state to move to, or ``remove``) on the jobs of
@@ -660,7 +655,7 @@ class Scripts:
             at,
             *(unique or ("", "", 0)),
             len(rows),
-            *_flat(rows),
+            *calls.flat(rows),
             replicated=True,
         )
         if reply[0] != "made":
@@ -695,5 +690,5 @@ class Scripts:
     def repair(self, actions: Sequence[tuple[str, str, str, str]]) -> list[int]:
         """Run repair actions (name and three values each, see ``repair.lua``); 1 for each
         that changed something, 0 for each that found nothing left to do."""
-        done = self._run("repair", self._keys.jobs, len(actions), *_flat(actions))
+        done = self._run("repair", self._keys.jobs, len(actions), *calls.flat(actions))
         return [int(d) for d in done]

@@ -11,14 +11,12 @@ not to the jobs in the queue.
 from __future__ import annotations
 
 import re
-from typing import Any, cast
+from typing import Any
 
-import redis
-
-from . import checks, records
+from . import calls, checks, defaults, records
+from .calls import Op, read
 from .errors import InvalidJob
 from .keys import Keys
-from .scripts import Scripts
 from .states import STATES
 from .values import validate_type
 
@@ -40,16 +38,14 @@ class Found(list[int]):
 
 
 def query(
-    client: redis.Redis,
     keys: Keys,
-    scripts: Scripts,
     text: object,
     state: str | None,
     job_type: str | None,
     offset: int,
     count: int,
-) -> Found:
-    """See ``Queue.search``."""
+) -> Op[Found]:
+    """See ``Queue.search`` (an operation: see :mod:`kue_core.ops`)."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidJob("search text must be a non-empty string")
     if state is not None and state not in STATES:
@@ -61,7 +57,8 @@ def query(
     wanted = records.words(text)
     if not wanted:
         raise InvalidJob("search text must hold a letter or a digit")
-    types = {t: set(records.words(t)) for t in cast(set[str], client.smembers(keys.types))}
+    (known,) = yield read(("SMEMBERS", keys.types))
+    types = {t: set(records.words(t)) for t in known}
     prefix = text.rstrip()[-1:].isalnum() or text.rstrip().endswith("_")
     terms: list[Any] = []
     for i, word in enumerate(wanted):
@@ -72,13 +69,19 @@ def query(
             if word in ws or (last and any(w.startswith(word) for w in ws))
         ]
         terms += [word, "1" if last else "", len(hits), *hits]
-    total, exact, ids = scripts.search(
-        offset, count, state or "", job_type or "", [len(wanted), *terms]
+    total, exact, ids = yield calls.search(
+        keys,
+        offset,
+        count,
+        defaults.SEARCH_SCAN,
+        state or "",
+        job_type or "",
+        [len(wanted), *terms],
     )
     by_id = _ID.fullmatch(text.strip())
     if by_id and offset == 0 and state is None and job_type is None:
         jid = int(by_id.group(1))
-        if jid not in ids and client.exists(keys.job(jid)):
+        if jid not in ids and (yield read(("EXISTS", keys.job(jid))))[0]:
             return Found([jid, *ids][: max(count, 1)], total + 1, exact)
     return Found(ids, total, exact)
 

@@ -31,6 +31,7 @@ FLOORS = {
     "records": 1,
     "schedule_rules": 1,
     "lua_source": 1,
+    "calls": 1,
     # 2. connection, scripts, events
     "cluster": 2,
     "connection": 2,
@@ -49,6 +50,7 @@ FLOORS = {
     "limits": 2,
     "feeds": 2,
     "runs": 2,
+    "ops": 2,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper

@@ -1,0 +1,247 @@
+"""What a producer or a reader does, written once for both clients: each operation is a
+generator that checks its input, yields the steps it needs (script calls, plain commands:
+see :mod:`kue_core.calls`), is sent their replies, and returns its result. The blocking
+``Queue`` runs it with ``Scripts.drive``, ``kue_core.aio.AsyncQueue`` with ``await
+AsyncScripts.drive``: the same rules, keys, arguments and errors, whichever client runs it.
+
+An operation takes the client (``side``) for its keys and its job class only; it does no
+I/O of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import calls, checks, defaults, records
+from .calls import Op, read
+from .control import reason_text
+from .errors import InvalidJob, JobNotFound
+from .flows import flow_rows, flow_saved
+from .keys import Keys, job_id_from_zid
+from .states import STATES
+from .values import num, parse_state, to_json, validate_type
+
+if TYPE_CHECKING:
+    from .flows import Node
+    from .job import Job
+
+
+class Side(Protocol):
+    """What an operation needs of the client running it."""
+
+    keys: Keys
+
+    def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> Job:
+        """A job of this client's job class from its hash (and its runs, for a fan-out job)."""
+        ...
+
+
+# -- saving ---------------------------------------------------------------------------------
+def save(side: Side, job: Job) -> Op[None]:
+    """Save a new job: with dependencies as a flow, with a unique key unless a job holds it,
+    else plainly."""
+    if job._depends is not None:
+        yield from flow(side, job, [])
+        return
+    if job._unique is not None:
+        job_id, outcome, state = yield calls.save_unique(side.keys, job._save_row(), *job._unique)
+        job._saved(job_id)
+        job.deduplicated = outcome != "saved"
+        if state:
+            job.state = state
+        return
+    ids = yield calls.save(side.keys, [job._save_row()])
+    job._saved(ids[0])
+
+
+def flow(side: Side, parent: Job, children: Iterable[Node]) -> Op[list[Job]]:
+    """Save ``parent`` and its tree of ``children`` in one call (see ``Queue.flow``)."""
+    nodes, rows = flow_rows(side, parent, children)
+    saved = yield calls.flow(side.keys, rows)
+    return flow_saved(nodes, saved)
+
+
+def save_many(side: Side, jobs: Iterable[Job]) -> Op[list[Job]]:
+    """Save new jobs in one round trip (see ``Queue.save_many``)."""
+    batch = list(jobs)
+    for job in batch:
+        if getattr(job, "queue", None) is not side or not hasattr(job, "_save_row"):
+            raise InvalidJob("save_many takes jobs created by this queue")
+        if job.id is not None:
+            raise InvalidJob(f"job {job.id} is saved already; use job.update()")
+    rows = [job._save_row() for job in batch]  # every job is checked before any is saved
+    plain: list[tuple[Job, list[Any]]] = []
+    for each, row in [*zip(batch, rows, strict=True), (None, [])]:
+        if each is not None and each._unique is None and each._depends is None:
+            plain.append((each, row))
+            continue
+        # A job with a unique key or dependencies is one call of its own (it may find its
+        # key held); the plain jobs before it go in one call per chunk, in order.
+        if plain:
+            size = defaults.SAVE_CHUNK
+            chunks = [plain[i : i + size] for i in range(0, len(plain), size)]
+            if len(chunks) == 1:
+                ids = yield calls.save(side.keys, [r for _, r in plain])
+            else:
+                saved = yield [calls.save(side.keys, [r for _, r in c]) for c in chunks]
+                ids = [i for chunk in saved for i in chunk]
+            for (job, _), job_id in zip(plain, ids, strict=True):
+                job._saved(job_id)
+            plain = []
+        if each is not None:
+            yield from save(side, each)
+    return batch
+
+
+def update(side: Side, job: Job) -> Op[None]:
+    """Write the changed data and options of a saved job; its state is kept."""
+    job_id = job._saved_id()
+    job.state = yield calls.update(side.keys, job_id, job._update_fields())
+
+
+# -- reading --------------------------------------------------------------------------------
+def get_jobs(side: Side, ids: Sequence[int]) -> Op[list[Job]]:
+    """Several jobs in one round trip (two, when some fan out); ids without a job are left
+    out."""
+    if not ids:
+        return []
+    hashes = yield read(*(("HGETALL", side.keys.job(jid)) for jid in ids))
+    found = [(jid, h) for jid, h in zip(ids, hashes, strict=True) if "type" in h]
+    fanned = [jid for jid, h in found if "fan_out" in h]
+    runs: dict[int, dict[str, str]] = {}
+    if fanned:  # a plain job reads nothing more
+        replies = yield read(*(("HGETALL", side.keys.runs(jid)) for jid in fanned))
+        runs = dict(zip(fanned, replies, strict=True))
+    return [side._loaded(jid, h, runs.get(jid)) for jid, h in found]
+
+
+def get_job(side: Side, job_id: int | str) -> Op[Job]:
+    """One job; ``JobNotFound`` when there is none with this id."""
+    jid = checks.job_id(job_id)
+    jobs = yield from get_jobs(side, [jid])
+    if not jobs:
+        raise JobNotFound(jid)
+    return jobs[0]
+
+
+def state_key(keys: Keys, state: str, job_type: str | None = None) -> str:
+    """The set of a state's jobs, of every type or of one (both checked)."""
+    state = parse_state(state)
+    if job_type is None:
+        return keys.state(state)
+    return keys.type_state(validate_type(job_type), state)
+
+
+def _index(value: object, name: str) -> int:
+    return checks.integer(value, name, -(2**63), 2**63 - 1)
+
+
+def _order(order: str) -> bool:
+    """True for descending; Kue treats anything but ``desc`` as ascending."""
+    if order not in ("asc", "desc"):
+        raise InvalidJob(f"order must be asc or desc, got {order!r}")
+    return order == "desc"
+
+
+def kue_range(
+    side: Side, key: str, start: int, stop: int, order: str, limit: int | None
+) -> Op[list[Job]]:
+    """Kue's range of the set ``key`` (see ``Queue.range_by_state``)."""
+    desc = _order(order)
+    (members,) = yield read(("ZRANGE", key, _index(start, "from"), _index(stop, "to")))
+    if limit is not None and len(members) > limit:
+        raise InvalidJob(
+            f"the range {start}..{stop} holds {len(members)} jobs; ask for at most {limit}"
+        )
+    jobs = yield from get_jobs(side, sorted(job_id_from_zid(m) for m in members))
+    return jobs[::-1] if desc else jobs
+
+
+def page(
+    side: Side, state: str, job_type: str | None, offset: int, count: int, desc: bool
+) -> Op[list[Job]]:
+    """``count`` jobs of a state from rank ``offset`` (see ``Queue.page``)."""
+    key = state_key(side.keys, state, job_type)
+    checks.integer(offset, "offset", 0)
+    checks.integer(count, "count", 0)
+    if count == 0:
+        return []
+    stop = offset + count - 1
+    command = ("ZREVRANGE", key, offset, stop) if desc else ("ZRANGE", key, offset, stop)
+    (members,) = yield read(command)
+    return (yield from get_jobs(side, [job_id_from_zid(m) for m in members]))
+
+
+def counts(side: Side, job_type: str | None) -> Op[dict[str, int]]:
+    """``{state: count}`` for every state, for all types or one (one round trip)."""
+    if job_type is not None:
+        validate_type(job_type)
+    keys = side.keys
+    found = yield read(
+        *(
+            ("ZCARD", keys.state(s) if job_type is None else keys.type_state(job_type, s))
+            for s in STATES
+        )
+    )
+    return dict(zip(STATES, found, strict=True))
+
+
+def types(side: Side) -> Op[list[str]]:
+    """Every job type ever saved, sorted."""
+    (found,) = yield read(("SMEMBERS", side.keys.types))
+    return sorted(found)
+
+
+def history(side: Side, job_id: int | str) -> Op[list[dict[str, Any]]]:
+    """The job's recent transitions, oldest first (see ``Queue.history``)."""
+    jid = checks.job_id(job_id)
+    keys = side.keys
+    listed, (created_at, delay, trail, worker) = yield read(
+        ("LRANGE", keys.history(jid), 0, -1),
+        ("HMGET", keys.job(jid), "created_at", "delay", "trail", "workerId"),
+    )
+    entries = [json.loads(e) for e in listed]
+    if not entries and created_at is not None:
+        # Saved waiting and not moved since: its save entry is implied (lib.lua saved_entry).
+        state = "delayed" if (num(delay) or 0) > 0 else "inactive"
+        entries.append({"state": state, "at": num(created_at)})
+    if trail:
+        entries += records.trail_entries(trail, worker)
+    return entries[-defaults.HISTORY_LENGTH :]
+
+
+# -- control --------------------------------------------------------------------------------
+def cancel(side: Side, job_id: int | str, reason: str) -> Op[Job]:
+    """Cancel a job (see ``Queue.cancel``); the job as it is now."""
+    jid = checks.job_id(job_id)
+    yield calls.cancel(side.keys, jid, reason_text(reason))
+    return (yield from get_job(side, jid))
+
+
+def move(side: Side, job_id: int | str, to_type: str, force: bool) -> Op[Job]:
+    """Put a job under another type (see ``Queue.move``); the job as it is now."""
+    jid = checks.job_id(job_id)
+    if not isinstance(force, bool):
+        raise InvalidJob(f"force must be true or false, got {force!r}")
+    yield calls.move(side.keys, jid, validate_type(to_type), force)
+    return (yield from get_job(side, jid))
+
+
+def update_data(side: Side, job_id: int | str, data: Any) -> Op[Job]:
+    """Replace a waiting or failed job's data (see ``Queue.update_data``)."""
+    jid = checks.job_id(job_id)
+    data_json = to_json(data, "data")
+    (keys_text,) = yield read(("HGET", side.keys.job(jid), "searchKeys"))
+    words = " ".join(records.data_words(data, records.search_keys_of(keys_text)))
+    yield calls.edit(side.keys, jid, data_json, words)
+    return (yield from get_job(side, jid))
+
+
+def remove(side: Side, job_id: int | str, cascade: bool) -> Op[list[int]]:
+    """Delete a job, its log and its history (see ``Queue.remove``): the ids removed."""
+    if not isinstance(cascade, bool):
+        raise InvalidJob(f"cascade must be true or false, got {cascade!r}")
+    removed: list[int] = yield calls.remove(side.keys, checks.job_id(job_id), cascade)
+    return removed
