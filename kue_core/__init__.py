@@ -2,7 +2,7 @@
 
 The names below are its public API (what ``kue_http``, ``kue_cli`` and applications use); the
 modules ``defaults`` (every default, documented) and ``connection`` (Redis URLs, the embedded
-Redis) are public too.
+Redis) are public too. The asyncio client is ``kue_core.aio.AsyncQueue``.
 """
 
 from . import connection, defaults
@@ -11,16 +11,18 @@ from .errors import (
     HasDependents,
     InvalidJob,
     InvalidTransition,
+    JobFailed,
     JobNotFound,
     KueError,
     NoRetry,
     NotReplicated,
     ScheduleNotFound,
     Stopped,
+    WaitTimeout,
     WorkerIdTaken,
     WorkerNotFound,
 )
-from .events import EVENTS, EventStream
+from .events import EVENTS, Event, EventStream
 from .feeds import FEED_EVENTS
 from .flows import POLICIES as DEPENDENCY_POLICIES
 from .flows import Node as FlowNode
@@ -49,6 +51,7 @@ __all__ = [
     "STATES",
     "WORKER_ID_RULE",
     "ConnectionFailed",
+    "Event",
     "EventStream",
     "FlowNode",
     "Found",
@@ -56,6 +59,7 @@ __all__ = [
     "InvalidJob",
     "InvalidTransition",
     "Job",
+    "JobFailed",
     "JobNotFound",
     "JobState",
     "Keys",
@@ -66,6 +70,7 @@ __all__ = [
     "RateLimited",
     "ScheduleNotFound",
     "Stopped",
+    "WaitTimeout",
     "WorkerIdTaken",
     "WorkerNotFound",
     "apply_fan_out",

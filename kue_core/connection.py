@@ -30,7 +30,7 @@ import redis.sentinel
 
 from . import defaults
 from .cluster import SlotPool, hash_tag
-from .errors import ConnectionFailed
+from .errors import ConnectionFailed, InvalidJob
 
 _embedded: dict[str, redis.Redis] = {}
 _embedded_lock = threading.Lock()
@@ -112,6 +112,20 @@ def _kue_options(url: str) -> tuple[str, dict[str, int]]:
         else:
             raise ConnectionFailed(f"replicas must be a whole number from 0 to 99, got {value!r}")
     return base + ("?" + "&".join(kept) if kept else ""), ours
+
+
+def base_url(url: str) -> str:
+    """``url`` without kue's own query options (see :func:`url_options`)."""
+    return _kue_options(url)[0]
+
+
+def queue_prefix(prefix: object) -> str:
+    """A queue's key prefix: ``prefix`` (checked), else ``$KUE_PREFIX``, else Kue's ``q``."""
+    if prefix is None:
+        prefix = os.environ.get(defaults.PREFIX_ENV) or defaults.PREFIX
+    if not isinstance(prefix, str) or not prefix or any(c.isspace() for c in prefix):
+        raise InvalidJob(f"prefix must be a non-empty string without spaces, got {prefix!r}")
+    return prefix
 
 
 def source(client: redis.Redis) -> tuple[str, str | None, dict[str, Any]] | None:

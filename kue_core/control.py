@@ -26,6 +26,7 @@ from typing import Any, cast
 import redis
 
 from . import checks, defaults
+from .calls import Op, read
 from .errors import InvalidJob, WorkerNotFound
 from .keys import Keys, job_id_from_zid
 from .retry import Pauses
@@ -70,50 +71,58 @@ class Control:
 
     def stop_worker(self, worker_id: object, timeout: float) -> None:
         """Ask a live worker process to shut down; ``WorkerNotFound`` when none has this id."""
-        if not isinstance(worker_id, str) or not worker_id:
-            raise InvalidJob(f"a worker id must be a non-empty string, got {worker_id!r}")
-        seconds = checks.number(timeout, "timeout", 0, defaults.MAX_MS / 1000, " s")
-        pipe = self._client.pipeline(transaction=False)
-        pipe.zscore(self._keys.workers, worker_id)
-        pipe.exists(self._keys.worker(worker_id))
-        score, registered = pipe.execute()
-        if score is None or not registered:
-            raise WorkerNotFound(worker_id)
-        message = json.dumps({"op": "stop", "timeout": seconds})
-        self._client.publish(self._keys.control(worker_id), message)
+        self._scripts.drive(stop_worker(self._keys, worker_id, timeout))
 
     def workers(self) -> list[dict[str, Any]]:
         """The live worker processes (see ``Queue.workers``)."""
-        pipe = self._client.pipeline(transaction=False)
-        pipe.zrange(self._keys.workers, 0, -1)
-        pipe.zrange(self._keys.leases, 0, -1)
-        pipe.zrange(self._keys.run_leases, 0, -1)
-        ids, leased, runs = pipe.execute()
-        running = [job_id_from_zid(m) for m in leased]
-        for wid in ids:
-            pipe.hgetall(self._keys.worker(wid))
-        for jid in running:
-            pipe.hget(self._keys.job(jid), "workerId")
-        replies = pipe.execute()
-        jobs: dict[str, list[int]] = {}
-        for jid, holder in zip(running, replies[len(ids) :], strict=True):
-            if holder is not None:
-                jobs.setdefault(holder, []).append(jid)
-        for member in runs:  # a fan-out job's run: <id>@<worker>, leased by its worker
-            jid, _, holder = member.partition("@")
-            if jid.isdigit():
-                jobs.setdefault(holder, []).append(int(jid))
-        out = []
-        for h in cast(list[dict[str, str]], replies[: len(ids)]):
-            if not h:
-                continue  # expired since: its process is gone
-            info = json.loads(h.get("info") or "{}")
-            info["jobs"] = sorted(jobs.get(info.get("id"), []))
-            info["heartbeat"] = int(h.get("heartbeat") or 0)
-            info.setdefault("paused", [])
-            info.setdefault("stopping", False)
-            out.append(info)
-        return out
+        return self._scripts.drive(workers(self._keys))
+
+
+def stop_worker(keys: Keys, worker_id: object, timeout: float) -> Op[None]:
+    """Ask a live worker process to shut down (an operation: see :mod:`kue_core.ops`)."""
+    if not isinstance(worker_id, str) or not worker_id:
+        raise InvalidJob(f"a worker id must be a non-empty string, got {worker_id!r}")
+    seconds = checks.number(timeout, "timeout", 0, defaults.MAX_MS / 1000, " s")
+    score, registered = yield read(
+        ("ZSCORE", keys.workers, worker_id), ("EXISTS", keys.worker(worker_id))
+    )
+    if score is None or not registered:
+        raise WorkerNotFound(worker_id)
+    message = json.dumps({"op": "stop", "timeout": seconds})
+    yield read(("PUBLISH", keys.control(worker_id), message))
+
+
+def workers(keys: Keys) -> Op[list[dict[str, Any]]]:
+    """The live worker processes (see ``Queue.workers``; an operation)."""
+    ids, leased, runs = yield read(
+        ("ZRANGE", keys.workers, 0, -1),
+        ("ZRANGE", keys.leases, 0, -1),
+        ("ZRANGE", keys.run_leases, 0, -1),
+    )
+    running = [job_id_from_zid(m) for m in leased]
+    replies = yield read(
+        *(("HGETALL", keys.worker(wid)) for wid in ids),
+        *(("HGET", keys.job(jid), "workerId") for jid in running),
+    )
+    jobs: dict[str, list[int]] = {}
+    for jid, holder in zip(running, replies[len(ids) :], strict=True):
+        if holder is not None:
+            jobs.setdefault(holder, []).append(jid)
+    for member in runs:  # a fan-out job's run: <id>@<worker>, leased by its worker
+        jid, _, holder = member.partition("@")
+        if jid.isdigit():
+            jobs.setdefault(holder, []).append(int(jid))
+    out = []
+    for h in cast(list[dict[str, str]], replies[: len(ids)]):
+        if not h:
+            continue  # expired since: its process is gone
+        info = json.loads(h.get("info") or "{}")
+        info["jobs"] = sorted(jobs.get(info.get("id"), []))
+        info["heartbeat"] = int(h.get("heartbeat") or 0)
+        info.setdefault("paused", [])
+        info.setdefault("stopping", False)
+        out.append(info)
+    return out
 
 
 def parse(message: str) -> dict[str, Any] | None:

@@ -80,6 +80,19 @@ class NotReplicated(ConnectionFailed):
     not acknowledged, since a failover could lose them. Saving again may store them twice."""
 
 
+class JobFailed(KueError):
+    """The job waited for (``job.wait()``) failed for good; ``error`` is its error message."""
+
+    def __init__(self, job_id: int, error: str | None) -> None:
+        super().__init__(f"job {job_id} failed: {error}")
+        self.job_id = job_id
+        self.error = error
+
+
+class WaitTimeout(KueError, TimeoutError):
+    """The job waited for (``job.wait(timeout)``) had not ended when the time was up."""
+
+
 class NoRetry(KueError):
     """Raise from a handler to fail the job at once, whatever attempts it has left."""
 

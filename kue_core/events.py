@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -66,6 +67,49 @@ Receiver = Callable[..., Any]
 
 #: Seconds the listener waits for a message before checking whether it should stop.
 POLL = 0.2
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event as a listener hears it: the job's ``id``, the event's ``name``
+    (``"complete"``...), its ``args`` (as many as :data:`ARITY` says), and the job's ``type``
+    (None in an event of Node Kue, which does not send it)."""
+
+    id: int
+    name: str
+    args: tuple[Any, ...]
+    type: str | None = None
+
+
+def parse_event(message: str | bytes) -> Event | None:
+    """One pub/sub message as an :class:`Event`; None for a malformed one (logged) and for an
+    event of a newer or foreign version (not ours to interpret)."""
+    try:
+        msg = json.loads(message)
+        event = msg["event"]
+        job_id = int(msg["id"])
+        args = tuple(msg.get("args", [event])[1:])
+        job_type = msg.get("type")
+    except (ValueError, KeyError, TypeError, IndexError):
+        log.warning("ignoring a malformed event message: %.200r", message)
+        return None
+    if event not in EVENTS:
+        return None
+    # Node Kue's workers publish a fixed number of arguments, the unused ones as null
+    # (``complete`` is ``["complete", result, null]``): receivers get the event's own.
+    arity = ARITY[event]
+    if len(args) != arity:
+        args = (args + (None,) * arity)[:arity]
+    return Event(job_id, event, args, job_type if isinstance(job_type, str) else None)
+
+
+def wanted_events(names: Iterable[str]) -> frozenset[str] | None:
+    """The job events named (checked), or None for every one when none is."""
+    wanted = frozenset(names)
+    unknown = sorted(n for n in wanted if n not in EVENTS)
+    if unknown:
+        raise InvalidJob(f"unknown event {unknown[0]!r}; events are: {', '.join(EVENTS)}")
+    return wanted or None
 
 
 def _guarded(fn: Receiver, *args: Any) -> None:
@@ -143,21 +187,10 @@ class EventBus:
     # -- dispatch -------------------------------------------------------------------------
     def dispatch(self, message: str) -> None:
         """Turn one pub/sub message into signals; a bad message is logged and skipped."""
-        try:
-            msg = json.loads(message)
-            event = msg["event"]
-            job_id = int(msg["id"])
-            args = tuple(msg.get("args", [event])[1:])
-        except (ValueError, KeyError, TypeError, IndexError):
-            log.warning("ignoring a malformed event message: %.200r", message)
+        parsed = parse_event(message)
+        if parsed is None:
             return
-        if event not in EVENTS:
-            return  # an event of a newer or foreign version: not ours to interpret
-        # Node Kue's workers publish a fixed number of arguments, the unused ones as null
-        # (``complete`` is ``["complete", result, null]``): receivers get the event's own.
-        arity = ARITY[event]
-        if len(args) != arity:
-            args = (args + (None,) * arity)[:arity]
+        job_id, event, args = parsed.id, parsed.name, parsed.args
         self._send(self._job_signals.signal(event), job_id, args)
         self._send(self._queue_signals.signal("job " + event), job_id, args)
         if event in FINAL_EVENTS:
@@ -244,6 +277,14 @@ class EventStream:
         except ValueError:
             return None
         return event if isinstance(event, dict) else None
+
+    def next_event(self, timeout: float) -> Event | None:
+        """The next event, or None when none came within ``timeout`` seconds or the message
+        was not one."""
+        msg = self._pubsub.get_message(timeout=timeout)
+        if msg is None or msg["type"] != "message":
+            return None
+        return parse_event(msg["data"])
 
     def close(self) -> None:
         self._pubsub.close()

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import backoff as backoff_policy
-from . import checks, defaults, ops, pins, records, runs, unique
-from .errors import InvalidJob, InvalidTransition, Stopped
+from . import checks, defaults, ops, pins, records, runs, unique, waiting
+from .errors import InvalidJob, Stopped
 from .events import Receiver
 from .flows import DependencyOptions
 from .job_records import RecordOptions
@@ -251,18 +251,12 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
 
     def set_state(self, state: JobState | str) -> Job:
         """Move the job to another state (``active`` is a worker's to give)."""
-        target = parse_state(state)
-        if target == JobState.ACTIVE:
-            raise InvalidTransition("only a worker can make a job active")
-        self.queue.scripts.set_state(self._saved_id(), target)
-        self.state = target
+        self.queue.scripts.drive(ops.set_state(self.queue, self, state))
         return self
 
     def set_priority(self, level: str | int) -> Job:
         """Change the priority of a saved job and re-order it in its lists."""
-        value = parse_priority(level)
-        self.queue.scripts.set_priority(self._saved_id(), value)
-        self._priority = value
+        self.queue.scripts.drive(ops.set_priority(self.queue, self, level))
         return self
 
     @overload
@@ -305,6 +299,17 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
     def history(self) -> list[dict[str, Any]]:
         """The job's recent transitions, oldest first."""
         return self.queue.history(self._saved_id())
+
+    def refresh(self) -> Job:
+        """Read the job again: its state, progress, result... as they are now."""
+        self._reload(self.queue.get_job(self._saved_id()))
+        return self
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Wait until the job ends: its result once it completes; raises ``JobFailed`` (with
+        its error) once it fails for good, ``JobNotFound`` if it is removed, ``WaitTimeout``
+        after ``timeout`` seconds (None: no bound)."""
+        return waiting.wait(self.queue, self._saved_id(), timeout)
 
     def on(self, event: str, fn: Receiver) -> Job:
         """Call ``fn(*args)`` when this job emits ``event`` (``"complete"``, ``"progress"``...)."""

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from . import calls, checks, defaults, records
 from .calls import Op, read
 from .control import reason_text
-from .errors import InvalidJob, JobNotFound
+from .errors import InvalidJob, InvalidTransition, JobNotFound
 from .flows import flow_rows, flow_saved
 from .keys import Keys, job_id_from_zid
 from .states import STATES
-from .values import num, parse_state, to_json, validate_type
+from .values import num, parse_priority, parse_state, to_json, validate_type
 
 if TYPE_CHECKING:
     from .flows import Node
@@ -93,6 +93,22 @@ def save_many(side: Side, jobs: Iterable[Job]) -> Op[list[Job]]:
         if each is not None:
             yield from save(side, each)
     return batch
+
+
+def set_state(side: Side, job: Job, state: str) -> Op[None]:
+    """Move a saved job to another state (``active`` is a worker's to give)."""
+    target = parse_state(state)
+    if target == "active":
+        raise InvalidTransition("only a worker can make a job active")
+    yield calls.set_state(side.keys, job._saved_id(), target)
+    job.state = target
+
+
+def set_priority(side: Side, job: Job, level: str | int) -> Op[None]:
+    """Change the priority of a saved job and re-order it in its lists."""
+    value = parse_priority(level)
+    yield calls.set_priority(side.keys, job._saved_id(), value)
+    job._priority = value
 
 
 def update(side: Side, job: Job) -> Op[None]:
@@ -186,6 +202,18 @@ def counts(side: Side, job_type: str | None) -> Op[dict[str, int]]:
         )
     )
     return dict(zip(STATES, found, strict=True))
+
+
+def ids(side: Side, state: str, job_type: str | None) -> Op[list[int]]:
+    """Every job id in a state (optionally of one type), in score order."""
+    (members,) = yield read(("ZRANGE", state_key(side.keys, state, job_type), 0, -1))
+    return [job_id_from_zid(m) for m in members]
+
+
+def work_time(side: Side) -> Op[int]:
+    """Total milliseconds spent on completed jobs."""
+    (value,) = yield read(("GET", side.keys.work_time))
+    return int(value) if value else 0
 
 
 def types(side: Side) -> Op[list[str]]:

@@ -19,7 +19,7 @@ from .events import EventBus, EventStream, Receiver
 from .feeds import FeedMethods
 from .flows import FlowMethods, Node
 from .job import Job, parse_state, validate_type
-from .keys import Keys, job_id_from_zid
+from .keys import Keys
 from .limits import LimitMethods
 from .queue_records import QueueRecords
 from .schedules import ScheduleMethods
@@ -85,10 +85,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
         replicas: int | None = None,
         worker_id: str | None = None,
     ) -> None:
-        if prefix is None:
-            prefix = os.environ.get(defaults.PREFIX_ENV) or defaults.PREFIX
-        if not isinstance(prefix, str) or not prefix or any(c.isspace() for c in prefix):
-            raise InvalidJob(f"prefix must be a non-empty string without spaces, got {prefix!r}")
+        prefix = connection.queue_prefix(prefix)
         checks.integer(lease_ms, "lease_ms", 10)
         checks.integer(stall_limit, "stall_limit", 0)
         self._worker_id = (
@@ -227,7 +224,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
 
     def ids(self, state: str, job_type: str | None = None) -> list[int]:
         """Every job id in a state (optionally of one type), in score order."""
-        return [job_id_from_zid(m) for m in self._zrange(self._state_key(state, job_type), 0, -1)]
+        return self.scripts.drive(ops.ids(self, state, job_type))
 
     def _state_key(self, state: str, job_type: str | None = None) -> str:
         """The set of a state's jobs, of every type or of one (both checked)."""
@@ -273,8 +270,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
 
     def work_time(self) -> int:
         """Total milliseconds spent on completed jobs."""
-        value = self.client.get(self.keys.work_time)
-        return int(value) if value else 0
+        return self.scripts.drive(ops.work_time(self))
 
     def ping(self) -> bool:
         """Whether Redis answers."""

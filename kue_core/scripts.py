@@ -156,6 +156,15 @@ def _next(claim: Next | None) -> list[Any]:
     return [worker_id, lease_ms, *(types[0] if types else ())]
 
 
+def confirmed(replicas: Any, wanted: int) -> None:
+    """Raise ``NotReplicated`` unless ``WAIT``'s reply counts ``wanted`` replicas."""
+    if int(replicas) < wanted:
+        raise NotReplicated(
+            f"only {replicas} of {wanted} replicas confirmed the save within "
+            f"{REPLICA_TIMEOUT_MS} ms: the jobs are not acknowledged"
+        )
+
+
 @dataclass(frozen=True)
 class Holder:
     """Another process registered under the worker id asked for (``heartbeat.lua``'s reply
@@ -317,7 +326,7 @@ class Scripts:
                 if replicated and self.replicas:
                     # WAIT counts the replicas that have this connection's writes so far.
                     self._send(conn, _pack("WAIT", self.replicas, REPLICA_TIMEOUT_MS))
-                    self._confirmed(conn.read_response())
+                    confirmed(conn.read_response(), self.replicas)
                 return reply
             except NoScriptError:
                 # The server lost its script cache (restart, SCRIPT FLUSH): load and resend.
@@ -341,13 +350,6 @@ class Scripts:
                 conn.disconnect()  # type: ignore[no-untyped-call]
                 raise
 
-    def _confirmed(self, replicas: Any) -> None:
-        if int(replicas) < self.replicas:
-            raise NotReplicated(
-                f"only {replicas} of {self.replicas} replicas confirmed the save within "
-                f"{REPLICA_TIMEOUT_MS} ms: the jobs are not acknowledged"
-            )
-
     def call(self, c: Call[T]) -> T:
         """Run one script call (see :mod:`kue_core.calls`); its reply, read."""
         return c.parse(self._run(c.name, c.key, *c.args, replicated=c.replicated))
@@ -370,6 +372,8 @@ class Scripts:
 
     def _step(self, step: Call[Any] | Read) -> Any:
         if isinstance(step, Read):
+            if not step.commands:
+                return []
             if len(step.commands) == 1:
                 return [self._client.execute_command(*step.commands[0])]  # type: ignore[no-untyped-call]
             pipe = self._client.pipeline(transaction=False)
@@ -427,7 +431,7 @@ class Scripts:
         *results, replicas = pipe.execute(raise_on_error=False)
         if isinstance(replicas, Exception):
             raise replicas
-        self._confirmed(replicas)
+        confirmed(replicas, self.replicas)
         return results
 
     def tag(self, job_id: int, what: str, rows: Sequence[str] = ()) -> Any:

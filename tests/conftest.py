@@ -6,6 +6,7 @@ touch keys under their own prefix.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -17,6 +18,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -204,6 +206,37 @@ def queue(redis_url: str, prefix: str) -> Iterator[Queue]:
     q = Queue(redis_url, prefix=prefix)
     yield q
     q.close()
+
+
+@pytest.fixture
+def sync_queue(redis_url: str, prefix: str) -> Iterator[Queue]:
+    """The blocking ``Queue``, where a module's ``queue`` runs on both clients: for its
+    tests that run workers."""
+    q = Queue(redis_url, prefix=prefix)
+    yield q
+    q.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def client(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> Iterator[Any]:
+    """Each client in turn on the test's prefix: ``Queue``, then ``AsyncQueue`` seen through
+    blocking calls (``tests/clients.py``), for the contract both keep."""
+    if request.param == "sync":
+        q = Queue(redis_url, prefix=prefix)
+        yield q
+        q.close()
+        return
+    if on_cluster(redis_url):
+        pytest.skip("AsyncQueue connects to one Redis server")
+    from kue_core.aio import AsyncQueue
+
+    from .clients import Blocking
+
+    loop = asyncio.new_event_loop()
+    aq = AsyncQueue(redis_url, prefix=prefix)
+    yield Blocking(aq, loop)
+    loop.run_until_complete(aq.close())
+    loop.close()
 
 
 def wait_for(predicate, timeout: float = 5.0, interval: float = 0.01):  # type: ignore[no-untyped-def]

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import redis
 
 from kue_core import (
     InvalidJob,
@@ -35,11 +36,10 @@ def wq(redis_url: str, prefix: str) -> Iterator[Queue]:
 
 
 @pytest.fixture
-def other(redis_url: str, prefix: str) -> Iterator[Queue]:
-    """Another client of the same queue: the operator, apart from the workers."""
-    q = Queue(redis_url, prefix=prefix)
-    yield q
-    q.close()
+def other(client: Any) -> Any:
+    """Another client of the same queue: the operator, apart from the workers; each of
+    ``Queue`` and ``AsyncQueue`` in turn (see ``client`` in tests/conftest.py)."""
+    return client
 
 
 def _state(queue: Queue, job: Job) -> str | None:
@@ -426,7 +426,9 @@ def test_stop_a_worker_remotely(redis_url: str, prefix: str, other: Queue) -> No
         wait_for(lambda: other.workers() == [])
 
 
-def test_a_worker_listens_before_it_is_listed(redis_url: str, prefix: str, other: Queue) -> None:
+def test_a_worker_listens_before_it_is_listed(
+    redis_url: str, prefix: str, other: Queue, r: redis.Redis
+) -> None:
     # A stop sent as soon as a process shows in workers() must reach it: its control channel
     # has a subscriber by the time its registration exists (it had none for a moment once).
     seen: list[int] = []
@@ -435,9 +437,9 @@ def test_a_worker_listens_before_it_is_listed(redis_url: str, prefix: str, other
     def watch() -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not listed.is_set():
-            ids = other.client.zrange(other.keys.workers, 0, -1)
+            ids = r.zrange(other.keys.workers, 0, -1)
             if ids:
-                seen.append(other.client.pubsub_numsub(other.keys.control(ids[0]))[0][1])
+                seen.append(r.pubsub_numsub(other.keys.control(ids[0]))[0][1])
                 listed.set()
 
     watcher = threading.Thread(target=watch)
@@ -451,7 +453,7 @@ def test_a_worker_listens_before_it_is_listed(redis_url: str, prefix: str, other
 
 
 def test_bad_control_messages_are_ignored_and_a_second_stop_changes_nothing(
-    redis_url: str, prefix: str, other: Queue
+    redis_url: str, prefix: str, other: Queue, r: redis.Redis
 ) -> None:
     stopped = threading.Event()
 
@@ -471,11 +473,11 @@ def test_bad_control_messages_are_ignored_and_a_second_stop_changes_nothing(
             '{"op": "bogus"}',
             '{"op": "stop", "timeout": -1}',
         ):
-            other.client.publish(channel, bad)
+            r.publish(channel, bad)
         other.cancel(job.id)  # type: ignore[arg-type]  # heard after the bad ones
         assert stopped.wait(2)
         assert not other.workers()[0]["stopping"]
         other.stop_worker(other.workers()[0]["id"], timeout=5)
-        other.client.publish(channel, '{"op": "stop", "timeout": 0}')
+        r.publish(channel, '{"op": "stop", "timeout": 0}')
         assert worker.stopped_remotely.wait(10)
         wait_for(lambda: other.workers() == [])

@@ -4,6 +4,7 @@ and its options (delay given as a time)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 import redis
@@ -13,6 +14,13 @@ from kue_core.job import Job
 from kue_core.keys import zid
 
 W = "worker-a"
+
+
+@pytest.fixture
+def queue(client: Any) -> Any:
+    """Every test here runs on both clients: ``Queue`` and ``AsyncQueue`` (see
+    ``client`` in tests/conftest.py)."""
+    return client
 
 
 def _claim(queue: Queue, job_type: str = "t") -> tuple[int, str]:
@@ -28,35 +36,35 @@ def _unset_fields_are_none(job: Job) -> None:
     assert "result" not in out and "progress_data" not in out  # as Kue's JSON leaves them out
 
 
-def test_result_and_progress_data_are_none_until_set(queue: Queue) -> None:
-    job = queue.create_job("t")
+def test_result_and_progress_data_are_none_until_set(sync_queue: Queue) -> None:
+    job = sync_queue.create_job("t")
     _unset_fields_are_none(job)
     job.save()
     _unset_fields_are_none(job)
-    _unset_fields_are_none(queue.get_job(job.id))  # type: ignore[arg-type]
-    job_id, lease = _claim(queue)
-    queue.scripts.fail(job_id, lease, "E", "E", -1, None)
-    _unset_fields_are_none(queue.get_job(job_id))
+    _unset_fields_are_none(sync_queue.get_job(job.id))  # type: ignore[arg-type]
+    job_id, lease = _claim(sync_queue)
+    sync_queue.scripts.fail(job_id, lease, "E", "E", -1, None)
+    _unset_fields_are_none(sync_queue.get_job(job_id))
 
 
-def test_result_and_progress_data_once_stored(queue: Queue) -> None:
-    job = queue.create_job("t").save()
+def test_result_and_progress_data_once_stored(sync_queue: Queue) -> None:
+    job = sync_queue.create_job("t").save()
     job.progress(1, 2, {"step": 1})
     assert job.progress_data == {"step": 1} and job.to_dict()["progress_data"] == {"step": 1}
-    job_id, lease = _claim(queue)
-    queue.scripts.complete(job_id, lease, '{"ok":true}', None)
-    done = queue.get_job(job_id)
+    job_id, lease = _claim(sync_queue)
+    sync_queue.scripts.complete(job_id, lease, '{"ok":true}', None)
+    done = sync_queue.get_job(job_id)
     assert done.result == {"ok": True} and done.progress_data == {"step": 1}
     out = done.to_dict()
     assert out["result"] == {"ok": True} and out["progress_data"] == {"step": 1}
 
 
-def test_a_stored_null_result_is_kept_in_the_json(queue: Queue) -> None:
+def test_a_stored_null_result_is_kept_in_the_json(sync_queue: Queue) -> None:
     """A handler that returned None leaves ``null`` in the hash, which Kue's JSON shows."""
-    queue.create_job("t").save()
-    job_id, lease = _claim(queue)
-    queue.scripts.complete(job_id, lease, "null", None)
-    done = queue.get_job(job_id)
+    sync_queue.create_job("t").save()
+    job_id, lease = _claim(sync_queue)
+    sync_queue.scripts.complete(job_id, lease, "null", None)
+    done = sync_queue.get_job(job_id)
     assert done.result is None
     assert "result" in done.to_dict() and done.to_dict()["result"] is None
 
@@ -95,15 +103,15 @@ def test_delay_until_a_time_in_any_zone_is_that_instant(queue: Queue, r: redis.R
     assert int(r.hget(queue.keys.job(job.id), "promote_at")) == _ms(when)  # type: ignore[arg-type]
 
 
-def test_delay_until_a_past_time_runs_at_once(queue: Queue, r: redis.Redis) -> None:
+def test_delay_until_a_past_time_runs_at_once(sync_queue: Queue, r: redis.Redis) -> None:
     past = _server_now(r) - timedelta(seconds=30)
-    job = queue.create_job("t").delay(past)
+    job = sync_queue.create_job("t").delay(past)
     assert job.delay() == 0
     job.save()
     assert job.state == "inactive"
-    assert "delay" not in r.hgetall(queue.keys.job(job.id))  # type: ignore[arg-type]
-    assert queue.scripts.claim("t", W, 60_000) is not None
-    long_ago = queue.create_job("t").delay(datetime(1901, 1, 1, tzinfo=timezone.utc)).save()
+    assert "delay" not in r.hgetall(sync_queue.keys.job(job.id))  # type: ignore[arg-type]
+    assert sync_queue.scripts.claim("t", W, 60_000) is not None
+    long_ago = sync_queue.create_job("t").delay(datetime(1901, 1, 1, tzinfo=timezone.utc)).save()
     assert long_ago.state == "inactive"
 
 

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import redis
 
 from kue_core import InvalidJob, JobNotFound, Queue
+
+
+@pytest.fixture
+def queue(client: Any) -> Any:
+    """Every test here runs on both clients: ``Queue`` and ``AsyncQueue`` (see
+    ``client`` in tests/conftest.py)."""
+    return client
 
 
 def _save_with_id(queue: Queue, r: redis.Redis, job_id: int, priority: str = "normal") -> int:

@@ -4,11 +4,20 @@ data changes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import redis
 
 from kue_core import InvalidJob, Queue, defaults
 from tests.conftest import drop_keys
+
+
+@pytest.fixture
+def queue(client: Any) -> Any:
+    """Every test here runs on both clients: ``Queue`` and ``AsyncQueue`` (see
+    ``client`` in tests/conftest.py)."""
+    return client
 
 
 @pytest.fixture
@@ -70,7 +79,7 @@ def test_an_id_typed_comes_first(queue: Queue, jobs: dict[str, int]) -> None:
     assert queue.search("999999") == []
 
 
-def test_changed_data_is_indexed_again(queue: Queue, jobs: dict[str, int]) -> None:
+def test_changed_data_is_indexed_again(queue: Queue, r: redis.Redis, jobs: dict[str, int]) -> None:
     queue.update_data(jobs["bob"], {"title": "Receipt for Bob"})
     assert queue.search("invoice") == [] and queue.search("receipt") == [jobs["bob"]]
     job = queue.get_job(jobs["ada"])
@@ -83,8 +92,8 @@ def test_changed_data_is_indexed_again(queue: Queue, jobs: dict[str, int]) -> No
     vid.update()
     assert queue.search("customer") == [jobs["vid"]]  # its tags' words stay
     assert queue.search("welcome") == []
-    assert queue.client.zcard(queue.keys.word("welcome")) == 0
-    assert queue.client.zscore(queue.keys.words, "welcome") is None  # the word went
+    assert r.zcard(queue.keys.word("welcome")) == 0
+    assert r.zscore(queue.keys.words, "welcome") is None  # the word went
 
 
 def test_debounce_indexes_the_latest_data(queue: Queue) -> None:
@@ -118,15 +127,17 @@ def test_a_word_checked_job_by_job_past_the_scan_bound_is_a_lower_bound(
     assert found.total == 6 and found.exact
 
 
-def test_a_job_older_than_the_newest_100000_is_still_found(queue: Queue, r: redis.Redis) -> None:
-    old = queue.create_job("report", {"title": "needle in the haystack"}).save()
+def test_a_job_older_than_the_newest_100000_is_still_found(
+    sync_queue: Queue, r: redis.Redis
+) -> None:
+    old = sync_queue.create_job("report", {"title": "needle in the haystack"}).save()
     batch = 5000
     try:
         for _ in range(100_000 // batch):
-            queue.save_many([queue.create_job("report", {"n": i}) for i in range(batch)])
-        _find_the_needle(queue, r, old.id)  # type: ignore[arg-type]
+            sync_queue.save_many([sync_queue.create_job("report", {"n": i}) for i in range(batch)])
+        _find_the_needle(sync_queue, r, old.id)  # type: ignore[arg-type]
     finally:
-        drop_keys(r, queue.prefix)  # 200,000 keys
+        drop_keys(r, sync_queue.prefix)  # 200,000 keys
 
 
 def _find_the_needle(queue: Queue, r: redis.Redis, old: int) -> None:

@@ -17,39 +17,49 @@ from kue_core import InvalidJob, Queue, doctor
 from tests.conftest import wait_for
 
 
+@pytest.fixture
+def queue(client: Any) -> Any:
+    """Every test here runs on both clients: ``Queue`` and ``AsyncQueue`` (see
+    ``client`` in tests/conftest.py)."""
+    return client
+
+
 def _holder(r: redis.Redis, queue: Queue, key: str) -> str | None:
     return r.get(queue.keys.unique(key))  # type: ignore[return-value]
 
 
 def test_until_done_saves_one_job_per_key_while_it_is_not_done(
-    queue: Queue, r: redis.Redis
+    sync_queue: Queue, r: redis.Redis
 ) -> None:
     heard: list[tuple[Any, ...]] = []
-    queue.on("job deduplicated", lambda *a: heard.append(a))
-    first = queue.create_job("t", {"n": 1}).unique("report:7").save()
-    again = queue.create_job("t", {"n": 2}).unique("report:7").save()
+    sync_queue.on("job deduplicated", lambda *a: heard.append(a))
+    first = sync_queue.create_job("t", {"n": 1}).unique("report:7").save()
+    again = sync_queue.create_job("t", {"n": 2}).unique("report:7").save()
     assert not first.deduplicated and again.deduplicated
     assert again.id == first.id and again.state == "inactive"
-    assert queue.counts("t")["inactive"] == 1 and queue.get_job(first.id).data == {"n": 1}  # type: ignore[arg-type]
-    assert queue.get_job(first.id).to_dict()["unique"] == {"key": "report:7", "mode": "until_done"}  # type: ignore[arg-type]
+    assert sync_queue.counts("t")["inactive"] == 1 and sync_queue.get_job(first.id).data == {"n": 1}  # type: ignore[arg-type]
+    assert sync_queue.get_job(first.id).to_dict()["unique"] == {
+        "key": "report:7",
+        "mode": "until_done",
+    }  # type: ignore[arg-type]
     wait_for(lambda: heard == [(first.id, "report:7")])
-    other = queue.create_job("t").unique("report:8").save()
+    other = sync_queue.create_job("t").unique("report:8").save()
     assert other.id != first.id and not other.deduplicated
     # Once the holder is done, the key is free.
-    queue.process("t", lambda job: None)
-    wait_for(lambda: queue.count("complete", "t") == 2)
-    assert _holder(r, queue, "report:7") is None
-    third = queue.create_job("t").unique("report:7").save()
+    sync_queue.process("t", lambda job: None)
+    wait_for(lambda: sync_queue.count("complete", "t") == 2)
+    assert _holder(r, sync_queue, "report:7") is None
+    third = sync_queue.create_job("t").unique("report:7").save()
     assert not third.deduplicated and third.id not in (first.id, other.id)
 
 
 @pytest.mark.parametrize("end", ["fail", "cancel", "remove", "set_state", "remove_all"])
-def test_every_end_of_a_job_releases_its_key(queue: Queue, r: redis.Redis, end: str) -> None:
-    job = queue.create_job("t").unique("k").save()
-    assert _holder(r, queue, "k") == str(job.id)
+def test_every_end_of_a_job_releases_its_key(sync_queue: Queue, r: redis.Redis, end: str) -> None:
+    job = sync_queue.create_job("t").unique("k").save()
+    assert _holder(r, sync_queue, "k") == str(job.id)
     if end == "fail":
-        queue.process("t", lambda job: (_ for _ in ()).throw(ValueError("no")))
-        wait_for(lambda: queue.get_job(job.id).state == "failed")  # type: ignore[arg-type]
+        sync_queue.process("t", lambda job: (_ for _ in ()).throw(ValueError("no")))
+        wait_for(lambda: sync_queue.get_job(job.id).state == "failed")  # type: ignore[arg-type]
     elif end == "cancel":
         job.cancel()
     elif end == "remove":
@@ -57,9 +67,9 @@ def test_every_end_of_a_job_releases_its_key(queue: Queue, r: redis.Redis, end: 
     elif end == "set_state":
         job.set_state("complete")
     else:
-        queue.remove_all("inactive", "t")
-    assert _holder(r, queue, "k") is None
-    assert not queue.create_job("t").unique("k").save().deduplicated
+        sync_queue.remove_all("inactive", "t")
+    assert _holder(r, sync_queue, "k") is None
+    assert not sync_queue.create_job("t").unique("k").save().deduplicated
 
 
 def test_a_job_retried_by_hand_takes_its_key_again(queue: Queue, r: redis.Redis) -> None:
@@ -94,15 +104,15 @@ def test_debounce_pushes_the_due_time_back_and_keeps_the_last_data(queue: Queue)
     assert again.history()[-1]["unique"] == "d"
 
 
-def test_debounce_of_a_started_job_saves_a_new_one(queue: Queue) -> None:
+def test_debounce_of_a_started_job_saves_a_new_one(sync_queue: Queue) -> None:
     release = threading.Event()
-    first = queue.create_job("t").unique("d", "debounce").save()
-    queue.process("t", lambda job: release.wait(5))
-    wait_for(lambda: queue.get_job(first.id).state == "active")  # type: ignore[arg-type]
-    second = queue.create_job("t").unique("d", "debounce").save()
+    first = sync_queue.create_job("t").unique("d", "debounce").save()
+    sync_queue.process("t", lambda job: release.wait(5))
+    wait_for(lambda: sync_queue.get_job(first.id).state == "active")  # type: ignore[arg-type]
+    second = sync_queue.create_job("t").unique("d", "debounce").save()
     assert not second.deduplicated and second.id != first.id
     release.set()
-    wait_for(lambda: queue.count("complete", "t") == 2)
+    wait_for(lambda: sync_queue.count("complete", "t") == 2)
 
 
 def test_reuse_keeps_one_job_per_key_in_kue_uniques_hash(queue: Queue, r: redis.Redis) -> None:
@@ -153,7 +163,7 @@ def test_bad_unique_options_are_refused(queue: Queue, key: Any, mode: Any, ttl: 
         queue.create_job("t").unique(key, mode, ttl)
 
 
-def test_a_key_is_never_left_behind_by_a_killed_worker(queue: Queue, redis_url: str) -> None:
+def test_a_key_is_never_left_behind_by_a_killed_worker(sync_queue: Queue, redis_url: str) -> None:
     """A worker killed mid-job: the job comes back through its lease, runs again, and its key
     goes when it completes; kue doctor finds nothing."""
     worker = subprocess.Popen(
@@ -162,7 +172,7 @@ def test_a_key_is_never_left_behind_by_a_killed_worker(queue: Queue, redis_url: 
             "-m",
             "tests.integration.control_worker",
             redis_url,
-            queue.prefix,
+            sync_queue.prefix,
             "thread",
             "1",
             "t",
@@ -172,56 +182,62 @@ def test_a_key_is_never_left_behind_by_a_killed_worker(queue: Queue, redis_url: 
     )
     try:
         assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
-        job = queue.create_job("t", {"block": True}).unique("once").save()
-        wait_for(lambda: queue.get_job(job.id).state == "active", timeout=10)  # type: ignore[arg-type]
+        job = sync_queue.create_job("t", {"block": True}).unique("once").save()
+        wait_for(lambda: sync_queue.get_job(job.id).state == "active", timeout=10)  # type: ignore[arg-type]
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
     finally:
         if worker.poll() is None:
             worker.kill()
-    assert queue.create_job("t").unique("once").save().deduplicated  # still held while it waits
-    queue.client.hset(queue.keys.job(job.id), "data", "{}")  # type: ignore[arg-type]  # runs quickly next
-    q2 = Queue(redis_url, prefix=queue.prefix, lease_ms=600)
+    assert (
+        sync_queue.create_job("t").unique("once").save().deduplicated
+    )  # still held while it waits
+    sync_queue.client.hset(sync_queue.keys.job(job.id), "data", "{}")  # type: ignore[arg-type]  # runs quickly next
+    q2 = Queue(redis_url, prefix=sync_queue.prefix, lease_ms=600)
     try:
         q2.process("t", lambda j: None)
-        wait_for(lambda: queue.get_job(job.id).state == "complete", timeout=40)  # type: ignore[arg-type]
+        wait_for(lambda: sync_queue.get_job(job.id).state == "complete", timeout=40)  # type: ignore[arg-type]
     finally:
         q2.close()
-    assert queue.client.get(queue.keys.unique("once")) is None
+    assert sync_queue.client.get(sync_queue.keys.unique("once")) is None
     # A killed worker's registry entry may outlive its registration until a heartbeat drops it.
-    assert [f for f in doctor.check(queue).findings if f.kind != "gone-worker"] == []
+    assert [f for f in doctor.check(sync_queue).findings if f.kind != "gone-worker"] == []
 
 
 def test_doctor_finds_and_repairs_unique_keys_left_by_node_kue(
-    queue: Queue, r: redis.Redis
+    sync_queue: Queue, r: redis.Redis
 ) -> None:
-    ended = queue.create_job("t").unique("ended").save()
-    gone = queue.create_job("t").unique("gone").save()
-    reused = queue.create_job("t").unique("again", "reuse").save()
-    held = queue.create_job("t").unique("held").save()
-    throttled = queue.create_job("t").unique("slow", "throttle", ttl=60_000).save()
+    ended = sync_queue.create_job("t").unique("ended").save()
+    gone = sync_queue.create_job("t").unique("gone").save()
+    reused = sync_queue.create_job("t").unique("again", "reuse").save()
+    held = sync_queue.create_job("t").unique("held").save()
+    throttled = sync_queue.create_job("t").unique("slow", "throttle", ttl=60_000).save()
     # What Node Kue does: it ends and deletes jobs without our scripts.
-    r.hset(queue.keys.job(ended.id), "state", "complete")  # type: ignore[arg-type]
-    queue.client.zrem(queue.keys.state("inactive"), f"0{len(str(ended.id))}|{ended.id}")
-    queue.client.zadd(queue.keys.state("complete"), {f"0{len(str(ended.id))}|{ended.id}": 0})
-    queue.client.zrem(queue.keys.type_state("t", "inactive"), f"0{len(str(ended.id))}|{ended.id}")
-    queue.client.zadd(
-        queue.keys.type_state("t", "complete"), {f"0{len(str(ended.id))}|{ended.id}": 0}
+    r.hset(sync_queue.keys.job(ended.id), "state", "complete")  # type: ignore[arg-type]
+    sync_queue.client.zrem(sync_queue.keys.state("inactive"), f"0{len(str(ended.id))}|{ended.id}")
+    sync_queue.client.zadd(
+        sync_queue.keys.state("complete"), {f"0{len(str(ended.id))}|{ended.id}": 0}
+    )
+    sync_queue.client.zrem(
+        sync_queue.keys.type_state("t", "inactive"), f"0{len(str(ended.id))}|{ended.id}"
+    )
+    sync_queue.client.zadd(
+        sync_queue.keys.type_state("t", "complete"), {f"0{len(str(ended.id))}|{ended.id}": 0}
     )
     for job in (gone, reused, throttled):
-        r.delete(queue.keys.job(job.id), queue.keys.history(job.id))  # type: ignore[arg-type]
+        r.delete(sync_queue.keys.job(job.id), sync_queue.keys.history(job.id))  # type: ignore[arg-type]
         member = f"0{len(str(job.id))}|{job.id}"
         for key in (
-            queue.keys.jobs,
-            queue.keys.state("inactive"),
-            queue.keys.type_state("t", "inactive"),
+            sync_queue.keys.jobs,
+            sync_queue.keys.state("inactive"),
+            sync_queue.keys.type_state("t", "inactive"),
         ):
             r.zrem(key, member)
-    found = [f for f in doctor.check(queue).findings if f.kind == "stale-unique"]
+    found = [f for f in doctor.check(sync_queue).findings if f.kind == "stale-unique"]
     assert sorted(f.job_id for f in found) == sorted([ended.id, gone.id, reused.id])  # type: ignore[type-var]
-    doctor.repair(queue, found)
-    assert _holder(r, queue, "ended") is None and _holder(r, queue, "gone") is None
-    assert r.hget(queue.keys.unique_jobs, "again") is None
-    assert _holder(r, queue, "held") == str(held.id)  # still held by a waiting job
-    assert _holder(r, queue, "slow") == str(throttled.id)  # expires by itself
-    assert [f for f in doctor.check(queue).findings if f.kind == "stale-unique"] == []
+    doctor.repair(sync_queue, found)
+    assert _holder(r, sync_queue, "ended") is None and _holder(r, sync_queue, "gone") is None
+    assert r.hget(sync_queue.keys.unique_jobs, "again") is None
+    assert _holder(r, sync_queue, "held") == str(held.id)  # still held by a waiting job
+    assert _holder(r, sync_queue, "slow") == str(throttled.id)  # expires by itself
+    assert [f for f in doctor.check(sync_queue).findings if f.kind == "stale-unique"] == []

@@ -51,6 +51,8 @@ FLOORS = {
     "feeds": 2,
     "runs": 2,
     "ops": 2,
+    "waiting": 2,
+    "aio_events": 2,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper
@@ -66,6 +68,7 @@ FLOORS = {
     # 5. the facade
     "queue": 5,
     "queue_records": 4,
+    "aio": 5,
     # 6. tools on the facade
     "doctor": 6,
     "doctor_records": 6,
