@@ -172,25 +172,28 @@ class AsyncScripts:
 
 def _client(url: str | None, data_dir: str | os.PathLike[str] | None) -> redis.asyncio.Redis:
     """An asyncio client for ``url`` (one server: ``redis://``, ``rediss://``, ``unix://``),
-    or for the embedded Redis (started if need be) when there is none."""
+    or for the embedded Redis (started if need be) when there is none. Its pool holds at most
+    ``defaults.AIO_CONNECTIONS`` connections: calls beyond wait for one to be free."""
     options = dict(connection.CLIENT_OPTIONS)
-    if not url:
-        path = connection.embedded(data_dir).connection_pool.connection_kwargs["path"]
-        options.pop("socket_keepalive", None)
-        return redis.asyncio.Redis(unix_socket_path=path, **options)
-    base = connection.base_url(url)
-    scheme = base.partition("://")[0].lower()
+    url = connection.base_url(url) if url else connection.embedded_url(data_dir)
+    scheme = url.partition("://")[0].lower()
     if scheme not in ("redis", "rediss", "unix"):
         raise ConnectionFailed(
             f"AsyncQueue connects to one Redis server (redis://, rediss://, unix://), not "
             f"{scheme}://; use Queue for Redis Cluster and Sentinel"
         )
     if scheme == "unix":
-        options.pop("socket_keepalive", None)
+        options.pop("socket_keepalive", None)  # a TCP option; unix sockets refuse it
     try:
-        return redis.asyncio.Redis.from_url(base, **options)
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            url,
+            max_connections=defaults.AIO_CONNECTIONS,
+            timeout=defaults.SOCKET_TIMEOUT,
+            **options,
+        )
     except ValueError as e:
-        raise ConnectionFailed(f"invalid Redis URL {connection.redact(base)!r}: {e}") from None
+        raise ConnectionFailed(f"invalid Redis URL {connection.redact(url)!r}: {e}") from None
+    return redis.asyncio.Redis.from_pool(pool)
 
 
 class AsyncQueue:

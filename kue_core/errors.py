@@ -81,10 +81,12 @@ class NotReplicated(ConnectionFailed):
 
 
 class JobFailed(KueError):
-    """The job waited for (``job.wait()``) failed for good; ``error`` is its error message."""
+    """The job waited for (``job.wait()``) failed for good; ``error`` is its error as stored
+    (the message, then the traceback of a Python handler)."""
 
     def __init__(self, job_id: int, error: str | None) -> None:
-        super().__init__(f"job {job_id} failed: {error}")
+        first = (error or "").split("\n", 1)[0]
+        super().__init__(f"job {job_id} failed: {first}")
         self.job_id = job_id
         self.error = error
 

@@ -1,0 +1,204 @@
+"""The asyncio client's own parts: events as an async iterator, ``job.wait`` (on both
+clients), many saves at once on one event loop, recovery of lost functions, the embedded
+Redis, and URLs it does not serve. What it shares with ``Queue`` is checked by the contract
+tests that run on both (the ``client`` fixture)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from kue_core import (
+    ConnectionFailed,
+    Event,
+    InvalidJob,
+    JobFailed,
+    JobNotFound,
+    NoRetry,
+    Queue,
+    WaitTimeout,
+)
+from kue_core.aio import AsyncQueue
+from tests.conftest import on_cluster
+
+pytestmark = pytest.mark.single_node
+
+
+@pytest.fixture
+def url(redis_url: str) -> str:
+    if on_cluster(redis_url):
+        pytest.skip("single server")
+    return redis_url
+
+
+def test_events_are_heard_as_they_happen_filtered_by_name_and_type(
+    url: str, prefix: str, sync_queue: Queue
+) -> None:
+    async def main() -> list[Event]:
+        async with AsyncQueue(url, prefix) as queue:
+            heard: list[Event] = []
+            async with queue.events("complete", job_type="email") as stream:
+                first = await queue.create_job("email", {"n": 1}).save()
+                await queue.create_job("sms").save()
+                second = await queue.create_job("email", {"n": 2}).save()
+                sync_queue.process("email", lambda job: {"sent": job.data["n"]})
+                sync_queue.process("sms", lambda job: None)
+                async for event in stream:
+                    heard.append(event)
+                    if len(heard) == 2:
+                        break
+            assert [e.id for e in heard] == [first.id, second.id]
+            return heard
+
+    heard = asyncio.run(main())
+    assert [(e.name, e.args, e.type) for e in heard] == [
+        ("complete", ({"sent": 1},), "email"),
+        ("complete", ({"sent": 2},), "email"),
+    ]
+
+
+def test_a_stream_of_every_event_and_of_one_job(url: str, prefix: str) -> None:
+    async def main() -> tuple[list[str], list[str]]:
+        async with AsyncQueue(url, prefix) as queue:
+            everything = queue.events()
+            await everything.open()
+            job = await queue.create_job("t").save()
+            mine = queue.events(job_id=job.id)
+            await mine.open()
+            other = await queue.create_job("t").save()
+            await other.set_priority("high")
+            await job.cancel("enough")
+            names = [(await everything.get(5)) for _ in range(4)]
+            own = [(await mine.get(5)) for _ in range(2)]
+            assert await mine.get(0.05) is None  # nothing more of this job
+            await everything.aclose()
+            await mine.aclose()
+            return [f"{e.id}:{e.name}" for e in names if e], [e.name for e in own if e]
+
+    names, own = asyncio.run(main())
+    assert names[0].endswith(":enqueue") and names[1].endswith(":enqueue")
+    assert names[2:] == [f"{names[0].split(':')[0]}:cancelled", f"{names[0].split(':')[0]}:failed"]
+    assert own == ["cancelled", "failed"]
+
+
+def test_bad_event_filters_are_refused(url: str, prefix: str) -> None:
+    async def main() -> None:
+        async with AsyncQueue(url, prefix) as queue:
+            with pytest.raises(InvalidJob, match="unknown event 'finished'"):
+                queue.events("finished")
+            with pytest.raises(InvalidJob, match="type"):
+                queue.events(job_type="")
+            with pytest.raises(InvalidJob):
+                queue.events(job_id="x")
+
+    asyncio.run(main())
+
+
+def test_wait_gives_the_result_or_the_error(client: Any, sync_queue: Queue) -> None:
+    def handler(job: Any) -> Any:
+        if job.data.get("fail"):
+            raise NoRetry("no such address")
+        return {"echo": job.data["v"]}
+
+    ok = client.create_job("w", {"v": 7}).save()
+    bad = client.create_job("w", {"fail": True}).save()
+    sync_queue.process("w", 2, handler)
+    assert ok.wait(10) == {"echo": 7}
+    with pytest.raises(JobFailed, match="no such address") as failed:
+        bad.wait(10)
+    # Its error as stored (and as the failed event tells it): the message, then the traceback.
+    assert failed.value.job_id == bad.id and failed.value.error == sync_queue.get_job(bad.id).error
+    assert failed.value.error.startswith("NoRetry: no such address\nTraceback")
+    assert str(failed.value) == f"job {bad.id} failed: NoRetry: no such address"
+    # A job that ended before the wait: read, not waited for.
+    assert ok.wait(0) == {"echo": 7}
+
+
+def test_wait_times_out_and_hears_a_removal(client: Any) -> None:
+    job = client.create_job("nobody").save()
+    start = time.monotonic()
+    with pytest.raises(WaitTimeout, match=f"job {job.id}"):
+        job.wait(0.2)
+    assert time.monotonic() - start >= 0.2
+    gone = client.create_job("nobody").save()
+    gone.remove()
+    with pytest.raises(JobNotFound):
+        gone.wait(5)
+    for bad in (-1, float("nan"), "1", True):
+        with pytest.raises(InvalidJob, match="timeout"):
+            job.wait(bad)
+    with pytest.raises(InvalidJob, match="not saved"):
+        client.create_job("t").wait(1)
+
+
+def test_a_removal_during_the_wait_ends_it(url: str, prefix: str) -> None:
+    async def main() -> None:
+        async with AsyncQueue(url, prefix) as queue:
+            job = await queue.create_job("t").save()
+            waiting = asyncio.ensure_future(job.wait(10))
+            deadline = time.monotonic() + 5
+            while await queue.client.pubsub_numsub(queue.keys.events) == [(queue.keys.events, 0)]:
+                assert time.monotonic() < deadline and not waiting.done()
+                await asyncio.sleep(0.005)  # until the wait has subscribed
+            await queue.remove(job.id)
+            with pytest.raises(JobNotFound):
+                await asyncio.wait_for(waiting, 5)
+
+    asyncio.run(main())
+
+
+def test_a_thousand_saves_at_once_on_one_loop(url: str, prefix: str, r: redis.Redis) -> None:
+    async def main() -> list[int]:
+        async with AsyncQueue(url, prefix) as queue:
+            jobs = [queue.create_job("bulk", {"i": i}) for i in range(1000)]
+            saved = await asyncio.gather(*(job.save() for job in jobs))
+            assert (await queue.counts("bulk"))["inactive"] == 1000
+            return [job.id for job in saved]
+
+    ids = asyncio.run(main())
+    assert sorted(ids) == list(range(1, 1001))
+    assert r.llen(f"{prefix}:bulk:jobs") == 1000  # one wake-up token each, as Kue
+
+
+def test_functions_lost_by_the_server_are_loaded_again(
+    url: str, prefix: str, r: redis.Redis
+) -> None:
+    async def main() -> None:
+        async with AsyncQueue(url, prefix) as queue:
+            await queue.create_job("t").save()
+            r.execute_command("FUNCTION", "FLUSH")
+            r.script_flush()
+            job = await queue.create_job("t").save()
+            assert job.id == 2
+            assert len(await queue.save_many([queue.create_job("t") for _ in range(3)])) == 3
+
+    if int(r.info("server")["redis_version"].split(".")[0]) < 7:
+        pytest.skip("Redis functions are Redis 7's")
+    asyncio.run(main())
+
+
+def test_the_embedded_redis_is_shared_with_the_blocking_client(tmp_path: Path) -> None:
+    async def main() -> int:
+        async with AsyncQueue(data_dir=tmp_path, prefix="emb") as queue:
+            job = await queue.create_job("t", {"k": "v"}).save()
+            return job.id  # type: ignore[return-value]
+
+    job_id = asyncio.run(main())
+    with Queue(data_dir=tmp_path, prefix="emb") as queue:
+        assert queue.get_job(job_id).data == {"k": "v"}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["redis+cluster://127.0.0.1:7000", "redis+sentinel://127.0.0.1:26379/main", "http://x"],
+)
+def test_urls_it_does_not_serve_are_refused_clearly(bad: str) -> None:
+    with pytest.raises(ConnectionFailed, match="AsyncQueue"):
+        AsyncQueue(bad)
+    with pytest.raises(InvalidJob, match="prefix"):
+        AsyncQueue("redis://localhost", prefix="a b")
