@@ -177,3 +177,34 @@ def limit(
 ) -> Call[dict[str, Any]]:
     """Change the limits of ``job_type`` (see ``limit.lua``): its rules after."""
     return Call("limit", keys.limits, (job_type, json.dumps(changes), _flag(end_hold)), _rules)
+
+
+# -- schedules ------------------------------------------------------------------------------
+def schedule(keys: Keys, op: str, key: str, at: int = -1, fields: Sequence[Any] = ()) -> Call[bool]:
+    """Define (``set``), ``pause``, ``resume`` or ``remove`` a schedule; False when it does
+    not exist."""
+    return Call("schedule", keys.schedules, (op, key, at, *fields), bool)
+
+
+def _ticked(reply: Any) -> tuple[str, list[int], int]:
+    if reply[0] != "made":
+        return str(reply[0]), [], 0
+    return "made", [int(i) for i in reply[2:]], int(reply[1])
+
+
+def tick(
+    keys: Keys,
+    key: str,
+    due: int | None,
+    rev: str,
+    at: int,
+    rows: Sequence[Sequence[Any]],
+    unique: Sequence[Any] | None = None,
+) -> Call[tuple[str, list[int], int]]:
+    """Fire a schedule: its jobs (rows of SAVE_WIDTH values and a tick each, with the unique
+    (key, mode, ttl) they share, if any) and its next due time ``at``, if it is still due at
+    ``due`` under ``rev`` (None: a trigger). Gives (``made``, ids, held): with a unique key,
+    each tick's new job or the holder, and how many found a holder; (``stale``, [], 0) or
+    (``gone``, [], 0)."""
+    args = (key, "" if due is None else due, rev, at, *(unique or ("", "", 0)))
+    return Call("tick", keys.ids, (*args, len(rows), *flat(rows)), _ticked, True)

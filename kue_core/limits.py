@@ -27,17 +27,16 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from . import checks, defaults
-from .connection import server_ms
+from . import calls, checks, defaults
+from .calls import Op, read
 from .errors import InvalidJob, KueError
 from .keys import job_id_from_zid
+from .ops import server_now
 from .values import validate_type
 
 if TYPE_CHECKING:
-    import redis
-
     from .keys import Keys
     from .scripts import Scripts
 
@@ -129,9 +128,8 @@ def _has_limits(rules: dict[str, Any], now: int) -> bool:
 
 
 class LimitMethods:
-    """Mixed into ``Queue``: set and read limits, and read groups."""
+    """Mixed into ``Queue``: set and read limits, and read groups (the operations below)."""
 
-    client: redis.Redis
     keys: Keys
     scripts: Scripts
 
@@ -148,115 +146,144 @@ class LimitMethods:
         kept): ``rate=(max_jobs, per_ms)``, ``concurrency=n``, and per group
         ``group_rate=(max_jobs, per_ms)``, ``group_concurrency=n``. Returns the type's limits
         (see :meth:`limits`)."""
-        validate_type(job_type)
-        change = changes(
-            rate=rate,
-            concurrency=concurrency,
-            group_rate=group_rate,
-            group_concurrency=group_concurrency,
-        )
-        if not change:
-            raise InvalidJob(f"give at least one of {', '.join(NAMES)}")
-        return public(self.scripts.limit(job_type, change, False), self._now())
+        given = {
+            "rate": rate,
+            "concurrency": concurrency,
+            "group_rate": group_rate,
+            "group_concurrency": group_concurrency,
+        }
+        return self.scripts.drive(set_limits(self.keys, job_type, given))
 
     def remove_limits(self, job_type: str) -> None:
         """Remove every limit of ``job_type``, and end a hold asked by ``RateLimited``."""
-        validate_type(job_type)
-        self.scripts.limit(job_type, dict.fromkeys(NAMES, False), True)
+        self.scripts.drive(remove_limits(self.keys, job_type))
 
     def limits(self) -> dict[str, dict[str, Any]]:
         """Every type with a limit (or held back by ``RateLimited`` now): type -> ``rate``
         and ``group_rate`` ((max_jobs, per_ms) or None), ``concurrency`` and
         ``group_concurrency`` (or None), ``held_until`` (ms, or None)."""
-        stored = cast(dict[str, str], self.client.hgetall(self.keys.limits))
-        now = self._now()
-        out = {}
-        for job_type, text in sorted(stored.items()):
-            rules = _decode(text)
-            if _has_limits(rules, now):
-                out[job_type] = public(rules, now)
-        return out
+        return self.scripts.drive(read_limits(self.keys))
 
     def limit_status(self, job_type: str) -> dict[str, Any]:
         """Whether ``job_type`` is held back by its limits right now, and by what: ``held``
         (None, or ``paused``, ``remote`` (RateLimited), ``concurrency`` or ``rate``),
         ``wait_ms`` (until a start fits the rate or the hold ends; None otherwise),
         ``active``, ``waiting``, ``started_in_window`` (under a rate) and the limits."""
-        validate_type(job_type)
-        rules = _decode(cast(str | None, self.client.hget(self.keys.limits, job_type)))
-        now = self._now()
-        shown = public(rules, now)
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zcard(self.keys.type_state(job_type, "active"))
-        pipe.zcard(self.keys.type_state(job_type, "inactive"))
-        rate = shown["rate"]
-        if rate:
-            pipe.zcount(self.keys.rate(job_type), f"({now - rate[1]}", "+inf")
-            pipe.zrangebyscore(
-                self.keys.rate(job_type), f"({now - rate[1]}", "+inf", 0, 1, withscores=True
-            )
-        got = pipe.execute()
-        active, waiting = int(got[0]), int(got[1])
-        started = int(got[2]) if rate else None
-        held, wait = None, None
-        if rules.get("paused"):
-            held = "paused"
-        elif shown["held_until"]:
-            held, wait = "remote", shown["held_until"] - now
-        elif shown["concurrency"] and active >= shown["concurrency"]:
-            held = "concurrency"
-        elif rate and started is not None and started >= rate[0]:
-            first = got[3][0][1] if got[3] else now
-            held, wait = "rate", max(1, int(first) + rate[1] - now)
-        return {
-            "type": job_type,
-            "held": held if waiting else None,
-            "wait_ms": wait if waiting else None,
-            "active": active,
-            "waiting": waiting,
-            "started_in_window": started,
-            "limits": shown,
-        }
+        return self.scripts.drive(limit_status(self.keys, job_type))
 
     def groups(self, job_type: str, start: int = 0, count: int = 50) -> dict[str, Any]:
         """The groups of ``job_type`` with jobs waiting or running, in their turn (the next
         served first), ``count`` from ``start``: ``{"total": n, "groups": [{"group", "waiting",
         "active"}]}``."""
-        validate_type(job_type)
-        checks.integer(start, "start", 0)
-        checks.integer(count, "count", 1, defaults.MAX_GROUPS_PAGE)
-        turns = [
-            g
-            for g in cast(list[str], self.client.zrange(self.keys.groups(job_type), 0, -1))
-            if g != LANE
-        ]
-        running = self._running_groups(job_type)
-        names = turns + sorted(set(running) - set(turns))
-        page = names[start : start + count]
-        pipe = self.client.pipeline(transaction=False)
-        for g in page:
-            pipe.zcard(self.keys.group(job_type, g))
-            pipe.zcard(self.keys.group_active(job_type, g))
-        got = pipe.execute()
-        rows = [
-            {"group": g, "waiting": int(got[2 * i]), "active": int(got[2 * i + 1])}
-            for i, g in enumerate(page)
-            if got[2 * i] or got[2 * i + 1]  # a group emptied by a client without our scripts
-        ]
-        return {"total": len(names), "groups": rows}
+        return self.scripts.drive(groups(self.keys, job_type, start, count))
 
-    def _running_groups(self, job_type: str) -> list[str]:
-        """The groups of the type's running jobs (read from their hashes: a group with none
-        waiting is out of the rotation)."""
-        active = self.keys.type_state(job_type, "active")
-        members = cast(list[str], self.client.zrange(active, 0, -1))
-        pipe = self.client.pipeline(transaction=False)
-        for m in members:
-            pipe.hget(self.keys.job(job_id_from_zid(m)), "group")
-        return sorted({g for g in pipe.execute() if g})
 
-    def _now(self) -> int:
-        return server_ms(self.client)
+# -- the operations, for either client (see kue_core.ops) ----------------------------------
+def set_limits(keys: Keys, job_type: str, given: dict[str, Any]) -> Op[dict[str, Any]]:
+    """Set the limits given (``_UNSET`` for those left as they are); the type's limits."""
+    validate_type(job_type)
+    change = changes(**given)
+    if not change:
+        raise InvalidJob(f"give at least one of {', '.join(NAMES)}")
+    rules = yield calls.limit(keys, job_type, change, False)
+    now = yield from server_now()
+    return public(rules, now)
+
+
+def remove_limits(keys: Keys, job_type: str) -> Op[None]:
+    validate_type(job_type)
+    yield calls.limit(keys, job_type, dict.fromkeys(NAMES, False), True)
+
+
+def read_limits(keys: Keys) -> Op[dict[str, dict[str, Any]]]:
+    (stored,) = yield read(("HGETALL", keys.limits))
+    now = yield from server_now()
+    out = {}
+    for job_type, text in sorted(stored.items()):
+        rules = _decode(text)
+        if _has_limits(rules, now):
+            out[job_type] = public(rules, now)
+    return out
+
+
+def limit_status(keys: Keys, job_type: str) -> Op[dict[str, Any]]:
+    validate_type(job_type)
+    (text,) = yield read(("HGET", keys.limits, job_type))
+    rules = _decode(text)
+    now = yield from server_now()
+    shown = public(rules, now)
+    rate = shown["rate"]
+    window = (keys.rate(job_type), f"({now - rate[1]}", "+inf") if rate else ()
+    got = yield read(
+        ("ZCARD", keys.type_state(job_type, "active")),
+        ("ZCARD", keys.type_state(job_type, "inactive")),
+        *(
+            (("ZCOUNT", *window), ("ZRANGEBYSCORE", *window, "WITHSCORES", "LIMIT", 0, 1))
+            if rate
+            else ()
+        ),
+    )
+    active, waiting = int(got[0]), int(got[1])
+    started = int(got[2]) if rate else None
+    held, wait = None, None
+    if rules.get("paused"):
+        held = "paused"
+    elif shown["held_until"]:
+        held, wait = "remote", shown["held_until"] - now
+    elif shown["concurrency"] and active >= shown["concurrency"]:
+        held = "concurrency"
+    elif rate and started is not None and started >= rate[0]:
+        first = _score(got[3]) if got[3] else now  # the oldest start in the window
+        held, wait = "rate", max(1, int(first) + rate[1] - now)
+    return {
+        "type": job_type,
+        "held": held if waiting else None,
+        "wait_ms": wait if waiting else None,
+        "active": active,
+        "waiting": waiting,
+        "started_in_window": started,
+        "limits": shown,
+    }
+
+
+def groups(keys: Keys, job_type: str, start: int, count: int) -> Op[dict[str, Any]]:
+    validate_type(job_type)
+    checks.integer(start, "start", 0)
+    checks.integer(count, "count", 1, defaults.MAX_GROUPS_PAGE)
+    turns, members = yield read(
+        ("ZRANGE", keys.groups(job_type), 0, -1),
+        ("ZRANGE", keys.type_state(job_type, "active"), 0, -1),
+    )
+    turns = [g for g in turns if g != LANE]
+    # The groups of the type's running jobs, read from their hashes: a group with none
+    # waiting is out of the rotation.
+    held = yield read(*(("HGET", keys.job(job_id_from_zid(m)), "group") for m in members))
+    running = sorted({g for g in held if g})
+    names = turns + sorted(set(running) - set(turns))
+    page = names[start : start + count]
+    got = yield read(
+        *(
+            command
+            for g in page
+            for command in (
+                ("ZCARD", keys.group(job_type, g)),
+                ("ZCARD", keys.group_active(job_type, g)),
+            )
+        )
+    )
+    rows = [
+        {"group": g, "waiting": int(got[2 * i]), "active": int(got[2 * i + 1])}
+        for i, g in enumerate(page)
+        if got[2 * i] or got[2 * i + 1]  # a group emptied by a client without our scripts
+    ]
+    return {"total": len(names), "groups": rows}
+
+
+def _score(reply: list[Any]) -> float:
+    """The first score of a ZRANGE ... WITHSCORES reply, read flat (``[member, score]``) or
+    paired (``[[member, score]]``), as redis-py versions give it."""
+    first = reply[0]
+    return float(first[1] if isinstance(first, list | tuple) else reply[1])
 
 
 def _decode(text: str | None) -> dict[str, Any]:

@@ -216,6 +216,12 @@ def work_time(side: Side) -> Op[int]:
     return int(value) if value else 0
 
 
+def paused(side: Side) -> Op[list[str]]:
+    """The paused job types, sorted."""
+    (found,) = yield read(("SMEMBERS", side.keys.paused))
+    return sorted(found)
+
+
 def types(side: Side) -> Op[list[str]]:
     """Every job type ever saved, sorted."""
     (found,) = yield read(("SMEMBERS", side.keys.types))
@@ -238,6 +244,13 @@ def history(side: Side, job_id: int | str) -> Op[list[dict[str, Any]]]:
     if trail:
         entries += records.trail_entries(trail, worker)
     return entries[-defaults.HISTORY_LENGTH :]
+
+
+def server_now() -> Op[int]:
+    """Now on the Redis server's clock, in ms: the clock of every due time, window and age
+    (see ``connection.server_ms``)."""
+    ((seconds, micros),) = yield read(("TIME",))
+    return int(seconds) * 1000 + int(micros) // 1000
 
 
 # -- control --------------------------------------------------------------------------------

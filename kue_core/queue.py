@@ -452,7 +452,7 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
 
     def paused(self) -> list[str]:
         """The paused job types, sorted."""
-        return sorted(cast(set[str], self.client.smembers(self.keys.paused)))
+        return self.scripts.drive(ops.paused(self))
 
     def workers(self) -> list[dict[str, Any]]:
         """The live worker processes (of any host) on this queue: id, host, pid, types and

@@ -12,11 +12,11 @@ many processes plan it at the same moment, with no leader and no polling.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from . import checks, defaults, runs
+from . import calls, checks, defaults, ops, runs
 from . import schedule_rules as rules
-from .connection import server_ms
+from .calls import Op, read
 from .errors import InvalidJob, ScheduleNotFound
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def _unique(job: Job, value: object) -> None:
 
 
 class ScheduleMethods:
-    """Mixed into ``Queue``: define, read and steer schedules."""
+    """Mixed into ``Queue``: define, read and steer schedules (the operations below)."""
 
     client: redis.Redis
     keys: Keys
@@ -115,7 +115,7 @@ class ScheduleMethods:
     if TYPE_CHECKING:  # Queue's
 
         def create_job(self, job_type: str, data: Any = None) -> Job: ...
-        def get_jobs(self, ids: list[int]) -> list[Job]: ...
+        def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> Job: ...
 
     def every(
         self,
@@ -134,12 +134,9 @@ class ScheduleMethods:
         """Make a ``job_type`` job every ``interval`` (ms or a timedelta), the first at
         ``start`` (default now) plus ``offset``. Upserted by ``key``: an unchanged definition
         keeps its timetable; a changed one starts again from now. See :meth:`schedule`."""
-        every = rules.interval_ms(interval, "interval", defaults.SCHEDULE_MIN_INTERVAL)
-        shift = 0 if offset is None else rules.interval_ms(offset, "offset", 0)
-        definition = {"kind": "every", "every": every, "offset": shift}
-        return self._define(
-            key, definition, job_type, data, start, end, limit, catch_up, job_options
-        )
+        definition = every_definition(interval, offset)
+        op = define(self, key, definition, job_type, data, start, end, limit, catch_up, job_options)
+        return self.scripts.drive(op)
 
     def cron(
         self,
@@ -157,170 +154,220 @@ class ScheduleMethods:
     ) -> dict[str, Any]:
         """Make a ``job_type`` job at each time the five-field cron ``expression`` (or a name
         such as ``@hourly``) matches in the IANA time zone ``tz``. Upserted by ``key``."""
-        rules.zone(tz)
-        definition = {"kind": "cron", "cron": rules.cron_expression(expression), "tz": tz}
-        return self._define(
-            key, definition, job_type, data, start, end, limit, catch_up, job_options
-        )
-
-    def _define(
-        self,
-        key: str,
-        definition: dict[str, Any],
-        job_type: str,
-        data: Any,
-        start: Any,
-        end: Any,
-        limit: int | None,
-        catch_up: str,
-        options: dict[str, Any],
-    ) -> dict[str, Any]:
-        key = _key(key)
-        if catch_up not in rules.CATCH_UP:
-            raise InvalidJob(f"catch_up is one of {', '.join(rules.CATCH_UP)}, got {catch_up!r}")
-        first, last = rules.time_ms(start, "start"), rules.time_ms(end, "end")
-        if first is not None and last is not None and last < first:
-            raise InvalidJob("end is before start")
-        if limit is not None:
-            checks.integer(limit, "limit", 1)
-        job = apply_options(self.create_job(job_type, data), options)
-        job._save_row()  # checks the data and options as a save would
-        once = job.unique()
-        if once is not None:  # stored in one form, ttl in ms
-            options = {**options, "unique": {k: v for k, v in once.items() if v is not None}}
-        definition.update(
-            type=job.type,
-            data=job.data,
-            options=options,
-            start=first,
-            end=last,
-            limit=limit,
-            catch_up=catch_up,
-        )
-        text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
-        stored = self.client.hmget(self.keys.schedule(key), "definition", "anchor", "ended")
-        now = server_ms(self.client)
-        if stored[0] == text and stored[1] is not None:  # unchanged: keep its timetable
-            definition["anchor"] = int(stored[1])
-            due = self._due(key)
-            at = (
-                -1
-                if stored[2] == "1"
-                else (due if due is not None else self._first(definition, now))
-            )
-        else:
-            definition["anchor"] = max(now, first or now) + int(definition.get("offset", 0))
-            at = self._first(definition, now)
-        fields = ["definition", text, "anchor", definition["anchor"]]
-        self.scripts.schedule("set", key, at, fields)
-        return self.schedule(key)
-
-    def _first(self, definition: dict[str, Any], now: int) -> int:
-        """The first due time from ``now`` on (-1 when the schedule has nothing left)."""
-        start = max(now, definition.get("start") or now)
-        at = rules.rule_of(definition).at_or_after(start)
-        end = definition.get("end")
-        return -1 if end is not None and at > end else at
-
-    def _due(self, key: str) -> int | None:
-        score = self.client.zscore(self.keys.schedules, key)
-        return None if score is None else int(score)
-
-    def _load(self, key: str) -> dict[str, str]:
-        h: dict[str, str] = self.client.hgetall(self.keys.schedule(_key(key)))  # type: ignore[assignment]
-        if not h or "definition" not in h:
-            raise ScheduleNotFound(key)
-        return h
+        definition = cron_definition(expression, tz)
+        op = define(self, key, definition, job_type, data, start, end, limit, catch_up, job_options)
+        return self.scripts.drive(op)
 
     def schedule(self, key: str) -> dict[str, Any]:
         """One schedule: its definition, whether paused or ended, the next three due times
         (ms), runs made, jobs triggered by hand, and the last job made with its state."""
-        h = self._load(key)
-        definition = json.loads(h["definition"])
-        definition["anchor"] = int(h["anchor"])
-        due = self._due(key)
-        last = None
-        if h.get("last_job"):
-            jobs = self.get_jobs([int(h["last_job"])])
-            last = {
-                "id": int(h["last_job"]),
-                "state": jobs[0].state if jobs else None,
-                "tick": int(h.get("last_tick") or 0),
-            }
-        paused = h.get("paused") == "1"
-        upcoming = rules.upcoming(definition, due, 3)
-        if paused and h.get("ended") != "1":
-            upcoming = rules.upcoming(
-                definition, self._first(definition, server_ms(self.client)), 3
-            )
-        return {
-            "key": key,
-            **{k: v for k, v in definition.items() if k != "offset" or v},
-            "paused": paused,
-            "ended": h.get("ended") == "1",
-            "next": due,
-            "upcoming": upcoming,
-            "runs": int(h.get("runs") or 0),
-            "deduplicated": int(h.get("deduplicated") or 0),
-            "triggered": int(h.get("triggered") or 0),
-            "last_job": last,
-            "created_at": int(h.get("created_at") or 0),
-            "updated_at": int(h.get("updated_at") or 0),
-        }
+        return self.scripts.drive(read_schedule(self, key))
 
     def schedules(self) -> list[dict[str, Any]]:
         """Every schedule, by key."""
-        keys = sorted(
-            k[len(self.keys.schedule("")) :]
-            for k in self.client.scan_iter(match=self.keys.match("schedule:*"), count=1000)
-        )
-        out = []
-        for key in keys:
-            try:
-                out.append(self.schedule(key))
-            except (ScheduleNotFound, InvalidJob):
-                continue  # removed meanwhile, or not ours
-        return out
+        return self.scripts.drive(read_schedules(self))
 
     def pause_schedule(self, key: str) -> dict[str, Any]:
         """Make no more jobs until resumed; the definition and runs are kept."""
-        if not self.scripts.schedule("pause", _key(key)):
-            raise ScheduleNotFound(key)
-        return self.schedule(key)
+        return self.scripts.drive(pause_schedule(self, key))
 
     def resume_schedule(self, key: str) -> dict[str, Any]:
         """Make jobs again, from the next tick after now (the ticks while paused are skipped)."""
-        h = self._load(key)
-        definition = json.loads(h["definition"])
-        definition["anchor"] = int(h["anchor"])
-        at = -1 if h.get("ended") == "1" else self._first(definition, server_ms(self.client))
-        if not self.scripts.schedule("resume", key, at):
-            raise ScheduleNotFound(key)
-        return self.schedule(key)
+        return self.scripts.drive(resume_schedule(self, key))
 
     def remove_schedule(self, key: str) -> None:
         """Delete a schedule (the jobs it made stay)."""
-        if not self.scripts.schedule("remove", _key(key)):
-            raise ScheduleNotFound(key)
+        self.scripts.drive(remove_schedule(self, key))
 
     def trigger(self, key: str) -> Job:
         """Make one job of the schedule now; its timetable is unchanged."""
-        h = self._load(key)
-        definition = json.loads(h["definition"])
-        made = _made(self, definition)
-        row = [*made._save_row(), server_ms(self.client)]
-        outcome, ids, held = self.scripts.tick(key, None, "", -1, [row], made._unique)
-        if outcome != "made":
-            raise ScheduleNotFound(key)
-        jobs = self.get_jobs(ids)
-        if not jobs:  # a throttle key that outlived the job holding it
-            made._saved(ids[0])
-            jobs = [made]
-        jobs[0].deduplicated = held > 0
-        return jobs[0]
+        return self.scripts.drive(trigger(self, key))
 
 
-def _made(queue: ScheduleMethods, definition: dict[str, Any]) -> Job:
+# -- the operations, for either client (see kue_core.ops) ----------------------------------
+class Side(ops.Side, Protocol):
+    def create_job(self, job_type: str, data: Any = None) -> Job: ...
+
+
+def every_definition(interval: Any, offset: Any) -> dict[str, Any]:
+    every = rules.interval_ms(interval, "interval", defaults.SCHEDULE_MIN_INTERVAL)
+    shift = 0 if offset is None else rules.interval_ms(offset, "offset", 0)
+    return {"kind": "every", "every": every, "offset": shift}
+
+
+def cron_definition(expression: str, tz: str) -> dict[str, Any]:
+    rules.zone(tz)
+    return {"kind": "cron", "cron": rules.cron_expression(expression), "tz": tz}
+
+
+def _due(side: Side, key: str) -> Op[int | None]:
+    (score,) = yield read(("ZSCORE", side.keys.schedules, key))
+    return None if score is None else int(score)
+
+
+def _load(side: Side, key: str) -> Op[dict[str, str]]:
+    (h,) = yield read(("HGETALL", side.keys.schedule(_key(key))))
+    if not h or "definition" not in h:
+        raise ScheduleNotFound(key)
+    return cast(dict[str, str], h)
+
+
+def _first(definition: dict[str, Any], now: int) -> int:
+    """The first due time from ``now`` on (-1 when the schedule has nothing left)."""
+    start = max(now, definition.get("start") or now)
+    at = rules.rule_of(definition).at_or_after(start)
+    end = definition.get("end")
+    return -1 if end is not None and at > end else at
+
+
+def define(
+    side: Side,
+    key: str,
+    definition: dict[str, Any],
+    job_type: str,
+    data: Any,
+    start: Any,
+    end: Any,
+    limit: int | None,
+    catch_up: str,
+    options: dict[str, Any],
+) -> Op[dict[str, Any]]:
+    """Upsert schedule ``key`` (see ``Queue.every``); the schedule."""
+    key = _key(key)
+    if catch_up not in rules.CATCH_UP:
+        raise InvalidJob(f"catch_up is one of {', '.join(rules.CATCH_UP)}, got {catch_up!r}")
+    first, last = rules.time_ms(start, "start"), rules.time_ms(end, "end")
+    if first is not None and last is not None and last < first:
+        raise InvalidJob("end is before start")
+    if limit is not None:
+        checks.integer(limit, "limit", 1)
+    job = apply_options(side.create_job(job_type, data), options)
+    job._save_row()  # checks the data and options as a save would
+    once = job.unique()
+    if once is not None:  # stored in one form, ttl in ms
+        options = {**options, "unique": {k: v for k, v in once.items() if v is not None}}
+    definition.update(
+        type=job.type,
+        data=job.data,
+        options=options,
+        start=first,
+        end=last,
+        limit=limit,
+        catch_up=catch_up,
+    )
+    text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
+    (stored,) = yield read(("HMGET", side.keys.schedule(key), "definition", "anchor", "ended"))
+    now = yield from ops.server_now()
+    if stored[0] == text and stored[1] is not None:  # unchanged: keep its timetable
+        definition["anchor"] = int(stored[1])
+        due = yield from _due(side, key)
+        at = -1 if stored[2] == "1" else (due if due is not None else _first(definition, now))
+    else:
+        definition["anchor"] = max(now, first or now) + int(definition.get("offset", 0))
+        at = _first(definition, now)
+    fields = ["definition", text, "anchor", definition["anchor"]]
+    yield calls.schedule(side.keys, "set", key, at, fields)
+    return (yield from read_schedule(side, key))
+
+
+def read_schedule(side: Side, key: str) -> Op[dict[str, Any]]:
+    """One schedule (see ``Queue.schedule``)."""
+    h = yield from _load(side, key)
+    definition = json.loads(h["definition"])
+    definition["anchor"] = int(h["anchor"])
+    due = yield from _due(side, key)
+    last = None
+    if h.get("last_job"):
+        jobs = yield from ops.get_jobs(side, [int(h["last_job"])])
+        last = {
+            "id": int(h["last_job"]),
+            "state": jobs[0].state if jobs else None,
+            "tick": int(h.get("last_tick") or 0),
+        }
+    paused = h.get("paused") == "1"
+    upcoming = rules.upcoming(definition, due, 3)
+    if paused and h.get("ended") != "1":
+        now = yield from ops.server_now()
+        upcoming = rules.upcoming(definition, _first(definition, now), 3)
+    return {
+        "key": key,
+        **{k: v for k, v in definition.items() if k != "offset" or v},
+        "paused": paused,
+        "ended": h.get("ended") == "1",
+        "next": due,
+        "upcoming": upcoming,
+        "runs": int(h.get("runs") or 0),
+        "deduplicated": int(h.get("deduplicated") or 0),
+        "triggered": int(h.get("triggered") or 0),
+        "last_job": last,
+        "created_at": int(h.get("created_at") or 0),
+        "updated_at": int(h.get("updated_at") or 0),
+    }
+
+
+def read_schedules(side: Side) -> Op[list[dict[str, Any]]]:
+    """Every schedule, by key."""
+    found: list[str] = []
+    cursor = 0
+    while True:
+        ((cursor, batch),) = yield read(
+            ("SCAN", cursor, "MATCH", side.keys.match("schedule:*"), "COUNT", 1000)
+        )
+        found += batch
+        if int(cursor) == 0:
+            break
+    out = []
+    for key in sorted({k[len(side.keys.schedule("")) :] for k in found}):
+        try:
+            out.append((yield from read_schedule(side, key)))
+        except (ScheduleNotFound, InvalidJob):
+            continue  # removed meanwhile, or not ours
+    return out
+
+
+def pause_schedule(side: Side, key: str) -> Op[dict[str, Any]]:
+    """Make no more jobs until resumed (see ``Queue.pause_schedule``)."""
+    if not (yield calls.schedule(side.keys, "pause", _key(key))):
+        raise ScheduleNotFound(key)
+    return (yield from read_schedule(side, key))
+
+
+def resume_schedule(side: Side, key: str) -> Op[dict[str, Any]]:
+    """Make jobs again from the next tick after now (see ``Queue.resume_schedule``)."""
+    h = yield from _load(side, key)
+    definition = json.loads(h["definition"])
+    definition["anchor"] = int(h["anchor"])
+    now = yield from ops.server_now()
+    at = -1 if h.get("ended") == "1" else _first(definition, now)
+    if not (yield calls.schedule(side.keys, "resume", key, at)):
+        raise ScheduleNotFound(key)
+    return (yield from read_schedule(side, key))
+
+
+def remove_schedule(side: Side, key: str) -> Op[None]:
+    """Delete a schedule; the jobs it made stay."""
+    if not (yield calls.schedule(side.keys, "remove", _key(key))):
+        raise ScheduleNotFound(key)
+
+
+def trigger(side: Side, key: str) -> Op[Job]:
+    """Make one job of the schedule now (see ``Queue.trigger``)."""
+    h = yield from _load(side, key)
+    made = _made(side, json.loads(h["definition"]))
+    now = yield from ops.server_now()
+    row = [*made._save_row(), now]
+    outcome, ids, held = yield calls.tick(side.keys, key, None, "", -1, [row], made._unique)
+    if outcome != "made":
+        raise ScheduleNotFound(key)
+    jobs = yield from ops.get_jobs(side, ids)
+    if not jobs:  # a throttle key that outlived the job holding it
+        made._saved(ids[0])
+        jobs = [made]
+    jobs[0].deduplicated = held > 0
+    return jobs[0]
+
+
+def _made(queue: Side, definition: dict[str, Any]) -> Job:
     """A job as ``definition`` makes them (unsaved)."""
     return apply_options(
         queue.create_job(definition["type"], definition["data"]), definition["options"]

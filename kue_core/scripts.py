@@ -634,7 +634,7 @@ class Scripts:
     def schedule(self, op: str, key: str, at: int = -1, fields: Sequence[Any] = ()) -> bool:
         """Define (``set``), ``pause``, ``resume`` or ``remove`` a schedule; False when it
         does not exist."""
-        return bool(self._run("schedule", self._keys.schedules, op, key, at, *fields))
+        return self.call(calls.schedule(self._keys, op, key, at, fields))
 
     def tick(
         self,
@@ -645,26 +645,8 @@ class Scripts:
         rows: Sequence[Sequence[Any]],
         unique: Sequence[Any] | None = None,
     ) -> tuple[str, list[int], int]:
-        """Fire a schedule: its jobs (rows of SAVE_WIDTH values and a tick each, with the
-        unique (key, mode, ttl) they share, if any) and its next due time ``at``, if it is
-        still due at ``due`` under ``rev`` (None: a trigger). Returns (``made``, ids, held):
-        with a unique key, each tick's new job or the holder, and how many found a holder;
-        (``stale``, [], 0) or (``gone``, [], 0)."""
-        reply = self._run(
-            "tick",
-            self._keys.ids,
-            key,
-            "" if due is None else due,
-            rev,
-            at,
-            *(unique or ("", "", 0)),
-            len(rows),
-            *calls.flat(rows),
-            replicated=True,
-        )
-        if reply[0] != "made":
-            return str(reply[0]), [], 0
-        return "made", [int(i) for i in reply[2:]], int(reply[1])
+        """Fire a schedule (see :func:`kue_core.calls.tick`)."""
+        return self.call(calls.tick(self._keys, key, due, rev, at, rows, unique))
 
     # -- kue doctor (see kue_core/doctor.py) ----------------------------------------------
     def inspect(

@@ -20,6 +20,13 @@ from tests.conftest import keys_under, wait_for
 W, LEASE = "kue:test:1", 30_000
 
 
+@pytest.fixture
+def queue(client: Any) -> Any:
+    """Every test here runs on both clients: ``Queue`` and ``AsyncQueue`` (see
+    ``client`` in tests/conftest.py); those that run workers take ``sync_queue``."""
+    return client
+
+
 def _claim(queue: Queue, job_type: str = "t") -> Any:
     return queue.scripts.claim(job_type, W, LEASE)
 
@@ -38,7 +45,7 @@ def _finish(queue: Queue, claimed: Any) -> None:
     queue.scripts.complete(claimed[0], claimed[1]["lease"], "null", None)
 
 
-def test_limits_are_set_read_and_removed(queue: Queue) -> None:
+def test_limits_are_set_read_and_removed(queue: Queue, sync_queue: Queue) -> None:
     got = queue.limit("email", rate=(10, timedelta(seconds=1)), concurrency=3)
     assert got == {
         "rate": (10, 1000),
@@ -60,7 +67,7 @@ def test_limits_are_set_read_and_removed(queue: Queue) -> None:
     queue.pause("email")
     queue.remove_limits("email")
     assert queue.limits() == {} and queue.paused() == ["email"]  # the pause is kept
-    assert _claim(queue, "email") == PAUSED
+    assert _claim(sync_queue, "email") == PAUSED
 
 
 @pytest.mark.parametrize(
@@ -90,45 +97,45 @@ def test_bad_limits_change_nothing(
     assert {k: r.dump(k) for k in keys_under(r, prefix)} == before
 
 
-def test_a_concurrency_cap_holds_claims_back_until_a_place_frees(queue: Queue) -> None:
-    _save(queue, "t", 4)
-    queue.limit("t", concurrency=2)
-    first, second = _claim(queue), _claim(queue)
+def test_a_concurrency_cap_holds_claims_back_until_a_place_frees(sync_queue: Queue) -> None:
+    _save(sync_queue, "t", 4)
+    sync_queue.limit("t", concurrency=2)
+    first, second = _claim(sync_queue), _claim(sync_queue)
     assert isinstance(first, tuple) and isinstance(second, tuple)
-    held = _claim(queue)
+    held = _claim(sync_queue)
     assert isinstance(held, Held) and held.wait_ms > 0
-    status = queue.limit_status("t")
+    status = sync_queue.limit_status("t")
     assert (status["held"], status["active"], status["waiting"]) == ("concurrency", 2, 2)
-    queue.client.delete(queue.keys.limited("t"))  # the wake-ups of the limit's change
-    _finish(queue, first)
-    assert queue.client.llen(queue.keys.limited("t")) == 1  # the freed place wakes a slot
-    assert isinstance(_claim(queue), tuple)
-    queue.limit("t", concurrency=None)
-    assert isinstance(_claim(queue), tuple)
+    sync_queue.client.delete(sync_queue.keys.limited("t"))  # the wake-ups of the limit's change
+    _finish(sync_queue, first)
+    assert sync_queue.client.llen(sync_queue.keys.limited("t")) == 1  # the freed place wakes a slot
+    assert isinstance(_claim(sync_queue), tuple)
+    sync_queue.limit("t", concurrency=None)
+    assert isinstance(_claim(sync_queue), tuple)
 
 
-def test_a_rate_counts_starts_in_a_sliding_window(queue: Queue) -> None:
-    _save(queue, "t", 5)
-    queue.limit("t", rate=(2, 60_000))
-    a, b = _claim(queue), _claim(queue)
-    _finish(queue, a)
-    _finish(queue, b)  # ended jobs still count: the rate is of starts
-    held = _claim(queue)
+def test_a_rate_counts_starts_in_a_sliding_window(sync_queue: Queue) -> None:
+    _save(sync_queue, "t", 5)
+    sync_queue.limit("t", rate=(2, 60_000))
+    a, b = _claim(sync_queue), _claim(sync_queue)
+    _finish(sync_queue, a)
+    _finish(sync_queue, b)  # ended jobs still count: the rate is of starts
+    held = _claim(sync_queue)
     assert isinstance(held, Held) and 59_000 < held.wait_ms <= 60_000
-    status = queue.limit_status("t")
+    status = sync_queue.limit_status("t")
     assert (status["held"], status["started_in_window"]) == ("rate", 2)
-    queue.limit("t", rate=(3, 60_000))  # a change applies at once
-    assert isinstance(_claim(queue), tuple) and isinstance(_claim(queue), Held)
+    sync_queue.limit("t", rate=(3, 60_000))  # a change applies at once
+    assert isinstance(_claim(sync_queue), tuple) and isinstance(_claim(sync_queue), Held)
 
 
-def test_nothing_waiting_is_not_a_hold(queue: Queue) -> None:
-    queue.limit("t", concurrency=1)
-    assert _claim(queue) is None
-    assert queue.limit_status("t")["held"] is None
+def test_nothing_waiting_is_not_a_hold(sync_queue: Queue) -> None:
+    sync_queue.limit("t", concurrency=1)
+    assert _claim(sync_queue) is None
+    assert sync_queue.limit_status("t")["held"] is None
 
 
 def test_rate_limited_puts_the_job_back_without_an_attempt_and_holds_the_type(
-    queue: Queue,
+    sync_queue: Queue,
 ) -> None:
     calls: list[int] = []
 
@@ -138,21 +145,21 @@ def test_rate_limited_puts_the_job_back_without_an_attempt_and_holds_the_type(
             raise RateLimited(400)
         return "ok"
 
-    job = queue.create_job("api", {}).attempts(1).save()
-    other = queue.create_job("api", {}).attempts(1).save()
-    queue.process("api", 1, handler)
-    wait_for(lambda: queue.get_job(job.id).state == "delayed", timeout=5)  # type: ignore[arg-type]
-    held = queue.limits()["api"]["held_until"]
-    assert held is not None and queue.limit_status("api")["held"] == "remote"
-    wait_for(lambda: queue.count("complete", "api") == 2, timeout=10)
-    got = queue.get_job(job.id)  # type: ignore[arg-type]
+    job = sync_queue.create_job("api", {}).attempts(1).save()
+    other = sync_queue.create_job("api", {}).attempts(1).save()
+    sync_queue.process("api", 1, handler)
+    wait_for(lambda: sync_queue.get_job(job.id).state == "delayed", timeout=5)  # type: ignore[arg-type]
+    held = sync_queue.limits()["api"]["held_until"]
+    assert held is not None and sync_queue.limit_status("api")["held"] == "remote"
+    wait_for(lambda: sync_queue.count("complete", "api") == 2, timeout=10)
+    got = sync_queue.get_job(job.id)  # type: ignore[arg-type]
     assert got.attempts_made == 1 and got.result == "ok"  # one attempt: the limited run is free
-    entries = queue.history(job.id)  # type: ignore[arg-type]
+    entries = sync_queue.history(job.id)  # type: ignore[arg-type]
     limited = [e for e in entries if e.get("rate_limited")]
     assert len(limited) == 1 and limited[0]["state"] == "delayed"
-    assert queue.get_job(other.id).started_at >= held  # type: ignore[arg-type,operator]
-    assert queue.limits() == {}  # the hold is over, and the claim after it cleared it
-    assert queue.client.hget(queue.keys.limits, "api") is None
+    assert sync_queue.get_job(other.id).started_at >= held  # type: ignore[arg-type,operator]
+    assert sync_queue.limits() == {}  # the hold is over, and the claim after it cleared it
+    assert sync_queue.client.hget(sync_queue.keys.limits, "api") is None
 
 
 def test_rate_limited_checks_its_argument() -> None:
@@ -162,82 +169,82 @@ def test_rate_limited_checks_its_argument() -> None:
     assert RateLimited(timedelta(seconds=2)).retry_in_ms == 2000
 
 
-def test_groups_take_turns_so_a_big_backlog_does_not_starve_small_groups(queue: Queue) -> None:
-    _save(queue, "t", 50, group="big")
+def test_groups_take_turns_so_a_big_backlog_does_not_starve_small_groups(sync_queue: Queue) -> None:
+    _save(sync_queue, "t", 50, group="big")
     for g in "abcde":
-        _save(queue, "t", 1, group=g)
-    assert queue.count("inactive", "t") == 55  # grouped jobs stay in Kue's sets
+        _save(sync_queue, "t", 1, group=g)
+    assert sync_queue.count("inactive", "t") == 55  # grouped jobs stay in Kue's sets
     order = []
     for _ in range(8):
-        claimed = _claim(queue)
+        claimed = _claim(sync_queue)
         order.append(claimed[1]["group"])
-        _finish(queue, claimed)
+        _finish(sync_queue, claimed)
     assert set("abcde") <= set(order[:7])  # each small group within one round
-    page = queue.groups("t")
+    page = sync_queue.groups("t")
     left = 50 - order.count("big")
     assert page == {"total": 1, "groups": [{"group": "big", "waiting": left, "active": 0}]}
 
 
-def test_priority_and_fifo_hold_within_a_group(queue: Queue) -> None:
-    low = queue.create_job("t", {"n": 1}).group("g").priority("low").save()
-    first = queue.create_job("t", {"n": 2}).group("g").save()
-    urgent = queue.create_job("t", {"n": 3}).group("g").priority("critical").save()
-    second = queue.create_job("t", {"n": 4}).group("g").save()
-    got = [_claim(queue)[0] for _ in range(4)]
+def test_priority_and_fifo_hold_within_a_group(sync_queue: Queue) -> None:
+    low = sync_queue.create_job("t", {"n": 1}).group("g").priority("low").save()
+    first = sync_queue.create_job("t", {"n": 2}).group("g").save()
+    urgent = sync_queue.create_job("t", {"n": 3}).group("g").priority("critical").save()
+    second = sync_queue.create_job("t", {"n": 4}).group("g").save()
+    got = [_claim(sync_queue)[0] for _ in range(4)]
     assert got == [urgent.id, first.id, second.id, low.id]
 
 
-def test_ungrouped_jobs_of_a_grouped_type_take_their_own_turn(queue: Queue) -> None:
+def test_ungrouped_jobs_of_a_grouped_type_take_their_own_turn(sync_queue: Queue) -> None:
     """Jobs in no group take one turn of the rotation, once among the type's next few."""
-    _save(queue, "t", 20, group="big")
-    plain = queue.create_job("t", {}).save()
-    urgent = queue.create_job("t", {}).priority("high").save()
-    _save(queue, "t", 20, group="small")
-    got = [_claim(queue)[0] for _ in range(6)]
+    _save(sync_queue, "t", 20, group="big")
+    plain = sync_queue.create_job("t", {}).save()
+    urgent = sync_queue.create_job("t", {}).priority("high").save()
+    _save(sync_queue, "t", 20, group="small")
+    got = [_claim(sync_queue)[0] for _ in range(6)]
     assert got.count(urgent.id) == 1 and plain.id not in got  # 21st in line: not yet
     big, small = [i for i in got if i <= 20], [i for i in got if i > 22]
     assert (len(big), len(small)) == (3, 2)  # the turn of no group passed on to the next
-    assert LANE not in [g["group"] for g in queue.groups("t")["groups"]]
+    assert LANE not in [g["group"] for g in sync_queue.groups("t")["groups"]]
 
 
-def test_group_caps_and_rates_apply_to_each_group(queue: Queue) -> None:
-    _save(queue, "t", 3, group="a")
-    _save(queue, "t", 3, group="b")
-    queue.limit("t", group_concurrency=1)
-    one, two = _claim(queue), _claim(queue)
+def test_group_caps_and_rates_apply_to_each_group(sync_queue: Queue) -> None:
+    _save(sync_queue, "t", 3, group="a")
+    _save(sync_queue, "t", 3, group="b")
+    sync_queue.limit("t", group_concurrency=1)
+    one, two = _claim(sync_queue), _claim(sync_queue)
     assert {one[1]["group"], two[1]["group"]} == {"a", "b"}
-    assert isinstance(_claim(queue), Held)  # both groups at their cap; none starts
-    assert queue.groups("t")["groups"] == [
+    assert isinstance(_claim(sync_queue), Held)  # both groups at their cap; none starts
+    assert sync_queue.groups("t")["groups"] == [
         {"group": "a", "waiting": 2, "active": 1},
         {"group": "b", "waiting": 2, "active": 1},
     ]
-    _finish(queue, one)
-    again = _claim(queue)
+    _finish(sync_queue, one)
+    again = _claim(sync_queue)
     assert again[1]["group"] == one[1]["group"]
-    _save(queue, "r", 3, group="a")
-    _save(queue, "r", 3, group="b")
-    queue.limit("r", group_rate=(2, 60_000))
-    got = [_claim(queue, "r") for _ in range(5)]
+    _save(sync_queue, "r", 3, group="a")
+    _save(sync_queue, "r", 3, group="b")
+    sync_queue.limit("r", group_rate=(2, 60_000))
+    got = [_claim(sync_queue, "r") for _ in range(5)]
     assert [g[1]["group"] for g in got[:4]] == ["a", "b", "a", "b"]
     assert isinstance(got[4], Held) and got[4].wait_ms > 59_000
 
 
 def test_grouped_jobs_leave_their_group_sets_on_every_path(
-    queue: Queue, r: redis.Redis, prefix: str
+    sync_queue: Queue, r: redis.Redis, prefix: str
 ) -> None:
-    waiting, running, moved = (queue.create_job("t", {}).group("g").save() for _ in range(3))
-    claimed = _claim(queue)
+    waiting, running, moved = (sync_queue.create_job("t", {}).group("g").save() for _ in range(3))
+    claimed = _claim(sync_queue)
     assert claimed[0] == waiting.id
-    queue.remove(running.id)  # type: ignore[arg-type]
-    queue.move(moved.id, "u")  # type: ignore[arg-type]
-    queue.cancel(waiting.id)  # type: ignore[arg-type]
-    assert r.zcard(queue.keys.group("t", "g")) == 0
-    assert r.zcard(queue.keys.group_active("t", "g")) == 0
-    assert r.zrange(queue.keys.groups("t"), 0, -1) == [LANE]  # no group waits: out of turn
-    assert r.zrange(queue.keys.group("u", "g"), 0, -1) == [f"0{len(str(moved.id))}|{moved.id}"]
-    assert doctor.check(queue).findings == []
-    queue.get_job(waiting.id).set_state("inactive")  # type: ignore[arg-type]  # back by hand
-    assert r.zcard(queue.keys.group("t", "g")) == 1
+    sync_queue.remove(running.id)  # type: ignore[arg-type]
+    sync_queue.move(moved.id, "u")  # type: ignore[arg-type]
+    sync_queue.cancel(waiting.id)  # type: ignore[arg-type]
+    assert r.zcard(sync_queue.keys.group("t", "g")) == 0
+    assert r.zcard(sync_queue.keys.group_active("t", "g")) == 0
+    assert r.zrange(sync_queue.keys.groups("t"), 0, -1) == [LANE]  # no group waits: out of turn
+    assert r.zrange(sync_queue.keys.group("u", "g"), 0, -1) == [f"0{len(str(moved.id))}|{moved.id}"]
+    assert doctor.check(sync_queue).findings == []
+    sync_queue.get_job(waiting.id).set_state("inactive")  # type: ignore[arg-type]  # back by hand
+    assert r.zcard(sync_queue.keys.group("t", "g")) == 1
 
 
 def test_several_types_one_pool_in_each_reserver_order(queue: Queue, redis_url: str) -> None:
@@ -264,25 +271,25 @@ def test_several_types_one_pool_in_each_reserver_order(queue: Queue, redis_url: 
             q.close()
 
 
-def test_a_shared_pool_checks_its_arguments(queue: Queue) -> None:
+def test_a_shared_pool_checks_its_arguments(sync_queue: Queue) -> None:
     for types, reserve in ((["a", "a"], "ordered"), ([], "ordered"), (["a"], "random")):
         with pytest.raises(InvalidJob):
-            queue.process(types, 1, lambda job: None, reserve=reserve)
+            sync_queue.process(types, 1, lambda job: None, reserve=reserve)
 
 
-def test_a_paused_grouped_limited_type_resumes_in_turn(queue: Queue) -> None:
-    _save(queue, "t", 3, group="a")
-    _save(queue, "t", 3, group="b")
-    queue.limit("t", concurrency=2)
-    queue.pause("t")
-    assert _claim(queue) == PAUSED and queue.limit_status("t")["held"] == "paused"
-    queue.resume("t")
-    one, two = _claim(queue), _claim(queue)
+def test_a_paused_grouped_limited_type_resumes_in_turn(sync_queue: Queue) -> None:
+    _save(sync_queue, "t", 3, group="a")
+    _save(sync_queue, "t", 3, group="b")
+    sync_queue.limit("t", concurrency=2)
+    sync_queue.pause("t")
+    assert _claim(sync_queue) == PAUSED and sync_queue.limit_status("t")["held"] == "paused"
+    sync_queue.resume("t")
+    one, two = _claim(sync_queue), _claim(sync_queue)
     assert {one[1]["group"], two[1]["group"]} == {"a", "b"}
-    assert isinstance(_claim(queue), Held)
+    assert isinstance(_claim(sync_queue), Held)
 
 
-def test_limits_hold_across_worker_slots(queue: Queue) -> None:
+def test_limits_hold_across_worker_slots(sync_queue: Queue) -> None:
     """Eight slots in one process, a cap of two: never more than two run at once."""
     running, most = [0], [0]
     lock = threading.Lock()
@@ -296,8 +303,8 @@ def test_limits_hold_across_worker_slots(queue: Queue) -> None:
         with lock:
             running[0] -= 1
 
-    queue.limit("t", concurrency=2)
-    _save(queue, "t", 20)
-    queue.process("t", 8, handler)
-    wait_for(lambda: queue.count("complete", "t") == 20, timeout=20)
+    sync_queue.limit("t", concurrency=2)
+    _save(sync_queue, "t", 20)
+    sync_queue.process("t", 8, handler)
+    wait_for(lambda: sync_queue.count("complete", "t") == 20, timeout=20)
     assert most[0] == 2

@@ -17,6 +17,13 @@ from tests.conftest import keys_under, wait_for
 
 
 @pytest.fixture
+def queue(client: Any) -> Any:
+    """Every test here runs on both clients: ``Queue`` and ``AsyncQueue`` (see
+    ``client`` in tests/conftest.py); those that run workers take ``sync_queue``."""
+    return client
+
+
+@pytest.fixture
 def wq(redis_url: str, prefix: str) -> Iterator[Queue]:
     """A second queue on the same prefix, whose workers fire the schedules."""
     q = Queue(redis_url, prefix=prefix)

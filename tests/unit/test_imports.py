@@ -53,6 +53,9 @@ FLOORS = {
     "ops": 2,
     "waiting": 2,
     "aio_events": 2,
+    "aio_scripts": 2,
+    "aio_job": 3,
+    "aio_plans": 3,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper

@@ -1,0 +1,106 @@
+"""The job of an ``AsyncQueue`` (:mod:`kue_core.aio`): ``kue_core.Job``'s options and fields,
+its reads and writes awaited."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from . import ops, waiting
+from .errors import InvalidJob, JobNotFound
+from .job import Job
+
+if TYPE_CHECKING:
+    from .aio import AsyncQueue
+
+
+class AsyncJob(Job):
+    """A job of an :class:`AsyncQueue`: the options and fields of :class:`kue_core.Job`, its
+    reads and writes awaited. Progress and log lines are a worker's to write, on its own
+    ``Job``."""
+
+    queue: AsyncQueue  # type: ignore[assignment]
+
+    async def save(self) -> AsyncJob:  # type: ignore[override]
+        """Store the job (or, once saved, its changes); the job, with ``id`` set. With a
+        unique key that a job holds, ``deduplicated`` tells (see ``Job.unique``)."""
+        if self.id is not None:
+            return await self.update()
+        await self.queue.scripts.drive(ops.save(self.queue, self))
+        return self
+
+    async def update(self) -> AsyncJob:  # type: ignore[override]
+        """Write changed data and options of a saved job; its state is kept."""
+        await self.queue.scripts.drive(ops.update(self.queue, self))
+        return self
+
+    async def remove(self, *, cascade: bool = False) -> list[int]:  # type: ignore[override]
+        """Delete the job, its log and its history (see ``Queue.remove``)."""
+        return await self.queue.remove(self._saved_id(), cascade=cascade)
+
+    async def cancel(self, reason: str = "") -> AsyncJob:  # type: ignore[override]
+        """Fail the job at once, wherever it is, with no retry (see ``Queue.cancel``)."""
+        self._reload(await self.queue.cancel(self._saved_id(), reason))
+        return self
+
+    async def move(self, to_type: str, *, force: bool = False) -> AsyncJob:  # type: ignore[override]
+        """Put the job under another type (see ``Queue.move``)."""
+        self._reload(await self.queue.move(self._saved_id(), to_type, force=force))
+        return self
+
+    async def update_data(self, data: Any) -> AsyncJob:  # type: ignore[override]
+        """Replace the data of a waiting or failed job (see ``Queue.update_data``)."""
+        self._reload(await self.queue.update_data(self._saved_id(), data))
+        return self
+
+    async def set_state(self, state: str) -> AsyncJob:  # type: ignore[override]
+        """Move the job to another state (``active`` is a worker's to give)."""
+        await self.queue.scripts.drive(ops.set_state(self.queue, self, state))
+        return self
+
+    async def set_priority(self, level: str | int) -> AsyncJob:  # type: ignore[override]
+        """Change the priority of a saved job and re-order it in its lists."""
+        await self.queue.scripts.drive(ops.set_priority(self.queue, self, level))
+        return self
+
+    async def history(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        """The job's recent transitions, oldest first."""
+        return await self.queue.history(self._saved_id())
+
+    async def refresh(self) -> AsyncJob:  # type: ignore[override]
+        """Read the job again: its state, progress, result... as they are now."""
+        self._reload(await self.queue.get_job(self._saved_id()))
+        return self
+
+    async def wait(self, timeout: float | None = None) -> Any:
+        """Wait until the job ends: its result once it completes; raises ``JobFailed`` (with
+        its error) once it fails for good, ``JobNotFound`` if it is removed, ``WaitTimeout``
+        after ``timeout`` seconds (None: no bound)."""
+        job_id = self._saved_id()
+        limit = waiting.seconds(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if limit is None else loop.time() + limit
+        async with self.queue.events(*waiting.FINAL, job_id=job_id) as stream:
+            try:
+                ended = waiting.by_job(await self.queue.get_job(job_id), job_id)
+            except JobNotFound:
+                ended = waiting.by_job(None, job_id)
+            while ended is None:
+                left = None if deadline is None else deadline - loop.time()
+                if left is not None and left <= 0:
+                    raise waiting.timed_out(job_id, limit)
+                event = await stream.get(left)
+                if event is not None:
+                    ended = waiting.by_event(event)
+        return ended.value()
+
+    def on(self, event: str, fn: Any) -> AsyncJob:
+        raise InvalidJob("an AsyncJob has no listeners: use job.wait() or queue.events()")
+
+    def _not_here(self, *args: Any, **kwargs: Any) -> Any:
+        raise InvalidJob("an AsyncJob cannot do this; use a Queue's Job")
+
+    # Writes that only a worker makes, or that have no asyncio form yet: a clear error, not a
+    # blocking call on the wrong client.
+    log = tag = untag = track = untrack = set_only = _not_here
+    dependencies = dependents = children_results = runs = _not_here

@@ -1,0 +1,156 @@
+"""The transition scripts on an asyncio connection, for :mod:`kue_core.aio`: runs the script
+calls (:mod:`kue_core.calls`) and operations (:mod:`kue_core.ops`) that
+:class:`kue_core.scripts.Scripts` runs on a blocking one, with the same recovery (a server
+that lost its functions or scripts, or has none) and the same errors."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, TypeVar, cast
+
+import redis.asyncio
+from redis.exceptions import NoScriptError, ResponseError
+
+from . import defaults
+from .calls import Call, Op, Read
+from .errors import ConnectionFailed, KueError
+from .keys import Keys
+from .lua_source import SCRIPT_NAMES, function_library, script_source
+from .scripts import _no_functions, _unrun, confirmed, translate
+
+T = TypeVar("T")
+
+
+class AsyncScripts:
+    """The transition scripts on an asyncio client: runs :mod:`kue_core.calls` and
+    :mod:`kue_core.ops` as :class:`kue_core.scripts.Scripts` does, as Redis functions where the
+    server has them, else as scripts."""
+
+    def __init__(self, client: redis.asyncio.Redis, keys: Keys, replicas: int = 0) -> None:
+        self._client = client
+        self._keys = keys
+        self.replicas = replicas
+        self._libraries = {name: function_library(name) for name in SCRIPT_NAMES}
+        self._sources = {name: script_source(name) for name in SCRIPT_NAMES}
+        self._shas = {
+            name: hashlib.sha1(source.encode()).hexdigest()
+            for name, source in self._sources.items()
+        }
+        #: Whether the scripts run as Redis functions: until the server says it has none.
+        self.functions = True
+
+    def _command(self, c: Call[Any]) -> tuple[Any, ...]:
+        how = (
+            ("FCALL", self._libraries[c.name].name)
+            if self.functions
+            else ("EVALSHA", self._shas[c.name])
+        )
+        return (*how, 1, c.key, self._keys.prefix, *c.args)
+
+    async def _recovered(self, name: str, error: ResponseError) -> bool:
+        """Whether ``error`` says script ``name`` did not run for want of its function or
+        script, made right (see ``Scripts._recovered``)."""
+        if isinstance(error, NoScriptError):
+            await self._client.script_load(self._sources[name])
+            return True
+        if not self.functions:
+            return False
+        if _no_functions(error):
+            self.functions = False
+            return True
+        if not str(error).startswith("Function not found"):
+            return False
+        try:
+            await self._client.execute_command("FUNCTION", "LOAD", self._libraries[name].code)  # type: ignore[no-untyped-call]
+        except ResponseError as e:
+            if _no_functions(e):
+                self.functions = False
+            elif "already exists" not in str(e):
+                raise
+        return True
+
+    async def call(self, c: Call[T]) -> T:
+        """Run one script call; its reply, read."""
+        for _ in range(3):
+            try:
+                if c.replicated and self.replicas:
+                    # WAIT counts the replicas that have this connection's writes: one pipeline.
+                    pipe = self._client.pipeline(transaction=False)
+                    pipe.execute_command(*self._command(c))
+                    pipe.execute_command("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
+                    reply, replicas = await pipe.execute()
+                    confirmed(replicas, self.replicas)
+                else:
+                    reply = await self._client.execute_command(*self._command(c))  # type: ignore[no-untyped-call]
+            except ResponseError as e:
+                if not await self._recovered(c.name, e):
+                    raise translate(e) from None
+                continue
+            return c.parse(reply)
+        raise ConnectionFailed(f"could not run the {c.name} script")
+
+    async def batch(self, batch: Sequence[Call[T]]) -> list[T]:
+        """Several calls of one script in one round trip (see ``Scripts.batch``)."""
+        if not batch:
+            return []
+        results = await self._pipelined(batch)
+        for _ in range(2):
+            missing = [r for r in results if _unrun(r)]
+            if not missing or not await self._recovered(batch[0].name, missing[0]):
+                break
+            redo = [c for c, r in zip(batch, results, strict=True) if _unrun(r)]
+            again = iter(await self._pipelined(redo))
+            results = [next(again) if _unrun(r) else r for r in results]
+        for r in results:
+            if isinstance(r, ResponseError):
+                raise translate(r)
+            if isinstance(r, Exception):
+                raise r
+        return [c.parse(r) for c, r in zip(batch, results, strict=True)]
+
+    async def _pipelined(self, batch: Sequence[Call[Any]]) -> list[Any]:
+        pipe = self._client.pipeline(transaction=False)
+        for c in batch:
+            pipe.execute_command(*self._command(c))
+        waits = bool(self.replicas) and any(c.replicated for c in batch)
+        if waits:
+            pipe.execute_command("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
+        results = list(await pipe.execute(raise_on_error=False))
+        if waits:
+            replicas = results.pop()
+            if isinstance(replicas, Exception):
+                raise replicas
+            confirmed(replicas, self.replicas)
+        return results
+
+    async def read(self, step: Read) -> list[Any]:
+        """Plain commands in one round trip; their replies."""
+        if not step.commands:
+            return []
+        if len(step.commands) == 1:
+            return [await self._client.execute_command(*step.commands[0])]  # type: ignore[no-untyped-call]
+        pipe = self._client.pipeline(transaction=False)
+        for command in step.commands:
+            pipe.execute_command(*command)
+        return list(await pipe.execute())
+
+    async def drive(self, op: Op[T]) -> T:
+        """Run an operation to its end (see ``Scripts.drive``)."""
+        reply: Any = None
+        error: KueError | None = None
+        while True:
+            try:
+                step = op.send(reply) if error is None else op.throw(error)
+            except StopIteration as done:
+                return cast(T, done.value)
+            reply, error = None, None
+            try:
+                if isinstance(step, list):
+                    reply = await self.batch(step)
+                elif isinstance(step, Read):
+                    reply = await self.read(step)
+                else:
+                    reply = await self.call(step)
+            except KueError as e:
+                error = e
