@@ -82,6 +82,8 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
     # Whether the hash holds them: Kue's JSON has the keys only then (a stored null included).
     _has_result = False
     _has_progress_data = False
+    # The trace context its save's producer span gave it (JSON; see kue_core.tracing).
+    _trace: str | None = None
     # Listeners added before the job has an id.
     _listeners: list[tuple[str, Receiver]] | None = None
     # The attempt running this job in a worker of this process, if any.

@@ -25,6 +25,7 @@ class RecordOptions:
     id: int | None
     data: Any
     _remove_on_complete: bool
+    _trace: str | None
     # _records is True once any record is given before the save.
     _records = False
     _tags: list[str] | None = None
@@ -176,7 +177,11 @@ class RecordOptions:
 
     def _extras(self) -> str:
         """The records value of the save row ('' for a plain job without a title)."""
-        if not self._records and not (self.data.__class__ is dict and "title" in self.data):
+        if (
+            not self._records
+            and self._trace is None
+            and not (self.data.__class__ is dict and "title" in self.data)
+        ):
             return ""
         return records.save_extras(
             self._words(),
@@ -189,4 +194,5 @@ class RecordOptions:
             self._only,
             self._fan_out_value(),
             self._prefer_value(),
+            self._trace,
         )

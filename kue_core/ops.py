@@ -14,12 +14,13 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import calls, checks, defaults, records
+from . import calls, checks, defaults, records, tracing
 from .calls import Op, read
 from .control import reason_text
 from .errors import InvalidJob, InvalidTransition, JobNotFound
 from .flows import flow_rows, flow_saved
 from .keys import Keys, job_id_from_zid
+from .lua_source import SAVE_WIDTH
 from .states import STATES
 from .values import num, parse_priority, parse_state, to_json, validate_type
 
@@ -41,7 +42,15 @@ class Side(Protocol):
 # -- saving ---------------------------------------------------------------------------------
 def save(side: Side, job: Job) -> Op[None]:
     """Save a new job: with dependencies as a flow, with a unique key unless a job holds it,
-    else plainly."""
+    else plainly; traced, when traces are on (see :mod:`kue_core.tracing`)."""
+    if tracing.enabled and job._trace is None:
+        with tracing.producing([job]):
+            yield from _save(side, job)
+    else:
+        yield from _save(side, job)
+
+
+def _save(side: Side, job: Job) -> Op[None]:
     if job._depends is not None:
         yield from flow(side, job, [])
         return
@@ -59,13 +68,28 @@ def save(side: Side, job: Job) -> Op[None]:
 def flow(side: Side, parent: Job, children: Iterable[Node]) -> Op[list[Job]]:
     """Save ``parent`` and its tree of ``children`` in one call (see ``Queue.flow``)."""
     nodes, rows = flow_rows(side, parent, children)
-    saved = yield calls.flow(side.keys, rows)
-    return flow_saved(nodes, saved)
+    if not tracing.enabled or parent._trace is not None:
+        saved = yield calls.flow(side.keys, rows)
+        return flow_saved(nodes, saved)
+    with tracing.producing([job for job, _ in nodes]):
+        # Each row again, now that its job carries the trace context.
+        pairs = zip(nodes, rows, strict=True)
+        rows = [[*job._save_row(), *row[SAVE_WIDTH:]] for (job, _), row in pairs]
+        saved = yield calls.flow(side.keys, rows)
+        return flow_saved(nodes, saved)
 
 
 def save_many(side: Side, jobs: Iterable[Job]) -> Op[list[Job]]:
-    """Save new jobs in one round trip (see ``Queue.save_many``)."""
+    """Save new jobs in one round trip (see ``Queue.save_many``); traced as one send, when
+    traces are on."""
     batch = list(jobs)
+    if tracing.enabled and batch:
+        with tracing.producing(batch):
+            return (yield from _save_many(side, batch))
+    return (yield from _save_many(side, batch))
+
+
+def _save_many(side: Side, batch: list[Job]) -> Op[list[Job]]:
     for job in batch:
         if getattr(job, "queue", None) is not side or not hasattr(job, "_save_row"):
             raise InvalidJob("save_many takes jobs created by this queue")
@@ -91,7 +115,7 @@ def save_many(side: Side, jobs: Iterable[Job]) -> Op[list[Job]]:
                 job._saved(job_id)
             plain = []
         if each is not None:
-            yield from save(side, each)
+            yield from _save(side, each)
     return batch
 
 

@@ -188,13 +188,16 @@ def save_extras(
     only: list[str] | None = None,
     fan_out: dict[str, Any] | None = None,
     prefer: list[str] | None = None,
+    trace: str | None = None,
 ) -> str:
     """The last value of a job's save row: '' for a job without records, else a JSON object
     ``save_job`` in ``lib.lua`` reads (see its comment)."""
     given = (data_json_words, job_tags, keys, track, keep_complete, keep_failed, group, only)
-    if not any(given) and not fan_out and not prefer:
+    if not any(given) and not fan_out and not prefer and not trace:
         return ""
     out: dict[str, Any] = dict(fan_out or ())
+    if trace:
+        out["trace"] = trace
     if prefer:
         out["prefer"] = prefer
     if group:

@@ -42,14 +42,14 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import backoff as backoff_policy
-from . import checks, defaults, identity
+from . import checks, defaults, identity, tracing
 from . import middleware as mw
 from .attempt import Attempt, Reason
 from .control import Listener
 from .errors import InvalidJob
 from .isolation import ISOLATIONS, Child, check_handler
 from .job import Job
-from .outcome import Done, Limited
+from .outcome import Done, Failed, Limited, Outcome
 from .promoter import Promoter
 from .reserve import Reserver, job_types
 from .retry import Pauses
@@ -59,6 +59,8 @@ from .tally import Tally
 from .timings import Recorder
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from .keys import Keys
     from .queue import Queue
 
@@ -352,7 +354,14 @@ class Workers:
 
     def _run(self, slot: Slot, job_id: int, fields: dict[str, str]) -> Claim:
         """Run the handler on one claimed job; report how it ended, unless the attempt was
-        ended elsewhere first; return the next job claimed in the same call."""
+        ended elsewhere first; return the next job claimed in the same call. Traced, when
+        traces are on (see :mod:`kue_core.tracing`)."""
+        if not tracing.enabled:
+            return self._attempt(slot, job_id, fields, None)
+        with tracing.consuming(job_id, fields.get("type", ""), fields) as span:
+            return self._attempt(slot, job_id, fields, span)
+
+    def _attempt(self, slot: Slot, job_id: int, fields: dict[str, str], span: Span | None) -> Claim:
         job = Job.from_hash(self.queue, job_id, fields)
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
@@ -368,7 +377,10 @@ class Workers:
             if slot.attempt is attempt:
                 slot.attempt, slot.held_back = None, False
             self._attempts.pop((job_id, attempt.token), None)
-        if not attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED):
+        ours = attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
+        if span is not None:
+            _traced(span, attempt, outcome)
+        if not ours:
             return None  # ttl exceeded, lease lost or released: reported by whoever ended it
         ran = round((time.monotonic() - attempt.began) * 1000)
         self._timings.add(job.type, "run", ran, started_at)
@@ -590,3 +602,13 @@ class Workers:
         else:
             log.error("worker %s: unexpected error", self.id, exc_info=error)
         self.queue.events.report(error)
+
+
+def _traced(span: Span, attempt: Attempt, outcome: Outcome) -> None:
+    """Tell the attempt's span how it ended (see :func:`kue_core.tracing.ended`)."""
+    if isinstance(outcome, Limited) and attempt.reason == Reason.FAILED:
+        tracing.ended(span, "limited")
+    elif isinstance(outcome, Failed) and attempt.reason == Reason.FAILED:
+        tracing.ended(span, str(attempt.reason), outcome.message, outcome.text)
+    else:
+        tracing.ended(span, str(attempt.reason))

@@ -1307,6 +1307,9 @@ local function save_job(p, ids_key, b, now, extra, blocked)
     fields[#fields + 1] = 'group'; fields[#fields + 1] = group
     mark_grouped(p, jtype)
   end
+  if rec and type(rec.trace) == 'string' then  -- the producer's trace context (tracing.py)
+    fields[#fields + 1] = 'trace'; fields[#fields + 1] = rec.trace
+  end
   local prefer = rec and rec.prefer and cjson.encode(rec.prefer) or false
   if prefer then
     fields[#fields + 1] = 'prefer'; fields[#fields + 1] = prefer

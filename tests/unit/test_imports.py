@@ -52,6 +52,7 @@ FLOORS = {
     "runs": 2,
     "ops": 2,
     "waiting": 2,
+    "tracing": 1,
     "aio_events": 2,
     "aio_scripts": 2,
     "aio_job": 3,
