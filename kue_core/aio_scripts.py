@@ -54,11 +54,12 @@ class AsyncScripts:
         if isinstance(error, NoScriptError):
             await self._client.script_load(self._sources[name])
             return True
-        if not self.functions:
-            return False
         if _no_functions(error):
+            # Also when another call found out first: this one was sent as FCALL before.
             self.functions = False
             return True
+        if not self.functions:
+            return False
         if not str(error).startswith("Function not found"):
             return False
         try:

@@ -268,12 +268,13 @@ class Scripts:
         ``FUNCTION FLUSH``, a cluster node that never had it), or, on a server without
         functions (before Redis 7, or one whose users may not call or load them), the scripts
         go back to ``EVALSHA`` for good."""
+        if _no_functions(error):
+            # Also when another thread found out first: this call was sent as FCALL before.
+            self.functions = False
+            return True
         if not self.functions:
             return False
         text = str(error)
-        if _no_functions(error):
-            self.functions = False
-            return True
         if not text.startswith("Function not found"):
             return False
         try:

@@ -202,3 +202,34 @@ def test_urls_it_does_not_serve_are_refused_clearly(bad: str) -> None:
         AsyncQueue(bad)
     with pytest.raises(InvalidJob, match="prefix"):
         AsyncQueue("redis://localhost", prefix="a b")
+
+
+def test_first_calls_at_once_from_threads_find_their_way(
+    url: str, prefix: str, r: redis.Redis
+) -> None:
+    # Sixteen threads' first saves on a new client, at once, after the server lost its
+    # functions (Redis 7: each may load the library; all but one find it loaded) or on a
+    # server without functions (Redis 6.2: each FCALL fails, whichever thread learnt it first).
+    import threading
+
+    if int(r.info("server")["redis_version"].split(".")[0]) >= 7:
+        r.execute_command("FUNCTION", "FLUSH")
+    queue = Queue(url, prefix=prefix)
+    barrier = threading.Barrier(16)
+    ids: list[int] = []
+    errors: list[BaseException] = []
+
+    def save() -> None:
+        barrier.wait()
+        try:
+            ids.append(queue.create_job("t").save().id)  # type: ignore[arg-type]
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=save) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    queue.close()
+    assert errors == [] and sorted(ids) == list(range(1, 17))
