@@ -55,3 +55,12 @@ def send_reminder(job: Job) -> dict[str, Any]:
     """Delayed: created with ``delay(...)``, it waits in the delayed state until it is due."""
     due = job.promote_at or job.created_at or 0
     return {"reminded": job.data["user"], "ms_after_due": int(time.time() * 1000) - due}
+
+
+def build_report(job: Job) -> dict[str, Any]:
+    """The report of the FastAPI recipe (kue_example/fastapi_app.py): one page at a time,
+    reporting progress as it goes, which the service streams to its client."""
+    pages = job.data["pages"]
+    for page in range(1, pages + 1):
+        job.progress(page, pages, {"page": page})
+    return {"title": job.data["title"], "pages": pages}
