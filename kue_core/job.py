@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from . import backoff as backoff_policy
 from . import checks, defaults, ops, pins, records, runs, unique, waiting
@@ -35,6 +35,8 @@ class _Running(Protocol):
 
 
 _UNSET: Any = object()
+#: A job of any class (``Job``, ``kue_core.aio.AsyncJob``): option setters return their own.
+_J = TypeVar("_J", bound="Job")
 
 
 class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions):
@@ -112,7 +114,7 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
     @overload
     def priority(self) -> int: ...
     @overload
-    def priority(self, level: str | int) -> Job: ...
+    def priority(self: _J, level: str | int) -> _J: ...
     def priority(self, level: Any = _UNSET) -> Any:
         """Set the priority: ``low``, ``normal``, ``medium``, ``high``, ``critical`` or an int."""
         if level is _UNSET:
@@ -123,7 +125,7 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
     @overload
     def attempts(self) -> int: ...
     @overload
-    def attempts(self, n: int) -> Job: ...
+    def attempts(self: _J, n: int) -> _J: ...
     def attempts(self, n: Any = _UNSET) -> Any:
         """Set the maximum number of attempts (at least 1; default 1)."""
         if n is _UNSET:
@@ -134,7 +136,7 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
     @overload
     def backoff(self) -> backoff_policy.Backoff: ...
     @overload
-    def backoff(self, policy: bool | dict[str, Any] | None) -> Job: ...
+    def backoff(self: _J, policy: bool | dict[str, Any] | None) -> _J: ...
     def backoff(self, policy: Any = _UNSET) -> Any:
         """Retry after a delay: ``True`` (the job's delay) or ``{"type": "fixed"|"exponential",
         "delay": ms, "maxDelay": ms, "jitter": 0..1}``."""
@@ -146,7 +148,7 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
     @overload
     def delay(self) -> int: ...
     @overload
-    def delay(self, ms: int | float | timedelta | datetime) -> Job: ...
+    def delay(self: _J, ms: int | float | timedelta | datetime) -> _J: ...
     def delay(self, ms: Any = _UNSET) -> Any:
         """Run no sooner than ``ms`` milliseconds (or a timedelta) after saving; or, given a
         ``datetime`` with a time zone, at that time (Kue's ``delay(Date)``), at once if it is
@@ -169,7 +171,7 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
     @overload
     def ttl(self) -> int: ...
     @overload
-    def ttl(self, ms: int | float | timedelta) -> Job: ...
+    def ttl(self: _J, ms: int | float | timedelta) -> _J: ...
     def ttl(self, ms: Any = _UNSET) -> Any:
         """Bound each attempt's run time to ``ms`` milliseconds."""
         if ms is _UNSET:
@@ -181,8 +183,8 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
     def unique(self) -> dict[str, Any] | None: ...
     @overload
     def unique(
-        self, key: str, mode: str = "until_done", ttl: int | float | timedelta | None = None
-    ) -> Job: ...
+        self: _J, key: str, mode: str = "until_done", ttl: int | float | timedelta | None = None
+    ) -> _J: ...
     def unique(self, key: Any = _UNSET, mode: str = "until_done", ttl: Any = None) -> Any:
         """Save at most one job per ``key`` (see :mod:`kue_core.unique` for the modes:
         ``until_done``, ``throttle`` (needs ``ttl`` ms), ``debounce``, ``reuse``)."""
