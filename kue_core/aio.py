@@ -34,8 +34,7 @@ __all__ = ["AsyncEvents", "AsyncJob", "AsyncQueue"]
 
 def _client(url: str | None, data_dir: str | os.PathLike[str] | None) -> redis.asyncio.Redis:
     """An asyncio client for ``url`` (one server: ``redis://``, ``rediss://``, ``unix://``),
-    or for the embedded Redis (started if need be) when there is none. Its pool holds at most
-    ``defaults.AIO_CONNECTIONS`` connections: calls beyond wait for one to be free."""
+    or for the embedded Redis (started if need be) when there is none."""
     options = dict(connection.CLIENT_OPTIONS)
     url = connection.base_url(url) if url else connection.embedded_url(data_dir)
     scheme = url.partition("://")[0].lower()
@@ -47,12 +46,9 @@ def _client(url: str | None, data_dir: str | os.PathLike[str] | None) -> redis.a
     if scheme == "unix":
         options.pop("socket_keepalive", None)  # a TCP option; unix sockets refuse it
     try:
-        pool = redis.asyncio.BlockingConnectionPool.from_url(
-            url,
-            max_connections=defaults.AIO_CONNECTIONS,
-            timeout=defaults.SOCKET_TIMEOUT,
-            **options,
-        )
+        # Calls at once are bounded by AsyncScripts (AIO_CONNECTIONS), event streams by their
+        # listeners: the pool itself never refuses a connection.
+        pool = redis.asyncio.ConnectionPool.from_url(url, max_connections=2**31 - 1, **options)
     except ValueError as e:
         raise ConnectionFailed(f"invalid Redis URL {connection.redact(url)!r}: {e}") from None
     return redis.asyncio.Redis.from_pool(pool)

@@ -5,21 +5,26 @@ that lost its functions or scripts, or has none) and the same errors."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
 import redis.asyncio
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
 from . import defaults
 from .calls import Call, Op, Read
 from .errors import ConnectionFailed, KueError
 from .keys import Keys
 from .lua_source import SCRIPT_NAMES, function_library, script_source
-from .scripts import _no_functions, _unrun, confirmed, translate
+from .scripts import _no_functions, _pack, _unrun, confirmed, translate
 
 T = TypeVar("T")
+
+
+class _Unsent(Exception):
+    """A send that failed: nothing reached Redis, so it may be sent again."""
 
 
 class AsyncScripts:
@@ -37,6 +42,9 @@ class AsyncScripts:
             name: hashlib.sha1(source.encode()).hexdigest()
             for name, source in self._sources.items()
         }
+        #: Calls under way at once, at most: each holds a connection (event streams' are
+        #: apart), so that a thousand saves at once share ``AIO_CONNECTIONS`` connections.
+        self._slots = asyncio.Semaphore(defaults.AIO_CONNECTIONS)
         #: Whether the scripts run as Redis functions: until the server says it has none.
         self.functions = True
 
@@ -71,23 +79,56 @@ class AsyncScripts:
                 raise
         return True
 
-    async def call(self, c: Call[T]) -> T:
-        """Run one script call; its reply, read."""
-        for _ in range(3):
+    async def _exchange(self, packed: bytes, replies: int) -> list[Any]:
+        """Send ``packed`` (commands packed by hiredis, in C: most of a call's client-side
+        cost) on a pooled connection and read ``replies`` replies, error replies as
+        exceptions in the list. ``_Unsent`` when the send failed: nothing reached Redis."""
+        pool = self._client.connection_pool
+        async with self._slots:
+            return await self._exchanged(pool, packed, replies)
+
+    async def _exchanged(self, pool: Any, packed: bytes, replies: int) -> list[Any]:
+        conn = await pool.get_connection()
+        try:
             try:
-                if c.replicated and self.replicas:
-                    # WAIT counts the replicas that have this connection's writes: one pipeline.
-                    pipe = self._client.pipeline(transaction=False)
-                    pipe.execute_command(*self._command(c))
-                    pipe.execute_command("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
-                    reply, replicas = await pipe.execute()
-                    confirmed(replicas, self.replicas)
-                else:
-                    reply = await self._client.execute_command(*self._command(c))  # type: ignore[no-untyped-call]
-            except ResponseError as e:
-                if not await self._recovered(c.name, e):
-                    raise translate(e) from None
+                await conn.send_packed_command(packed)
+            except ConnectionError as e:
+                raise _Unsent() from e
+            out: list[Any] = []
+            for _ in range(replies):
+                try:
+                    out.append(await conn.read_response())
+                except ResponseError as e:
+                    out.append(e)
+            return out
+        except BaseException:
+            # The replies are unknown (and may still arrive): never reuse this connection.
+            await conn.disconnect()
+            raise
+        finally:
+            await pool.release(conn)
+
+    async def call(self, c: Call[T]) -> T:
+        """Run one script call; its reply, read. With ``c.replicated``, only once the
+        queue's replicas have its writes (``WAIT``, sent with it)."""
+        waits = c.replicated and self.replicas
+        for attempt in range(3):
+            packed = _pack(*self._command(c))
+            if waits:
+                packed += _pack("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
+            try:
+                replies = await self._exchange(packed, 2 if waits else 1)
+            except _Unsent as unsent:
+                if attempt == 2:
+                    raise unsent.__cause__ from None  # type: ignore[misc]
+                continue  # safe to send again, on a fresh connection
+            reply = replies[0]
+            if isinstance(reply, ResponseError):
+                if not await self._recovered(c.name, reply):
+                    raise translate(reply) from None
                 continue
+            if waits:
+                confirmed(replies[1], self.replicas)
             return c.parse(reply)
         raise ConnectionFailed(f"could not run the {c.name} script")
 
@@ -117,7 +158,8 @@ class AsyncScripts:
         waits = bool(self.replicas) and any(c.replicated for c in batch)
         if waits:
             pipe.execute_command("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
-        results = list(await pipe.execute(raise_on_error=False))
+        async with self._slots:
+            results = list(await pipe.execute(raise_on_error=False))
         if waits:
             replicas = results.pop()
             if isinstance(replicas, Exception):
@@ -130,11 +172,13 @@ class AsyncScripts:
         if not step.commands:
             return []
         if len(step.commands) == 1:
-            return [await self._client.execute_command(*step.commands[0])]  # type: ignore[no-untyped-call]
+            async with self._slots:
+                return [await self._client.execute_command(*step.commands[0])]  # type: ignore[no-untyped-call]
         pipe = self._client.pipeline(transaction=False)
         for command in step.commands:
             pipe.execute_command(*command)
-        return list(await pipe.execute())
+        async with self._slots:
+            return list(await pipe.execute())
 
     async def drive(self, op: Op[T]) -> T:
         """Run an operation to its end (see ``Scripts.drive``)."""

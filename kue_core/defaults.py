@@ -53,9 +53,9 @@ REPLICA_TIMEOUT_MS = 2000
 #: migrating or failing over) before the caller gets a ``ConnectionError``.
 REDIRECT_PATIENCE = 10.0
 
-#: Most connections an ``AsyncQueue`` opens (besides its event streams'): calls made at once
-#: beyond these wait (up to ``SOCKET_TIMEOUT``) for one to be free, so that a thousand
-#: concurrent saves share a few connections rather than open a thousand.
+#: Most calls an ``AsyncQueue`` has under way at once, each on a connection of its own (event
+#: streams have theirs besides): calls made beyond wait for one to end, so that a thousand
+#: concurrent saves share fifty connections rather than open a thousand.
 AIO_CONNECTIONS = 50
 
 #: Seconds a started event subscriber may take to confirm its subscription.

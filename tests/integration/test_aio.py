@@ -22,6 +22,7 @@ from kue_core import (
     NoRetry,
     Queue,
     WaitTimeout,
+    defaults,
 )
 from kue_core.aio import AsyncQueue
 from tests.conftest import on_cluster
@@ -155,8 +156,12 @@ def test_a_removal_during_the_wait_ends_it(url: str, prefix: str) -> None:
 def test_a_thousand_saves_at_once_on_one_loop(url: str, prefix: str, r: redis.Redis) -> None:
     async def main() -> list[int]:
         async with AsyncQueue(url, prefix) as queue:
+            before = r.info("clients")["connected_clients"]
             jobs = [queue.create_job("bulk", {"i": i}) for i in range(1000)]
             saved = await asyncio.gather(*(job.save() for job in jobs))
+            # They shared at most AIO_CONNECTIONS connections, which the pool keeps open.
+            opened = r.info("clients")["connected_clients"] - before
+            assert 1 <= opened <= defaults.AIO_CONNECTIONS
             assert (await queue.counts("bulk"))["inactive"] == 1000
             return [job.id for job in saved]
 
