@@ -45,6 +45,9 @@ class AsyncScripts:
         #: Calls under way at once, at most: each holds a connection (event streams' are
         #: apart), so that a thousand saves at once share ``AIO_CONNECTIONS`` connections.
         self._slots = asyncio.Semaphore(defaults.AIO_CONNECTIONS)
+        #: Held while a lost function or script is loaded; ``_loads`` counts the loads.
+        self._loading = asyncio.Lock()
+        self._loads = 0
         #: Whether the scripts run as Redis functions: until the server says it has none.
         self.functions = True
 
@@ -56,27 +59,34 @@ class AsyncScripts:
         )
         return (*how, 1, c.key, self._keys.prefix, *c.args)
 
-    async def _recovered(self, name: str, error: ResponseError) -> bool:
+    async def _recovered(self, name: str, error: ResponseError, sent: int) -> bool:
         """Whether ``error`` says script ``name`` did not run for want of its function or
-        script, made right (see ``Scripts._recovered``)."""
-        if isinstance(error, NoScriptError):
-            await self._client.script_load(self._sources[name])
-            return True
+        script, made right (see ``Scripts._recovered``). ``sent``: the loads counted when
+        the call was sent; calls that failed at once load the code once, not each."""
         if _no_functions(error):
             # Also when another call found out first: this one was sent as FCALL before.
             self.functions = False
             return True
-        if not self.functions:
+        missing = isinstance(error, NoScriptError) or (
+            self.functions and str(error).startswith("Function not found")
+        )
+        if not missing:
             return False
-        if not str(error).startswith("Function not found"):
-            return False
-        try:
-            await self._client.execute_command("FUNCTION", "LOAD", self._libraries[name].code)  # type: ignore[no-untyped-call]
-        except ResponseError as e:
-            if _no_functions(e):
-                self.functions = False
-            elif "already exists" not in str(e):
-                raise
+        async with self._loading, self._slots:
+            if self._loads != sent:
+                return True  # loaded since this call was sent
+            self._loads += 1
+            if isinstance(error, NoScriptError):
+                await self._client.script_load(self._sources[name])
+                return True
+            try:
+                code = self._libraries[name].code
+                await self._client.execute_command("FUNCTION", "LOAD", code)  # type: ignore[no-untyped-call]
+            except ResponseError as e:
+                if _no_functions(e):
+                    self.functions = False
+                elif "already exists" not in str(e):
+                    raise
         return True
 
     async def _exchange(self, packed: bytes, replies: int) -> list[Any]:
@@ -113,6 +123,7 @@ class AsyncScripts:
         queue's replicas have its writes (``WAIT``, sent with it)."""
         waits = c.replicated and self.replicas
         for attempt in range(3):
+            sent = self._loads
             packed = _pack(*self._command(c))
             if waits:
                 packed += _pack("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
@@ -124,7 +135,7 @@ class AsyncScripts:
                 continue  # safe to send again, on a fresh connection
             reply = replies[0]
             if isinstance(reply, ResponseError):
-                if not await self._recovered(c.name, reply):
+                if not await self._recovered(c.name, reply, sent):
                     raise translate(reply) from None
                 continue
             if waits:
@@ -136,12 +147,14 @@ class AsyncScripts:
         """Several calls of one script in one round trip (see ``Scripts.batch``)."""
         if not batch:
             return []
+        sent = self._loads
         results = await self._pipelined(batch)
         for _ in range(2):
             missing = [r for r in results if _unrun(r)]
-            if not missing or not await self._recovered(batch[0].name, missing[0]):
+            if not missing or not await self._recovered(batch[0].name, missing[0], sent):
                 break
             redo = [c for c, r in zip(batch, results, strict=True) if _unrun(r)]
+            sent = self._loads
             again = iter(await self._pipelined(redo))
             results = [next(again) if _unrun(r) else r for r in results]
         for r in results:
