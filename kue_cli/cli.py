@@ -24,7 +24,7 @@ import click
 import redis
 from flask import Flask
 
-from kue_core import STATES, KueError, Queue, connection, validate_type
+from kue_core import STATES, KueError, Queue, connection, tracing, validate_type
 from kue_core import defaults as core_defaults
 from kue_core.pins import check_worker_id
 from kue_example import demo
@@ -382,6 +382,13 @@ def dashboard(
     ". _ : @ -, up to 100 characters); refused (exit 2) while a live process has it. With "
     "--processes N, process k is ID-k. [env: KUE_WORKER_ID; default: host:pid:random]",
 )
+@click.option(
+    "--otel",
+    is_flag=True,
+    envvar="KUE_OTEL",
+    help="OpenTelemetry traces: a span per attempt, in its producer's trace, to the global "
+    'tracer provider (see README; pip install "kue[otel]"). [env: KUE_OTEL]',
+)
 @redis_options
 @_failing
 def worker(
@@ -396,6 +403,7 @@ def worker(
     stall_limit: int,
     processes: int,
     worker_id: str | None,
+    otel: bool,
     redis_url: str | None,
     prefix: str,
 ) -> None:
@@ -403,6 +411,8 @@ def worker(
     down gracefully: claim nothing more, let running jobs finish, give back the rest."""
     if reserve is not None and not shared:
         raise BadUsage("--reserve goes with --shared")
+    if otel:
+        tracing.enable()  # KueError (exit 2) when OpenTelemetry is not installed
     fn = load_handler(handler)
     for job_type in types:
         validate_type(job_type)  # all of them, before any worker starts
@@ -420,6 +430,8 @@ def worker(
         argv += [f"--stall-limit={stall_limit}"]
         if shared:
             argv += ["--shared", f"--reserve={reserve or 'ordered'}"]
+        if otel:
+            argv += ["--otel"]
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
         env = {
             **os.environ,

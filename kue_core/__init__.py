@@ -1,11 +1,12 @@
 """kue_core: a priority job queue on Redis, compatible with Kue 0.11.
 
 The names below are its public API (what ``kue_http``, ``kue_cli`` and applications use); the
-modules ``defaults`` (every default, documented) and ``connection`` (Redis URLs, the embedded
-Redis) are public too. The asyncio client is ``kue_core.aio.AsyncQueue``.
+modules ``defaults`` (every default, documented), ``connection`` (Redis URLs, the embedded
+Redis) and ``tracing`` (OpenTelemetry, off until enabled) are public too. The asyncio client
+is ``kue_core.aio.AsyncQueue``.
 """
 
-from . import connection, defaults
+from . import connection, defaults, tracing
 from .errors import (
     ConnectionFailed,
     HasDependents,
@@ -80,5 +81,6 @@ __all__ = [
     "parse_priority",
     "parse_state",
     "priority_name",
+    "tracing",
     "validate_type",
 ]

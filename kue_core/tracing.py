@@ -28,11 +28,8 @@ from .errors import KueError
 if TYPE_CHECKING:
     from .job import Job
 
-try:
-    from opentelemetry import propagate, trace
-    from opentelemetry.trace import Span, SpanKind, StatusCode
-except ImportError:  # the otel extra is not installed
-    trace = None  # type: ignore[assignment]
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 #: Whether traces are made: set by :func:`enable`, read on every save and attempt.
 enabled = False
@@ -40,15 +37,22 @@ enabled = False
 SCOPE = "kue_core"
 SYSTEM = "kue"
 
+# OpenTelemetry's modules, imported by enable(): a process that never traces never loads them.
 _tracer: Any = None
+trace: Any = None
+propagate: Any = None
 
 
 def enable() -> None:
     """Make traces from now on, in this process (a producer's and a worker's both need it),
     with the global tracer provider (set it before or after: spans follow it)."""
-    global enabled, _tracer
-    if trace is None:
-        raise KueError('OpenTelemetry is not installed: pip install "kue[otel]"')
+    global enabled, _tracer, trace, propagate
+    try:
+        from opentelemetry import propagate as otel_propagate
+        from opentelemetry import trace as otel_trace
+    except ImportError:
+        raise KueError('OpenTelemetry is not installed: pip install "kue[otel]"') from None
+    trace, propagate = otel_trace, otel_propagate
     _tracer = trace.get_tracer(SCOPE)
     enabled = True
 
@@ -73,7 +77,9 @@ def producing(jobs: Sequence[Job]) -> Iterator[None]:
     }
     if len(jobs) > 1:
         attributes["messaging.batch.message_count"] = len(jobs)
-    span = _tracer.start_span(f"send {destination}", kind=SpanKind.PRODUCER, attributes=attributes)
+    span = _tracer.start_span(
+        f"send {destination}", kind=trace.SpanKind.PRODUCER, attributes=attributes
+    )
     carrier: dict[str, str] = {}
     propagate.inject(carrier, context=trace.set_span_in_context(span))
     text = json.dumps(carrier, separators=(",", ":"))
@@ -85,7 +91,7 @@ def producing(jobs: Sequence[Job]) -> Iterator[None]:
             span.set_attribute("messaging.message.id", str(jobs[0].id))
     except BaseException as e:
         span.record_exception(e)
-        span.set_status(StatusCode.ERROR, str(e))
+        span.set_status(trace.StatusCode.ERROR, str(e))
         raise
     finally:
         span.end()
@@ -113,7 +119,7 @@ def consuming(job_id: int, job_type: str, fields: dict[str, str]) -> Iterator[Sp
         "kue.job.attempt": int(fields.get("attempts") or 0) + 1,
     }
     span = _tracer.start_span(
-        f"process {job_type}", context=parent, kind=SpanKind.CONSUMER, attributes=attributes
+        f"process {job_type}", context=parent, kind=trace.SpanKind.CONSUMER, attributes=attributes
     )
     with trace.use_span(span, end_on_exit=True):
         yield span
@@ -134,4 +140,4 @@ def ended(span: Span, reason: str, message: str | None = None, text: str | None 
             "exception.stacktrace": text or message,
         },
     )
-    span.set_status(StatusCode.ERROR, message)
+    span.set_status(trace.StatusCode.ERROR, message)

@@ -8,9 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +16,7 @@ import pytest
 import redis
 
 from kue_core import NoRetry, Queue, tracing
+from tests.cli.running import ROOT, Kue
 from tests.conftest import wait_for
 
 trace = pytest.importorskip("opentelemetry.trace")
@@ -157,68 +155,52 @@ def test_off_nothing_is_traced_or_stored(queue: Queue, r: redis.Redis) -> None:
     assert queue.create_job("t")._extras() == ""  # a plain job's save row is as before
 
 
-_WORKER = """
-import json, signal, sys, threading
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
-from kue_core import Queue, tracing
-
-class ToFile(SpanExporter):
-    def export(self, spans):
-        with open(sys.argv[3], "a") as f:
-            for s in spans:
-                f.write(json.dumps({
-                    "name": s.name,
-                    "trace": s.context.trace_id,
-                    "span": s.context.span_id,
-                    "parent": s.parent.span_id if s.parent else None,
-                    "attributes": dict(s.attributes),
-                }) + "\\n")
-        return SpanExportResult.SUCCESS
-
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(ToFile()))
-trace.set_tracer_provider(provider)
-tracing.enable()
-queue = Queue(sys.argv[1], prefix=sys.argv[2])
-stop = threading.Event()
-signal.signal(signal.SIGTERM, lambda *a: stop.set())
-queue.process("remote", lambda job: {"seen": job.data})
-print("ready", flush=True)
-stop.wait()
-queue.shutdown()
-"""
-
-
 def test_one_trace_from_the_producer_to_a_worker_process(
     redis_url: str, prefix: str, spans: Any, tmp_path: Path
 ) -> None:
+    # kue worker --otel, in a process of its own whose handlers module sets its tracer
+    # provider (tests/integration/traced_handlers.py): the trace goes on there.
     out = tmp_path / "spans.jsonl"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    worker = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_WORKER), redis_url, prefix, str(out)],
-        stdout=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
+    worker = Kue(
+        "worker", "tests.integration.traced_handlers:remote", "--type", "remote", "--otel",
+        "--redis", redis_url, "--prefix", prefix, env={"KUE_TEST_SPANS": str(out)},
+    )  # fmt: skip
     try:
-        assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+        worker.wait_for_line(rf"worker pid {worker.proc.pid}, id ")
         tracer = trace.get_tracer("test")
         with Queue(redis_url, prefix=prefix) as queue:
             with tracer.start_as_current_span("request") as request:
                 job = queue.create_job("remote", {"n": 1}).save()
             assert job.wait(15) == {"seen": {"n": 1}}
         wait_for(lambda: out.exists() and "process remote" in out.read_text(), timeout=10)
+        worker.send(signal.SIGTERM)
+        assert worker.wait() == 0, worker.output
     finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(15)
+        worker.kill()
     (send,) = _named(spans, "send remote")
-    (process,) = [
-        s for s in map(json.loads, out.read_text().splitlines()) if s["name"] == "process remote"
-    ]
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    (process,) = [s for s in exported if s["name"] == "process remote"]
     assert process["trace"] == request.get_span_context().trace_id == send.context.trace_id
     assert process["parent"] == send.context.span_id
     assert process["attributes"]["messaging.message.id"] == str(job.id)
+    assert process["attributes"]["kue.job.attempt"] == 1
     assert process["attributes"]["kue.job.outcome"] == "done"
-    assert worker.returncode == 0
+
+
+def test_the_worker_command_without_opentelemetry_says_how_to_get_it(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    # A Python whose opentelemetry cannot be imported: a module of that name that fails.
+    blocker = tmp_path / "opentelemetry"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text("raise ImportError('not installed here')\n")
+    worker = Kue(
+        "worker", "kue_example.handlers:send_email", "--type", "email", "--otel",
+        "--redis", redis_url, "--prefix", prefix,
+        env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
+    )  # fmt: skip
+    try:
+        assert worker.wait() == 2
+        assert 'pip install "kue[otel]"' in worker.output
+    finally:
+        worker.kill()
