@@ -88,6 +88,7 @@ class AsyncQueue(AsyncPlans):
 
     async def close(self) -> None:
         """Release the connections (of a client made here)."""
+        await self.scripts.close()
         if self._owns_client:
             await self.client.aclose()
 

@@ -14,6 +14,7 @@ import redis.asyncio
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
 from . import defaults
+from .aio_pipe import Pipe, Unsent
 from .calls import Call, Op, Read
 from .errors import ConnectionFailed, KueError
 from .keys import Keys
@@ -21,10 +22,6 @@ from .lua_source import SCRIPT_NAMES, function_library, script_source
 from .scripts import _no_functions, _pack, _unrun, confirmed, translate
 
 T = TypeVar("T")
-
-
-class _Unsent(Exception):
-    """A send that failed: nothing reached Redis, so it may be sent again."""
 
 
 class AsyncScripts:
@@ -45,6 +42,8 @@ class AsyncScripts:
         #: Calls under way at once, at most: each holds a connection (event streams' are
         #: apart), so that a thousand saves at once share ``AIO_CONNECTIONS`` connections.
         self._slots = asyncio.Semaphore(defaults.AIO_CONNECTIONS)
+        #: The connection every other script call shares, pipelined (see kue_core.aio_pipe).
+        self._pipe = Pipe(client)
         #: Held while a lost function or script is loaded; ``_loads`` counts the loads.
         self._loading = asyncio.Lock()
         self._loads = 0
@@ -91,8 +90,10 @@ class AsyncScripts:
 
     async def _exchange(self, packed: bytes, replies: int) -> list[Any]:
         """Send ``packed`` (commands packed by hiredis, in C: most of a call's client-side
-        cost) on a pooled connection and read ``replies`` replies, error replies as
-        exceptions in the list. ``_Unsent`` when the send failed: nothing reached Redis."""
+        cost) on a pooled connection of its own and read ``replies`` replies, error replies
+        as exceptions in the list. ``Unsent`` when the send failed: nothing reached Redis.
+        For a call followed by ``WAIT``, which holds its connection's replies back until the
+        replicas confirm: the pipe's other calls do not wait behind it."""
         pool = self._client.connection_pool
         async with self._slots:
             return await self._exchanged(pool, packed, replies)
@@ -103,7 +104,7 @@ class AsyncScripts:
             try:
                 await conn.send_packed_command(packed)
             except ConnectionError as e:
-                raise _Unsent() from e
+                raise Unsent(str(e)) from e
             out: list[Any] = []
             for _ in range(replies):
                 try:
@@ -128,10 +129,15 @@ class AsyncScripts:
             if waits:
                 packed += _pack("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
             try:
-                replies = await self._exchange(packed, 2 if waits else 1)
-            except _Unsent as unsent:
+                if waits:
+                    replies = await self._exchange(packed, 2)
+                else:
+                    replies = await self._pipe.exchange(packed, 1)
+            except Unsent as unsent:
                 if attempt == 2:
-                    raise unsent.__cause__ from None  # type: ignore[misc]
+                    raise ConnectionFailed(
+                        f"could not send the {c.name} script: {unsent}"
+                    ) from None
                 continue  # safe to send again, on a fresh connection
             reply = replies[0]
             if isinstance(reply, ResponseError):
@@ -192,6 +198,10 @@ class AsyncScripts:
             pipe.execute_command(*command)
         async with self._slots:
             return list(await pipe.execute())
+
+    async def close(self) -> None:
+        """Stop the pipelined connection (calls under way get ``ConnectionError``)."""
+        await self._pipe.close()
 
     async def drive(self, op: Op[T]) -> T:
         """Run an operation to its end (see ``Scripts.drive``)."""

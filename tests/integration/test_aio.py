@@ -238,3 +238,56 @@ def test_first_calls_at_once_from_threads_find_their_way(
         t.join(30)
     queue.close()
     assert errors == [] and sorted(ids) == list(range(1, 17))
+
+
+def test_callers_that_give_up_leave_the_shared_connection_in_step(
+    url: str, prefix: str, r: redis.Redis
+) -> None:
+    # Saves cancelled while their replies are on the way: every other save still gets its
+    # own reply (the job it saved), never a neighbour's.
+    async def main() -> list[tuple[int, int]]:
+        async with AsyncQueue(url, prefix) as queue:
+
+            async def save(i: int) -> tuple[int, int]:
+                job = await queue.create_job("t", {"i": i}).save()
+                return i, job.id  # type: ignore[return-value]
+
+            tasks = [asyncio.ensure_future(save(i)) for i in range(400)]
+            await asyncio.sleep(0)  # all queued and written
+            for task in tasks[::3]:
+                task.cancel()
+            done = await asyncio.gather(*tasks, return_exceptions=True)
+            kept = [d for d in done if isinstance(d, tuple)]
+            assert len(kept) >= 400 - len(tasks[::3])
+            after = await queue.create_job("t", {"i": "after"}).save()
+            assert (await queue.get_job(after.id)).data == {"i": "after"}  # type: ignore[arg-type]
+            return kept
+
+    for i, job_id in asyncio.run(main()):
+        assert r.hget(f"{prefix}:job:{job_id}", "data") == f'{{"i":{i}}}'
+
+
+def test_a_killed_connection_fails_only_the_calls_it_owed(
+    url: str, prefix: str, r: redis.Redis
+) -> None:
+    # The shared connection dies with saves under way: each either returns an id (its job is
+    # in Redis), or raises a connection error; nothing hangs, and the next save works.
+    async def main() -> tuple[list[int], int]:
+        async with AsyncQueue(url, prefix) as queue:
+            await queue.create_job("t").save()  # the pipe's connection is open
+            mine = [c["id"] for c in r.client_list() if c.get("cmd") in ("fcall", "evalsha")]
+            assert mine
+            saves = [asyncio.ensure_future(queue.create_job("t").save()) for _ in range(300)]
+            await asyncio.sleep(0)
+            for client_id in mine:
+                r.client_kill_filter(_id=client_id)
+            done = await asyncio.wait_for(asyncio.gather(*saves, return_exceptions=True), 30)
+            errors = [d for d in done if isinstance(d, BaseException)]
+            assert all(isinstance(e, (redis.ConnectionError, ConnectionError)) for e in errors)
+            ids = [d.id for d in done if not isinstance(d, BaseException)]
+            after = await queue.create_job("t", {"after": True}).save()
+            return ids, after.id  # type: ignore[return-value]
+
+    ids, after = asyncio.run(main())
+    for job_id in [*ids, after]:
+        assert r.exists(f"{prefix}:job:{job_id}")
