@@ -46,8 +46,8 @@ def save(side: Side, job: Job) -> Op[None]:
     if tracing.enabled and job._trace is None:
         with tracing.producing([job]):
             yield from _save(side, job)
-    else:
-        yield from _save(side, job)
+        return
+    yield from _save(side, job)
 
 
 def _save(side: Side, job: Job) -> Op[None]:

@@ -367,7 +367,10 @@ class Scripts:
                 return cast(T, done.value)
             reply, error = None, None
             try:
-                reply = self.batch(step) if isinstance(step, list) else self._step(step)
+                if step.__class__ is Call:  # the common step first
+                    reply = self.call(step)
+                else:
+                    reply = self.batch(step) if isinstance(step, list) else self._step(step)
             except KueError as e:
                 error = e
 

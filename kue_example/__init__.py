@@ -6,4 +6,11 @@
   backoff, and delays;
 * :mod:`kue_example.listener`: prints jobs as they complete or fail, from any process;
 * :mod:`kue_example.demo`: starts all three on one queue.
+
+Recipes for web frameworks (docs/recipes.md; the framework is yours to install):
+
+* :mod:`kue_example.fastapi_app`: FastAPI enqueueing with ``AsyncQueue``, a job's progress
+  streamed over Server-Sent Events;
+* :mod:`kue_example.flask_app`: the dashboard under ``/admin/queue``, behind the app's login;
+* :mod:`kue_example.django_shop`: Django, jobs saved on commit, ``django-admin kue_worker``.
 """
