@@ -204,3 +204,19 @@ def test_the_worker_command_without_opentelemetry_says_how_to_get_it(
         assert 'pip install "kue[otel]"' in worker.output
     finally:
         worker.kill()
+
+
+def test_jobs_saved_over_the_http_api_carry_the_trace_too(
+    redis_url: str, prefix: str, spans: Any, r: redis.Redis
+) -> None:
+    from kue_http import create_app
+
+    app = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix})
+    tracer = trace.get_tracer("test")
+    with app.test_client() as web, tracer.start_as_current_span("POST /api/job") as request:
+        reply = web.post("/api/job", json={"type": "email", "data": {"to": "ada"}})
+    assert reply.status_code == 200, reply.get_data(as_text=True)
+    job_id = reply.get_json()["id"]
+    (send,) = _named(spans, "send email")
+    assert send.parent.span_id == request.get_span_context().span_id
+    assert f"{send.context.span_id:016x}" in r.hget(f"{prefix}:job:{job_id}", "trace")
