@@ -26,7 +26,11 @@ class AsyncJob(Job):
         unique key that a job holds, ``deduplicated`` tells (see ``Job.unique``)."""
         if self.id is not None:
             return await self.update()
-        await self.queue.scripts.drive(ops.save(self.queue, self))
+        plain = ops.plain_save(self.queue, self)
+        if plain is not None:
+            self._saved((await self.queue.scripts.call(plain))[0])
+        else:
+            await self.queue.scripts.drive(ops.save(self.queue, self))
         return self
 
     async def update(self) -> AsyncJob:  # type: ignore[override]
@@ -102,5 +106,25 @@ class AsyncJob(Job):
 
     # Writes that only a worker makes, or that have no asyncio form yet: a clear error, not a
     # blocking call on the wrong client.
-    log = tag = untag = track = untrack = set_only = _not_here
-    dependencies = dependents = children_results = runs = _not_here
+    log = set_only = dependencies = dependents = children_results = runs = _not_here
+
+    def _unsaved(self) -> None:
+        if self.id is not None:
+            raise InvalidJob("a saved AsyncJob's tags and tracking change through a Queue")
+
+    # Options of a new job, as on Job; a saved job's are changed by the blocking client.
+    def tag(self, *tags: str) -> AsyncJob:
+        self._unsaved()
+        return super().tag(*tags)
+
+    def untag(self, *tags: str) -> AsyncJob:
+        self._unsaved()
+        return super().untag(*tags)
+
+    def track(self) -> AsyncJob:
+        self._unsaved()
+        return super().track()
+
+    def untrack(self) -> AsyncJob:
+        self._unsaved()
+        return super().untrack()

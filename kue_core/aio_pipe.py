@@ -3,28 +3,33 @@
 Calls made while others are under way go out together in one write, and their replies come
 back in order on the same connection: a thousand saves at once cost Redis one read of many
 commands rather than a read on each of fifty sockets, and the client one send and one
-receive per batch rather than per call (ioredis does the same for BullMQ). Replies are read
-by one task and handed to their callers in order; a caller that gives up (cancelled) leaves
-its reply to be read and dropped, so the connection stays in step.
+receive per batch rather than per call (ioredis does the same for BullMQ).
 
-A call whose write failed gets :class:`Unsent` (nothing reached Redis: safe to send again);
-a call whose reply was lost with its connection gets the connection's error (it may have
-run). The next call opens a new connection.
+Each connection has the calls it owes replies to, in the order they were written, and one
+task reading them; a caller that gives up (cancelled) leaves its reply to be read and dropped,
+so the connection stays in step. When a connection fails, the calls it owed get
+``ConnectionError`` (they may have run: their replies are lost) and the next call opens a new
+connection; a call that never reached a connection (none could be opened) gets
+:class:`Unsent`, and may be sent again. An idle connection is checked before it is written
+to, so one closed by the server meanwhile (a restart, a timeout) is replaced, not failed on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio
-from redis.exceptions import ResponseError
+from redis.exceptions import ConnectionError, ResponseError
+
+from .errors import ConnectionFailed
 
 
 class Unsent(Exception):
-    """A call whose write failed: nothing reached Redis, so it may be sent again."""
+    """A call that reached no connection: nothing was sent, so it may be sent again."""
 
 
 @dataclass
@@ -35,20 +40,38 @@ class _Call:
     got: list[Any] = field(default_factory=list)
 
 
+@dataclass(eq=False)
+class _Line:
+    """One connection: the calls written to it whose replies are owed, and their reader."""
+
+    conn: Any
+    owed: deque[_Call] = field(default_factory=deque)
+    reader: asyncio.Task[None] | None = None
+    dropped: bool = False
+
+
+def _fail(calls: list[_Call], error: Exception) -> None:
+    for call in calls:
+        if not call.future.done():
+            call.future.set_exception(error)
+
+
 class Pipe:
     """The pipelined connection of one client (see the module's doc)."""
 
     def __init__(self, client: redis.asyncio.Redis) -> None:
         self._client = client
-        self._conn: Any = None
+        self._line: _Line | None = None  # where writes go
         self._queued: deque[_Call] = deque()  # to write, in order
-        self._sent: deque[_Call] = deque()  # written, their replies to read, in order
+        self._writing: list[_Call] = []  # taken off the queue, not yet owed by a line
         self._writer: asyncio.Task[None] | None = None
-        self._reader: asyncio.Task[None] | None = None
+        self._closed = False
 
     async def exchange(self, packed: bytes, replies: int) -> list[Any]:
         """Send ``packed`` (commands packed by hiredis) and read its ``replies`` replies,
         error replies as exceptions in the list."""
+        if self._closed:
+            raise ConnectionFailed("the queue is closed")
         loop = asyncio.get_running_loop()
         call = _Call(packed, replies, loop.create_future())
         self._queued.append(call)
@@ -58,70 +81,114 @@ class Pipe:
 
     async def _write(self) -> None:
         try:
-            while self._queued:
-                batch = list(self._queued)
+            while self._queued and not self._closed:
+                self._writing = list(self._queued)
                 self._queued.clear()
                 try:
-                    if self._conn is None:
-                        self._conn = await self._client.connection_pool.get_connection()  # type: ignore[no-untyped-call]
-                    # No health check: its PING's reply would come amid the calls'.
-                    await self._conn.send_packed_command(
-                        b"".join(c.packed for c in batch), check_health=False
-                    )
-                except Exception as e:
-                    # Not written (or not wholly: the connection goes, and what it had with it).
-                    self._fail(batch, Unsent(str(e)))
-                    await self._drop(e)
+                    line = await self._open()
+                except Exception as e:  # nothing was sent
+                    _fail(self._writing, Unsent(str(e)))
+                    self._writing = []
                     continue
-                self._sent.extend(batch)
-                if self._reader is None:
-                    self._reader = asyncio.get_running_loop().create_task(self._read())
+                batch, self._writing = self._writing, []
+                line.owed.extend(batch)  # from here the line answers for them
+                try:
+                    # No health check: its PING's reply would come amid the calls'.
+                    data = b"".join(c.packed for c in batch)
+                    await line.conn.send_packed_command(data, check_health=False)
+                except Exception as e:
+                    await self._drop(line, e)  # a part may have gone: they may have run
+                    continue
+                if line.reader is None and not line.dropped:
+                    line.reader = asyncio.get_running_loop().create_task(self._read(line))
+        except BaseException as e:  # cancelled by close()
+            _fail(self._writing, ConnectionFailed(f"the queue is closed ({e!r})"))
+            self._writing = []
+            raise
         finally:
             self._writer = None
 
-    async def _read(self) -> None:
+    async def _open(self) -> _Line:
+        """The line to write to: the current one if it is still good, else a new one."""
+        line = self._line
+        if line is not None and not line.owed and not await _sound(line.conn):
+            await self._drop(line, ConnectionError("closed by the server while idle"))
+            line = None
+        if line is None:
+            conn = await self._client.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+            line = self._line = _Line(conn)
+        return line
+
+    async def _read(self, line: _Line) -> None:
         try:
-            while self._sent:
-                call = self._sent[0]
+            while line.owed:
+                call = line.owed[0]
                 try:
-                    reply = await self._conn.read_response()
+                    reply = await line.conn.read_response()
                 except ResponseError as e:
                     reply = e
                 call.got.append(reply)
                 if len(call.got) == call.replies:
-                    self._sent.popleft()
+                    line.owed.popleft()
                     if not call.future.done():  # else its caller gave up: dropped
                         call.future.set_result(call.got)
         except BaseException as e:
-            await self._drop(e)
+            line.reader = None  # this task: _drop must not cancel it
+            await self._drop(line, e)
             if isinstance(e, asyncio.CancelledError):
                 raise
         finally:
-            self._reader = None
+            line.reader = None
 
-    async def _drop(self, error: BaseException) -> None:
-        """The connection failed (or the pipe closes): the calls whose replies it owed get
-        the error, and the next call opens a new connection."""
-        owed = list(self._sent)
-        self._sent.clear()
-        self._fail(owed, error if isinstance(error, Exception) else ConnectionError(str(error)))
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            await conn.disconnect()
-            await self._client.connection_pool.release(conn)
-
-    @staticmethod
-    def _fail(calls: list[_Call], error: Exception) -> None:
-        for call in calls:
-            if not call.future.done():
-                call.future.set_exception(error)
+    async def _drop(self, line: _Line, error: BaseException) -> None:
+        """``line`` failed (or the pipe closes): the calls it owed get a ``ConnectionError``,
+        and the next call opens a new line. Once per line."""
+        if line.dropped:
+            return
+        line.dropped = True
+        if self._line is line:
+            self._line = None
+        owed = list(line.owed)
+        line.owed.clear()
+        _fail(owed, ConnectionError(f"the connection to Redis was lost: {error!r}"))
+        reader, line.reader = line.reader, None
+        if reader is not None and reader is not asyncio.current_task():
+            reader.cancel()
+        try:
+            await line.conn.disconnect()
+        finally:
+            await self._client.connection_pool.release(line.conn)
 
     async def close(self) -> None:
-        """Stop reading and writing; calls under way get ``ConnectionError``."""
-        for task in (self._writer, self._reader):
-            if task is not None:
-                task.cancel()
+        """Stop writing and reading; calls under way get ``ConnectionFailed`` (not sent) or
+        ``ConnectionError`` (sent)."""
+        self._closed = True
         queued = list(self._queued)
         self._queued.clear()
-        self._fail(queued, Unsent("the queue is closed"))
-        await self._drop(ConnectionError("the queue is closed"))
+        _fail(queued, ConnectionFailed("the queue is closed"))
+        writer = self._writer
+        if writer is not None:
+            writer.cancel()
+        line = self._line
+        reader = line.reader if line is not None else None
+        if line is not None:
+            await self._drop(line, ConnectionFailed("the queue is closed"))
+        await asyncio.gather(
+            *(t for t in (writer, reader) if t is not None), return_exceptions=True
+        )
+
+
+async def _sound(conn: Any) -> bool:
+    """Whether an idle connection is still open with nothing unread: its socket has nothing
+    to read (a server that closed it makes it readable, at once, whatever the event loop has
+    seen of it yet), as the blocking client checks before each call."""
+    reader, writer = getattr(conn, "_reader", None), getattr(conn, "_writer", None)
+    if reader is None or writer is None or reader.at_eof() or writer.transport.is_closing():
+        return False
+    sock = writer.transport.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        return not select.select([sock], [], [], 0)[0]
+    except (ValueError, OSError):  # a descriptor select() cannot watch, or a closed one
+        return bool(not await conn.can_read_destructive())

@@ -91,7 +91,8 @@ class AsyncScripts:
     async def _exchange(self, packed: bytes, replies: int) -> list[Any]:
         """Send ``packed`` (commands packed by hiredis, in C: most of a call's client-side
         cost) on a pooled connection of its own and read ``replies`` replies, error replies
-        as exceptions in the list. ``Unsent`` when the send failed: nothing reached Redis.
+        as exceptions in the list. ``Unsent`` when no connection could be had: nothing was
+        sent.
         For a call followed by ``WAIT``, which holds its connection's replies back until the
         replicas confirm: the pipe's other calls do not wait behind it."""
         pool = self._client.connection_pool
@@ -99,12 +100,13 @@ class AsyncScripts:
             return await self._exchanged(pool, packed, replies)
 
     async def _exchanged(self, pool: Any, packed: bytes, replies: int) -> list[Any]:
-        conn = await pool.get_connection()
         try:
-            try:
-                await conn.send_packed_command(packed)
-            except ConnectionError as e:
-                raise Unsent(str(e)) from e
+            conn = await pool.get_connection()
+        except ConnectionError as e:
+            raise Unsent(str(e)) from e  # nothing was sent
+        try:
+            # A send that fails may have delivered a command: it is not sent again.
+            await conn.send_packed_command(packed)
             out: list[Any] = []
             for _ in range(replies):
                 try:
@@ -207,18 +209,21 @@ class AsyncScripts:
         """Run an operation to its end (see ``Scripts.drive``)."""
         reply: Any = None
         error: KueError | None = None
-        while True:
-            try:
-                step = op.send(reply) if error is None else op.throw(error)
-            except StopIteration as done:
-                return cast(T, done.value)
-            reply, error = None, None
-            try:
-                if isinstance(step, list):
-                    reply = await self.batch(step)
-                elif isinstance(step, Read):
-                    reply = await self.read(step)
-                else:
-                    reply = await self.call(step)
-            except KueError as e:
-                error = e
+        try:
+            while True:
+                try:
+                    step = op.send(reply) if error is None else op.throw(error)
+                except StopIteration as done:
+                    return cast(T, done.value)
+                reply, error = None, None
+                try:
+                    if isinstance(step, list):
+                        reply = await self.batch(step)
+                    elif isinstance(step, Read):
+                        reply = await self.read(step)
+                    else:
+                        reply = await self.call(step)
+                except KueError as e:
+                    error = e
+        finally:
+            op.close()  # a step that raised past it (or a cancel): its spans end now

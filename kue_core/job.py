@@ -202,7 +202,11 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
         unique key that a job holds, see :meth:`unique`: ``deduplicated`` tells."""
         if self.id is not None:
             return self.update()
-        self.queue.scripts.drive(ops.save(self.queue, self))
+        plain = ops.plain_save(self.queue, self)
+        if plain is not None:
+            self._saved(self.queue.scripts.call(plain)[0])
+        else:
+            self.queue.scripts.drive(ops.save(self.queue, self))
         return self
 
     def update(self) -> Job:

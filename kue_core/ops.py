@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import calls, checks, defaults, records, tracing
-from .calls import Op, read
+from .calls import Call, Op, read
 from .control import reason_text
 from .errors import InvalidJob, InvalidTransition, JobNotFound
 from .flows import flow_rows, flow_saved
@@ -40,6 +40,15 @@ class Side(Protocol):
 
 
 # -- saving ---------------------------------------------------------------------------------
+def plain_save(side: Side, job: Job) -> Call[list[int]] | None:
+    """The one script call that saves ``job`` when it is a plain job (no dependencies, no
+    unique key, no trace to make), else None: then :func:`save` it. A client runs it at once,
+    skipping the operation's machinery, which a plain save would otherwise pay for."""
+    if job._depends is None and job._unique is None and not tracing.enabled:
+        return calls.save(side.keys, [job._save_row()])
+    return None
+
+
 def save(side: Side, job: Job) -> Op[None]:
     """Save a new job: with dependencies as a flow, with a unique key unless a job holds it,
     else plainly; traced, when traces are on (see :mod:`kue_core.tracing`)."""

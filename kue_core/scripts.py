@@ -360,19 +360,22 @@ class Scripts:
         ``KueError`` of a step is raised inside the operation, which may answer it."""
         reply: Any = None
         error: KueError | None = None
-        while True:
-            try:
-                step = op.send(reply) if error is None else op.throw(error)
-            except StopIteration as done:
-                return cast(T, done.value)
-            reply, error = None, None
-            try:
-                if step.__class__ is Call:  # the common step first
-                    reply = self.call(step)
-                else:
-                    reply = self.batch(step) if isinstance(step, list) else self._step(step)
-            except KueError as e:
-                error = e
+        try:
+            while True:
+                try:
+                    step = op.send(reply) if error is None else op.throw(error)
+                except StopIteration as done:
+                    return cast(T, done.value)
+                reply, error = None, None
+                try:
+                    if step.__class__ is Call:  # the common step first
+                        reply = self.call(step)
+                    else:
+                        reply = self.batch(step) if isinstance(step, list) else self._step(step)
+                except KueError as e:
+                    error = e
+        finally:
+            op.close()  # a step that raised past it: its spans and clean-ups end now
 
     def _step(self, step: Call[Any] | Read) -> Any:
         if isinstance(step, Read):

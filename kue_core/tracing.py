@@ -92,6 +92,9 @@ def producing(jobs: Sequence[Job]) -> Iterator[None]:
     except BaseException as e:
         span.record_exception(e)
         span.set_status(trace.StatusCode.ERROR, str(e))
+        for job in jobs:  # a save tried again is a send of its own
+            if job.id is None:
+                job._trace = None
         raise
     finally:
         span.end()

@@ -68,25 +68,31 @@ def create_app(redis_url: str | None = None, prefix: str | None = None) -> FastA
         job = await queue.create_job("report", body.model_dump()).attempts(3).save()
         return {"id": job.id, "events": f"/reports/{job.id}/events"}
 
+    async def report_job(queue: AsyncQueue, job_id: int) -> Any:
+        """The job of a report (404 for any other job)."""
+        job = await queue.get_job(job_id)
+        if job.type != "report":
+            raise HTTPException(404, "no such report")
+        return job
+
     @app.get("/reports/{job_id}")
     async def report(job_id: int, request: Request) -> dict[str, Any]:
         """The report's job, as Kue's JSON shows it."""
-        job = await queue_of(request).get_job(job_id)
-        if job.type != "report":
-            raise HTTPException(404, "no such report")
-        return job.to_dict()
+        job = await report_job(queue_of(request), job_id)
+        result: dict[str, Any] = job.to_dict()
+        return result
 
     @app.get("/reports/{job_id}/events")
     async def events(job_id: int, request: Request) -> StreamingResponse:
         """The report's progress as it happens, then how it ended: ``progress`` events
         (``{"percent", "data"}``), then one ``complete``, ``failed`` or ``remove``."""
         queue = queue_of(request)
-        await queue.get_job(job_id)  # a 404 before the stream starts
-        stream = queue.events("progress", *FINAL, job_id=job_id)
-        await stream.open()  # subscribed before the job is read again: nothing is missed
+        await report_job(queue, job_id)  # a 404 before the stream starts
 
         async def body() -> AsyncIterator[str]:
-            try:
+            # Subscribed before the job is read again: nothing is missed. Opened here, so
+            # that a client gone before the body starts leaves no subscription behind.
+            async with queue.events("progress", *FINAL, job_id=job_id) as stream:
                 now = await queue.get_job(job_id)
                 yield _sse("progress", {"percent": now.progress(), "data": now.progress_data})
                 if now.state == "complete":
@@ -101,8 +107,6 @@ def create_app(redis_url: str | None = None, prefix: str | None = None) -> FastA
                     else:
                         yield _sse(event.name, event.args[0])
                         return
-            finally:
-                await stream.aclose()
 
         return StreamingResponse(body(), media_type="text/event-stream")
 

@@ -18,7 +18,7 @@ import os
 import secrets
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from flask import Flask, Response, abort, jsonify, redirect, request, session
 from markupsafe import escape
@@ -28,6 +28,22 @@ from werkzeug.wrappers import Response as Reply
 from kue_http import mount
 
 MOUNT = "/admin/queue"
+
+
+def _local(target: str) -> str:
+    """``target`` if it is a path of this site, else ``/``: never another host, however it is
+    spelt (``//host``, ``/\\host``, ``https:``, control characters)."""
+    parts = urlsplit(target)
+    if (
+        not target.startswith("/")
+        or parts.scheme
+        or parts.netloc
+        or "\\" in target
+        or any(ord(c) < 32 or ord(c) == 127 for c in target)
+        or target.startswith("//")
+    ):
+        return "/"
+    return target
 
 
 def create_app(
@@ -85,9 +101,7 @@ def create_app(
         session.clear()  # a new session on sign-in
         session["user"] = name
         session["csrf"] = secrets.token_urlsafe(24)
-        target = request.form.get("next", "/")
-        # Only a path of this site, never another host.
-        return redirect(target if target.startswith("/") and not target.startswith("//") else "/")
+        return redirect(_local(request.form.get("next", "/")))
 
     @app.post("/logout")
     def logout() -> Reply:

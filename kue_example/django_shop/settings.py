@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "the recipe's key: set DJANGO_SECRET_KEY")
 DEBUG = os.environ.get("DJANGO_DEBUG") == "1"
+# A key of its own for a deployment; the recipe's own only while debugging.
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or ("recipe-only-key" if DEBUG else "")
+if not SECRET_KEY:
+    raise RuntimeError("set DJANGO_SECRET_KEY (or DJANGO_DEBUG=1 to try the recipe)")
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,testserver").split(",")
 INSTALLED_APPS = ["django.contrib.contenttypes", "kue_example.django_shop.apps.ShopConfig"]
 MIDDLEWARE = [

@@ -24,7 +24,7 @@ from kue_core import (
     WaitTimeout,
     defaults,
 )
-from kue_core.aio import AsyncQueue
+from kue_core.aio import AsyncJob, AsyncQueue
 from tests.conftest import on_cluster
 
 pytestmark = pytest.mark.single_node
@@ -291,3 +291,42 @@ def test_a_killed_connection_fails_only_the_calls_it_owed(
     ids, after = asyncio.run(main())
     for job_id in [*ids, after]:
         assert r.exists(f"{prefix}:job:{job_id}")
+
+
+def test_closing_fails_calls_under_way_and_later_ones(url: str, prefix: str) -> None:
+    async def main() -> None:
+        queue = AsyncQueue(url, prefix)
+        await queue.create_job("t").save()
+        saves = [asyncio.ensure_future(queue.create_job("t").save()) for _ in range(50)]
+        await asyncio.sleep(0)
+        await queue.close()
+        done = await asyncio.wait_for(asyncio.gather(*saves, return_exceptions=True), 10)
+        assert all(isinstance(d, (AsyncJob, ConnectionError, redis.ConnectionError)) for d in done)
+        with pytest.raises(ConnectionFailed, match="closed"):
+            await queue.create_job("t").save()
+
+    asyncio.run(main())
+
+
+def test_a_connection_closed_while_idle_is_replaced_not_failed_on(
+    url: str, prefix: str, r: redis.Redis
+) -> None:
+    async def main() -> None:
+        async with AsyncQueue(url, prefix) as queue:
+            await queue.create_job("t").save()
+            for c in r.client_list():
+                if c.get("cmd") in ("fcall", "evalsha"):
+                    r.client_kill_filter(_id=c["id"])  # as a restart or a timeout would
+            again = await queue.create_job("t").save()  # no error: a new connection
+            assert again.id == 2
+
+    asyncio.run(main())
+
+
+def test_a_new_async_job_takes_tags_and_tracking(client: Any) -> None:
+    job = client.create_job("t", {"title": "hello"}).tag("vip").track().save()
+    got = client.get_job(job.id)
+    assert got.tags() == ["vip"] and got.tracked
+    if not isinstance(client, Queue):  # a saved AsyncJob's tags change through a Queue
+        with pytest.raises(InvalidJob, match="through a Queue"):
+            got.tag("more")

@@ -33,6 +33,7 @@ def site(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[d
         prefix = "{" + prefix + "}"
     env = {
         "DJANGO_SETTINGS_MODULE": SETTINGS,
+        "DJANGO_SECRET_KEY": "the tests' key",
         "SHOP_DB": str(tmp_path_factory.mktemp("shop") / "shop.sqlite3"),
         "KUE_REDIS_URL": redis_url,
         "KUE_PREFIX": prefix,
@@ -103,7 +104,8 @@ def test_the_view_places_an_order_and_a_worker_process_confirms_it(
 
     from kue_example.django_shop.models import Order
 
-    web = Client()
+    web = Client(enforce_csrf_checks=True)  # as a browser's: JSON is what lets it through
+    assert web.post("/orders", {"email": "ada@example.com"}).status_code == 415  # a form
     assert web.post("/orders", "not json", content_type="application/json").status_code == 400
     bad = web.post("/orders", {"email": "nope"}, content_type="application/json")
     assert bad.status_code == 400
@@ -143,3 +145,15 @@ def test_the_worker_command_refuses_an_unknown_type(site: dict[str, str]) -> Non
         timeout=60,
     )
     assert done.returncode != 0 and "no handler for nope in KUE_HANDLERS" in done.stderr
+
+
+def test_the_settings_want_a_secret_key_unless_debugging() -> None:
+    code = "import kue_example.django_shop.settings"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    env["PYTHONPATH"] = str(ROOT)
+    refused = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert refused.returncode == 1 and "set DJANGO_SECRET_KEY" in refused.stderr
+    debugging = subprocess.run(
+        [sys.executable, "-c", code], env={**env, "DJANGO_DEBUG": "1"}, capture_output=True
+    )
+    assert debugging.returncode == 0

@@ -105,6 +105,13 @@ def test_a_report_is_enqueued_and_its_progress_streamed(
     ]
 
 
+def test_other_jobs_are_not_reports(service: str, redis_url: str, prefix: str) -> None:
+    with Queue(redis_url, prefix=prefix) as queue:
+        secret = queue.create_job("payroll", {"salary": 1}).save()
+    assert httpx.get(f"{service}/reports/{secret.id}", timeout=10).status_code == 404
+    assert httpx.get(f"{service}/reports/{secret.id}/events", timeout=10).status_code == 404
+
+
 def test_bad_requests_get_json_errors(service: str) -> None:
     assert httpx.post(f"{service}/reports", json={"title": ""}, timeout=10).status_code == 422
     assert httpx.post(f"{service}/reports", json={"pages": 3}, timeout=10).status_code == 422

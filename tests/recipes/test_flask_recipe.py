@@ -91,6 +91,13 @@ def test_the_login_form_needs_its_token_and_sends_only_to_this_site(app: Flask) 
     assert bad.status_code == 400
     assert web.get("/admin/queue/api/stats").status_code == 401
     assert _sign_in(web, "ada", "analytical", "//evil.example/") == 302
+    for away in ("/\\evil.example/", "https://evil.example/", "/\tx", "/ok\r\nSet-Cookie: x"):
+        other = app.test_client()
+        form = other.get("/login").get_data(as_text=True)
+        found = re.search(r'name="csrf" value="([^"]+)"', form)
+        assert found is not None
+        data = {"csrf": found.group(1), "next": away, "user": "ada", "password": "analytical"}
+        assert other.post("/login", data=data).headers["Location"] == "/", away
     web3 = app.test_client()
     form = web3.get("/login").get_data(as_text=True)
     token = re.search(r'name="csrf" value="([^"]+)"', form)
