@@ -57,7 +57,11 @@ def test_dependents_are_released_once_through_kills_and_pauses(
     workers = Workers(redis_url, prefix)
     ran = f"{prefix}:ran"
     try:
+        # Every worker up before any job runs: else the first ones started may run most of
+        # the jobs while the others start, and the kills below find none running.
+        queue.pause("t")
         procs = [workers.start("thread", 3) for _ in range(3)]
+        queue.resume("t")
         paused = None
         for target in (10, 25, 40, 55, 70, 85):
             wait_for(lambda t=target: r.llen(ran) >= t, timeout=30)  # type: ignore[misc]
