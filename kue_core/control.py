@@ -55,20 +55,6 @@ class Control:
         self._keys = keys
         self._scripts = scripts
 
-    def cancel(self, job_id: int, reason: str) -> str:
-        """Cancel a job; returns the state it was in."""
-        return self._scripts.cancel(job_id, reason_text(reason))
-
-    def move(self, job_id: int, to_type: str, force: bool) -> str:
-        """Put a job under ``to_type`` (validated by the caller); returns its state after."""
-        if not isinstance(force, bool):
-            raise InvalidJob(f"force must be true or false, got {force!r}")
-        return self._scripts.move(job_id, to_type, force)
-
-    def edit(self, job_id: int, data_json: str, words: str) -> str:
-        """Replace a job's data (JSON text, and its search words); returns its state."""
-        return self._scripts.edit(job_id, data_json, words)
-
     def stop_worker(self, worker_id: object, timeout: float) -> None:
         """Ask a live worker process to shut down; ``WorkerNotFound`` when none has this id."""
         self._scripts.drive(stop_worker(self._keys, worker_id, timeout))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -31,30 +30,10 @@ from .worker import Workers
 _job_id = checks.job_id
 
 
-def _index(value: object, name: str) -> int:
-    return checks.integer(value, name, -(2**63), 2**63 - 1)
-
-
 def _flag(value: object, name: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidJob(f"{name} must be true or false, got {value!r}")
     return value
-
-
-def _json_list(text: object) -> list[str]:
-    """A stored JSON list of strings, or [] (absent, or written otherwise)."""
-    try:
-        value = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return []
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def _order(order: str) -> bool:
-    """True for descending; Kue treats anything but ``desc`` as ascending."""
-    if order not in ("asc", "desc"):
-        raise InvalidJob(f"order must be asc or desc, got {order!r}")
-    return order == "desc"
 
 
 class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethods):
@@ -229,9 +208,6 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
     def _state_key(self, state: str, job_type: str | None = None) -> str:
         """The set of a state's jobs, of every type or of one (both checked)."""
         return ops.state_key(self.keys, state, job_type)
-
-    def _zrange(self, key: str, start: int, stop: int) -> list[str]:
-        return cast(list[str], self.client.zrange(key, start, stop))
 
     def count(self, state: str, job_type: str | None = None) -> int:
         """Number of jobs in a state, for all types or one."""

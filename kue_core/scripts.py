@@ -393,12 +393,6 @@ class Scripts:
         """Store jobs given as rows of ``SAVE_WIDTH`` values in one call; returns their ids."""
         return self.call(calls.save(self._keys, rows))
 
-    def save_unique(
-        self, row: Sequence[Any], key: str, mode: str, ttl: int
-    ) -> tuple[int, str, str | None]:
-        """Save one job with a unique key unless a job holds it: (id, outcome, state)."""
-        return self.call(calls.save_unique(self._keys, row, key, mode, ttl))
-
     def batch(self, batch: Sequence[Call[T]]) -> list[T]:
         """Several calls of one script (``save``), pipelined in one round trip; each one's
         reply, read. The first error raises, once every call that could run has."""
@@ -450,9 +444,6 @@ class Scripts:
         found, removed = self._run("retain", self._keys.finished_cursor, limit)
         return int(found), int(removed)
 
-    def update(self, job_id: int, fields: Sequence[Any]) -> str:
-        return self.call(calls.update(self._keys, job_id, fields))
-
     def set_state(self, job_id: int, state: str) -> str:
         return self.call(calls.set_state(self._keys, job_id, state))
 
@@ -466,33 +457,14 @@ class Scripts:
         count: int = self._run("log", self._keys.job(job_id), job_id, line)
         return count
 
-    def remove(self, job_id: int, cascade: bool = False) -> list[int]:
-        """Remove a job (with ``cascade``, and the jobs blocked waiting for it); returns the
-        ids removed."""
-        return self.call(calls.remove(self._keys, job_id, cascade))
-
     # -- dependencies (see kue_core/flows.py) ---------------------------------------------
-    def flow(self, rows: Sequence[Sequence[Any]]) -> list[tuple[int, str]]:
-        """Save jobs with dependencies, all or nothing (rows as ``flow.lua`` takes them):
-        (id, state) of each."""
-        return self.call(calls.flow(self._keys, rows))
-
     def unblock(self, limit: int) -> int:
         """The dependencies sweep: how many awaited jobs it found ended (by Node Kue)."""
         return int(self._run("unblock", self._keys.awaited, limit))
 
     # -- job control (see kue_core/control.py): each returns a state ----------------------
-    def cancel(self, job_id: int, reason: str) -> str:
-        return self.call(calls.cancel(self._keys, job_id, reason))
-
-    def move(self, job_id: int, to_type: str, force: bool) -> str:
-        return self.call(calls.move(self._keys, job_id, to_type, force))
-
     def pin(self, job_id: int, workers_json: str) -> str:
         return self.call(calls.pin(self._keys, job_id, workers_json))
-
-    def edit(self, job_id: int, data_json: str, words: str) -> str:
-        return self.call(calls.edit(self._keys, job_id, data_json, words))
 
     def wait_for_token(
         self, lists: Sequence[tuple[str, bool]], timeout: float, blocked: Callable[[int], None]
@@ -573,10 +545,6 @@ class Scripts:
         wait = "" if rate_limited_ms is None else rate_limited_ms
         return bool(self._run("release", self._keys.job(job_id), job_id, token, wait))
 
-    def limit(self, job_type: str, changes: dict[str, Any], end_hold: bool) -> dict[str, Any]:
-        """Change the limits of ``job_type`` (see ``limit.lua``); its rules after."""
-        return self.call(calls.limit(self._keys, job_type, changes, end_hold))
-
     def feed(self, job_type: str, event: str, on: bool) -> None:
         """Start or stop the feed of ``event`` of ``job_type`` (see ``feed.lua``)."""
         self._run("feed", self._keys.limits, job_type, event, "1" if on else "")
@@ -621,10 +589,6 @@ class Scripts:
         """Stop claims of ``job_type``; False when it was paused already."""
         return self.call(calls.pause(self._keys, job_type))
 
-    def resume(self, job_type: str) -> bool:
-        """Allow claims of ``job_type`` again; False when it was not paused."""
-        return self.call(calls.resume(self._keys, job_type))
-
     def bulk(self, key: str, state: str, action: str, limit: int) -> tuple[int, int]:
         """One batch of ``action`` (a state to move to, or ``remove``) on the jobs of
         ``state`` in the set ``key``: (jobs handled, jobs left in the set)."""
@@ -638,11 +602,6 @@ class Scripts:
         return int(moved), int(next_due), int(now), int(schedule)
 
     # -- schedules (see kue_core/schedules.py) --------------------------------------------
-    def schedule(self, op: str, key: str, at: int = -1, fields: Sequence[Any] = ()) -> bool:
-        """Define (``set``), ``pause``, ``resume`` or ``remove`` a schedule; False when it
-        does not exist."""
-        return self.call(calls.schedule(self._keys, op, key, at, fields))
-
     def tick(
         self,
         key: str,
