@@ -6,7 +6,6 @@ touch keys under their own prefix.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
@@ -230,12 +229,12 @@ def client(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> Itera
         pytest.skip("AsyncQueue connects to one Redis server")
     from kue_core.aio import AsyncQueue
 
-    from .clients import Blocking
+    from .clients import Blocking, Loop
 
-    loop = asyncio.new_event_loop()
+    loop = Loop()
     aq = AsyncQueue(redis_url, prefix=prefix)
     yield Blocking(aq, loop)
-    loop.run_until_complete(aq.close())
+    loop.run(aq.close())
     loop.close()
 
 

@@ -25,6 +25,7 @@ from kue_core import (
     defaults,
 )
 from kue_core.aio import AsyncJob, AsyncQueue
+from tests.clients import run
 from tests.conftest import on_cluster
 
 pytestmark = pytest.mark.single_node
@@ -56,7 +57,7 @@ def test_events_are_heard_as_they_happen_filtered_by_name_and_type(
             assert [e.id for e in heard] == [first.id, second.id]
             return heard
 
-    heard = asyncio.run(main())
+    heard = run(main())
     assert [(e.name, e.args, e.type) for e in heard] == [
         ("complete", ({"sent": 1},), "email"),
         ("complete", ({"sent": 2},), "email"),
@@ -81,7 +82,7 @@ def test_a_stream_of_every_event_and_of_one_job(url: str, prefix: str) -> None:
             await mine.aclose()
             return [f"{e.id}:{e.name}" for e in names if e], [e.name for e in own if e]
 
-    names, own = asyncio.run(main())
+    names, own = run(main())
     assert names[0].endswith(":enqueue") and names[1].endswith(":enqueue")
     assert names[2:] == [f"{names[0].split(':')[0]}:cancelled", f"{names[0].split(':')[0]}:failed"]
     assert own == ["cancelled", "failed"]
@@ -97,7 +98,7 @@ def test_bad_event_filters_are_refused(url: str, prefix: str) -> None:
             with pytest.raises(InvalidJob):
                 queue.events(job_id="x")
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_wait_gives_the_result_or_the_error(client: Any, sync_queue: Queue) -> None:
@@ -150,7 +151,7 @@ def test_a_removal_during_the_wait_ends_it(url: str, prefix: str) -> None:
             with pytest.raises(JobNotFound):
                 await asyncio.wait_for(waiting, 5)
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_a_thousand_saves_at_once_on_one_loop(url: str, prefix: str, r: redis.Redis) -> None:
@@ -165,7 +166,7 @@ def test_a_thousand_saves_at_once_on_one_loop(url: str, prefix: str, r: redis.Re
             assert (await queue.counts("bulk"))["inactive"] == 1000
             return [job.id for job in saved]
 
-    ids = asyncio.run(main())
+    ids = run(main())
     assert sorted(ids) == list(range(1, 1001))
     assert r.llen(f"{prefix}:bulk:jobs") == 1000  # one wake-up token each, as Kue
 
@@ -184,7 +185,7 @@ def test_functions_lost_by_the_server_are_loaded_again(
 
     if int(r.info("server")["redis_version"].split(".")[0]) < 7:
         pytest.skip("Redis functions are Redis 7's")
-    asyncio.run(main())
+    run(main())
 
 
 def test_the_embedded_redis_is_shared_with_the_blocking_client(tmp_path: Path) -> None:
@@ -193,7 +194,7 @@ def test_the_embedded_redis_is_shared_with_the_blocking_client(tmp_path: Path) -
             job = await queue.create_job("t", {"k": "v"}).save()
             return job.id  # type: ignore[return-value]
 
-    job_id = asyncio.run(main())
+    job_id = run(main())
     with Queue(data_dir=tmp_path, prefix="emb") as queue:
         assert queue.get_job(job_id).data == {"k": "v"}
 
@@ -263,7 +264,7 @@ def test_callers_that_give_up_leave_the_shared_connection_in_step(
             assert (await queue.get_job(after.id)).data == {"i": "after"}  # type: ignore[arg-type]
             return kept
 
-    for i, job_id in asyncio.run(main()):
+    for i, job_id in run(main()):
         assert r.hget(f"{prefix}:job:{job_id}", "data") == f'{{"i":{i}}}'
 
 
@@ -288,7 +289,7 @@ def test_a_killed_connection_fails_only_the_calls_it_owed(
             after = await queue.create_job("t", {"after": True}).save()
             return ids, after.id  # type: ignore[return-value]
 
-    ids, after = asyncio.run(main())
+    ids, after = run(main())
     for job_id in [*ids, after]:
         assert r.exists(f"{prefix}:job:{job_id}")
 
@@ -305,7 +306,7 @@ def test_closing_fails_calls_under_way_and_later_ones(url: str, prefix: str) -> 
         with pytest.raises(ConnectionFailed, match="closed"):
             await queue.create_job("t").save()
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_a_connection_closed_while_idle_is_replaced_not_failed_on(
@@ -320,7 +321,7 @@ def test_a_connection_closed_while_idle_is_replaced_not_failed_on(
             again = await queue.create_job("t").save()  # no error: a new connection
             assert again.id == 2
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_a_new_async_job_takes_tags_and_tracking(client: Any) -> None:
