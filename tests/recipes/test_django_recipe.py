@@ -34,6 +34,10 @@ def site(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[d
     env = {
         "DJANGO_SETTINGS_MODULE": SETTINGS,
         "DJANGO_SECRET_KEY": "the tests' key",
+        # Django refuses database calls in a thread that runs an event loop; in the full suite
+        # the browser tests' Playwright keeps one running in the main thread (not ours: no
+        # coroutine of this module runs there), which Django's documented switch allows.
+        "DJANGO_ALLOW_ASYNC_UNSAFE": "1",
         "SHOP_DB": str(tmp_path_factory.mktemp("shop") / "shop.sqlite3"),
         "KUE_REDIS_URL": redis_url,
         "KUE_PREFIX": prefix,
