@@ -4,6 +4,7 @@ its reads and writes awaited."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from . import ops, waiting
@@ -96,6 +97,9 @@ class AsyncJob(Job):
                 event = await stream.get(left)
                 if event is not None:
                     ended = waiting.by_event(event)
+                    if ended is not None and ended.how == "failed":
+                        with contextlib.suppress(JobNotFound):  # removed since: the event tells all
+                            ended = waiting.as_stored(ended, await self.queue.get_job(job_id))
         return ended.value()
 
     def on(self, event: str, fn: Any) -> AsyncJob:

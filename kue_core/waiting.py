@@ -7,6 +7,7 @@ the two is heard, one that came before is read.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,15 @@ def by_event(event: Event) -> Ended | None:
     return None
 
 
+def as_stored(ended: Ended, job: Job | None) -> Ended:
+    """A failure heard from its event, told as the job keeps it: the event carries the
+    message alone, the job its whole error (the message, then the traceback), which
+    ``JobFailed.error`` gives whichever way the wait learnt of the end."""
+    if ended.how == "failed" and job is not None and job.state == "failed":
+        return Ended(ended.job_id, "failed", error=job.error)
+    return ended
+
+
 def seconds(timeout: object) -> float | None:
     """A wait's ``timeout`` checked: seconds, or None for no bound."""
     if timeout is None:
@@ -95,6 +105,9 @@ def wait(queue: Queue, job_id: int, timeout: object) -> Any:
             event = stream.next_event(left)
             if event is not None and event.id == job_id:
                 ended = by_event(event)
+                if ended is not None and ended.how == "failed":
+                    with contextlib.suppress(JobNotFound):  # removed since: the event tells all
+                        ended = as_stored(ended, queue.get_job(job_id))
     finally:
         stream.close()
     return ended.value()

@@ -108,7 +108,7 @@ def test_wait_gives_the_result_or_the_error(client: Any, sync_queue: Queue) -> N
         return {"echo": job.data["v"]}
 
     ok = client.create_job("w", {"v": 7}).save()
-    bad = client.create_job("w", {"fail": True}).save()
+    bad = client.create_job("w", {"fail": True}).delay(300).save()  # fails during the wait
     sync_queue.process("w", 2, handler)
     assert ok.wait(10) == {"echo": 7}
     with pytest.raises(JobFailed, match="no such address") as failed:
@@ -117,8 +117,11 @@ def test_wait_gives_the_result_or_the_error(client: Any, sync_queue: Queue) -> N
     assert failed.value.job_id == bad.id and failed.value.error == sync_queue.get_job(bad.id).error
     assert failed.value.error.startswith("NoRetry: no such address\nTraceback")
     assert str(failed.value) == f"job {bad.id} failed: NoRetry: no such address"
-    # A job that ended before the wait: read, not waited for.
+    # A job that ended before the wait: read, not waited for; the same error either way.
     assert ok.wait(0) == {"echo": 7}
+    with pytest.raises(JobFailed) as again:
+        bad.wait(0)
+    assert again.value.error == failed.value.error
 
 
 def test_wait_times_out_and_hears_a_removal(client: Any) -> None:
