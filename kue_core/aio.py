@@ -17,8 +17,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 import redis.asyncio
+import redis.asyncio.sentinel
 
 from . import calls, checks, connection, control, defaults, ops, search
+from .aio_cluster import AsyncSlotPool
 from .aio_events import AsyncEvents
 from .aio_job import AsyncJob
 from .aio_plans import AsyncPlans
@@ -32,26 +34,31 @@ from .values import validate_type
 __all__ = ["AsyncEvents", "AsyncJob", "AsyncQueue"]
 
 
-def _client(url: str | None, data_dir: str | os.PathLike[str] | None) -> redis.asyncio.Redis:
-    """An asyncio client for ``url`` (one server: ``redis://``, ``rediss://``, ``unix://``),
-    or for the embedded Redis (started if need be) when there is none."""
+def _client(
+    url: str | None, data_dir: str | os.PathLike[str] | None, prefix: str
+) -> redis.asyncio.Redis:
+    """An asyncio client for ``url`` (any URL :class:`kue_core.Queue` takes: one server, a
+    cluster, Sentinel), or for the embedded Redis (started if need be) when there is none."""
     options = dict(connection.CLIENT_OPTIONS)
     url = connection.base_url(url) if url else connection.embedded_url(data_dir)
     scheme = url.partition("://")[0].lower()
-    if scheme not in ("redis", "rediss", "unix"):
-        raise ConnectionFailed(
-            f"AsyncQueue connects to one Redis server (redis://, rediss://, unix://), not "
-            f"{scheme}://; use Queue for Redis Cluster and Sentinel"
-        )
     if scheme == "unix":
         options.pop("socket_keepalive", None)  # a TCP option; unix sockets refuse it
+    # Calls at once are bounded by AsyncScripts (AIO_CONNECTIONS), event streams by their
+    # listeners: the pool itself never refuses a connection.
+    options["max_connections"] = 2**31 - 1
     try:
-        # Calls at once are bounded by AsyncScripts (AIO_CONNECTIONS), event streams by their
-        # listeners: the pool itself never refuses a connection.
-        pool = redis.asyncio.ConnectionPool.from_url(url, max_connections=2**31 - 1, **options)
+        if scheme not in connection.TOPOLOGIES:
+            pool = redis.asyncio.ConnectionPool.from_url(url, **options)
+            return redis.asyncio.Redis.from_pool(pool)
+        t = connection.topology(url, prefix, options)
     except ValueError as e:
         raise ConnectionFailed(f"invalid Redis URL {connection.redact(url)!r}: {e}") from None
-    return redis.asyncio.Redis.from_pool(pool)
+    if t.kind == "cluster":
+        return redis.asyncio.Redis.from_pool(AsyncSlotPool(t.nodes, prefix, **t.settings))
+    sentinel = redis.asyncio.sentinel.Sentinel(t.nodes, sentinel_kwargs=t.sentinel_settings)  # type: ignore[no-untyped-call]
+    client: redis.asyncio.Redis = sentinel.master_for(t.service, db=t.db, **t.settings)
+    return client
 
 
 class AsyncQueue(AsyncPlans):
@@ -75,7 +82,7 @@ class AsyncQueue(AsyncPlans):
         self.prefix = connection.queue_prefix(prefix)
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
         self._owns_client = client is None
-        self.client = client if client is not None else _client(url, data_dir)
+        self.client = client if client is not None else _client(url, data_dir, self.prefix)
         if replicas is None:
             replicas = connection.url_options(url).get("replicas", 0) if url and not client else 0
         else:

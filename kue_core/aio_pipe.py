@@ -25,6 +25,7 @@ from typing import Any
 import redis.asyncio
 from redis.exceptions import ConnectionError, ResponseError
 
+from .cluster import Redirected
 from .errors import ConnectionFailed
 
 
@@ -48,6 +49,8 @@ class _Line:
     owed: deque[_Call] = field(default_factory=deque)
     reader: asyncio.Task[None] | None = None
     dropped: bool = False
+    #: Written to no more (its node no longer serves the queue): dropped once it owes nothing.
+    retired: bool = False
 
 
 def _fail(calls: list[_Call], error: Exception) -> None:
@@ -111,7 +114,13 @@ class Pipe:
     async def _open(self) -> _Line:
         """The line to write to: the current one if it is still good, else a new one."""
         line = self._line
-        if line is not None and not line.owed and not await _sound(line.conn):
+        if line is not None and _stale(line.conn):
+            if line.owed:
+                line.retired, self._line = True, None  # its reader drops it when done
+            else:
+                await self._drop(line, ConnectionError("its node no longer serves the queue"))
+            line = None
+        elif line is not None and not line.owed and not await _sound(line.conn):
             await self._drop(line, ConnectionError("closed by the server while idle"))
             line = None
         if line is None:
@@ -125,7 +134,7 @@ class Pipe:
                 call = line.owed[0]
                 try:
                     reply = await line.conn.read_response()
-                except ResponseError as e:
+                except (ResponseError, Redirected) as e:  # an error reply: still in step
                     reply = e
                 call.got.append(reply)
                 if len(call.got) == call.replies:
@@ -139,6 +148,8 @@ class Pipe:
                 raise
         finally:
             line.reader = None
+        if line.retired:
+            await self._drop(line, ConnectionError("retired"))  # it owes nothing now
 
     async def _drop(self, line: _Line, error: BaseException) -> None:
         """``line`` failed (or the pipe closes): the calls it owed get a ``ConnectionError``,
@@ -176,6 +187,13 @@ class Pipe:
         await asyncio.gather(
             *(t for t in (writer, reader) if t is not None), return_exceptions=True
         )
+
+
+def _stale(conn: Any) -> bool:
+    """Whether ``conn`` is open to a cluster node that no longer serves the queue's slot
+    (see :mod:`kue_core.aio_cluster`)."""
+    stale = getattr(conn, "stale", None)
+    return bool(stale is not None and stale())
 
 
 async def _sound(conn: Any) -> bool:

@@ -16,10 +16,11 @@ from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 from . import defaults
 from .aio_pipe import Pipe, Unsent
 from .calls import Call, Op, Read
+from .cluster import Redirected
 from .errors import ConnectionFailed, KueError
 from .keys import Keys
 from .lua_source import SCRIPT_NAMES, function_library, script_source
-from .scripts import _no_functions, _pack, _unrun, confirmed, translate
+from .scripts import _no_functions, _pack, _Redirects, _unrun, confirmed, translate
 
 T = TypeVar("T")
 
@@ -125,7 +126,9 @@ class AsyncScripts:
         """Run one script call; its reply, read. With ``c.replicated``, only once the
         queue's replicas have its writes (``WAIT``, sent with it)."""
         waits = c.replicated and self.replicas
-        for attempt in range(3):
+        failures = 0
+        redirects: _Redirects | None = None
+        while failures < 3:
             sent = self._loads
             packed = _pack(*self._command(c))
             if waits:
@@ -136,15 +139,25 @@ class AsyncScripts:
                 else:
                     replies = await self._pipe.exchange(packed, 1)
             except Unsent as unsent:
-                if attempt == 2:
+                failures += 1
+                if failures == 3:
                     raise ConnectionFailed(
                         f"could not send the {c.name} script: {unsent}"
                     ) from None
                 continue  # safe to send again, on a fresh connection
+            except Redirected as e:  # from _exchange: the pipe gives it as the reply
+                replies = [e]
             reply = replies[0]
+            if isinstance(reply, Redirected):
+                # It did not run: the cluster moved the slot, or is moving it. Send it again
+                # (to the new owner) for as long as a move may take.
+                redirects = redirects or _Redirects()
+                await asyncio.sleep(redirects.pause(reply))
+                continue
             if isinstance(reply, ResponseError):
                 if not await self._recovered(c.name, reply, sent):
                     raise translate(reply) from None
+                failures += 1
                 continue
             if waits:
                 confirmed(replies[1], self.replicas)

@@ -52,7 +52,12 @@ _SCRIPT_FENCED = "attempted to access a non local key in a cluster node"
 
 
 class Redirected(redis.ConnectionError):
-    """The slot is served elsewhere, or nowhere for now: the command did not run."""
+    """The slot is served elsewhere, or nowhere for now: the command did not run.
+    ``elsewhere``: whether the connection must go (to another node, or to be made again)."""
+
+    def __init__(self, message: str, *, elsewhere: bool = True) -> None:
+        super().__init__(message)
+        self.elsewhere = elsewhere
 
 
 def hash_tag(prefix: str) -> str | None:
@@ -67,8 +72,9 @@ def hash_tag(prefix: str) -> str | None:
     return prefix[start + 1 : end]
 
 
-class SlotOwner:
-    """Where one slot is served: asked of the cluster, remembered until it changes."""
+class SlotMap:
+    """Where one slot is served, as last heard (what the blocking and the asyncio owners share;
+    they differ in how they ask the cluster)."""
 
     def __init__(self, nodes: list[tuple[str, int]], slot: int, settings: dict[str, Any]) -> None:
         self.slot = slot
@@ -78,11 +84,9 @@ class SlotOwner:
         self._address: tuple[str, int] | None = None
         self._lock = threading.Lock()
 
-    def address(self) -> tuple[str, int]:
-        with self._lock:
-            if self._address is None:
-                self._address = self._discover()
-            return self._address
+    def known(self) -> tuple[str, int] | None:
+        """The owner as last heard; None until asked, or once forgotten."""
+        return self._address
 
     def moved(self, address: tuple[str, int]) -> None:
         with self._lock:
@@ -94,16 +98,42 @@ class SlotOwner:
         with self._lock:
             self._address = None
 
+    def _probe_settings(self) -> dict[str, Any]:
+        """Settings of a connection that asks a node for ``CLUSTER SLOTS``."""
+        timeout = self._settings.get("socket_connect_timeout")
+        return {"socket_timeout": timeout, "ssl": self._ssl, **self._settings}
+
+    def _read(self, host: str, slots: list[Any]) -> tuple[str, int] | None:
+        """The primary serving the slot in ``host``'s ``CLUSTER SLOTS`` reply (learning every
+        node it names); None when the reply gives it none."""
+        for row in slots:
+            start, end, primary = row[0], row[1], row[2]
+            if start <= self.slot <= end:
+                for node in slots_nodes(slots, host):
+                    if node not in self._nodes:
+                        self._nodes.append(node)
+                return _text(primary[0]) or host, int(primary[1])
+        return None
+
+    def _none_serves(self, errors: list[str]) -> redis.ConnectionError:
+        return redis.ConnectionError(
+            f"no Redis Cluster node serves slot {self.slot}: " + "; ".join(errors)
+        )
+
+
+class SlotOwner(SlotMap):
+    """Where one slot is served: asked of the cluster, remembered until it changes."""
+
+    def address(self) -> tuple[str, int]:
+        with self._lock:
+            if self._address is None:
+                self._address = self._discover()
+            return self._address
+
     def _discover(self) -> tuple[str, int]:
         errors = []
         for host, port in list(self._nodes):
-            probe = redis.Redis(
-                host=host,
-                port=port,
-                socket_timeout=self._settings.get("socket_connect_timeout"),
-                ssl=self._ssl,
-                **self._settings,
-            )
+            probe = redis.Redis(host=host, port=port, **self._probe_settings())
             try:
                 slots = probe.execute_command("CLUSTER SLOTS")  # type: ignore[no-untyped-call]
             except redis.RedisError as e:
@@ -111,26 +141,37 @@ class SlotOwner:
                 continue
             finally:
                 probe.close()
-            for row in slots:
-                start, end, primary = row[0], row[1], row[2]
-                if start <= self.slot <= end:
-                    owner = (_text(primary[0]) or host, int(primary[1]))
-                    self._learn([(_text(r[0]) or host, int(r[1])) for r in _slot_nodes(slots)])
-                    return owner
+            owner = self._read(host, slots)
+            if owner is not None:
+                return owner
             errors.append(f"{host}:{port}: slot {self.slot} has no primary")
-        raise redis.ConnectionError(
-            f"no Redis Cluster node serves slot {self.slot}: " + "; ".join(errors)
-        )
-
-    def _learn(self, nodes: list[tuple[str, int]]) -> None:
-        for node in nodes:
-            if node not in self._nodes:
-                self._nodes.append(node)
+        raise self._none_serves(errors)
 
 
-def _slot_nodes(slots: list[Any]) -> list[Any]:
-    """Every node named in a ``CLUSTER SLOTS`` reply, primaries and replicas."""
-    return [node for row in slots for node in row[2:]]
+def redirected(error: ResponseError, owner: SlotMap) -> Redirected | None:
+    """The :class:`Redirected` that Redis Cluster's ``error`` reply means, having told
+    ``owner`` what it learnt; None for any other error."""
+    if isinstance(error, MovedError):  # (a kind of AskError: first)
+        owner.moved((error.host, int(error.port)))
+        return Redirected(f"slot {error.slot_id} moved to {error.host}:{error.port}")
+    if isinstance(error, ClusterDownError | TryAgainError):
+        owner.forget()
+        return Redirected(f"the cluster cannot serve slot {owner.slot}: {error}")
+    if isinstance(error, AskError):
+        # The slot is migrating and this key has moved (or is new). Asking the target would
+        # split a queue's keys between two nodes: wait until the slot has moved, when the
+        # owner answers MOVED.
+        return Redirected(f"slot {error.slot_id} is migrating to {error.host}:{error.port}")
+    if _SCRIPT_FENCED in str(error):
+        # A script met its fence (lib.lua) on a migrating slot, before any write.
+        return Redirected(f"slot {owner.slot} is migrating", elsewhere=False)
+    return None
+
+
+def slots_nodes(slots: list[Any], host: str) -> list[tuple[str, int]]:
+    """Every node named in a ``CLUSTER SLOTS`` reply got from ``host``, primaries and
+    replicas (an empty host is the one asked)."""
+    return [(_text(node[0]) or host, int(node[1])) for row in slots for node in row[2:]]
 
 
 def _text(value: Any) -> str:
@@ -162,26 +203,15 @@ class _SlotConnection(Connection):
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().read_response(*args, **kwargs)
-        except MovedError as e:
-            self.slot_owner.moved((e.host, int(e.port)))
-            self.disconnect()  # type: ignore[no-untyped-call]
-            raise Redirected(f"slot {e.slot_id} moved to {e.host}:{e.port}") from None
-        except (ClusterDownError, TryAgainError) as e:
-            self.slot_owner.forget()
-            self.disconnect()  # type: ignore[no-untyped-call]
-            raise Redirected(f"the cluster cannot serve slot {self.slot_owner.slot}: {e}") from None
-        except AskError as e:
-            # The slot is migrating and this key has moved (or is new). Asking the target
-            # would split a queue's keys between two nodes: wait until the slot has moved,
-            # when the owner answers MOVED. (A pipeline's other replies are unread: drop
-            # the connection.)
-            self.disconnect()  # type: ignore[no-untyped-call]
-            raise Redirected(f"slot {e.slot_id} is migrating to {e.host}:{e.port}") from None
         except ResponseError as e:
-            if _SCRIPT_FENCED not in str(e):
+            redirect = redirected(e, self.slot_owner)
+            if redirect is None:
                 raise
-            # A script met its fence (lib.lua) on a migrating slot, before any write.
-            raise Redirected(f"slot {self.slot_owner.slot} is migrating") from None
+            if redirect.elsewhere:
+                # To another node, or a pipeline's other replies are unread: drop the
+                # connection.
+                self.disconnect()  # type: ignore[no-untyped-call]
+            raise redirect from None
 
 
 class _SlotSSLConnection(_SlotConnection, SSLConnection):

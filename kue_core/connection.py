@@ -22,6 +22,7 @@ import os
 import re
 import threading
 import weakref
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -41,7 +42,7 @@ _sources: weakref.WeakKeyDictionary[redis.Redis, tuple[str, str | None, dict[str
 )
 
 #: scheme -> (kind, TLS) for the URLs that name more than one server.
-_TOPOLOGIES = {
+TOPOLOGIES = {
     "redis+cluster": ("cluster", False),
     "rediss+cluster": ("cluster", True),
     "redis+sentinel": ("sentinel", False),
@@ -79,7 +80,7 @@ def from_url(url: str, *, route: str | None = None, **options: Any) -> redis.Red
     url, _ = _kue_options(url)
     scheme = url.partition("://")[0].lower()
     try:
-        if scheme in _TOPOLOGIES:
+        if scheme in TOPOLOGIES:
             client = _topology(url, route, merged)
         else:
             if scheme == "unix":
@@ -134,11 +135,27 @@ def source(client: redis.Redis) -> tuple[str, str | None, dict[str, Any]] | None
     return _sources.get(client)
 
 
-def _topology(url: str, route: str | None, options: dict[str, Any]) -> redis.Redis:
-    """A client for a cluster or Sentinel URL: ``scheme://[user:password@]host:port,...
-    [/service[/db]][?option=value&...]``."""
+@dataclass(frozen=True)
+class Topology:
+    """A cluster or Sentinel URL, read: the nodes it names and the settings of the
+    connections to make (see :func:`topology`)."""
+
+    kind: str  # "cluster" or "sentinel"
+    nodes: list[tuple[str, int]]
+    #: For the data connections (the slot owner's, or the primary's).
+    settings: dict[str, Any]
+    #: For the connections to the sentinels; empty on a cluster.
+    sentinel_settings: dict[str, Any] = field(default_factory=dict)
+    service: str = ""
+    db: int = 0
+
+
+def topology(url: str, route: str | None, options: dict[str, Any]) -> Topology:
+    """Read a cluster or Sentinel URL, ``scheme://[user:password@]host:port,...
+    [/service[/db]][?option=value&...]``, checked (``ValueError``, or ``ConnectionFailed``
+    for a cluster ``route`` without a hash tag), for a blocking or an asyncio client."""
     scheme, _, rest = url.partition("://")
-    kind, tls = _TOPOLOGIES[scheme.lower()]
+    kind, tls = TOPOLOGIES[scheme.lower()]
     rest, _, query = rest.partition("?")
     netloc, _, path = rest.partition("/")
     creds, _, hosts = netloc.rpartition("@")
@@ -168,7 +185,7 @@ def _topology(url: str, route: str | None, options: dict[str, Any]) -> redis.Red
                 f"on a Redis Cluster the prefix must carry a hash tag, like '{{q}}', so that "
                 f"every key of a queue is in one slot; got {route!r}"
             )
-        return redis.Redis(connection_pool=SlotPool(nodes, route, **settings))
+        return Topology(kind, nodes, settings)
     if not parts or len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
         raise ValueError("name the Sentinel service and, optionally, the database: /service[/db]")
     sentinel_settings = {
@@ -179,9 +196,17 @@ def _topology(url: str, route: str | None, options: dict[str, Any]) -> redis.Red
     }
     if tls:
         sentinel_settings.update(ssl=True, **tls_files)
-    sentinel = redis.sentinel.Sentinel(nodes, sentinel_kwargs=sentinel_settings)  # type: ignore[no-untyped-call]
     db = int(parts[1]) if len(parts) == 2 else 0
-    client: redis.Redis = sentinel.master_for(parts[0], db=db, **settings)  # type: ignore[no-untyped-call]
+    return Topology(kind, nodes, settings, sentinel_settings, parts[0], db)
+
+
+def _topology(url: str, route: str | None, options: dict[str, Any]) -> redis.Redis:
+    """A blocking client for a cluster or Sentinel URL (see :func:`topology`)."""
+    t = topology(url, route, options)
+    if t.kind == "cluster":
+        return redis.Redis(connection_pool=SlotPool(t.nodes, route or "", **t.settings))
+    sentinel = redis.sentinel.Sentinel(t.nodes, sentinel_kwargs=t.sentinel_settings)  # type: ignore[no-untyped-call]
+    client: redis.Redis = sentinel.master_for(t.service, db=t.db, **t.settings)  # type: ignore[no-untyped-call]
     return client
 
 

@@ -224,12 +224,12 @@ class _Redirects:
         self.pauses = Pauses(0.005, 0.25)
         self.deadline = time.monotonic() + REDIRECT_PATIENCE
 
-    def wait(self, error: Redirected) -> None:
+    def pause(self, error: Redirected) -> float:
+        """How long to wait before sending again; ``error`` itself once out of patience."""
         if time.monotonic() >= self.deadline:
             raise error
-        if self.count:
-            time.sleep(self.pauses.next())
         self.count += 1
+        return self.pauses.next() if self.count > 1 else 0.0
 
 
 class Scripts:
@@ -339,7 +339,7 @@ class Scripts:
                 # It did not run: the cluster moved the slot, or is moving it. Resend (to the
                 # new owner) for as long as a move may take.
                 redirected = redirected or _Redirects()
-                redirected.wait(e)
+                time.sleep(redirected.pause(e))
             except ResponseError as e:
                 if not self._recovered(name, e):
                     raise translate(e) from None

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from kue_core.aio import AsyncJob, AsyncQueue
@@ -36,6 +37,18 @@ class Loop:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
         self.loop.close()
+
+
+@contextmanager
+def blocking_queue(redis_url: str | None = None, prefix: str | None = None) -> Iterator[Any]:
+    """An ``AsyncQueue`` seen through blocking calls, on a loop of its own; closed after."""
+    loop = Loop()
+    queue = AsyncQueue(redis_url, prefix=prefix)
+    try:
+        yield Blocking(queue, loop)
+    finally:
+        loop.run(queue.close())
+        loop.close()
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

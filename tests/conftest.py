@@ -225,17 +225,10 @@ def client(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> Itera
         yield q
         q.close()
         return
-    if on_cluster(redis_url):
-        pytest.skip("AsyncQueue connects to one Redis server")
-    from kue_core.aio import AsyncQueue
+    from .clients import blocking_queue
 
-    from .clients import Blocking, Loop
-
-    loop = Loop()
-    aq = AsyncQueue(redis_url, prefix=prefix)
-    yield Blocking(aq, loop)
-    loop.run(aq.close())
-    loop.close()
+    with blocking_queue(redis_url, prefix) as aq:
+        yield aq
 
 
 def wait_for(predicate, timeout: float = 5.0, interval: float = 0.01):  # type: ignore[no-untyped-def]

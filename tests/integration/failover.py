@@ -1,15 +1,18 @@
-"""The failover scenario the Sentinel and Cluster tests share: workers, a producer saving
-with ``?replicas=1`` and the API run while the primary is SIGKILLed and a replica promoted;
-afterwards every acknowledged job is complete, exactly as saved, on the new primary."""
+"""The failover scenario the Sentinel and Cluster tests share: workers, two producers (the
+blocking and the asyncio client) saving with ``?replicas=1`` and the API run while the
+primary is SIGKILLed and a replica promoted; afterwards every acknowledged job is complete,
+exactly as saved, on the new primary."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import redis
 
 from kue_core import Queue, doctor
 from kue_http import create_app
+from tests.clients import blocking_queue
 from tests.conftest import Producer, wait_for
 
 
@@ -24,18 +27,24 @@ def survives_failover(url: str, prefix: str, fail_over: Callable[[], None], new:
     done: set[int] = set()
     worker.process("task", 4, lambda job: done.add(job.id) or job.data["n"])
     producer = Producer(producer_queue)
+    stack = contextlib.ExitStack()
+    aproducer = Producer(stack.enter_context(blocking_queue(url, prefix)))  # the asyncio client
     producer.start()
+    aproducer.start()
     try:
         wait_for(lambda: len(done) >= 50, timeout=30)
         assert api.get("/api/stats").status_code == 200
         fail_over()
-        after = len(producer.acked)
-        wait_for(lambda: len(producer.acked) >= after + 50, timeout=30)
+        after = len(producer.acked), len(aproducer.acked)
+        wait_for(lambda: len(producer.acked) >= after[0] + 50, timeout=30)
+        wait_for(lambda: len(aproducer.acked) >= after[1] + 50, timeout=30)
     finally:
         producer.stop()
+        aproducer.stop()
+        stack.close()
 
     try:
-        acked = producer.acked
+        acked = producer.acked + aproducer.acked
 
         # Every acknowledged job is on the new primary and gets done, exactly as saved. One
         # that was active when the primary died comes back through its lease and runs again,

@@ -203,12 +203,20 @@ def test_the_embedded_redis_is_shared_with_the_blocking_client(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(
-    "bad",
-    ["redis+cluster://127.0.0.1:7000", "redis+sentinel://127.0.0.1:26379/main", "http://x"],
+    ("bad", "why"),
+    [
+        ("http://x", "invalid Redis URL"),
+        ("redis+cluster://127.0.0.1:7000", "must carry a hash tag"),
+        ("redis+cluster://127.0.0.1:7000/1", "only database 0"),
+        ("redis+sentinel://u:pw-1@127.0.0.1:26379", "name the Sentinel service"),
+        ("redis+sentinel://127.0.0.1:26379/main?nope=1", "unknown option 'nope'"),
+    ],
 )
-def test_urls_it_does_not_serve_are_refused_clearly(bad: str) -> None:
-    with pytest.raises(ConnectionFailed, match="AsyncQueue"):
-        AsyncQueue(bad)
+def test_urls_it_cannot_serve_are_refused_as_queue_refuses_them(bad: str, why: str) -> None:
+    for make in (AsyncQueue, Queue):
+        with pytest.raises(ConnectionFailed, match=why) as info:
+            make(bad, prefix="q")
+        assert "pw-1" not in str(info.value)
     with pytest.raises(InvalidJob, match="prefix"):
         AsyncQueue("redis://localhost", prefix="a b")
 

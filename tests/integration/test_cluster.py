@@ -4,6 +4,7 @@ core, worker and API suites also run on a cluster: see ``CLUSTER_SUITES`` in con
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,8 @@ from redis.crc import key_slot
 
 from kue_core import ConnectionFailed, Queue, connection, doctor, scripts
 from kue_core.cluster import SlotPool, hash_tag
+from tests.clients import blocking_queue
+from tests.clients import target as unwrapped
 from tests.conftest import Producer, keys_under, wait_for
 
 #: For the tests below that need a Redis: the session's cluster.
@@ -32,6 +35,11 @@ def cluster(redis_url: str) -> Iterator[redis.RedisCluster]:
     client = redis.RedisCluster(host=host, port=port, decode_responses=True)
     yield client
     client.close()
+
+
+def target_of(aqueue: Any) -> Any:
+    """The slot owner an asyncio client (seen through ``Blocking``) has heard of."""
+    return unwrapped(aqueue).client.connection_pool.slot_owner
 
 
 def _owner(cluster: redis.RedisCluster, prefix: str) -> tuple[str, int]:
@@ -132,13 +140,17 @@ def test_a_worker_follows_its_slot_to_another_primary(
     redis_url: str, prefix: str, cluster: redis.RedisCluster
 ) -> None:
     """After a reshard, the first command to the old primary gets MOVED; the client asks the
-    new owner instead, and the worker and producer carry on."""
+    new owner instead, and the worker and producers (blocking and asyncio) carry on."""
+    stack = contextlib.ExitStack()
     producer = Queue(redis_url, prefix=prefix)
     worker = Queue(redis_url, prefix=prefix)
     try:
         worker.process("task", 1, lambda job: job.data["n"] * 2)
         first = producer.create_job("task", {"n": 1}).save()
         wait_for(lambda: producer.get_job(first.id).state == "complete")
+        aproducer = stack.enter_context(blocking_queue(redis_url, prefix))
+        # Its pipelined connection is up, to the owner.
+        early = aproducer.create_job("task", {"n": 11}).save().id
         slot = key_slot(prefix.encode())
         before = _owner(cluster, prefix)
         target = next(n for n in cluster.get_primaries() if (n.host, int(n.port)) != before)
@@ -146,15 +158,21 @@ def test_a_worker_follows_its_slot_to_another_primary(
         cluster.nodes_manager.initialize()
         assert _owner(cluster, prefix) == (target.host, int(target.port))
 
-        later = [producer.create_job("task", {"n": n}).save().id for n in range(2, 12)]
-        wait_for(lambda: producer.count("complete", "task") == 11, timeout=20)
-        assert [producer.get_job(i).result for i in later] == [n * 2 for n in range(2, 12)]
+        later = [producer.create_job("task", {"n": n}).save().id for n in range(2, 11)]
+        # The asyncio client, whose pipelined connection went to the old owner before.
+        with_async = [aproducer.create_job("task", {"n": n}).save().id for n in range(12, 22)]
+        wait_for(lambda: producer.count("complete", "task") == 21, timeout=20)
+        assert [producer.get_job(i).result for i in [*later, early, *with_async]] == [
+            n * 2 for n in range(2, 22)
+        ]
         assert producer.client.connection_pool.slot_owner.address() == (
             target.host,
             int(target.port),
         )
+        assert target_of(aproducer).known() == (target.host, int(target.port))
         assert cluster.hget(f"{prefix}:job:{first.id}", "result") == "2"
     finally:
+        stack.close()
         worker.close()
         producer.close()
 
@@ -225,18 +243,22 @@ def _errors(node: redis.Redis) -> int:
 def test_a_busy_queue_loses_nothing_while_its_slot_migrates(
     redis_url: str, prefix: str, cluster: redis.RedisCluster
 ) -> None:
-    """A live reshard: the slot's keys move one at a time while a producer saves and four
-    worker slots run. A transition must never run against half-moved keys (a script that
-    met a moved key half-way would leave a half-written job): the writes wait until the slot
-    has moved, then carry on at the new owner. No save fails, every acknowledged job is done
-    once, and ``kue doctor`` finds the layout whole."""
+    """A live reshard: the slot's keys move one at a time while two producers (the blocking
+    and the asyncio client) save and four worker slots run. A transition must never run
+    against half-moved keys (a script that met a moved key half-way would leave a
+    half-written job): the writes wait until the slot has moved, then carry on at the new
+    owner. No save fails, every acknowledged job is done once, and ``kue doctor`` finds the
+    layout whole."""
     producer_queue = Queue(redis_url, prefix=prefix)
     worker = Queue(redis_url, prefix=prefix)
     done: list[int] = []
     producer = Producer(producer_queue)
+    stack = contextlib.ExitStack()
+    aproducer = Producer(stack.enter_context(blocking_queue(redis_url, prefix)))
     try:
         worker.process("task", 4, lambda job: done.append(job.id) or job.data["n"] * 2)
         producer.start()
+        aproducer.start()
         wait_for(lambda: len(done) >= 50, timeout=20)
         slot = key_slot(prefix.encode())
         source = _owner(cluster, prefix)
@@ -244,13 +266,16 @@ def test_a_busy_queue_loses_nothing_while_its_slot_migrates(
         _move_slot(cluster, slot, target, batch=1)
         cluster.nodes_manager.initialize()
         assert _owner(cluster, prefix) == (target.host, int(target.port))
-        moved_at = len(producer.acked)
-        wait_for(lambda: len(producer.acked) >= moved_at + 50, timeout=20)
+        moved_at = len(producer.acked), len(aproducer.acked)
+        wait_for(lambda: len(producer.acked) >= moved_at[0] + 50, timeout=20)
+        wait_for(lambda: len(aproducer.acked) >= moved_at[1] + 50, timeout=20)
     finally:
         producer.stop()
+        aproducer.stop()
+        stack.close()
     try:
-        acked = producer.acked
-        assert producer.errors == []
+        acked = producer.acked + aproducer.acked
+        assert producer.errors == aproducer.errors == []
         wait_for(lambda: producer_queue.count("complete", "task") == len(acked), timeout=30)
         jobs = producer_queue.get_jobs(acked)
         assert [j.result for j in jobs] == [j.data["n"] * 2 for j in jobs]

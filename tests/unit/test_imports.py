@@ -55,7 +55,8 @@ FLOORS = {
     "tracing": 1,
     "aio_events": 2,
     "aio_scripts": 2,
-    "aio_pipe": 1,
+    "aio_pipe": 2,
+    "aio_cluster": 2,
     "aio_job": 3,
     "aio_plans": 3,
     # 3. the job model
