@@ -24,6 +24,7 @@ from .aio_cluster import AsyncSlotPool
 from .aio_events import AsyncEvents
 from .aio_job import AsyncJob
 from .aio_plans import AsyncPlans
+from .aio_records import AsyncRecords
 from .aio_scripts import AsyncScripts
 from .errors import ConnectionFailed
 from .events import wanted_events
@@ -61,7 +62,7 @@ def _client(
     return client
 
 
-class AsyncQueue(AsyncPlans):
+class AsyncQueue(AsyncRecords, AsyncPlans):
     """A Kue-compatible queue for asyncio code: producing, reading, control and events.
 
     Arguments as :class:`kue_core.Queue`'s (``redis_url`` and ``prefix`` default to

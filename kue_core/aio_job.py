@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import ops, waiting
@@ -105,30 +106,51 @@ class AsyncJob(Job):
     def on(self, event: str, fn: Any) -> AsyncJob:
         raise InvalidJob("an AsyncJob has no listeners: use job.wait() or queue.events()")
 
-    def _not_here(self, *args: Any, **kwargs: Any) -> Any:
-        raise InvalidJob("an AsyncJob cannot do this; use a Queue's Job")
+    async def dependencies(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        """The jobs it depends on: ``{"id", "state", "done"}`` each, by id."""
+        return await self.queue.dependencies(self._saved_id())
 
-    # Writes that only a worker makes, or that have no asyncio form yet: a clear error, not a
-    # blocking call on the wrong client.
-    log = set_only = dependencies = dependents = children_results = runs = _not_here
+    async def dependents(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        """The jobs that depend on it: ``{"id", "state"}`` each, by id."""
+        return await self.queue.dependents(self._saved_id())
 
-    def _unsaved(self) -> None:
+    async def children_results(self) -> dict[int, Any]:  # type: ignore[override]
+        """``{id: result}`` of the jobs it depends on that have completed."""
+        return await self.queue.children_results(self._saved_id())
+
+    async def runs(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        """The runs of a saved fan-out job, ordered by start (see ``Job.runs``)."""
+        if self.id is None:
+            raise InvalidJob("the job is not saved yet")
+        self._runs = await self.queue.runs(self.id)
+        return list(self._runs)
+
+    async def set_only(self, workers: Iterable[str] | None) -> AsyncJob:
+        """Change which workers may run this saved job (None: any worker); reloaded."""
+        self._reload(await self.queue.set_only(self._saved_id(), workers))
+        return self
+
+    def log(self, *args: Any, **kwargs: Any) -> Any:
+        raise InvalidJob("log lines are a worker's to write, on its own Job")
+
+    def _unsaved(self, how: str) -> None:
         if self.id is not None:
-            raise InvalidJob("a saved AsyncJob's tags and tracking change through a Queue")
+            raise InvalidJob(f"a saved AsyncJob changes this with await queue.{how}(job.id, ...)")
 
-    # Options of a new job, as on Job; a saved job's are changed by the blocking client.
+    # Options of a new job, as on Job. A saved job's tags and tracking change at once, which
+    # is awaited: through the queue, as the error says.
     def tag(self, *tags: str) -> AsyncJob:
-        self._unsaved()
+        self._unsaved("tag")
         return super().tag(*tags)
 
     def untag(self, *tags: str) -> AsyncJob:
-        self._unsaved()
+        self._unsaved("untag")
         return super().untag(*tags)
 
     def track(self) -> AsyncJob:
-        self._unsaved()
+        self._unsaved("track")
         return super().track()
 
     def untrack(self) -> AsyncJob:
-        self._unsaved()
+        self._unsaved("track")
         return super().untrack()

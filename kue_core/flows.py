@@ -21,11 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, overload
 
 from . import checks
 from .errors import InvalidJob
-from .values import json_field
 
 if TYPE_CHECKING:
     from .job import Job
-    from .keys import Keys
     from .queue import Queue
 
 #: What a job does when a job it depends on fails for good; ``wait`` is the default.
@@ -198,42 +196,3 @@ def flow_saved(nodes: list[tuple[Job, list[Job]]], saved: list[tuple[int, str]])
         for kid in kids:
             kid.has_dependents = True
     return jobs
-
-
-class FlowMethods:
-    """Mixed into ``Queue``: flows and what a job's dependencies are."""
-
-    keys: Keys
-    client: Any
-
-    def _states(self, ids: Sequence[int]) -> list[str | None]:
-        pipe = self.client.pipeline(transaction=False)
-        for i in ids:
-            pipe.hget(self.keys.job(i), "state")
-        return list(pipe.execute()) if ids else []
-
-    def dependencies(self, job_id: int | str) -> list[dict[str, Any]]:
-        """The jobs job ``job_id`` depends on: ``{"id", "state", "done"}`` each, by id."""
-        jid = checks.job_id(job_id)
-        found = self.client.zrange(self.keys.deps(jid), 0, -1, withscores=True)
-        pairs = sorted((int(m), score >= 1) for m, score in found)
-        states = self._states([i for i, _ in pairs])
-        return [
-            {"id": i, "state": s, "done": done} for (i, done), s in zip(pairs, states, strict=True)
-        ]
-
-    def dependents(self, job_id: int | str) -> list[dict[str, Any]]:
-        """The jobs that depend on job ``job_id``: ``{"id", "state"}`` each, by id."""
-        jid = checks.job_id(job_id)
-        ids = sorted(int(m) for m in self.client.smembers(self.keys.dependents(jid)))
-        return [{"id": i, "state": s} for i, s in zip(ids, self._states(ids), strict=True)]
-
-    def children_results(self, job_id: int | str) -> dict[int, Any]:
-        """``{id: result}`` of the completed jobs that job ``job_id`` depends on."""
-        jid = checks.job_id(job_id)
-        found = self.client.hgetall(self.keys.results(jid))
-        return {int(k): json_field(v, None) for k, v in sorted(found.items(), key=_by_id)}
-
-
-def _by_id(item: tuple[str, str]) -> int:
-    return int(item[0])

@@ -252,9 +252,15 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
         return self
 
     def _reload(self, other: Job) -> None:
-        """Take the stored fields of ``other``, a fresh load of this job."""
-        for name, value in vars(other).items():
-            if name not in ("queue", "_listeners", "_attempt"):
+        """Take the stored fields of ``other``, a fresh load of this job; an option it no
+        longer has (``only``, tags...) goes back to its class default."""
+        keep = ("queue", "_listeners", "_attempt")  # this object's own, not the job's
+        fresh = vars(other)
+        for name in list(vars(self)):
+            if name not in fresh and name not in keep and hasattr(type(self), name):
+                delattr(self, name)
+        for name, value in fresh.items():
+            if name not in keep:
                 setattr(self, name, value)
 
     def set_state(self, state: JobState | str) -> Job:

@@ -3,11 +3,10 @@ keys and retention, given before the save or changed on a saved job. Part of ``J
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from . import pins, records
+from . import pins, record_ops, records
 from .errors import InvalidJob
 from .limits import group_name
 
@@ -88,7 +87,9 @@ class RecordOptions:
         checked = records.tags(tags)
         if self.id is None:
             return self.tags(*(self._tags or ()), *checked)
-        self._tags = json.loads(self.queue.scripts.tag(self.id, "tag", records.tag_rows(checked)))
+        self._tags = self.queue.scripts.drive(
+            record_ops.retag(self.queue.keys, self.id, "tag", checked)
+        )
         return self
 
     def untag(self: _J, *tags: str) -> _J:
@@ -97,7 +98,9 @@ class RecordOptions:
         if self.id is None:
             self._tags = [t for t in self._tags or () if t not in checked] or None
             return self
-        self._tags = json.loads(self.queue.scripts.tag(self.id, "untag", records.tag_rows(checked)))
+        self._tags = self.queue.scripts.drive(
+            record_ops.retag(self.queue.keys, self.id, "untag", checked)
+        )
         return self
 
     def track(self: _J) -> _J:
@@ -105,14 +108,14 @@ class RecordOptions:
         if self.id is None:
             self._records = True
         else:
-            self.queue.scripts.tag(self.id, "track")
+            self.queue.scripts.drive(record_ops.retag(self.queue.keys, self.id, "track"))
         self.tracked = True
         return self
 
     def untrack(self: _J) -> _J:
         """Stop tracking the job."""
         if self.id is not None:
-            self.queue.scripts.tag(self.id, "untrack")
+            self.queue.scripts.drive(record_ops.retag(self.queue.keys, self.id, "untrack"))
         self.tracked = False
         return self
 

@@ -25,7 +25,6 @@ import redis
 from . import defaults
 from .errors import InvalidJob
 from .keys import Keys, job_id_from_zid
-from .scripts import Scripts
 
 if TYPE_CHECKING:
     from .job import Job
@@ -107,19 +106,6 @@ def new_workers(value: object) -> list[str] | None:
     if len(set(ids)) != len(ids):
         raise InvalidJob(f"set_only takes distinct worker ids, got {ids!r:.120}")
     return ids
-
-
-def set_only(scripts: Scripts, job_id: int, workers: object) -> str:
-    """Change which workers may run saved job ``job_id`` (``pin.lua``): ``workers`` (see
-    :func:`new_workers`) or None for any worker. A waiting job moves to its new workers'
-    places (or to ``inactive``); a running job whose worker is no longer allowed is stopped
-    in that worker's process and waits pinned for the new ones, no attempt counted; a
-    running fan-out job's runs on workers no longer allowed stop, and their places are
-    offered to the new workers. A fan-out job keeps at least ``k`` workers, and a
-    late-joiners job (every worker of its type) a list of them (``InvalidJob``). Returns the
-    job's state after."""
-    ids = new_workers(workers)
-    return scripts.pin(job_id, "" if ids is None else json.dumps(ids, separators=(",", ":")))
 
 
 class PinControl:

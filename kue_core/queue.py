@@ -10,13 +10,13 @@ from typing import Any, cast
 
 import redis
 
-from . import calls, checks, connection, defaults, identity, ops, pins, stats
+from . import calls, checks, connection, defaults, identity, ops, pins, record_ops, stats
 from . import middleware as mw
 from .control import Control
 from .errors import InvalidJob
 from .events import EventBus, EventStream, Receiver
 from .feeds import FeedMethods
-from .flows import FlowMethods, Node
+from .flows import Node
 from .job import Job, parse_state, validate_type
 from .keys import Keys
 from .limits import LimitMethods
@@ -36,7 +36,7 @@ def _flag(value: object, name: str) -> bool:
     return value
 
 
-class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethods):
+class Queue(QueueRecords, ScheduleMethods, LimitMethods, FeedMethods):
     """A Kue-compatible job queue on one Redis and one key prefix.
 
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its
@@ -219,10 +219,8 @@ class Queue(QueueRecords, FlowMethods, ScheduleMethods, LimitMethods, FeedMethod
 
     def set_only(self, job_id: int | str, workers: Iterable[str] | None) -> Job:
         """Change which workers may run a saved job (None: any worker); see
-        :func:`kue_core.pins.set_only`. Returns the job as it is now."""
-        jid = _job_id(job_id)
-        pins.set_only(self.scripts, jid, workers)
-        return self.get_job(jid)
+        :func:`kue_core.record_ops.set_only`. Returns the job as it is now."""
+        return self.scripts.drive(record_ops.set_only(self, job_id, workers))
 
     def pinned_waits(self, count: int = 500) -> dict[str, list[int]]:
         """Worker id -> ids of the pinned jobs waiting for it (see :mod:`kue_core.pins`),

@@ -4,13 +4,13 @@ retention. Part of ``Queue``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import redis
 
-from . import checks, ops, records, retention, search
+from . import ops, record_ops, retention, search
 from .errors import InvalidJob
-from .keys import Keys, job_id_from_zid
+from .keys import Keys
 from .scripts import Scripts
 from .search import Found
 
@@ -52,46 +52,46 @@ class QueueRecords:
     # -- records: tags, tracking, retention (see kue_core.records) --------------------------
     def tagged(self, tag: str, offset: int = 0, count: int = 25) -> Found:
         """Ids of the jobs with ``tag``, most recently tagged first, from rank ``offset``."""
-        key = self.keys.tag(records.tag(tag))
-        checks.integer(offset, "offset", 0)
-        checks.integer(count, "count", 0, 1000)
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zrevrange(key, offset, offset + count - 1)
-        pipe.zcard(key)
-        members, total = pipe.execute()
-        return Found([job_id_from_zid(m) for m in members], total)
+        return self.scripts.drive(record_ops.tagged(self.keys, tag, offset, count))
 
     def tags(self, offset: int = 0, count: int = 100) -> dict[str, int]:
         """Tags in use and how many jobs have each, most used first, from rank ``offset``;
         ``tag_count()`` tells how many tags there are."""
-        checks.integer(offset, "offset", 0)
-        checks.integer(count, "count", 0, 1000)
-        if count == 0:
-            return {}
-        found = self.client.zrevrange(self.keys.tags, offset, offset + count - 1, withscores=True)
-        return {tag: int(n) for tag, n in cast(list[tuple[str, float]], found)}
+        return self.scripts.drive(record_ops.tags(self.keys, offset, count))
 
     def tag_count(self) -> int:
         """How many distinct tags are in use."""
-        return self.client.zcard(self.keys.tags)
+        return self.scripts.drive(record_ops.tag_count(self.keys))
 
     def tag(self, job_id: int | str, *tags: str) -> Job:
         """Add tags to a saved job; returns it as it is now."""
-        return self.get_job(job_id).tag(*tags)
+        return self.scripts.drive(record_ops.retagged(self, job_id, "tag", tags))  # type: ignore[arg-type]
 
     def untag(self, job_id: int | str, *tags: str) -> Job:
         """Remove tags from a saved job; returns it as it is now."""
-        return self.get_job(job_id).untag(*tags)
+        return self.scripts.drive(record_ops.retagged(self, job_id, "untag", tags))  # type: ignore[arg-type]
 
     def track(self, job_id: int | str, on: bool = True) -> Job:
         """Track a job (or stop, with ``on=False``); see :meth:`Job.track`."""
-        job = self.get_job(job_id)
-        return job.track() if on else job.untrack()
+        what = "track" if on else "untrack"
+        return self.scripts.drive(record_ops.retagged(self, job_id, what))  # type: ignore[arg-type]
 
     def tracked(self) -> list[Job]:
         """The tracked jobs, most recently tracked first."""
-        members = cast(list[str], self.client.zrevrange(self.keys.tracked, 0, -1))
-        return self.get_jobs([job_id_from_zid(m) for m in members])
+        return self.scripts.drive(record_ops.tracked(self))  # type: ignore[arg-type]
+
+    # -- dependencies (see kue_core.flows) --------------------------------------------------
+    def dependencies(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The jobs job ``job_id`` depends on: ``{"id", "state", "done"}`` each, by id."""
+        return self.scripts.drive(record_ops.dependencies(self.keys, job_id))
+
+    def dependents(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The jobs that depend on job ``job_id``: ``{"id", "state"}`` each, by id."""
+        return self.scripts.drive(record_ops.dependents(self.keys, job_id))
+
+    def children_results(self, job_id: int | str) -> dict[int, Any]:
+        """``{id: result}`` of the completed jobs that job ``job_id`` depends on."""
+        return self.scripts.drive(record_ops.children_results(self.keys, job_id))
 
     def retention(self) -> dict[str, dict[str, Any]]:
         """The retention in force for completed and failed jobs: ``{"complete": {"count",

@@ -435,10 +435,6 @@ class Scripts:
         confirmed(replicas, self.replicas)
         return results
 
-    def tag(self, job_id: int, what: str, rows: Sequence[str] = ()) -> Any:
-        """Add or remove tags (``rows``: tag, its words...), or track or untrack a job."""
-        return self.call(calls.tag(self._keys, job_id, what, rows))
-
     def retain(self, limit: int) -> tuple[int, int]:
         """The retention sweep: (jobs found finished by others, jobs removed)."""
         found, removed = self._run("retain", self._keys.finished_cursor, limit)
@@ -463,9 +459,6 @@ class Scripts:
         return int(self._run("unblock", self._keys.awaited, limit))
 
     # -- job control (see kue_core/control.py): each returns a state ----------------------
-    def pin(self, job_id: int, workers_json: str) -> str:
-        return self.call(calls.pin(self._keys, job_id, workers_json))
-
     def wait_for_token(
         self, lists: Sequence[tuple[str, bool]], timeout: float, blocked: Callable[[int], None]
     ) -> bool:

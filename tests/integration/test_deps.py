@@ -63,6 +63,23 @@ def test_a_job_waits_blocked_until_its_last_dependency_completes(queue: Queue) -
     assert finish(queue, "c", True) == c.id
 
 
+def test_both_clients_read_what_a_job_depends_on_alike(client: Any, sync_queue: Queue) -> None:
+    a = sync_queue.create_job("a").save()
+    b = sync_queue.create_job("b").save()
+    c = sync_queue.create_job("c").depends_on(a, b).save()
+    _complete(sync_queue, a.id, '{"from":"a"}')  # type: ignore[arg-type]
+    job = client.get_job(c.id)
+    assert job.dependencies() == [
+        {"id": a.id, "state": "complete", "done": True},
+        {"id": b.id, "state": "inactive", "done": False},
+    ]
+    assert client.dependents(a.id) == [{"id": c.id, "state": "blocked"}]
+    assert job.children_results() == {a.id: {"from": "a"}}
+    assert client.dependencies(a.id) == [] and client.children_results(999) == {}
+    with pytest.raises(InvalidJob):
+        client.dependents("x")
+
+
 def test_depending_only_on_complete_jobs_saves_it_inactive(queue: Queue) -> None:
     a = queue.create_job("a").save()
     _complete(queue, a.id)  # type: ignore[arg-type]

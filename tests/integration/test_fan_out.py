@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kue_core import Job, Queue, doctor
+from tests.clients import blocking_queue
 from tests.conftest import wait_for
 
 IDS = ("fan-1", "fan-2", "fan-3")
@@ -45,7 +46,9 @@ def _ended(queue: Queue, job_id: int) -> Job:
     return wait_for(lambda: (j := queue.get_job(job_id)).state in ("complete", "failed") and j, 10)
 
 
-def test_fan_out_3_runs_once_on_each_of_three_workers(queues: Callable[..., Queue]) -> None:
+def test_fan_out_3_runs_once_on_each_of_three_workers(
+    queues: Callable[..., Queue], redis_url: str, prefix: str
+) -> None:
     calls: Counter[str] = Counter()
     lock = threading.Lock()
 
@@ -62,6 +65,8 @@ def test_fan_out_3_runs_once_on_each_of_three_workers(queues: Callable[..., Queu
     assert done.result == {wid: {"on": wid, "n": 5} for wid in IDS}
     assert calls == Counter({wid: 1 for wid in IDS})
     assert sorted(run["worker"] for run in done.runs()) == list(IDS)
+    with blocking_queue(redis_url, prefix) as aq:  # the asyncio client reads the same runs
+        assert aq.get_job(job.id).runs() == aq.runs(job.id) == done.runs()
     assert doctor.check(client).findings == []
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, InvalidTransition, Job, Queue, defaults, doctor
+from kue_core import InvalidJob, InvalidTransition, Job, JobNotFound, Queue, defaults, doctor
 from kue_core.scripts import PINS, Waits
 from tests.conftest import keys_under, wait_for
 
@@ -148,6 +148,19 @@ def test_bad_pins_are_refused_and_write_nothing(
     with pytest.raises(InvalidJob):
         queue.create_job("t").only(bad).save()
     assert keys_under(r, prefix) == set()
+
+
+def test_both_clients_re_pin_a_waiting_job(client: Any, r: redis.Redis) -> None:
+    job = client.create_job("t").only([A]).save()
+    moved = client.set_only(job.id, [B])
+    assert moved.only() == [B] and moved.state == "pinned"
+    freed = job.set_only(None)
+    assert freed.only() is None and freed.state == "inactive"
+    assert client.get_job(job.id).only() is None
+    with pytest.raises(InvalidJob):
+        job.set_only([])
+    with pytest.raises(JobNotFound):
+        client.set_only(999, [A])
 
 
 def test_pins_are_given_before_the_save(queue: Queue) -> None:

@@ -51,6 +51,7 @@ FLOORS = {
     "feeds": 2,
     "runs": 2,
     "ops": 2,
+    "record_ops": 2,
     "waiting": 2,
     "tracing": 1,
     "aio_events": 2,
@@ -59,6 +60,7 @@ FLOORS = {
     "aio_cluster": 2,
     "aio_job": 3,
     "aio_plans": 3,
+    "aio_records": 3,
     # 3. the job model
     "job": 3,
     # 4. workers: middleware, how a run ends, an attempt, children, promotion, slots, keeper
