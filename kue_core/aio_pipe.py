@@ -77,10 +77,29 @@ class Pipe:
             raise ConnectionFailed("the queue is closed")
         loop = asyncio.get_running_loop()
         call = _Call(packed, replies, loop.create_future())
+        line = self._line
+        if self._writer is None and line is not None and self._ready(line):
+            # Nothing else is being written and the line is good: write here and now, which
+            # spares a call made alone (one at a time, say) a task and its turns of the loop.
+            line.owed.append(call)
+            try:
+                await _put(line.conn, packed)
+            except Exception as e:
+                await self._drop(line, e)
+            else:
+                if line.reader is None and not line.dropped:
+                    line.reader = loop.create_task(self._read(line))
+            return await call.future
         self._queued.append(call)
         if self._writer is None:
             self._writer = loop.create_task(self._write())
         return await call.future
+
+    def _ready(self, line: _Line) -> bool:
+        """Whether ``line`` can be written to at once, without a check that waits."""
+        if self._queued or line.dropped or _stale(line.conn):
+            return False
+        return bool(line.owed) or _sound_now(line.conn) is True
 
     async def _write(self) -> None:
         try:
@@ -97,8 +116,7 @@ class Pipe:
                 line.owed.extend(batch)  # from here the line answers for them
                 try:
                     # No health check: its PING's reply would come amid the calls'.
-                    data = b"".join(c.packed for c in batch)
-                    await line.conn.send_packed_command(data, check_health=False)
+                    await _put(line.conn, b"".join(c.packed for c in batch))
                 except Exception as e:
                     await self._drop(line, e)  # a part may have gone: they may have run
                     continue
@@ -196,10 +214,32 @@ def _stale(conn: Any) -> bool:
     return bool(stale is not None and stale())
 
 
-async def _sound(conn: Any) -> bool:
+#: Bytes waiting in a connection's send buffer past which a writer waits for them to go.
+_HIGH_WATER = 1 << 20
+
+
+async def _put(conn: Any, data: bytes) -> None:
+    """Write ``data`` to ``conn``: into its transport's buffer at once when it is open (the
+    way redis-py sends adds a task per write, for its timeout), waiting for the buffer to
+    drain only past ``_HIGH_WATER``; else through redis-py, which connects first."""
+    writer = getattr(conn, "_writer", None)
+    if writer is None or writer.transport.is_closing():
+        # No health check: its PING's reply would come amid the calls'.
+        await conn.send_packed_command(data, check_health=False)
+        return
+    writer.write(data)
+    if writer.transport.get_write_buffer_size() > _HIGH_WATER:
+        try:
+            await asyncio.wait_for(writer.drain(), conn.socket_timeout)
+        except asyncio.TimeoutError:
+            raise ConnectionError("timeout writing to Redis") from None
+
+
+def _sound_now(conn: Any) -> bool | None:
     """Whether an idle connection is still open with nothing unread: its socket has nothing
     to read (a server that closed it makes it readable, at once, whatever the event loop has
-    seen of it yet), as the blocking client checks before each call."""
+    seen of it yet), as the blocking client checks before each call. None when ``select()``
+    cannot tell."""
     reader, writer = getattr(conn, "_reader", None), getattr(conn, "_writer", None)
     if reader is None or writer is None or reader.at_eof() or writer.transport.is_closing():
         return False
@@ -209,4 +249,12 @@ async def _sound(conn: Any) -> bool:
     try:
         return not select.select([sock], [], [], 0)[0]
     except (ValueError, OSError):  # a descriptor select() cannot watch, or a closed one
+        return None
+
+
+async def _sound(conn: Any) -> bool:
+    """:func:`_sound_now`, asking redis-py when ``select()`` cannot tell."""
+    sound = _sound_now(conn)
+    if sound is None:
         return bool(not await conn.can_read_destructive())
+    return sound
