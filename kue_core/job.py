@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from . import backoff as backoff_policy
-from . import checks, defaults, ops, pins, records, runs, unique, waiting
+from . import checks, defaults, ops, pins, records, runs, tracing, unique, waiting
 from .errors import InvalidJob, Stopped
 from .events import Receiver
 from .flows import DependencyOptions
@@ -251,6 +251,11 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
         self._reload(self.queue.update_data(self._saved_id(), data))
         return self
 
+    @property
+    def trace_id(self) -> str | None:
+        """The id of the trace its save began (see :mod:`kue_core.tracing`), or None."""
+        return tracing.trace_id(self._trace)
+
     def _reload(self, other: Job) -> None:
         """Take the stored fields of ``other``, a fresh load of this job; an option it no
         longer has (``only``, tags...) goes back to its class default."""
@@ -434,6 +439,7 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
             tick = _num(h.get("tick"))
             job.tick = int(tick) if tick is not None else None
         job._group = h.get("group")
+        job._trace = h.get("trace")
         only = _json_field(h["only"], None) if "only" in h else None
         if isinstance(only, list):
             job._only = [w for w in only if isinstance(w, str)]

@@ -19,6 +19,7 @@ module flag.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,26 @@ def enable() -> None:
     trace, propagate = otel_trace, otel_propagate
     _tracer = trace.get_tracer(SCOPE)
     enabled = True
+
+
+#: A W3C ``traceparent``: version, trace id, parent span id, flags.
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def trace_id(stored: str | None) -> str | None:
+    """The trace id (32 hex digits) in a job's stored trace context, or None when it has
+    none or it cannot be read (OpenTelemetry need not be installed)."""
+    if not stored:
+        return None
+    try:
+        carrier = json.loads(stored)
+    except ValueError:
+        return None
+    parent = carrier.get("traceparent") if isinstance(carrier, dict) else None
+    found = _TRACEPARENT.fullmatch(parent) if isinstance(parent, str) else None
+    if found is None or found.group(1) == "0" * 32:  # all zeros: invalid, says the spec
+        return None
+    return found.group(1)
 
 
 def disable() -> None:

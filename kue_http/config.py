@@ -4,6 +4,7 @@ then the defaults below. Invalid values stop the app at start-up with a clear me
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,9 @@ DEFAULTS: dict[str, Any] = {
     "KUE_AUTH": None,
     # Seconds between keep-alive comments on an idle event stream.
     "KUE_SSE_KEEPALIVE": 15.0,
+    # Where the job page links a job's trace: an http(s) URL with {trace_id} in it (Jaeger:
+    # "http://jaeger:16686/trace/{trace_id}"); None: the trace id is shown as text.
+    "KUE_TRACE_URL": None,
 }
 
 #: Settings whose environment variable, when empty, counts as not set (the ``kue`` command
@@ -83,8 +87,20 @@ def _check(name: str, value: Any, default: Any) -> Any:
     text = str(value)
     if name == "KUE_AUTH":
         return _check_auth(text)
+    if name == "KUE_TRACE_URL":
+        return _check_trace_url(text)
     if name == "KUE_API_PREFIX" and (not text.startswith("/") or text.endswith("/")):
         raise ConfigError(f"{name} must start with / and not end with one, got {value!r}")
+    return text
+
+
+def _check_trace_url(text: str) -> str | None:
+    if not text:
+        return None
+    if not re.fullmatch(r"https?://[^\s\"'<>]+", text) or text.count("{trace_id}") != 1:
+        raise ConfigError(
+            f"KUE_TRACE_URL must be an http(s) URL with {{trace_id}} in it once, got {text!r}"
+        )
     return text
 
 

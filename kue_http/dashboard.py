@@ -276,7 +276,16 @@ def job(job_id: str) -> str:
         history=history,
         attempt_errors=[h for h in history if h.get("error")],
         log=q.get_log(job_id),
+        trace_url=_trace_url(found.trace_id),
     )
+
+
+def _trace_url(trace_id: str | None) -> str | None:
+    """Where ``KUE_TRACE_URL`` shows the trace (its id is 32 hex digits: safe in a URL)."""
+    template = current_app.config.get("KUE_TRACE_URL")
+    if trace_id is None or not template:
+        return None
+    return str(template).replace("{trace_id}", trace_id)
 
 
 # -- helpers -------------------------------------------------------------------------------

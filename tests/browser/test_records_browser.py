@@ -1,15 +1,19 @@
 """Job records in a real browser: tags added and removed on the job page, a tag's page,
 tracking a job and seeing its events on the overview as they happen, the unique key, the
-retention and memory panel, and the search page's filters. Markup in tags and titles is
-shown as text."""
+retention and memory panel, the search page's filters, and the link to a job's trace. Markup
+in tags and titles is shown as text."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import redis
 from playwright.sync_api import expect
 
 from kue_core import Queue
-from tests.browser.conftest import Watched
-from tests.conftest import finish
+from tests.browser.conftest import HOST_APP, MOUNT, Watched, watched
+from tests.conftest import Server, finish
 
 XSS = "<img src=x onerror=\"window.__xss = 'tag'\">"
 
@@ -92,3 +96,40 @@ def test_search_with_filters_and_pages(ui: Watched, queue: Queue) -> None:
     expect(page.locator("#search-total")).to_have_text("15 jobs found.")
     page.get_by_label("State", exact=True).select_option("complete")
     expect(page.locator("#search-total")).to_have_text("1 job found.")
+
+
+def test_the_job_page_links_its_trace(
+    browser: Any, redis_url: str, prefix: str, queue: Queue, r: redis.Redis
+) -> None:
+    """A job saved with tracing on (kue_core.tracing) shows its trace id, linked where
+    ``KUE_TRACE_URL`` says; a job without one shows no trace; a malformed stored context
+    shows nothing either."""
+    traced = queue.create_job("email").save()
+    plain = queue.create_job("email").save()
+    odd = queue.create_job("email").save()
+    tid = "4bf92f3577b34da6a3ce929d0e0e4736"
+    r.hset(
+        queue.keys.job(traced.id),  # type: ignore[arg-type]
+        "trace",
+        json.dumps({"traceparent": f"00-{tid}-00f067aa0ba902b7-01"}),
+    )
+    r.hset(queue.keys.job(odd.id), "trace", json.dumps({"traceparent": XSS}))  # type: ignore[arg-type]
+    server = Server(
+        redis_url, prefix, HOST_APP, MOUNT, KUE_TRACE_URL="https://traces.example/t/{trace_id}"
+    )
+    server.start()
+    ui = watched(browser, server)
+    try:
+        page = ui.goto(f"/job/{traced.id}")
+        link = page.locator("#trace a")
+        expect(link).to_have_text(tid)
+        expect(link).to_have_attribute("href", f"https://traces.example/t/{tid}")
+        for other in (plain, odd):
+            page = ui.goto(f"/job/{other.id}")
+            expect(page.locator("#tags")).to_be_visible()
+            expect(page.locator("#trace")).to_have_count(0)
+        assert page.evaluate("window.__xss") is None
+        ui.check()
+    finally:
+        ui.context.close()
+        server.kill()

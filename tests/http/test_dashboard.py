@@ -638,3 +638,18 @@ def test_workers_table_shows_the_pinned_jobs_waiting_for_each_worker(
         wait_for(lambda: gpu.counts("render")["complete"] == 2)
         html = page(client, "/")
         assert "data-pinned-elsewhere" in html and f"#{mine.id}</a>" not in html
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "https://traces.example/t/",  # no {trace_id}
+        "https://traces.example/{trace_id}/{trace_id}",
+        "javascript:alert(1)//{trace_id}",
+        "/relative/{trace_id}",
+        'https://x/{trace_id}" onmouseover="x',
+    ],
+)
+def test_a_trace_url_that_is_not_an_http_url_with_the_id_is_refused(bad: str) -> None:
+    with pytest.raises(ConfigError, match="KUE_TRACE_URL"):
+        create_app({"KUE_TRACE_URL": bad})

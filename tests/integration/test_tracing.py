@@ -74,6 +74,8 @@ def test_save_opens_a_producer_span_under_the_current_one(
         f"{send.context.span_id:016x}",
     ]
     assert "trace" not in client.get_job(job.id).to_dict()
+    # Its trace id, for the dashboard's link to the trace.
+    assert client.get_job(job.id).trace_id == job.trace_id == f"{send.context.trace_id:032x}"
 
 
 def test_a_batch_and_a_flow_are_one_send_each(client: Any, spans: Any, r: redis.Redis) -> None:
@@ -152,6 +154,7 @@ def test_off_nothing_is_traced_or_stored(queue: Queue, r: redis.Redis) -> None:
     job.wait(10)
     assert _EXPORTER.get_finished_spans() == ()
     assert r.hget(queue.keys.job(job.id), "trace") is None
+    assert queue.get_job(job.id).trace_id is None
     assert queue.create_job("t")._extras() == ""  # a plain job's save row is as before
 
 
