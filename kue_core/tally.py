@@ -17,16 +17,12 @@ flushes loses its last completions' counts, as it loses its last wait and run fi
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter, deque
 
 import redis
 
-from . import defaults
+from . import defaults, timings
 from .keys import Keys
-
-_BOUNDS = defaults.DURATION_BUCKETS_MS
-_LABELS = (*(str(b) for b in _BOUNDS), "inf")
 
 
 class Tally:
@@ -54,7 +50,7 @@ class Tally:
         for job_type, at_ms, duration_ms in taken:
             minutes[at_ms // 60_000] += 1
             types[job_type] += 1
-            buckets[_LABELS[bisect.bisect_left(_BOUNDS, duration_ms)]] += 1  # as lib.lua's
+            buckets[timings.LABELS[timings.bucket(duration_ms)]] += 1  # as lib.lua's
         pipe = client.pipeline(transaction=False)
         pipe.incrby(keys.work_time, sum(ms for _, _, ms in taken))
         for minute, n in minutes.items():

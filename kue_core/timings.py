@@ -26,7 +26,13 @@ from . import defaults
 from .keys import Keys
 
 _BOUNDS = defaults.DURATION_BUCKETS_MS
-_LABELS = (*(str(b) for b in _BOUNDS), "inf")
+#: The buckets' labels, as Prometheus's ``le`` (and lib.lua's ``duration_bucket``).
+LABELS = (*(str(b) for b in _BOUNDS), "inf")
+
+
+def bucket(ms: int) -> int:
+    """The index in :data:`LABELS` of the duration bucket of ``ms``."""
+    return bisect.bisect_left(_BOUNDS, ms)
 
 
 def day_of(ms: int) -> str:
@@ -41,7 +47,7 @@ class _Sums:
         self.count = 0
         self.total = 0
         self.squares = 0.0
-        self.buckets = [0] * len(_LABELS)
+        self.buckets = [0] * len(LABELS)
 
 
 class Recorder:
@@ -65,7 +71,7 @@ class Recorder:
             sums.count += 1
             sums.total += ms
             sums.squares += float(ms) * ms
-            sums.buckets[bisect.bisect_left(_BOUNDS, ms)] += 1
+            sums.buckets[bucket(ms)] += 1
 
     def flush(self, client: redis.Redis, keys: Keys) -> None:
         """Add the pending figures to Redis; kept for the next flush if Redis fails."""
@@ -79,7 +85,7 @@ class Recorder:
             pipe.hincrby(key, "count", sums.count)
             pipe.hincrby(key, "sum", sums.total)
             pipe.hincrbyfloat(key, "sumsq", sums.squares)
-            for label, n in zip(_LABELS, sums.buckets, strict=True):
+            for label, n in zip(LABELS, sums.buckets, strict=True):
                 if n:
                     pipe.hincrby(key, f"le:{label}", n)
             pipe.expire(key, defaults.TIMINGS_TTL)
