@@ -99,6 +99,10 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
         await self.scripts.close()
         if self._owns_client:
             await self.client.aclose()
+            # A Sentinel URL's client: the connections to the sentinels too.
+            manager = getattr(self.client.connection_pool, "sentinel_manager", None)
+            for sentinel in getattr(manager, "sentinels", ()):
+                await sentinel.aclose()
 
     async def __aenter__(self) -> AsyncQueue:
         return self

@@ -40,7 +40,8 @@ class AsyncSlotOwner(SlotMap):
             if self._address is None:
                 found = await self._discover()
                 with self._lock:
-                    self._address = found
+                    if self._address is None:  # else a MOVED told of a newer owner meanwhile
+                        self._address = found
             return self._address
 
     async def _discover(self) -> tuple[str, int]:

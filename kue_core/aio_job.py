@@ -120,9 +120,7 @@ class AsyncJob(Job):
 
     async def runs(self) -> list[dict[str, Any]]:  # type: ignore[override]
         """The runs of a saved fan-out job, ordered by start (see ``Job.runs``)."""
-        if self.id is None:
-            raise InvalidJob("the job is not saved yet")
-        self._runs = await self.queue.runs(self.id)
+        self._runs = await self.queue.runs(self._saved_id())
         return list(self._runs)
 
     async def set_only(self, workers: Iterable[str] | None) -> AsyncJob:
@@ -133,9 +131,9 @@ class AsyncJob(Job):
     def log(self, *args: Any, **kwargs: Any) -> Any:
         raise InvalidJob("log lines are a worker's to write, on its own Job")
 
-    def _unsaved(self, how: str) -> None:
+    def _unsaved(self, how: str, args: str = "job.id, ...") -> None:
         if self.id is not None:
-            raise InvalidJob(f"a saved AsyncJob changes this with await queue.{how}(job.id, ...)")
+            raise InvalidJob(f"a saved AsyncJob changes this with await queue.{how}({args})")
 
     # Options of a new job, as on Job. A saved job's tags and tracking change at once, which
     # is awaited: through the queue, as the error says.
@@ -152,5 +150,5 @@ class AsyncJob(Job):
         return super().track()
 
     def untrack(self) -> AsyncJob:
-        self._unsaved("track")
+        self._unsaved("track", "job.id, on=False")
         return super().untrack()

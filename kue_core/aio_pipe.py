@@ -69,6 +69,8 @@ class Pipe:
         self._writing: list[_Call] = []  # taken off the queue, not yet owed by a line
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
+        #: Lines to a node that no longer serves the queue, still owed replies.
+        self._retired: set[_Line] = set()
 
     async def exchange(self, packed: bytes, replies: int) -> list[Any]:
         """Send ``packed`` (commands packed by hiredis) and read its ``replies`` replies,
@@ -82,13 +84,12 @@ class Pipe:
             # Nothing else is being written and the line is good: write here and now, which
             # spares a call made alone (one at a time, say) a task and its turns of the loop.
             line.owed.append(call)
+            if line.reader is None:
+                line.reader = loop.create_task(self._read(line))
             try:
                 await _put(line.conn, packed)
             except Exception as e:
                 await self._drop(line, e)
-            else:
-                if line.reader is None and not line.dropped:
-                    line.reader = loop.create_task(self._read(line))
             return await call.future
         self._queued.append(call)
         if self._writer is None:
@@ -135,6 +136,7 @@ class Pipe:
         if line is not None and _stale(line.conn):
             if line.owed:
                 line.retired, self._line = True, None  # its reader drops it when done
+                self._retired.add(line)
             else:
                 await self._drop(line, ConnectionError("its node no longer serves the queue"))
             line = None
@@ -175,6 +177,7 @@ class Pipe:
         if line.dropped:
             return
         line.dropped = True
+        self._retired.discard(line)
         if self._line is line:
             self._line = None
         owed = list(line.owed)
@@ -198,12 +201,12 @@ class Pipe:
         writer = self._writer
         if writer is not None:
             writer.cancel()
-        line = self._line
-        reader = line.reader if line is not None else None
-        if line is not None:
+        lines = [*self._retired, *([self._line] if self._line is not None else [])]
+        readers = [line.reader for line in lines if line.reader is not None]
+        for line in lines:
             await self._drop(line, ConnectionFailed("the queue is closed"))
         await asyncio.gather(
-            *(t for t in (writer, reader) if t is not None), return_exceptions=True
+            *(t for t in (writer, *readers) if t is not None), return_exceptions=True
         )
 
 
@@ -219,14 +222,13 @@ _HIGH_WATER = 1 << 20
 
 
 async def _put(conn: Any, data: bytes) -> None:
-    """Write ``data`` to ``conn``: into its transport's buffer at once when it is open (the
-    way redis-py sends adds a task per write, for its timeout), waiting for the buffer to
-    drain only past ``_HIGH_WATER``; else through redis-py, which connects first."""
+    """Write ``data`` to ``conn``, an open connection: into its transport's buffer at once
+    (the way redis-py sends adds a task per write, for its timeout), waiting for the buffer
+    to drain only past ``_HIGH_WATER``."""
     writer = getattr(conn, "_writer", None)
     if writer is None or writer.transport.is_closing():
-        # No health check: its PING's reply would come amid the calls'.
-        await conn.send_packed_command(data, check_health=False)
-        return
+        # Never connect again here: the calls this line owes were sent on the old socket.
+        raise ConnectionError("the connection to Redis is closed")
     writer.write(data)
     if writer.transport.get_write_buffer_size() > _HIGH_WATER:
         try:

@@ -20,7 +20,7 @@ from .cluster import Redirected
 from .errors import ConnectionFailed, KueError
 from .keys import Keys
 from .lua_source import SCRIPT_NAMES, function_library, script_source
-from .scripts import _no_functions, _pack, _Redirects, _unrun, confirmed, translate
+from .scripts import _no_functions, _pack, _Redirects, _unsent, confirmed, translate
 
 T = TypeVar("T")
 
@@ -112,8 +112,10 @@ class AsyncScripts:
             for _ in range(replies):
                 try:
                     out.append(await conn.read_response())
-                except ResponseError as e:
+                except (ResponseError, Redirected) as e:  # one error reply: still in step
                     out.append(e)
+            if any(isinstance(r, Redirected) and r.elsewhere for r in out):
+                await conn.disconnect()  # to the new owner next time
             return out
         except BaseException:
             # The replies are unknown (and may still arrive): never reuse this connection.
@@ -145,8 +147,6 @@ class AsyncScripts:
                         f"could not send the {c.name} script: {unsent}"
                     ) from None
                 continue  # safe to send again, on a fresh connection
-            except Redirected as e:  # from _exchange: the pipe gives it as the reply
-                replies = [e]
             reply = replies[0]
             if isinstance(reply, Redirected):
                 # It did not run: the cluster moved the slot, or is moving it. Send it again
@@ -170,14 +170,21 @@ class AsyncScripts:
             return []
         sent = self._loads
         results = await self._pipelined(batch)
-        for _ in range(2):
-            missing = [r for r in results if _unrun(r)]
-            if not missing or not await self._recovered(batch[0].name, missing[0], sent):
+        loads = 0
+        redirects: _Redirects | None = None
+        while missing := [r for r in results if _unsent(r)]:
+            # Redo the calls that did not run (see Scripts.batch), never the others.
+            if isinstance(missing[0], Redirected):
+                redirects = redirects or _Redirects()
+                await asyncio.sleep(redirects.pause(missing[0]))
+            elif loads == 2 or not await self._recovered(batch[0].name, missing[0], sent):
                 break
-            redo = [c for c, r in zip(batch, results, strict=True) if _unrun(r)]
+            else:
+                loads += 1
+            redo = [c for c, r in zip(batch, results, strict=True) if _unsent(r)]
             sent = self._loads
             again = iter(await self._pipelined(redo))
-            results = [next(again) if _unrun(r) else r for r in results]
+            results = [next(again) if _unsent(r) else r for r in results]
         for r in results:
             if isinstance(r, ResponseError):
                 raise translate(r)
@@ -186,14 +193,16 @@ class AsyncScripts:
         return [c.parse(r) for c, r in zip(batch, results, strict=True)]
 
     async def _pipelined(self, batch: Sequence[Call[Any]]) -> list[Any]:
-        pipe = self._client.pipeline(transaction=False)
-        for c in batch:
-            pipe.execute_command(*self._command(c))
+        """Send ``batch`` in one write and read each reply (see ``Scripts._pipelined``: sent
+        once, never again whole)."""
         waits = bool(self.replicas) and any(c.replicated for c in batch)
+        packed = b"".join(_pack(*self._command(c)) for c in batch)
         if waits:
-            pipe.execute_command("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
-        async with self._slots:
-            results = list(await pipe.execute(raise_on_error=False))
+            packed += _pack("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
+        try:
+            results = await self._exchange(packed, len(batch) + waits)
+        except Unsent as e:
+            raise ConnectionFailed(f"could not send the {batch[0].name} script: {e}") from None
         if waits:
             replicas = results.pop()
             if isinstance(replicas, Exception):

@@ -53,7 +53,8 @@ _SCRIPT_FENCED = "attempted to access a non local key in a cluster node"
 
 class Redirected(redis.ConnectionError):
     """The slot is served elsewhere, or nowhere for now: the command did not run.
-    ``elsewhere``: whether the connection must go (to another node, or to be made again)."""
+    ``elsewhere``: whether the connection must be made again (to another node, or to ask
+    the cluster again) before the command is sent again."""
 
     def __init__(self, message: str, *, elsewhere: bool = True) -> None:
         super().__init__(message)
@@ -154,14 +155,18 @@ def redirected(error: ResponseError, owner: SlotMap) -> Redirected | None:
     if isinstance(error, MovedError):  # (a kind of AskError: first)
         owner.moved((error.host, int(error.port)))
         return Redirected(f"slot {error.slot_id} moved to {error.host}:{error.port}")
-    if isinstance(error, ClusterDownError | TryAgainError):
+    if isinstance(error, ClusterDownError):
         owner.forget()
         return Redirected(f"the cluster cannot serve slot {owner.slot}: {error}")
+    if isinstance(error, TryAgainError):  # keys split by a migration: the owner is the same
+        return Redirected(f"slot {owner.slot} is migrating: {error}", elsewhere=False)
     if isinstance(error, AskError):
         # The slot is migrating and this key has moved (or is new). Asking the target would
         # split a queue's keys between two nodes: wait until the slot has moved, when the
         # owner answers MOVED.
-        return Redirected(f"slot {error.slot_id} is migrating to {error.host}:{error.port}")
+        return Redirected(
+            f"slot {error.slot_id} is migrating to {error.host}:{error.port}", elsewhere=False
+        )
     if _SCRIPT_FENCED in str(error):
         # A script met its fence (lib.lua) on a migrating slot, before any write.
         return Redirected(f"slot {owner.slot} is migrating", elsewhere=False)
@@ -207,10 +212,9 @@ class _SlotConnection(Connection):
             redirect = redirected(e, self.slot_owner)
             if redirect is None:
                 raise
-            if redirect.elsewhere:
-                # To another node, or a pipeline's other replies are unread: drop the
-                # connection.
-                self.disconnect()  # type: ignore[no-untyped-call]
+            # One error reply: the connection is in step. Whoever reads it drops the
+            # connection when the redirect is ``elsewhere`` (redis-py does, for a
+            # ConnectionError), once the replies it waits for are read.
             raise redirect from None
 
 

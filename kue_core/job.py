@@ -259,7 +259,8 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
     def _reload(self, other: Job) -> None:
         """Take the stored fields of ``other``, a fresh load of this job; an option it no
         longer has (``only``, tags...) goes back to its class default."""
-        keep = ("queue", "_listeners", "_attempt")  # this object's own, not the job's
+        # This object's own, not the job's (``deduplicated``: what its save found).
+        keep = ("queue", "_listeners", "_attempt", "deduplicated")
         fresh = vars(other)
         for name in list(vars(self)):
             if name not in fresh and name not in keep and hasattr(type(self), name):

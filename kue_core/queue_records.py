@@ -80,6 +80,10 @@ class QueueRecords:
         """The tracked jobs, most recently tracked first."""
         return self.scripts.drive(record_ops.tracked(self))  # type: ignore[arg-type]
 
+    def runs(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The runs of a saved fan-out job (see ``Job.runs``)."""
+        return self.scripts.drive(record_ops.job_runs(self.keys, job_id))
+
     # -- dependencies (see kue_core.flows) --------------------------------------------------
     def dependencies(self, job_id: int | str) -> list[dict[str, Any]]:
         """The jobs job ``job_id`` depends on: ``{"id", "state", "done"}`` each, by id."""

@@ -42,6 +42,9 @@ def tagged(keys: Keys, tag: str, offset: int, count: int) -> Op[Found]:
     key = keys.tag(records.tag(tag))
     checks.integer(offset, "offset", 0)
     checks.integer(count, "count", 0, 1000)
+    if count == 0:
+        (total,) = yield read(("ZCARD", key))
+        return Found([], int(total))
     members, total = yield read(("ZREVRANGE", key, offset, offset + count - 1), ("ZCARD", key))
     return Found([job_id_from_zid(m) for m in members], int(total))
 

@@ -221,5 +221,5 @@ class FanOutOptions:
         "started_at", "ended_at", "result", "error", "tries"}`` (keys absent when unset)."""
         if self.id is None:
             raise InvalidJob("the job is not saved yet")
-        self._runs = read(self.queue, self.id)
+        self._runs = self.queue.runs(self.id)
         return list(self._runs)

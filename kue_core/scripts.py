@@ -133,6 +133,12 @@ def _no_functions(error: ResponseError) -> bool:
     )
 
 
+def _unsent(result: Any) -> bool:
+    """Whether a batched call did not run and may be sent again: its script or function was
+    missing (:func:`_unrun`), or Redis Cluster redirected it."""
+    return isinstance(result, Redirected) or _unrun(result)
+
+
 def _unrun(result: Any) -> bool:
     """Whether a pipelined script's result says it did not run for want of its script or
     function (:meth:`Scripts._recovered` tells which)."""
@@ -338,6 +344,8 @@ class Scripts:
             except Redirected as e:
                 # It did not run: the cluster moved the slot, or is moving it. Resend (to the
                 # new owner) for as long as a move may take.
+                if e.elsewhere:
+                    conn.disconnect()  # type: ignore[no-untyped-call]
                 redirected = redirected or _Redirects()
                 time.sleep(redirected.pause(e))
             except ResponseError as e:
@@ -400,20 +408,28 @@ class Scripts:
             return []
         name = batch[0].name
         results = self._pipelined(batch)
-        for _ in range(2):
-            missing = [r for r in results if _unrun(r)]
-            if not missing:
+        loads = 0
+        redirects: _Redirects | None = None
+        while missing := [r for r in results if _unsent(r)]:
+            # Redo the calls that did not run; the others are stored already, and are never
+            # sent twice.
+            if isinstance(missing[0], Redirected):
+                # The cluster moved the slot, or is moving it: to the new owner, paced.
+                redirects = redirects or _Redirects()
+                time.sleep(redirects.pause(missing[0]))
+            elif loads == 2:
                 break
-            # The server lost the script or function (restart, flush) or has no functions:
-            # load it (or fall back to EVALSHA) and redo the chunks that did not run; the
-            # others are stored already.
-            if isinstance(missing[0], NoScriptError):
-                self._client.script_load(self._scripts[name].script)
-            elif not self._recovered(name, missing[0]):
-                break
-            redo = [c for c, r in zip(batch, results, strict=True) if _unrun(r)]
+            else:
+                # The server lost the script or function (restart, flush) or has no
+                # functions: load it (or fall back to EVALSHA).
+                loads += 1
+                if isinstance(missing[0], NoScriptError):
+                    self._client.script_load(self._scripts[name].script)
+                elif not self._recovered(name, missing[0]):
+                    break
+            redo = [c for c, r in zip(batch, results, strict=True) if _unsent(r)]
             again = iter(self._pipelined(redo))
-            results = [next(again) if _unrun(r) else r for r in results]
+            results = [next(again) if _unsent(r) else r for r in results]
         for r in results:
             if isinstance(r, ResponseError):
                 raise translate(r)
@@ -422,17 +438,35 @@ class Scripts:
         return [c.parse(r) for c, r in zip(batch, results, strict=True)]
 
     def _pipelined(self, batch: Sequence[Call[Any]]) -> list[Any]:
-        pipe = self._client.pipeline(transaction=False)
-        for c in batch:
-            command = self._command(c.name)
-            pipe.execute_command(*command, 1, c.key, self._keys.prefix, *c.args)  # type: ignore[no-untyped-call]
-        if not self.replicas or not any(c.replicated for c in batch):
-            return pipe.execute(raise_on_error=False)
-        pipe.execute_command("WAIT", self.replicas, REPLICA_TIMEOUT_MS)  # type: ignore[no-untyped-call]
-        *results, replicas = pipe.execute(raise_on_error=False)
-        if isinstance(replicas, Exception):
-            raise replicas
-        confirmed(replicas, self.replicas)
+        """Send ``batch`` in one write on this thread's connection and read each reply (an
+        error reply, or a redirect, as the exception in its place). Sent once: a redis-py
+        pipeline would send it all again after a lost connection or a redirect, and the
+        calls that had run would run twice."""
+        waits = bool(self.replicas) and any(c.replicated for c in batch)
+        packed = b"".join(
+            _pack(*self._command(c.name), 1, c.key, self._keys.prefix, *c.args) for c in batch
+        )
+        if waits:
+            packed += _pack("WAIT", self.replicas, REPLICA_TIMEOUT_MS)
+        conn = self._connection()
+        results: list[Any] = []
+        try:
+            self._send(conn, packed)
+            for _ in range(len(batch) + waits):
+                try:
+                    results.append(conn.read_response())
+                except (ResponseError, Redirected) as e:  # one error reply: still in step
+                    results.append(e)
+        except BaseException:
+            conn.disconnect()  # type: ignore[no-untyped-call]
+            raise
+        if any(isinstance(r, Redirected) and r.elsewhere for r in results):
+            conn.disconnect()  # type: ignore[no-untyped-call]  # to the new owner next time
+        if waits:
+            replicas = results.pop()
+            if isinstance(replicas, Exception):
+                raise replicas
+            confirmed(replicas, self.replicas)
         return results
 
     def retain(self, limit: int) -> tuple[int, int]:

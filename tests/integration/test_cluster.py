@@ -212,6 +212,44 @@ def test_a_transition_waits_out_a_migration_and_never_writes_half(
 
 
 @in_cluster
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_bulk_save_waits_out_a_migration_and_saves_each_job_once(
+    redis_url: str, prefix: str, cluster: redis.RedisCluster, kind: str
+) -> None:
+    """``save_many`` of more than one chunk, sent in one write, while the slot migrates: each
+    chunk's script is refused at its fence, and only the refused chunks are sent again, once
+    the slot has moved (never the whole batch again: the chunks that ran would run twice)."""
+    stack = contextlib.ExitStack()
+    queue = Queue(redis_url, prefix=prefix)
+    stack.callback(queue.close)
+    saver = queue if kind == "sync" else stack.enter_context(blocking_queue(redis_url, prefix))
+    slot = key_slot(prefix.encode())
+    source = cluster.nodes_manager.get_node_from_slot(slot)
+    target = next(n for n in cluster.get_primaries() if n.name != source.name)
+    try:
+        queue.create_job("task", {"n": 0}).save()  # the queue's keys exist on the source
+        on_source = cluster.get_redis_connection(source)
+        refused_before = _errors(on_source)
+        _start_moving(cluster, slot, target)
+        saved: list[Any] = []
+        big = [saver.create_job("task", {"n": n}) for n in range(1, 2501)]  # three chunks
+        saving = threading.Thread(target=lambda: saved.extend(saver.save_many(big)), daemon=True)
+        saving.start()
+        wait_for(lambda: _errors(on_source) >= refused_before + 3, timeout=10)
+        assert saving.is_alive() and on_source.zcard(f"{prefix}:jobs:inactive") == 1
+        _finish_moving(cluster, slot, target, batch=100)
+        saving.join(timeout=20)
+        assert not saving.is_alive()
+        ids = [j.id for j in saved]
+        assert ids == list(range(2, 2502))
+        assert queue.count("inactive", "task") == 2501  # each once: nothing saved twice
+        assert doctor.check(queue).findings == []
+    finally:
+        _finish_moving(cluster, slot, target, batch=100)
+        stack.close()
+
+
+@in_cluster
 def test_a_migration_longer_than_the_patience_is_a_connection_error(
     redis_url: str, prefix: str, cluster: redis.RedisCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:

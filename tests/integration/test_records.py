@@ -27,6 +27,7 @@ def test_tags_at_save_show_in_the_json_the_tag_sets_and_the_counts(client: Any) 
     assert queue.tagged("vip", offset=1, count=5) == [a.id]
     assert queue.tagged("customer:42") == [a.id]
     assert queue.tagged("nobody") == [] and queue.tagged("nobody").total == 0
+    assert queue.tagged("vip", count=0) == [] and queue.tagged("vip", count=0).total == 2
     assert queue.tags() == {"vip": 2, "customer:42": 1}  # most used first
 
 

@@ -37,6 +37,7 @@ def test_until_done_saves_one_job_per_key_while_it_is_not_done(
     again = sync_queue.create_job("t", {"n": 2}).unique("report:7").save()
     assert not first.deduplicated and again.deduplicated
     assert again.id == first.id and again.state == "inactive"
+    assert again.refresh().deduplicated  # what its save found stays with the object
     assert sync_queue.counts("t")["inactive"] == 1 and sync_queue.get_job(first.id).data == {"n": 1}  # type: ignore[arg-type]
     assert sync_queue.get_job(first.id).to_dict()["unique"] == {
         "key": "report:7",
