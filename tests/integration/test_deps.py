@@ -4,14 +4,13 @@ script that completes their last dependency, the failure policies, cascade remov
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 
 from kue_core import HasDependents, InvalidJob, InvalidTransition, Job, Queue
-from tests.conftest import drop_keys, finish, keys_under, wait_for
+from tests.conftest import finish, keys_under, wait_for
 
 
 def _state(queue: Queue, job: Job | int) -> str:
@@ -275,15 +274,7 @@ def test_a_flow_is_all_or_nothing(queue: Queue, r: redis.Redis, prefix: str) -> 
     assert keys_under(r, prefix) == before
 
 
-@pytest.fixture
-def big(queue: Queue, r: redis.Redis) -> Iterator[Queue]:
-    """The queue of a test that makes tens of thousands of keys, deleted at the end."""
-    yield queue
-    drop_keys(r, queue.prefix)
-
-
-def test_a_chain_of_1000_completes_in_order(big: Queue) -> None:
-    queue = big
+def test_a_chain_of_1000_completes_in_order(queue: Queue) -> None:
     prev = queue.create_job("link", {"n": 0}).save()
     ids = [prev.id]
     for n in range(1, 1000):
@@ -298,8 +289,7 @@ def test_a_chain_of_1000_completes_in_order(big: Queue) -> None:
         assert states.count("inactive") == 1  # released once
 
 
-def test_a_fan_in_of_10000_children_releases_the_parent_once(big: Queue) -> None:
-    queue = big
+def test_a_fan_in_of_10000_children_releases_the_parent_once(queue: Queue) -> None:
     kids = [queue.create_job("kid", {"n": n}) for n in range(10_000)]
     parent = queue.flow(queue.create_job("sum"), kids)
     assert queue.counts("kid")["inactive"] == 10_000 and parent.state == "blocked"
