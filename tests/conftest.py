@@ -50,6 +50,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (the default, pyproject.toml): two test workers a core. Most tests spend
+    their time waiting on Redis, on processes they started and on timers, so a core serves
+    two of them; each worker runs its own Redis servers (``redis_url``)."""
+    return 2 * len(os.sched_getaffinity(0))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests of the core, worker and API suites that use Redis run on a single server and
     on a cluster (``KUE_TEST_CLUSTER=0`` runs the single-server half only)."""
@@ -247,8 +254,10 @@ def client(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> Itera
         yield aq
 
 
-def wait_for(predicate, timeout: float = 5.0, interval: float = 0.01):  # type: ignore[no-untyped-def]
-    """Poll ``predicate`` until it returns something truthy, or fail after ``timeout``."""
+def wait_for(predicate, timeout: float = 15.0, interval: float = 0.01):  # type: ignore[no-untyped-def]
+    """Poll ``predicate`` until it returns something truthy, or fail after ``timeout``: a
+    deadline, not an expected time (the suite runs tests in parallel on two cores, where a
+    process that starts in 1 s alone may take several)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
