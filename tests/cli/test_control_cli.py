@@ -212,6 +212,7 @@ def children(kue: Kue) -> set[int]:
         return set()
 
 
+@pytest.mark.slow
 @pytest.mark.single_node
 def test_supervised_processes_stopped_remotely_are_not_restarted(
     started: list[Kue], redis_url: str, prefix: str, queue: Queue

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import redis
 from flask.testing import FlaskClient
 
@@ -31,6 +32,7 @@ def _cost(r: redis.Redis, client: FlaskClient, url: str) -> dict[str, int]:
     return {name: n for name, n in spent.items() if n}
 
 
+@pytest.mark.timeout(180)  # 100,000 saves: 10-30 s alone, more under coverage and load
 def test_pages_cost_the_same_with_100k_jobs(
     client: FlaskClient, app: object, r: redis.Redis
 ) -> None:

@@ -229,6 +229,7 @@ def _shard(path: str) -> str:
     return next((name for name, segments in SHARDS.items() if segment in segments), "other")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("shard", [*SHARDS, "other"])
 def test_fuzz_the_api_from_its_document(fuzz_schema: BaseSchema, shard: str) -> None:

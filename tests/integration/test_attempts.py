@@ -109,6 +109,7 @@ def test_past_the_cap_a_slot_waits_for_its_stuck_handler(
     assert wait_for(lambda: _abandoned(wq) == 0)
 
 
+@pytest.mark.slow
 def test_a_childs_ttl_counts_from_its_start_of_the_job(wq: Queue) -> None:
     # The child takes a second to start; the ttl is half that, and the handler is quick.
     job = wq.create_job("t").ttl(500).save()
@@ -134,6 +135,7 @@ def test_workers_show_a_running_job_at_once(redis_url: str, prefix: str) -> None
         q.close()
 
 
+@pytest.mark.slow
 def test_quick_handlers_never_count_as_left_running(redis_url: str, prefix: str) -> None:
     # The keeper looks for stuck slots while handlers are returning (here without pause, as
     # it may at any moment): none may be taken for stuck, and no claimed job dropped (it would

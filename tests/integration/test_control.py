@@ -157,6 +157,7 @@ def test_cancel_a_running_async_handler(wq: Queue, other: Queue) -> None:
     assert wq.get_job(job.id).error == "cancelled"  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_cancel_a_running_process_isolated_handler(wq: Queue, other: Queue) -> None:
     job = wq.create_job("t", {"n": 1}).save()
     wq.process("t", 1, isolated_handlers.hang, isolation="process")
@@ -362,6 +363,7 @@ def test_async_middleware_is_refused_beside_def_handlers(wq: Queue) -> None:
             wq.use(bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_middleware_runs_in_the_child_of_an_isolated_handler(wq: Queue) -> None:
     wq.use(isolated_handlers.wrap_with_pid)
     with pytest.raises(InvalidJob, match="importable"):

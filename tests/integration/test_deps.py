@@ -274,6 +274,7 @@ def test_a_flow_is_all_or_nothing(queue: Queue, r: redis.Redis, prefix: str) -> 
     assert keys_under(r, prefix) == before
 
 
+@pytest.mark.slow
 def test_a_chain_of_1000_completes_in_order(queue: Queue) -> None:
     prev = queue.create_job("link", {"n": 0}).save()
     ids = [prev.id]
@@ -289,6 +290,7 @@ def test_a_chain_of_1000_completes_in_order(queue: Queue) -> None:
         assert states.count("inactive") == 1  # released once
 
 
+@pytest.mark.slow
 def test_a_fan_in_of_10000_children_releases_the_parent_once(queue: Queue) -> None:
     kids = [queue.create_job("kid", {"n": n}) for n in range(10_000)]
     parent = queue.flow(queue.create_job("sum"), kids)

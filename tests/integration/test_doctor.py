@@ -568,6 +568,7 @@ def test_options_are_checked(queue: Queue) -> None:
         doctor.check(queue, grace_ms=1.5)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_many_jobs_are_read_in_batches(queue: Queue, r: redis.Redis, k: Keys) -> None:
     """More jobs and members than one batch: every one is looked at."""
     queue.save_many([queue.create_job("email") for _ in range(1_100)])

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.conftest import redis_servers_in
 
@@ -50,6 +51,7 @@ def _read(cwd: Path, job_id: int) -> tuple[dict, str]:
     return data, path
 
 
+@pytest.mark.slow
 def test_two_processes_share_one_embedded_redis_and_data_survives(tmp_path: Path) -> None:
     producer = subprocess.Popen(
         [sys.executable, "-c", SAVE],

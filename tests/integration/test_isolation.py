@@ -69,6 +69,7 @@ def test_ttl_kills_the_child_and_the_slot_goes_on(wq: Queue) -> None:
     assert _child_pid(wq, nxt.id) != pid  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_child_that_dies_fails_the_attempt_and_is_replaced(wq: Queue) -> None:
     doomed = wq.create_job("crash", {}).attempts(2).save()
     wq.process("crash", 1, handlers.crash, isolation="process")

@@ -126,6 +126,8 @@ def test_a_word_checked_job_by_job_past_the_scan_bound_is_a_lower_bound(
     assert found.total == 6 and found.exact
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(180)  # 100,000 saves: 10-30 s alone, more under coverage and load
 def test_a_job_older_than_the_newest_100000_is_still_found(
     sync_queue: Queue, r: redis.Redis
 ) -> None:

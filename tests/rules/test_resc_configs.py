@@ -201,6 +201,7 @@ def test_every_rule_is_tried_on_every_event_in_order(
     assert recent[0]["tasks"] == [["acq/5", "seen acq/5/x", True]]
 
 
+@pytest.mark.slow
 def test_resc_workers_run_a_chain_acq_trt_children_through_kue_rules(
     tmp_path: Path,
     service: WebService,

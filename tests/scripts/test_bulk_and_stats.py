@@ -123,6 +123,7 @@ def test_outcome_counters(queue: Queue, counted_by: str) -> None:
     assert totals["durations"][-1][0] is None  # the last bucket has no upper bound
 
 
+@pytest.mark.slow
 def test_a_tally_kept_when_redis_fails(queue: Queue) -> None:
     """Counts that could not be added are added by the next flush, with those since."""
     tally = Tally()
