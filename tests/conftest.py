@@ -253,7 +253,7 @@ def prefix(redis_url: str) -> Iterator[str]:
     except KueError:
         return  # a test that broke the URL on purpose has nothing to clean
     try:
-        drop_keys(client, name, pattern="*")
+        drop_keys(client, name)
     except redis.ConnectionError:
         pass  # the test stopped the server it used (fault tests start their own)
     finally:
@@ -332,10 +332,10 @@ def keys_under(r: redis.Redis, prefix: str) -> set[str]:
     return set(r.scan_iter(match=f"{prefix}:*", count=1000))
 
 
-def drop_keys(r: redis.Redis, prefix: str, pattern: str = ":*") -> None:
-    """Delete every key under ``prefix`` (whose name is ``prefix`` then ``pattern``)."""
+def drop_keys(r: redis.Redis, prefix: str) -> None:
+    """Delete every key whose name begins with ``prefix``."""
     pipe = r.pipeline(transaction=False)
-    for key in r.scan_iter(match=f"{prefix}{pattern}", count=5000):
+    for key in r.scan_iter(match=f"{prefix}*", count=5000):
         pipe.unlink(key)
         if len(pipe) >= 5000:
             pipe.execute()
