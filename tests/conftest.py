@@ -332,6 +332,29 @@ def keys_under(r: redis.Redis, prefix: str) -> set[str]:
     return set(r.scan_iter(match=f"{prefix}:*", count=1000))
 
 
+Snapshot = dict[str, tuple[Any, bool]]
+
+
+def snapshot(r: redis.Redis, prefix: str) -> Snapshot:
+    """Every key under ``prefix``: its DUMP and whether it expires by itself (has a TTL)."""
+    return {k: (r.dump(k), r.pttl(k) > 0) for k in sorted(keys_under(r, prefix))}
+
+
+def written_since(r: redis.Redis, prefix: str, before: Snapshot) -> dict[str, tuple[Any, Any]]:
+    """The keys under ``prefix`` that changed since ``before``: ``{key: (before, now)}``.
+
+    A key that expired by itself is not a change: a wake-up list under PEXPIRE (a limit's
+    ``<p>:<type>:limited``) may vanish between two snapshots, and that is time, not a write.
+    """
+    now = snapshot(r, prefix)
+    changed = {}
+    for key in before.keys() | now.keys():
+        was, is_ = before.get(key), now.get(key)
+        if was != is_ and not (is_ is None and was is not None and was[1]):
+            changed[key] = (was and was[0], is_ and is_[0])
+    return changed
+
+
 def drop_keys(r: redis.Redis, prefix: str) -> None:
     """Delete every key whose name begins with ``prefix``."""
     pipe = r.pipeline(transaction=False)

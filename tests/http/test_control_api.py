@@ -17,11 +17,7 @@ from flask.testing import FlaskClient
 
 from kue_core import Job, Queue, defaults
 from kue_http import close, create_app
-from tests.conftest import finish, keys_under, wait_for
-
-
-def _snapshot(r: redis.Redis, prefix: str) -> dict[str, Any]:
-    return {k: r.dump(k) for k in sorted(keys_under(r, prefix))}
+from tests.conftest import finish, snapshot, wait_for, written_since
 
 
 @pytest.fixture
@@ -116,10 +112,10 @@ def test_bad_cancel_requests_change_nothing(
     client: FlaskClient, queue: Queue, r: redis.Redis, prefix: str, data: str, message: str
 ) -> None:
     job = queue.create_job("t").save()
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     res = client.post(f"/api/job/{job.id}/cancel", data=data, content_type="application/json")
     assert res.status_code == 400 and message in res.json["error"]  # type: ignore[index]
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 def test_a_reason_of_the_longest_length_is_kept(client: FlaskClient, queue: Queue) -> None:
@@ -172,10 +168,10 @@ def test_bad_move_requests_change_nothing(
     client: FlaskClient, queue: Queue, r: redis.Redis, prefix: str, url: str
 ) -> None:
     job = queue.create_job("t").save()
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     res = client.put(f"/api/job/{job.id}/{url}")
     assert res.status_code == 400 and res.json["error"]  # type: ignore[index]
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 def test_move_an_unknown_job(client: FlaskClient) -> None:
@@ -237,10 +233,10 @@ def test_bad_data_requests_change_nothing(
     status: int,
 ) -> None:
     job = queue.create_job("t", {"n": 1}).save()
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     res = client.put(f"/api/job/{job.id}/data", data=data, content_type=content_type)
     assert res.status_code == status and res.json["error"]  # type: ignore[index]
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 def test_data_larger_than_the_limit_is_refused(redis_url: str, prefix: str, queue: Queue) -> None:
@@ -355,12 +351,12 @@ def test_read_only_refuses_job_control(
     workers.process("idle", lambda job: None)
     worker_id = _worker_id(queue)
     client = _app(redis_url, prefix, KUE_READONLY="true").test_client()
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     for method, url, body in _control_requests(jid, worker_id):
         for slash in ("", "/"):
             res = client.open(url + slash, method=method, json=body)
             assert res.status_code == 405 and "read-only" in res.json["error"], url  # type: ignore[index]
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
     assert not workers.stopped_remotely.is_set()
 
 
@@ -385,13 +381,13 @@ def test_job_control_needs_credentials(
     workers.process("idle", lambda job: None)
     worker_id = _worker_id(queue)
     client = _app(redis_url, prefix, KUE_AUTH=setting).test_client()
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     requests = _control_requests(jid, worker_id)
     for method, url, body in requests:
         for headers in ({}, {"Authorization": bad}):
             res = client.open(url, method=method, json=body, headers=headers)
             assert res.status_code == 401, (url, headers)
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
     for method, url, body in requests:
         res = client.open(url, method=method, json=body, headers={"Authorization": good})
         assert res.status_code == 200, (url, res.json)
@@ -404,7 +400,7 @@ def test_a_cross_site_page_cannot_control_jobs(
     client: FlaskClient, queue: Queue, r: redis.Redis, prefix: str
 ) -> None:
     jid = queue.create_job("t").save().id
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     foreign = {"Origin": "https://evil.example"}
     for method, url, body in _control_requests(jid, "host:1:0a1b2c3d"):
         res = client.open(url, method=method, json=body, headers=foreign)
@@ -414,7 +410,7 @@ def test_a_cross_site_page_cannot_control_jobs(
     assert client.post(f"/api/job/{jid}/cancel").status_code == 415
     text = client.put(f"/api/job/{jid}/data", data='{"n": 2}', content_type="text/plain")
     assert text.status_code == 415
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 def test_the_document_knows_the_longest_reason(client: FlaskClient) -> None:

@@ -17,6 +17,7 @@ from flask.testing import FlaskClient
 from kue_core import Queue
 from kue_http import create_app
 from kue_http.dashboard_limits import ENDPOINT, limit_url, rate_text, wait_text
+from tests.conftest import snapshot, written_since
 from tests.http.test_dashboard import page
 
 TYPE = "<img src=x onerror=alert(1)>"  # no '/': a path segment of the API
@@ -291,14 +292,10 @@ def test_pages_write_nothing(client: FlaskClient, queue: Queue, r: redis.Redis) 
     queue.limit("email", rate=(1, 60_000), concurrency=1)
     assert queue.scripts.claim("email", "kue:test:1", 60_000)
 
-    def snapshot() -> dict[str, bytes | None]:
-        keys = sorted(r.scan_iter(match=queue.keys.prefix + "*", count=1000))
-        return {k: r.dump(k) for k in keys}
-
-    before = snapshot()
+    before = snapshot(r, queue.prefix)
     for url in ("/limits", "/groups/email", "/groups/email?page=2"):
         page(client, url)
-    assert snapshot() == before
+    assert not written_since(r, queue.prefix, before)
 
 
 @pytest.mark.parametrize(

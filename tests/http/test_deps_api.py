@@ -14,12 +14,8 @@ from flask.testing import FlaskClient
 from kue_core import Queue
 from kue_http import create_app
 from kue_http.flows import MAX_FLOW_DEPTH, MAX_FLOW_NODES
-from tests.conftest import finish, keys_under
+from tests.conftest import finish, snapshot, written_since
 from tests.http.documented import Documented
-
-
-def _snapshot(r: redis.Redis, prefix: str) -> dict[str, Any]:
-    return {k: r.dump(k) for k in sorted(keys_under(r, prefix))}
 
 
 def _post(client: FlaskClient, options: dict[str, Any], job_type: str = "email") -> Any:
@@ -86,10 +82,10 @@ def test_bad_dependency_options_write_nothing(
     client: FlaskClient, queue: Queue, r: redis.Redis, prefix: str, options: dict[str, Any]
 ) -> None:
     queue.create_job("fetch").save()  # id 1
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     res = _post(client, options)
     assert res.status_code == 400 and res.is_json and res.json["error"], res.json
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 def test_an_array_answers_a_missing_dependency_in_its_place(
@@ -194,18 +190,18 @@ def test_a_bad_flow_writes_nothing(
     client: FlaskClient, queue: Queue, r: redis.Redis, prefix: str, body: Any, says: str
 ) -> None:
     queue.create_job("fetch").save()
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     res = client.post("/api/flows", json=body)
     assert res.status_code == 400 and says in res.json["error"], res.json
     assert set(res.json) == {"error"}
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 def test_a_body_nested_past_the_parser_is_bad_input(
     client: FlaskClient, r: redis.Redis, prefix: str
 ) -> None:
     """Python's JSON parser recurses once a level: it raised RecursionError, answered 500."""
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     for url, body in (
         ("/api/flows", '{"type": "p", "children": [' * 20_000),
         ("/api/flows", "[" * 100_000),
@@ -213,7 +209,7 @@ def test_a_body_nested_past_the_parser_is_bad_input(
     ):
         res = client.post(url, data=body, content_type="application/json")
         assert res.status_code == 400 and res.json["error"], url
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 def test_flows_are_writes_guarded_as_the_others(
@@ -221,7 +217,7 @@ def test_flows_are_writes_guarded_as_the_others(
 ) -> None:
     a = queue.create_job("fetch").save()
     queue.create_job("sum").depends_on(a).save()
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     body = _node("p", _node("k"))
     text = client.post("/api/flows", data='{"type": "p"}', content_type="text/plain")
     assert text.status_code == 415
@@ -240,7 +236,7 @@ def test_flows_are_writes_guarded_as_the_others(
     assert readonly.post("/api/flows", json=body).status_code == 405
     assert readonly.delete(f"/api/job/{a.id}?cascade=true").status_code == 405
     assert readonly.get(f"/api/job/{a.id}/dependencies").status_code == 200
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 # -- GET /job/{id}/dependencies -----------------------------------------------------------
@@ -277,7 +273,7 @@ def test_removing_a_job_others_wait_for_is_refused_unless_cascade(
     b = queue.create_job("sum").depends_on(a).save()
     c = queue.create_job("report").depends_on(b).save()
     other = queue.create_job("fetch").save()
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     for query in ("", "?cascade=false"):
         res = client.delete(f"/api/job/{a.id}{query}")
         assert res.status_code == 409, res.json
@@ -286,7 +282,7 @@ def test_removing_a_job_others_wait_for_is_refused_unless_cascade(
         res = client.delete(f"/api/job/{a.id}?cascade={bad}")
         assert res.status_code == 400 and "cascade" in res.json["error"], bad
     assert client.delete("/api/job/999999?cascade=maybe").status_code == 400  # checked first
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
     res = client.delete(f"/api/job/{a.id}?cascade=true")
     assert res.status_code == 200
     assert res.json["message"] == f"job {a.id} removed"

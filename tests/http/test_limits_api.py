@@ -14,15 +14,11 @@ from flask.testing import FlaskClient
 
 from kue_core import Queue
 from kue_http import create_app
-from tests.conftest import keys_under
+from tests.conftest import snapshot, written_since
 from tests.http.documented import Documented
 
 RATE = {"max": 10, "perMs": 60_000}
 NONE = {"rate": None, "concurrency": None, "groupRate": None, "groupConcurrency": None}
-
-
-def _snapshot(r: redis.Redis, prefix: str) -> dict[str, Any]:
-    return {k: r.dump(k) for k in sorted(keys_under(r, prefix))}
 
 
 def _put(client: FlaskClient, job_type: str, body: Any) -> Any:
@@ -199,10 +195,10 @@ def test_post_job_with_a_group(client: FlaskClient, queue: Queue) -> None:
 def test_a_bad_group_writes_nothing(
     client: FlaskClient, r: redis.Redis, prefix: str, group: Any, says: str
 ) -> None:
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     res = client.post("/api/job", json={"type": "mail", "options": {"group": group}})
     assert res.status_code == 400 and says in res.json["error"], res.json
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 @pytest.mark.parametrize(
@@ -233,29 +229,29 @@ def test_bad_limits_write_nothing(
     client: FlaskClient, r: redis.Redis, prefix: str, body: Any, says: str
 ) -> None:
     _put(client, "kept", {"rate": RATE})
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     for job_type in ("kept", "new"):
         res = client.put(f"/api/limits/{job_type}", json=body)
         assert res.status_code == 400 and says in res.json["error"], res.json
         assert set(res.json) == {"error"}
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 def test_a_bad_type_is_refused(client: FlaskClient, r: redis.Redis, prefix: str) -> None:
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     for job_type in ("%20", "x" * 257, "tab%09", "unique"):
         assert _put(client, job_type, {"concurrency": 1}).status_code == 400, job_type
         assert client.delete(f"/api/limits/{job_type}").status_code == 400, job_type
         assert client.get(f"/api/limits/{job_type}").status_code == 400, job_type
         assert client.get(f"/api/groups/{job_type}").status_code == 400, job_type
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 def test_limit_writes_are_guarded_as_the_others(
     redis_url: str, client: FlaskClient, r: redis.Redis, prefix: str
 ) -> None:
     _put(client, "t", {"concurrency": 2})
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     res = client.put("/api/limits/t", data='{"concurrency": 1}', content_type="text/plain")
     assert res.status_code == 415
     evil = {"Origin": "https://evil.example"}
@@ -271,7 +267,7 @@ def test_limit_writes_are_guarded_as_the_others(
     assert readonly.get("/api/limits").json["limits"]["t"]["concurrency"] == 2
     assert readonly.get("/api/limits/t").status_code == 200
     assert readonly.get("/api/groups/t").status_code == 200
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 # -- the document -------------------------------------------------------------------------

@@ -14,11 +14,7 @@ from flask.testing import FlaskClient
 
 from kue_core import Queue
 from kue_http import create_app
-from tests.conftest import finish, keys_under, wait_for
-
-
-def _snapshot(r: redis.Redis, prefix: str) -> dict[str, Any]:
-    return {k: r.dump(k) for k in sorted(keys_under(r, prefix))}
+from tests.conftest import finish, snapshot, wait_for, written_since
 
 
 def test_history(client: FlaskClient, queue: Queue) -> None:
@@ -72,10 +68,10 @@ def test_bad_bulk_and_pause_requests_change_nothing(
 ) -> None:
     queue.create_job("t").save()
     finish(queue, "t", ok=False)
-    before = _snapshot(r, prefix)
+    before = snapshot(r, prefix)
     res = getattr(client, method)(url, json={} if method == "post" else None)
     assert res.status_code == 400 and "error" in res.json
-    assert _snapshot(r, prefix) == before
+    assert not written_since(r, prefix, before)
 
 
 def test_pause_and_resume(client: FlaskClient, queue: Queue) -> None:

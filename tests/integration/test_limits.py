@@ -15,7 +15,7 @@ import redis
 from kue_core import InvalidJob, Job, Queue, RateLimited, doctor
 from kue_core.limits import LANE
 from kue_core.scripts import PAUSED, Held
-from tests.conftest import keys_under, wait_for
+from tests.conftest import snapshot, wait_for, written_since
 
 W, LEASE = "kue:test:1", 30_000
 
@@ -89,12 +89,32 @@ def test_bad_limits_change_nothing(
     queue: Queue, r: redis.Redis, prefix: str, bad: dict[str, Any]
 ) -> None:
     queue.limit("t", concurrency=1)
-    before = {k: r.dump(k) for k in keys_under(r, prefix)}
+    before = snapshot(r, prefix)
     with pytest.raises(InvalidJob):
         queue.limit("t", **bad)
     with pytest.raises(InvalidJob):
         queue.limit("", concurrency=1)
-    assert {k: r.dump(k) for k in keys_under(r, prefix)} == before
+    assert not written_since(r, prefix, before)
+
+
+def test_the_write_check_sees_writes_but_not_a_wake_list_expiring(
+    r: redis.Redis, prefix: str
+) -> None:
+    """``written_since``, which the "writes nothing" tests use: a limit's wake-up list
+    expiring by itself is not a write; a change, a new key or a removed key is."""
+    r.set(f"{prefix}:kept", "1")
+    r.set(f"{prefix}:gone", "1")
+    r.rpush(f"{prefix}:wake", 1)
+    r.pexpire(f"{prefix}:wake", 60_000)
+    before = snapshot(r, prefix)
+    r.delete(f"{prefix}:wake")  # as if its TTL ran out
+    assert not written_since(r, prefix, before)
+    r.set(f"{prefix}:kept", "2")
+    r.delete(f"{prefix}:gone")
+    r.set(f"{prefix}:new", "1")
+    assert set(written_since(r, prefix, before)) == {
+        f"{prefix}:{k}" for k in ("kept", "gone", "new")
+    }
 
 
 def test_a_concurrency_cap_holds_claims_back_until_a_place_frees(sync_queue: Queue) -> None:

@@ -8,7 +8,7 @@ import redis
 from kue_core import InvalidJob, Queue, defaults
 from kue_core.keys import zid
 from kue_core.tally import Tally
-from tests.conftest import finish, free_port
+from tests.conftest import finish, free_port, snapshot, written_since
 
 
 def test_retry_all_failed_of_one_type(queue: Queue) -> None:
@@ -60,14 +60,14 @@ def test_bulk_runs_in_batches_and_skips_stale_members(
 def test_bulk_refuses_active_and_unknown_states(queue: Queue, r: redis.Redis) -> None:
     queue.create_job("t").save()
     queue.scripts.claim("t", "w1", 10_000)
-    before = {k: r.dump(k) for k in r.scan_iter(match=f"{queue.prefix}:*")}
+    before = snapshot(r, queue.prefix)
     with pytest.raises(InvalidJob, match="not active"):
         queue.remove_all("active")
     with pytest.raises(InvalidJob):
         queue.remove_all("nope")
     with pytest.raises(InvalidJob):
         queue.retry_all("bad type with\nnewline")
-    assert {k: r.dump(k) for k in r.scan_iter(match=f"{queue.prefix}:*")} == before
+    assert not written_since(r, queue.prefix, before)
 
 
 def _complete_tallied(queue: Queue, tally: Tally, job_type: str) -> int:

@@ -9,7 +9,7 @@ import redis
 from kue_core import Queue
 from kue_core.keys import Keys, zid
 from kue_core.scripts import PAUSED, Holder
-from tests.conftest import wait_for
+from tests.conftest import snapshot, wait_for, written_since
 
 W = "worker-a"
 LEASE = 60_000
@@ -312,9 +312,9 @@ def test_claim_of_a_paused_type_writes_nothing(queue: Queue, r: redis.Redis) -> 
     job = queue.create_job("t").save()
     assert queue.pause("t") is True and queue.pause("t") is False
     assert queue.paused() == ["t"]
-    before = {k: r.dump(k) for k in r.scan_iter(match=f"{queue.prefix}:*")}
+    before = snapshot(r, queue.prefix)
     assert queue.scripts.claim("t", W, LEASE) == PAUSED
-    assert {k: r.dump(k) for k in r.scan_iter(match=f"{queue.prefix}:*")} == before
+    assert not written_since(r, queue.prefix, before)
     # Other types are not affected.
     other = queue.create_job("u").save()
     assert _claim(queue, "u")[0] == other.id
