@@ -111,6 +111,17 @@ def ms_text(ms: float | None) -> str:
     return span(ms)
 
 
+@dashboard.app_template_filter("short_count")
+def short_count(n: int) -> str:
+    """A count in at most four characters, for the navigation: ``999``, ``1.2k``, ``45k``,
+    ``3.1M`` (the exact count goes in the element's title)."""
+    for unit, size in (("M", 1_000_000), ("k", 1000)):
+        if n >= size:
+            value = n / size
+            return f"{value:.1f}{unit}" if value < 9.95 else f"{value:.0f}{unit}"
+    return str(n)
+
+
 def _span_text(seconds: float, *, coarse: bool) -> str:
     if seconds < 60:
         return f"{seconds:.0f}s" if coarse or seconds >= 10 else f"{seconds:.1f}s"

@@ -103,7 +103,6 @@
 
   // -- the event stream --------------------------------------------------------------------
   let source = null;
-  let broken = false;
 
   function connect() {
     const url = document.body.dataset.events;
@@ -111,15 +110,15 @@
     source = new EventSource(url);
     source.onopen = () => {
       setStatus("on", "live");
-      if (broken) schedule(); // events may have been missed while away
-      broken = false;
+      // Events may have been missed: between the page's rendering and this first opening,
+      // or while away.
+      schedule();
     };
     source.onmessage = (message) => {
       if (wanted(message)) schedule();
       trackedEvent(message);
     };
     source.onerror = () => {
-      broken = true;
       setStatus("off", "reconnecting…");
       if (source.readyState === EventSource.CLOSED) {
         // The server answered with an error (restarting, Redis down): try again later.
@@ -147,6 +146,7 @@
     if (!status) return;
     status.dataset.state = state;
     status.textContent = text;
+    status.title = text;
   }
 
   // -- actions -----------------------------------------------------------------------------

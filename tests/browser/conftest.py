@@ -96,10 +96,17 @@ class Watched:
 
 
 def _expected(text: str) -> bool:
-    """Console errors a test causes on purpose: a lost stream while the server restarts,
+    """Console errors a test causes on purpose: a lost stream or fetch while the server restarts,
     a refused write in read-only mode, a remove refused while jobs wait for the job."""
     return any(
-        s in text for s in ("ERR_CONNECTION_REFUSED", "ERR_INCOMPLETE_CHUNKED", "405", "409")
+        s in text
+        for s in (
+            "ERR_CONNECTION_REFUSED",
+            "ERR_CONNECTION_RESET",
+            "ERR_INCOMPLETE_CHUNKED",
+            "405",
+            "409",
+        )
     )
 
 

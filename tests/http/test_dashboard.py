@@ -120,7 +120,7 @@ def test_overview_counts_types_pause_and_chart(client: FlaskClient, queue: Queue
         "pinned": 0,
     }
     assert queue.counts() == expected
-    shown = re.findall(r'data-count="(\w+)">(\d+)<', html)
+    shown = re.findall(r'data-count="(\w+)"[^>]*>(\d+)<', html)
     assert len(shown) == 2 * len(STATES)  # the nav tabs and the cards
     assert {state: int(n) for state, n in shown} == expected
     assert all(int(n) == expected[state] for state, n in shown)
@@ -215,6 +215,14 @@ def test_list_pages_clamp_and_order(client: FlaskClient, queue: Queue) -> None:
     assert list(rows(page(client, "/jobs/inactive?size=25&page=999"))) == list(rows(last))
     desc = list(rows(page(client, "/jobs/inactive?size=25&order=desc")))
     assert desc == [str(i) for i in ids[::-1][:25]]
+
+    assert ">Priority, then oldest first</option>" in first
+    assert ">Lowest priority, newest first</option>" in first
+    queue.create_job("t").delay(60_000).save()
+    delayed = page(client, "/jobs/delayed")  # by due time, and says so
+    assert ">Soonest due first</option>" in delayed and ">Latest due first</option>" in delayed
+    box = re.search(r'<select name="order".*?</select>', delayed, re.S)
+    assert box and "Priority" not in box.group(0)
 
     urgent = queue.create_job("t").priority("critical").save()
     low = queue.create_job("t").priority("low").save()
@@ -325,6 +333,10 @@ def test_cancel_and_edit_are_offered_where_the_state_allows(
             assert f'data-url="/api/job/{jid}/cancel"' in tag and " data-reason" in tag
             assert 'data-method="POST"' in tag and "data-confirm=" in tag
             assert ("running attempt is stopped" in tag) is (state == "active")
+            assert 'title="Stop it for good: it fails without retry' in tag
+            assert "danger" not in tag  # the job stays; Remove, in red, deletes it
+            remove = buttons.get(f"remove-{jid}")
+            assert remove is None or ('title="Delete the job' in remove and "danger" in remove)
         detail = page(client, f"/job/{jid}")
         assert (f"cancel-{jid}" in _buttons(detail)) is cancel, state
         assert ('id="edit-data"' in detail) is edit, state
