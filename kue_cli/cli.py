@@ -234,6 +234,9 @@ def example(redis_url: str | None, prefix: str, host: str, port: int, rate: floa
     creating jobs. Ctrl-C stops it gracefully."""
     queue, url = connect(redis_url, prefix)
     server = serve.start_dev_server(_app(url, prefix), host, port)
+    worker_log = logging.getLogger("kue_core.worker")
+    if not worker_log.isEnabledFor(logging.DEBUG):
+        worker_log.setLevel(logging.WARNING)  # the demo prints each outcome itself, once
     stop = demo.start(queue, click.echo, rate)
     click.echo(f"kue example: the dashboard is on {server.url}/ (Ctrl-C to stop)")
     name = wait_for_signal("Running jobs return to the queue when their leases expire.")

@@ -82,6 +82,18 @@ def wake_lists(keys: Keys, job_type: str, why: Any, worker_id: str) -> list[tupl
     return [(keys.tokens(job_type), True)]
 
 
+def _failed(job: Job, result: str, delay: int) -> str:
+    """What became of a job whose attempt failed, for the log: ``failed attempt 1 of 3,
+    retrying (attempt 2 of 3) in 1.5 s``, or ``failed for good (attempt 3 of 3)``."""
+    made, most = job.attempts_made + 1, job.attempts()
+    if result in ("inactive", "delayed"):
+        when = f"in {delay / 1000:g} s" if result == "delayed" else "now"
+        return f"failed attempt {made} of {most}, retrying (attempt {made + 1} of {most}) {when}"
+    if result == "failed":
+        return f"failed for good (attempt {made} of {most}{', not retried' if delay < 0 else ''})"
+    return "failed, but the job was no longer this worker's"
+
+
 class Workers:
     """The worker side of one queue in this process (see the module docstring)."""
 
@@ -399,10 +411,12 @@ class Workers:
             tally = functools.partial(self._tally.add, job.type)
             _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt, tally)
         else:
-            log.info("job %d (%s) failed: %s", job_id, job.type, outcome.message)
             delay = self._retry_delay(job, outcome.no_retry)
-            _, claimed = self.scripts.fail(
+            result, claimed = self.scripts.fail(
                 job_id, attempt.token, outcome.message, outcome.text, delay, nxt
+            )
+            log.info(
+                "job %d (%s) %s: %s", job_id, job.type, _failed(job, result, delay), outcome.message
             )
         return claimed
 

@@ -4,8 +4,10 @@
   progress and a log, flaky webhook deliveries, reminders);
 * :mod:`kue_example.producer`: creates jobs of every kind, with priorities, retries with
   backoff, and delays;
-* :mod:`kue_example.listener`: prints jobs as they complete or fail, from any process;
-* :mod:`kue_example.demo`: starts all three on one queue.
+* :mod:`kue_example.listener`: prints each outcome once (complete, retrying, failed), from any
+  process;
+* :mod:`kue_example.demo`: starts all three on one queue, with schedules, limits and the rules
+  of ``rules.hjson``.
 
 Recipes for web frameworks (docs/recipes.md; the framework is yours to install):
 

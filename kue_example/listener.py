@@ -11,13 +11,19 @@ from kue_core import Queue
 
 
 def print_outcomes(queue: Queue, echo: Callable[[str], Any] = print) -> None:
-    """Print each job that completes, or fails for good."""
+    """Print each outcome once: a job that completes, an attempt that failed and will be
+    retried, a job that failed for good."""
 
     def complete(job_id: int, result: Any = None) -> None:
         echo(f"complete  #{job_id}  {json.dumps(result)}")
+
+    def retrying(job_id: int, error: Any = None, made: Any = 0) -> None:
+        job = queue.get_job(job_id)  # for its most attempts, which the event does not carry
+        echo(f"retrying  #{job_id}  (attempt {int(made) + 1} of {job.attempts()})  {error}")
 
     def failed(job_id: int, error: Any = None) -> None:
         echo(f"failed    #{job_id}  {error}")
 
     queue.on("job complete", complete)
+    queue.on("job failed attempt", retrying)
     queue.on("job failed", failed)

@@ -11,13 +11,15 @@ USERS = ("ada", "grace", "linus", "margaret", "ken", "barbara", "dennis", "franc
 
 
 def email(queue: Queue, to: str, *, reset: bool = False) -> Job:
-    """A welcome mail (high priority), or a password reset (critical: it jumps the queue)."""
+    """A welcome mail (high priority), or a password reset (critical: it jumps the queue).
+    Tagged with its user, so that the Tags page finds every mail of one."""
     title = f"{'password reset' if reset else 'welcome'} for {to}"
     return (
         queue.create_job("email", {"title": title, "to": to})
         .priority("critical" if reset else "high")
         .attempts(3)
         .ttl(10_000)  # an attempt taking longer than 10 s fails (and is retried)
+        .tag(f"user-{to.split('@')[0]}" if "@" in to else "no-address")
     )
 
 
@@ -34,12 +36,14 @@ def video(queue: Queue, name: str, *, frames: int = 1200) -> Job:
 
 
 def webhook(queue: Queue, url: str) -> Job:
-    """A flaky delivery: 3 attempts, retried after 0.5 s, then 1.5 s (exponential)."""
+    """A flaky delivery: 3 attempts, retried after 0.5 s, then 1.5 s (exponential). In the
+    group of its receiving user: the demo lets one delivery run per user at a time."""
     return (
         queue.create_job("webhook", {"title": f"POST {url}", "url": url})
         .priority("medium")
         .attempts(3)
         .backoff({"type": "exponential", "delay": 1000})
+        .group(url.rsplit("/", 1)[-1])
     )
 
 
@@ -48,6 +52,27 @@ def reminder(queue: Queue, user: str, in_seconds: float) -> Job:
     return queue.create_job(
         "reminder", {"title": f"remind {user} in {in_seconds:g} s", "user": user}
     ).delay(int(in_seconds * 1000))
+
+
+def report(queue: Queue, title: str, pages: int) -> Job:
+    """A report built page by page, reporting its progress."""
+    return queue.create_job("report", {"title": title, "pages": pages})
+
+
+def monthly_report(queue: Queue, month: str) -> Job:
+    """A small flow, saved all or nothing: the figures, then the charts made from them,
+    then the mail that sends them; each job waits (blocked) until the one below it
+    completes. Returns the mail, the flow's root."""
+    figures = report(queue, f"{month} figures", 3)
+    charts = report(queue, f"{month} charts", 2)
+    mail = queue.create_job("email", {"title": f"{month} report", "to": "board@example.com"})
+    return queue.flow(mail.priority("high").tag("reports"), [(charts, [figures])])
+
+
+def pinned_video(queue: Queue, name: str, worker_id: str) -> Job:
+    """A transcode that only the worker process ``worker_id`` may run (say, the one with the
+    GPU): it waits in the pinned state until that worker takes it."""
+    return video(queue, name, frames=300).only([worker_id]).save()
 
 
 def a_few(queue: Queue, rng: random.Random) -> list[Job]:
@@ -66,8 +91,17 @@ def a_few(queue: Queue, rng: random.Random) -> list[Job]:
     return queue.save_many(jobs)
 
 
-def produce(queue: Queue, stop: threading.Event, rounds_per_second: float = 2.0) -> None:
-    """Create jobs until ``stop`` is set. A first burst fills every state at once."""
+def signup(queue: Queue, user: str) -> None:
+    """An event for the rules (kue_example/rules.hjson): another program saying that a user
+    signed up, on a plain Redis list; a rule makes the welcome mail."""
+    queue.client.lpush("signups", f"signup/{user}")
+
+
+def produce(
+    queue: Queue, stop: threading.Event, rounds_per_second: float = 2.0, signups: bool = True
+) -> None:
+    """Create jobs until ``stop`` is set. A first burst fills every state at once; now and
+    then a flow of reports, a pinned transcode and (with ``signups``) a signup."""
     rng = random.Random()
     burst = [email(queue, f"{u}@example.com") for u in USERS]
     burst += [webhook(queue, f"https://hooks.example.com/{u}") for u in USERS[:4]]
@@ -75,5 +109,17 @@ def produce(queue: Queue, stop: threading.Event, rounds_per_second: float = 2.0)
     burst += [reminder(queue, u, s) for u, s in (("ada", 3), ("ken", 15), ("grace", 45))]
     burst.append(email(queue, "no address", reset=True))  # fails at once: NoRetry
     queue.save_many(burst)
+    monthly_report(queue, "November")
+    pinned_video(queue, "trailer.mov", queue.worker_id)
+    if signups:
+        signup(queue, rng.choice(USERS))
+    rounds = 0
     while not stop.wait(1 / rounds_per_second):
         a_few(queue, rng)
+        rounds += 1
+        if rounds % 20 == 0:
+            monthly_report(queue, rng.choice(("October", "December")))
+        if rounds % 10 == 0:
+            pinned_video(queue, f"render-{rounds}.mov", queue.worker_id)
+        if signups and rounds % 15 == 0:
+            signup(queue, rng.choice(USERS))

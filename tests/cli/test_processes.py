@@ -5,6 +5,7 @@ with the development server and with gunicorn."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -154,7 +155,7 @@ def test_debug_logs_every_job(run: list[Kue], redis_url: str, prefix: str, queue
     job = queue.create_job("double", {"n": 1}).save()
     kue.wait_for_line(rf"job {job.id} \(double\) complete")
     bad = queue.create_job("double", {}).save()  # no "n": the handler raises KeyError
-    kue.wait_for_line(rf"job {bad.id} \(double\) failed: KeyError")
+    kue.wait_for_line(rf"job {bad.id} \(double\) failed for good \(attempt 1 of 1\): KeyError")
     kue.send(signal.SIGTERM)
     assert kue.wait() == 0
 
@@ -187,6 +188,25 @@ def test_example_serves_the_dashboard_while_jobs_flow(
     video = queue.get_jobs(queue.ids("complete", "video"))[0]
     assert video.progress() == 100 and queue.get_log(video.id)[0].startswith("transcoding")
     assert kue.wait_for_line(r"^complete\s+#\d+\s+\{")
+    # A webhook attempt that will be retried says so, and no outcome is printed twice.
+    assert kue.wait_for_line(r"^retrying\s+#\d+\s+\(attempt 2 of 3\)\s+ConnectionError")
+
+    # Every page has something: schedules, limits, tags, a flow, a pinned job, rules.
+    assert {s["key"] for s in json.loads(get(base + "/api/schedules")[2])["schedules"]} == {
+        "nightly-report",
+        "ops-digest",
+    }
+    limits = json.loads(get(base + "/api/limits")[2])["limits"]
+    assert limits["email"]["rate"] == {"max": 20, "perMs": 1000}
+    assert limits["webhook"]["groupConcurrency"] == 1
+    assert {"reports", "user-ada"} <= set(queue.tags())
+    assert wait_for(lambda: done("report", "complete", 2), timeout=30)  # a flow's two reports
+    flow_mail = queue.get_jobs(queue.tagged("reports"))[0]
+    assert flow_mail.depends_count == 1 and flow_mail.type == "email"
+    videos = queue.get_jobs(queue.ids("complete", "video") + queue.ids("active", "video"))
+    assert any(v.only() for v in videos + queue.get_jobs(queue.ids("pinned", "video")))
+    watchers = json.loads(get(base + "/api/rules")[2])["watchers"]
+    assert len(watchers) == 2 and all(w["running"] for w in watchers), watchers
 
     status, kind, page = get(base + "/")
     assert status == 200 and kind.startswith("text/html") and "email" in page
@@ -198,6 +218,9 @@ def test_example_serves_the_dashboard_while_jobs_flow(
     assert kue.wait(timeout=30) == 0, kue.output
     assert kue.out[-1] == "stopped" and "Traceback" not in kue.output
     assert queue.count("active") == 0 and queue.workers() == []
+    failed_ids = re.findall(r"^failed\s+#(\d+)", kue.output, re.M)
+    assert failed_ids and len(failed_ids) == len(set(failed_ids)), failed_ids
+    assert not re.search(r"kue_core\.worker: job \d+", kue.output)  # the demo's lines alone
 
 
 # -- kue dashboard ----------------------------------------------------------------------------

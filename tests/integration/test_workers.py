@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -115,7 +116,14 @@ def test_n_slots_run_at_once_sync_and_async(wq: Queue) -> None:
     assert peak == {"sync": 3, "async": 3}
 
 
-def test_failure_keeps_message_and_traceback_then_retries_with_backoff(wq: Queue) -> None:
+def _logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "kue_core.worker"]
+
+
+def test_failure_keeps_message_and_traceback_then_retries_with_backoff(
+    wq: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="kue_core.worker")
     attempts: list[str] = []
     wq.on("job failed attempt", lambda jid, msg, n: attempts.append(f"{msg}#{n}"))
 
@@ -138,9 +146,21 @@ def test_failure_keeps_message_and_traceback_then_retries_with_backoff(wq: Queue
     # exponential: delay/2 * (2^n - 1) -> 50 ms after the first failure, 150 after the second
     waits = [p["at"] - d["at"] for d, p in zip(delayed, promoted, strict=True)]
     assert len(waits) == 2 and waits[0] >= 50 and waits[1] >= 150  # never promoted early
+    # The log says which attempt failed and what comes next, each once.
+    last = f"job {job.id} (t) failed for good (attempt 3 of 3): ValueError: bad input 3"
+    wait_for(lambda: last in _logged(caplog))
+    assert _logged(caplog) == [
+        f"job {job.id} (t) failed attempt 1 of 3, retrying (attempt 2 of 3) in 0.05 s: "
+        "ValueError: bad input 1",
+        f"job {job.id} (t) failed attempt 2 of 3, retrying (attempt 3 of 3) in 0.15 s: "
+        "ValueError: bad input 2",
+        last,
+    ]
 
 
-def test_no_retry_fails_at_once(wq: Queue) -> None:
+def test_no_retry_fails_at_once(wq: Queue, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="kue_core.worker")
+
     def handler(job: Job) -> None:
         raise NoRetry("card declined")
 
@@ -149,6 +169,8 @@ def test_no_retry_fails_at_once(wq: Queue) -> None:
     wait_for(lambda: _state(wq, job.id, "failed"))
     done = wq.get_job(job.id)  # type: ignore[arg-type]
     assert done.attempts_made == 1 and (done.error or "").startswith("NoRetry: card declined")
+    line = f"job {job.id} (t) failed for good (attempt 1 of 5, not retried): NoRetry: card declined"
+    wait_for(lambda: line in _logged(caplog))
 
 
 def test_a_result_that_is_not_json_fails_the_attempt(wq: Queue) -> None:
