@@ -271,7 +271,9 @@ def test_chaos_workers_killed_and_restarted_under_fan_out_and_plain_jobs(
     ]
     fan: dict[int, int] = {}
     for i, (k, only, at_once) in enumerate(shapes):
-        job = queue.create_job("job", {"seconds": 0.3, "i": i})
+        # Runs of a second: long enough that a kill aimed at one (below) lands while it runs,
+        # however loaded the machine; at 0.3 s all of them once ended before their kill.
+        job = queue.create_job("job", {"seconds": 1.0, "i": i})
         if only is not None:
             job.only(only)
         fan[_id(job.fan_out(k, at_once=at_once).save())] = k
