@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import pkgutil
-import signal
 import sys
 import threading
 import traceback
@@ -27,13 +26,14 @@ from flask import Flask
 from kue_core import STATES, KueError, Queue, connection, tracing, validate_type
 from kue_core import defaults as core_defaults
 from kue_core.pins import check_worker_id
+from kue_core.signals import Signals
 from kue_example import demo
 from kue_http import ConfigError, create_app
 from kue_http.rules import report as rules_report
 
 from . import doctor as doctor_cli
 from . import records_text, rules_text, serve, supervisor, timings
-from .errors import EXIT_FAILED, BadUsage, Unavailable
+from .errors import BadUsage, Unavailable
 
 EPILOG = """\b
 Exit codes:
@@ -142,36 +142,10 @@ def _raised_by_resolve_name(error: BaseException) -> bool:
     return tb is not None and tb.tb_frame.f_code is pkgutil.resolve_name.__code__
 
 
-class Signals:
-    """SIGTERM and SIGINT caught from now on (a signal while the first is being handled exits
-    at once, status 1); :meth:`wait` blocks until one came."""
-
-    def __init__(self, on_stop: str) -> None:
-        self.stop = threading.Event()
-        self.received: list[str] = []
-
-        def handle(signum: int, frame: object) -> None:
-            if self.stop.is_set():
-                click.echo(f"{signal.Signals(signum).name} again: exiting now. {on_stop}", err=True)
-                os._exit(EXIT_FAILED)
-            self.received.append(signal.Signals(signum).name)
-            self.stop.set()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, handle)
-
-    def wait(self, stopped: threading.Event | None = None) -> str | None:
-        """The name of the signal that came, or None when ``stopped`` was set first (a remote
-        stop: ``Queue.stopped_remotely``)."""
-        if stopped is not None:
-
-            def remote() -> None:
-                stopped.wait()
-                self.stop.set()
-
-            threading.Thread(target=remote, name="kue-remote-stop", daemon=True).start()
-        self.stop.wait()
-        return self.received[0] if self.received else None
+def catch_signals(on_stop: str) -> Signals:
+    """SIGTERM and SIGINT caught from now on (see :mod:`kue_core.signals`); a second one
+    ends the process at once, saying so and ``on_stop``."""
+    return Signals(lambda name: click.echo(f"{name} again: exiting now. {on_stop}", err=True))
 
 
 def wait_for_signal(
@@ -179,7 +153,7 @@ def wait_for_signal(
 ) -> str | None:
     """Block until SIGTERM or SIGINT (caught from now on, or by ``caught`` since it was made)
     and return its name, or until ``stopped`` is set and return None (see :class:`Signals`)."""
-    return (caught or Signals(on_stop)).wait(stopped)
+    return (caught or catch_signals(on_stop)).wait(stopped)
 
 
 def _failing(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -449,7 +423,7 @@ def worker(
     on_stop = "Running jobs return to the queue when their leases expire."
     # Caught before the first process() registers this worker: a SIGTERM that comes as soon as
     # it is listed in queue.workers() still shuts it down gracefully, and it leaves the list.
-    caught = Signals(on_stop)
+    caught = catch_signals(on_stop)
     if shared:
         queue.process(
             list(types), concurrency, fn, isolation=isolation, reserve=reserve or "ordered"

@@ -11,6 +11,11 @@ class InvalidJob(KueError, ValueError):
     """A job option or argument is invalid; nothing was written to Redis."""
 
 
+class InvalidWorkerConfig(InvalidJob):
+    """A worker cannot run as asked: a wrong ``process()`` call, or ``run()`` without a
+    handler or outside the main thread. Nothing was started."""
+
+
 class JobNotFound(KueError, LookupError):
     """No job with this id exists."""
 

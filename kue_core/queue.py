@@ -10,10 +10,10 @@ from typing import Any, cast
 
 import redis
 
-from . import calls, checks, connection, defaults, identity, ops, pins, record_ops, stats
+from . import calls, checks, connection, defaults, identity, ops, pins, record_ops, signals, stats
 from . import middleware as mw
 from .control import Control
-from .errors import InvalidJob
+from .errors import InvalidJob, InvalidWorkerConfig
 from .events import EventBus, EventStream, Receiver
 from .feeds import FeedMethods
 from .flows import Node
@@ -358,9 +358,21 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods, FeedMethods):
         if handler is None and callable(n):
             handler, n = n, 1
         if handler is None or not isinstance(n, int):
-            raise InvalidJob("call process(type, n, handler) or process(type, handler)")
+            raise InvalidWorkerConfig("call process(type, n, handler) or process(type, handler)")
         self._worker_side().process(job_type, n, handler, isolation, reserve)
         return self
+
+    def run(self, shutdown_timeout: float = defaults.SHUTDOWN_TIMEOUT) -> str | None:
+        """Serve the handlers given to :meth:`process` until SIGINT (Ctrl-C) or SIGTERM, then
+        shut down as ``kue worker`` does: no more claims, running handlers get
+        ``shutdown_timeout`` seconds, and the jobs still running then go back to the queue (a
+        second signal ends the process at once). Returns the signal's name, or None when the
+        worker was stopped remotely (:meth:`stop_worker`). From the main thread only."""
+        if self._workers is None:
+            raise InvalidWorkerConfig(
+                "run() serves the handlers given to process(type, n, handler): give one first"
+            )
+        return signals.serve(self.stopped_remotely, self.shutdown, shutdown_timeout)
 
     def shutdown(self, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:
         """Stop this queue's workers: no more claims; running handlers get ``timeout``

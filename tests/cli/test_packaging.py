@@ -49,6 +49,16 @@ def test_the_readme_has_two_quickstart_commands() -> None:
     assert "pip install . " in install_and_run  # not editable: the wheel is what runs
 
 
+def test_the_readme_opens_with_hello_py() -> None:
+    """The README's first code is kue_example/hello.py (run in tests/cli/test_run_processes.py),
+    word for word, its docstring aside."""
+    readme = (ROOT / "README.md").read_text()
+    first = re.search(r"```python\n(.+?)```", readme, re.S)
+    hello = (ROOT / "kue_example" / "hello.py").read_text().split('"""', 2)[2].lstrip("\n")
+    assert first and first.group(1) == hello
+    assert readme.index("```python") < readme.index("\n## Quickstart\n")
+
+
 def test_the_quickstart_installs_the_wheel_and_runs_the_example(tmp_path: Path) -> None:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs a git checkout to copy")

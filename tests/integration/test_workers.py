@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, Job, NoRetry, Queue, defaults
+from kue_core import InvalidJob, InvalidWorkerConfig, Job, NoRetry, Queue, defaults
 from tests.conftest import wait_for
 
 
@@ -315,3 +316,37 @@ def test_pause_stops_claims_without_spinning_and_resume_wakes_workers(
         assert q.get_job(job.id).state == "inactive"  # type: ignore[arg-type]
         assert q.resume("t")
         wait_for(lambda: done == [job.id], timeout=2)
+
+
+def test_run_needs_a_handler_and_the_main_thread(wq: Queue) -> None:
+    with pytest.raises(InvalidWorkerConfig, match="give one first"):
+        wq.run()
+    wq.process("t", lambda job: None)
+    errors: list[BaseException] = []
+
+    def elsewhere() -> None:
+        try:
+            wq.run()
+        except InvalidWorkerConfig as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    thread.join(10)
+    assert len(errors) == 1 and "main thread" in str(errors[0])
+    assert isinstance(errors[0], InvalidJob)  # what a wrong worker call raised before
+    with pytest.raises(InvalidWorkerConfig, match=r"process\(type, n, handler\)"):
+        wq.process("t", 2)  # type: ignore[call-overload]
+
+
+def test_run_returns_when_the_worker_is_stopped_remotely(wq: Queue) -> None:
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    job = wq.create_job("t").save()
+    wq.process("t", lambda job: "done")
+    wait_for(lambda: _state(wq, job.id, "complete") and wq.workers() != [])
+    stopper = threading.Timer(0.2, wq.stop_worker, (wq.worker_id, 5))
+    stopper.start()
+    assert wq.run(5) is None  # no signal: stopped by stop_worker
+    stopper.join()
+    assert wq.workers() == []
+    assert {sig: signal.getsignal(sig) for sig in before} == before  # handlers given back

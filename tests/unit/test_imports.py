@@ -25,6 +25,7 @@ FLOORS = {
     "keys": 1,
     "backoff": 1,
     "retry": 1,
+    "signals": 1,
     "checks": 1,
     "unique": 1,
     "values": 1,

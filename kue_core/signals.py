@@ -1,0 +1,77 @@
+"""Running until told to stop: SIGTERM and SIGINT (Ctrl-C) caught; a second one while the
+first is being handled ends the process at once, with status 1. ``Queue.run`` and the ``kue``
+commands that run until stopped (``kue worker``, ``kue example``...) share these rules."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .errors import InvalidWorkerConfig
+
+#: The exit status of a process ended by a second signal.
+EXIT_AGAIN = 1
+CAUGHT = (signal.SIGTERM, signal.SIGINT)
+log = logging.getLogger("kue_core.worker")
+
+
+class Signals:
+    """SIGTERM and SIGINT caught from now on (from the main thread only: Python delivers
+    signals there); :meth:`wait` blocks until one came, :meth:`restore` puts the handlers
+    that were there before back. ``again(name)`` is called before a second signal ends the
+    process (to say so)."""
+
+    def __init__(self, again: Callable[[str], Any] = lambda name: None) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            raise InvalidWorkerConfig(
+                "SIGINT and SIGTERM can only be caught in the main thread: run there, or "
+                "wait in your own way and call shutdown()"
+            )
+        self.stop = threading.Event()
+        self.received: list[str] = []
+
+        def handle(signum: int, frame: object) -> None:
+            name = signal.Signals(signum).name
+            if self.stop.is_set():
+                again(name)
+                os._exit(EXIT_AGAIN)
+            self.received.append(name)
+            self.stop.set()
+
+        self._before = {sig: signal.signal(sig, handle) for sig in CAUGHT}
+
+    def wait(self, stopped: threading.Event | None = None) -> str | None:
+        """The name of the signal that came, or None when ``stopped`` was set first (a remote
+        stop: ``Queue.stopped_remotely``)."""
+        if stopped is not None:
+
+            def remote() -> None:
+                stopped.wait()
+                self.stop.set()
+
+            threading.Thread(target=remote, name="kue-remote-stop", daemon=True).start()
+        self.stop.wait()
+        return self.received[0] if self.received else None
+
+    def restore(self) -> None:
+        for sig, before in self._before.items():
+            signal.signal(sig, before)
+
+
+def serve(
+    stopped: threading.Event, shutdown: Callable[[float], None], timeout: float
+) -> str | None:
+    """Wait for a signal (or ``stopped``: a remote stop), then ``shutdown(timeout)``; the
+    signal's name, or None (see ``Queue.run``)."""
+    caught = Signals(lambda name: log.warning("%s again: exiting now", name))
+    try:
+        name = caught.wait(stopped)
+        log.info("%s: stopping; running jobs get %g s", name or "stopped", timeout)
+        shutdown(timeout)
+    finally:
+        caught.restore()
+    return name
