@@ -16,7 +16,7 @@ from .errors import InvalidWorkerConfig
 #: The exit status of a process ended by a second signal.
 EXIT_AGAIN = 1
 CAUGHT = (signal.SIGTERM, signal.SIGINT)
-log = logging.getLogger("kue_core.worker")
+log = logging.getLogger(__name__)
 
 
 class Signals:
@@ -36,7 +36,7 @@ class Signals:
 
         def handle(signum: int, frame: object) -> None:
             name = signal.Signals(signum).name
-            if self.stop.is_set():
+            if self.received:  # a second signal (a remote stop before it is not one)
                 again(name)
                 os._exit(EXIT_AGAIN)
             self.received.append(name)
@@ -49,9 +49,10 @@ class Signals:
         stop: ``Queue.stopped_remotely``)."""
         if stopped is not None:
 
-            def remote() -> None:
-                stopped.wait()
-                self.stop.set()
+            def remote() -> None:  # ends with the wait, whichever way that ends
+                while not self.stop.is_set():
+                    if stopped.wait(0.2):
+                        self.stop.set()
 
             threading.Thread(target=remote, name="kue-remote-stop", daemon=True).start()
         self.stop.wait()
@@ -70,8 +71,11 @@ def serve(
     caught = Signals(lambda name: log.warning("%s again: exiting now", name))
     try:
         name = caught.wait(stopped)
-        log.info("%s: stopping; running jobs get %g s", name or "stopped", timeout)
-        shutdown(timeout)
+        if name is None:  # the workers have shut down already
+            log.info("stopped remotely")
+        else:
+            log.info("%s: stopping; running jobs get %g s", name, timeout)
+            shutdown(timeout)
     finally:
         caught.restore()
     return name

@@ -85,6 +85,8 @@ def wake_lists(keys: Keys, job_type: str, why: Any, worker_id: str) -> list[tupl
 def _failed(job: Job, result: str, delay: int) -> str:
     """What became of a job whose attempt failed, for the log: ``failed attempt 1 of 3,
     retrying (attempt 2 of 3) in 1.5 s``, or ``failed for good (attempt 3 of 3)``."""
+    if job.fan_out() is not None:  # a run failed: the job's attempts do not count runs
+        return "run failed" if result != "failed" else "failed for good (too many failed runs)"
     made, most = job.attempts_made + 1, job.attempts()
     if result in ("inactive", "delayed"):
         when = f"in {delay / 1000:g} s" if result == "delayed" else "now"

@@ -57,20 +57,17 @@ def send_reminder(job: Job) -> dict[str, Any]:
     return {"reminded": job.data["user"], "ms_after_due": int(time.time() * 1000) - due}
 
 
-def build_report(job: Job) -> dict[str, Any]:
+def build_report(job: Job, seconds_a_page: float = 0.0) -> dict[str, Any]:
     """The report of the FastAPI recipe (kue_example/fastapi_app.py): one page at a time,
     reporting progress as it goes, which the service streams to its client."""
     pages = job.data["pages"]
     for page in range(1, pages + 1):
+        time.sleep(seconds_a_page * random.uniform(0.6, 1.4))  # gathering a page's figures
         job.progress(page, pages, {"page": page})
     return {"title": job.data["title"], "pages": pages}
 
 
 def compile_report(job: Job) -> dict[str, Any]:
-    """The demo's reports: a page every half second or so, its progress shown as it goes.
-    Jobs waiting for a report stay blocked until it completes."""
-    pages = job.data["pages"]
-    for page in range(1, pages + 1):
-        time.sleep(random.uniform(0.4, 0.9))  # gathering a page's figures
-        job.progress(page, pages, {"page": page})
-    return {"title": job.data["title"], "pages": pages}
+    """The demo's reports: a page every half second or so. Jobs waiting for a report stay
+    blocked until it completes."""
+    return build_report(job, seconds_a_page=0.65)

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from kue_core import Queue
+from kue_core import JobNotFound, Queue
 
 
 def print_outcomes(queue: Queue, echo: Callable[[str], Any] = print) -> None:
@@ -18,8 +18,11 @@ def print_outcomes(queue: Queue, echo: Callable[[str], Any] = print) -> None:
         echo(f"complete  #{job_id}  {json.dumps(result)}")
 
     def retrying(job_id: int, error: Any = None, made: Any = 0) -> None:
-        job = queue.get_job(job_id)  # for its most attempts, which the event does not carry
-        echo(f"retrying  #{job_id}  (attempt {int(made) + 1} of {job.attempts()})  {error}")
+        try:  # for its most attempts, which the event does not carry
+            of = f" of {queue.get_job(job_id).attempts()}"
+        except JobNotFound:  # removed meanwhile
+            of = ""
+        echo(f"retrying  #{job_id}  (attempt {int(made) + 1}{of})  {error}")
 
     def failed(job_id: int, error: Any = None) -> None:
         echo(f"failed    #{job_id}  {error}")

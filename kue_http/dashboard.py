@@ -114,12 +114,15 @@ def ms_text(ms: float | None) -> str:
 @dashboard.app_template_filter("short_count")
 def short_count(n: int) -> str:
     """A count in at most four characters, for the navigation: ``999``, ``1.2k``, ``45k``,
-    ``3.1M`` (the exact count goes in the element's title)."""
-    for unit, size in (("M", 1_000_000), ("k", 1000)):
-        if n >= size:
-            value = n / size
-            return f"{value:.1f}{unit}" if value < 9.95 else f"{value:.0f}{unit}"
-    return str(n)
+    ``3.1M``, ``12G`` (the exact count goes in the element's title)."""
+    if n < 1000:
+        return str(n)
+    for unit, size in (("k", 1e3), ("M", 1e6), ("G", 1e9)):
+        value = n / size
+        text = f"{value:.1f}" if value < 9.95 else f"{value:.0f}"
+        if float(text) < 1000:
+            return text + unit
+    return f"{n / 1e12:.0f}T"
 
 
 def _span_text(seconds: float, *, coarse: bool) -> str:

@@ -332,26 +332,37 @@ def keys_under(r: redis.Redis, prefix: str) -> set[str]:
     return set(r.scan_iter(match=f"{prefix}:*", count=1000))
 
 
-Snapshot = dict[str, tuple[Any, bool]]
+Snapshot = dict[str, tuple[Any, float | None]]
 
 
 def snapshot(r: redis.Redis, prefix: str) -> Snapshot:
-    """Every key under ``prefix``: its DUMP and whether it expires by itself (has a TTL)."""
-    return {k: (r.dump(k), r.pttl(k) > 0) for k in sorted(keys_under(r, prefix))}
+    """Every key under ``prefix``: its DUMP, and when it expires by itself (a monotonic time,
+    or None for a key without a TTL). A key that expires while it is read is left out."""
+    found: Snapshot = {}
+    for key in sorted(keys_under(r, prefix)):
+        ttl_ms, dumped = r.pttl(key), r.dump(key)
+        if dumped is not None:
+            found[key] = (dumped, time.monotonic() + ttl_ms / 1000 if ttl_ms > 0 else None)
+    return found
 
 
 def written_since(r: redis.Redis, prefix: str, before: Snapshot) -> dict[str, tuple[Any, Any]]:
     """The keys under ``prefix`` that changed since ``before``: ``{key: (before, now)}``.
 
-    A key that expired by itself is not a change: a wake-up list under PEXPIRE (a limit's
-    ``<p>:<type>:limited``) may vanish between two snapshots, and that is time, not a write.
+    A key gone once its TTL has run out is not a change: a wake-up list under PEXPIRE (a
+    limit's ``<p>:<type>:limited``) may vanish between two snapshots, and that is time, not a
+    write. A key gone before its time is one.
     """
     now = snapshot(r, prefix)
     changed = {}
     for key in before.keys() | now.keys():
         was, is_ = before.get(key), now.get(key)
-        if was != is_ and not (is_ is None and was is not None and was[1]):
-            changed[key] = (was and was[0], is_ and is_[0])
+        if was is not None and is_ is not None and was[0] == is_[0]:
+            continue
+        expired = was is not None and is_ is None and was[1] is not None
+        if expired and time.monotonic() >= was[1] - 0.05:  # type: ignore[operator]
+            continue
+        changed[key] = (was and was[0], is_ and is_[0])
     return changed
 
 

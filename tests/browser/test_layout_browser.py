@@ -70,12 +70,13 @@ def filled(queue: Queue) -> Iterator[dict[str, Any]]:
 
     release = threading.Event()
     queue.create_job("video", {"title": "transcode intro.mov"}).save()
-    queue.process("video", 1, lambda job: release.wait(30))
+    queue.process("video", 1, lambda job: release.wait(600))  # running while pages are measured
     wait_for(lambda: queue.count("active") == 1)
     with rules_running(queue):
         push(queue, "hello ada")
         handled(queue, 1)
         yield {"failed": failed, "blocked": last.id, "first": first.id}
+        assert queue.count("active") == 1  # the pages were measured with a job running
         release.set()
         queue.shutdown(10)
 

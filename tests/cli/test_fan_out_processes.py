@@ -271,8 +271,8 @@ def test_chaos_workers_killed_and_restarted_under_fan_out_and_plain_jobs(
     ]
     fan: dict[int, int] = {}
     for i, (k, only, at_once) in enumerate(shapes):
-        # Runs of a second: long enough that a kill aimed at one (below) lands while it runs,
-        # however loaded the machine; at 0.3 s all of them once ended before their kill.
+        # Runs of a second, so that a kill aimed at one (below) lands while it runs: at 0.3 s,
+        # on a loaded machine, every run aimed at once ended before its kill.
         job = queue.create_job("job", {"seconds": 1.0, "i": i})
         if only is not None:
             job.only(only)

@@ -1,6 +1,8 @@
 """``Queue.run()`` in real scripts: kue_example/hello.py serves until Ctrl-C and exits 0; a
 job running when SIGTERM comes finishes before the process ends; a second signal during the
-shutdown ends the process at once (status 1), as ``kue worker`` does."""
+shutdown ends the process at once (status 1), as ``kue worker`` does. (A signal before
+``run()`` is called meets Python's default handlers: the slow script's jobs tell that they
+started only once ``run()`` catches signals.)"""
 
 from __future__ import annotations
 
@@ -13,13 +15,16 @@ from tests.cli.running import ROOT, Kue
 
 PYTHON = Path(sys.executable)
 SLOW = """
-import logging, threading
+import logging, signal, threading, time
 from kue_core import Queue
 
 logging.basicConfig(level=logging.INFO, format="%(message)s")
 queue = Queue()
+before = signal.getsignal(signal.SIGTERM)
 
 def slow(job):
+    while signal.getsignal(signal.SIGTERM) is before:  # till run() catches signals
+        time.sleep(0.01)
     print("started", job.id, flush=True)
     threading.Event().wait(float(job.data["seconds"]))
     return {"slept": job.data["seconds"]}

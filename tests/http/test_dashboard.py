@@ -22,7 +22,7 @@ from kue_core import InvalidJob, Queue
 from kue_core.states import STATES
 from kue_http import ConfigError, create_app
 from kue_http.app import mount
-from kue_http.dashboard import LABELS, dashboard
+from kue_http.dashboard import LABELS, dashboard, short_count
 from tests.conftest import finish, wait_for
 
 SCRIPT = "<script>alert(1)</script>"
@@ -666,3 +666,23 @@ def test_workers_table_shows_the_pinned_jobs_waiting_for_each_worker(
 def test_a_trace_url_that_is_not_an_http_url_with_the_id_is_refused(bad: str) -> None:
     with pytest.raises(ConfigError, match="KUE_TRACE_URL"):
         create_app({"KUE_TRACE_URL": bad})
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (0, "0"),
+        (999, "999"),
+        (1000, "1.0k"),
+        (1234, "1.2k"),
+        (9949, "9.9k"),
+        (9950, "10k"),
+        (45_678, "46k"),
+        (999_499, "999k"),
+        (999_999, "1.0M"),
+        (3_100_000, "3.1M"),
+        (1_234_567_890, "1.2G"),
+    ],
+)
+def test_counts_in_the_navigation_take_four_characters_at_most(n: int, text: str) -> None:
+    assert short_count(n) == text and len(text) <= 4

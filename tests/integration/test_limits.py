@@ -100,21 +100,22 @@ def test_bad_limits_change_nothing(
 def test_the_write_check_sees_writes_but_not_a_wake_list_expiring(
     r: redis.Redis, prefix: str
 ) -> None:
-    """``written_since``, which the "writes nothing" tests use: a limit's wake-up list
-    expiring by itself is not a write; a change, a new key or a removed key is."""
+    """``written_since``, which the "writes nothing" tests use: a key whose TTL ran out is
+    not a write; a change, a new key, a removed key, and a key with a TTL removed before its
+    time are."""
     r.set(f"{prefix}:kept", "1")
     r.set(f"{prefix}:gone", "1")
+    r.set(f"{prefix}:early", "1", px=60_000)
     r.rpush(f"{prefix}:wake", 1)
-    r.pexpire(f"{prefix}:wake", 60_000)
+    r.pexpire(f"{prefix}:wake", 200)
     before = snapshot(r, prefix)
-    r.delete(f"{prefix}:wake")  # as if its TTL ran out
+    assert wait_for(lambda: not r.exists(f"{prefix}:wake"))  # its TTL ran out
     assert not written_since(r, prefix, before)
     r.set(f"{prefix}:kept", "2")
-    r.delete(f"{prefix}:gone")
+    r.delete(f"{prefix}:gone", f"{prefix}:early")
     r.set(f"{prefix}:new", "1")
-    assert set(written_since(r, prefix, before)) == {
-        f"{prefix}:{k}" for k in ("kept", "gone", "new")
-    }
+    changed = set(written_since(r, prefix, before))
+    assert changed == {f"{prefix}:{k}" for k in ("kept", "gone", "early", "new")}
 
 
 def test_a_concurrency_cap_holds_claims_back_until_a_place_frees(sync_queue: Queue) -> None:
