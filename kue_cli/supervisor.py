@@ -27,7 +27,6 @@ import logging
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -84,8 +83,9 @@ class Supervisor:
         self.env = env
         self.children = [_Child(slot) for slot in range(1, processes + 1)]
         self.shutdown_timeout = shutdown_timeout
+        # Only appended to by the handler: a handler that takes a lock (Event.set) can
+        # deadlock the main thread it interrupts inside that lock.
         self._signals: list[signal.Signals] = []
-        self._wake = threading.Event()
 
     def run(self) -> int:
         """Supervise until SIGTERM or SIGINT and every child has exited; the exit status."""
@@ -101,7 +101,6 @@ class Supervisor:
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self._signals.append(signal.Signals(signum))
-        self._wake.set()
 
     def _start(self, child: _Child) -> None:
         argv = self.argv
@@ -158,8 +157,7 @@ class Supervisor:
                 )
             if all(child.stopped for child in self.children):
                 return 0
-            self._wake.wait(0.2)
-            self._wake.clear()
+            time.sleep(0.2)
         return None
 
     def _stop(self, status: int | None) -> int:
@@ -179,8 +177,7 @@ class Supervisor:
                 for proc in running:
                     _signal(proc, signal.SIGKILL)
                 killed = True
-            self._wake.wait(0.1)
-            self._wake.clear()
+            time.sleep(0.1)
         if status is not None:
             return status
         failed = [p for p in running if p.returncode != 0]

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,8 @@ from .errors import InvalidWorkerConfig
 #: The exit status of a process ended by a second signal.
 EXIT_AGAIN = 1
 CAUGHT = (signal.SIGTERM, signal.SIGINT)
+#: How often a wait looks for a signal or a remote stop.
+POLL_S = 0.05
 log = logging.getLogger(__name__)
 
 
@@ -31,32 +34,28 @@ class Signals:
                 "SIGINT and SIGTERM can only be caught in the main thread: run there, or "
                 "wait in your own way and call shutdown()"
             )
-        self.stop = threading.Event()
         self.received: list[str] = []
 
+        # The handler takes no lock: Python runs it in the main thread between two bytecodes,
+        # which may be inside Event.wait holding that Event's lock (a handler that set the
+        # Event the main thread waited on once deadlocked a worker that way).
         def handle(signum: int, frame: object) -> None:
             name = signal.Signals(signum).name
-            if self.received:  # a second signal (a remote stop before it is not one)
+            if self.received:  # a second signal
                 again(name)
                 os._exit(EXIT_AGAIN)
             self.received.append(name)
-            self.stop.set()
 
         self._before = {sig: signal.signal(sig, handle) for sig in CAUGHT}
 
     def wait(self, stopped: threading.Event | None = None) -> str | None:
         """The name of the signal that came, or None when ``stopped`` was set first (a remote
-        stop: ``Queue.stopped_remotely``)."""
-        if stopped is not None:
-
-            def remote() -> None:  # ends with the wait, whichever way that ends
-                while not self.stop.is_set():
-                    if stopped.wait(0.2):
-                        self.stop.set()
-
-            threading.Thread(target=remote, name="kue-remote-stop", daemon=True).start()
-        self.stop.wait()
-        return self.received[0] if self.received else None
+        stop: ``Queue.stopped_remotely``). Looks every ``POLL_S`` seconds."""
+        while not self.received:
+            if stopped is not None and stopped.is_set():
+                return None
+            time.sleep(POLL_S)
+        return self.received[0]
 
     def restore(self) -> None:
         for sig, before in self._before.items():

@@ -4,8 +4,6 @@ SIGTERM or Ctrl-C, then shut down gracefully: running jobs get ``--timeout`` sec
 from __future__ import annotations
 
 import importlib
-import signal
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -53,13 +51,8 @@ class Command(BaseCommand):  # type: ignore[misc]
             raise CommandError(f"no handler for {', '.join(unknown)} in KUE_HANDLERS")
         q = queue()
         q.use(_fresh_connections)
-        stop = threading.Event()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
         for job_type in types:
             q.process(job_type, options["concurrency"], _handler(handlers[job_type]))
         self.stdout.write(f"working on {', '.join(types)}", ending="\n")
         self.stdout.flush()
-        while not stop.wait(0.5) and not q.stopped_remotely.is_set():
-            pass
-        q.shutdown(options["timeout"])
+        q.run(options["timeout"])  # until SIGTERM or SIGINT, then a graceful shutdown
