@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, Job, Queue, RateLimited, doctor
+from kue_core import InvalidJob, InvalidLimit, Job, Queue, RateLimited, doctor
 from kue_core.limits import LANE
 from kue_core.scripts import PAUSED, Held
 from tests.conftest import snapshot, wait_for, written_since
@@ -90,10 +90,14 @@ def test_bad_limits_change_nothing(
 ) -> None:
     queue.limit("t", concurrency=1)
     before = snapshot(r, prefix)
-    with pytest.raises(InvalidJob):
+    with pytest.raises(InvalidLimit):  # an InvalidJob, as before it had a class of its own
         queue.limit("t", **bad)
-    with pytest.raises(InvalidJob):
+    with pytest.raises(InvalidLimit):
         queue.limit("", concurrency=1)
+    with pytest.raises(InvalidLimit, match="give at least one of"):
+        queue.limit("t")
+    with pytest.raises(InvalidLimit):
+        queue.remove_limits("bad\ntype")
     assert not written_since(r, prefix, before)
 
 
@@ -163,15 +167,16 @@ def test_rate_limited_puts_the_job_back_without_an_attempt_and_holds_the_type(
     def handler(job: Job) -> str:
         calls.append(job.id)  # type: ignore[arg-type]
         if len(calls) == 1:
-            raise RateLimited(400)
+            raise RateLimited(1500)  # long enough to be seen, on a loaded machine too
         return "ok"
 
     job = sync_queue.create_job("api", {}).attempts(1).save()
     other = sync_queue.create_job("api", {}).attempts(1).save()
     sync_queue.process("api", 1, handler)
     wait_for(lambda: sync_queue.get_job(job.id).state == "delayed", timeout=5)  # type: ignore[arg-type]
-    held = sync_queue.limits()["api"]["held_until"]
-    assert held is not None and sync_queue.limit_status("api")["held"] == "remote"
+    status = sync_queue.limit_status("api")  # one read: the hold and what it says of it
+    held = status["limits"]["held_until"]
+    assert held is not None and status["held"] == "remote"
     wait_for(lambda: sync_queue.count("complete", "api") == 2, timeout=10)
     got = sync_queue.get_job(job.id)  # type: ignore[arg-type]
     assert got.attempts_made == 1 and got.result == "ok"  # one attempt: the limited run is free
