@@ -1,11 +1,12 @@
 """kue_cli: the ``kue`` command line (``kue example``, ``kue dashboard``, ``kue worker``,
-``kue stats``, ``kue doctor``, ``kue cancel``, ``kue move``, ``kue stop-worker``, ``kue search``,
+``kue stats``, ``kue doctor``, ``kue job``, ``kue cancel``, ``kue move``, ``kue pause``,
+``kue resume``, ``kue stop-worker``, ``kue search``,
 ``kue tag``, ``kue untag``, ``kue retention``, ``kue deps``, ``kue remove``, ``kue schedules``,
 ``kue schedule``, ``kue limits``, ``kue limit``, ``kue groups``, ``kue rules``).
 ``python -m kue_cli`` runs it too."""
 
 # Their commands join the cli group as they are imported.
-from . import control, deps, limits, records, rules, runs, schedules  # noqa: F401
+from . import control, deps, jobs, limits, records, rules, runs, schedules  # noqa: F401
 from .cli import main
 
 __all__ = ["main"]

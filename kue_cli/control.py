@@ -1,5 +1,6 @@
-"""Job control from the command line: ``kue cancel``, ``kue move`` and ``kue stop-worker``,
-on the ``cli`` group (imported by the package, so that they join it).
+"""Job control from the command line: ``kue cancel``, ``kue move``, ``kue stop-worker``,
+``kue pause`` and ``kue resume``, on the ``cli`` group (imported by the package, so that they
+join it).
 
 Exit codes as for every command: an unknown job or worker, or bad input, is bad usage (2);
 what the job's state does not allow (cancelling a complete job, moving a running one without
@@ -9,12 +10,13 @@ what the job's state does not allow (cancelling a complete job, moving a running
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 
 import click
 import redis
 
-from kue_core import ConnectionFailed, InvalidTransition, KueError, Queue
+from kue_core import ConnectionFailed, InvalidTransition, KueError, Queue, validate_type
 from kue_core import defaults as core_defaults
 
 from . import cli as main
@@ -84,3 +86,46 @@ def stop_worker(worker_id: str, timeout: float, redis_url: str | None, prefix: s
     with _queue(redis_url, prefix) as queue:
         queue.stop_worker(worker_id, timeout)
     click.echo(f"asked worker {worker_id} to stop; its running jobs get {timeout:g} s")
+
+
+@main.cli.command(short_help="Stop workers from taking jobs of some types.")
+@click.argument("job_types", nargs=-1, required=True, metavar="TYPE...")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: each type, and whether it changed."
+)
+@main.redis_options
+def pause(job_types: tuple[str, ...], as_json: bool, redis_url: str | None, prefix: str) -> None:
+    """Stop every worker from taking jobs of each TYPE (running jobs finish; jobs can still be
+    saved). kue resume lets them take jobs again; kue stats marks paused types."""
+    _switch(job_types, as_json, redis_url, prefix, pause=True)
+
+
+@main.cli.command(short_help="Let workers take jobs of paused types again.")
+@click.argument("job_types", nargs=-1, required=True, metavar="TYPE...")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: each type, and whether it changed."
+)
+@main.redis_options
+def resume(job_types: tuple[str, ...], as_json: bool, redis_url: str | None, prefix: str) -> None:
+    """Let workers take jobs of each paused TYPE again."""
+    _switch(job_types, as_json, redis_url, prefix, pause=False)
+
+
+def _switch(
+    job_types: tuple[str, ...], as_json: bool, redis_url: str | None, prefix: str, pause: bool
+) -> None:
+    """Pause or resume each type, once all are known to be valid type names."""
+    try:
+        checked = list(dict.fromkeys(validate_type(t) for t in job_types))
+    except KueError as e:
+        raise BadUsage(str(e)) from None
+    with _queue(redis_url, prefix) as queue:
+        changed = [queue.pause(t) if pause else queue.resume(t) for t in checked]
+    word = "paused" if pause else "resumed"
+    if as_json:
+        pairs = zip(checked, changed, strict=True)
+        report = [{"type": t, "paused": pause, "changed": c} for t, c in pairs]
+        click.echo(json.dumps(report, indent=2))
+        return
+    for job_type, done in zip(checked, changed, strict=True):
+        click.echo(f"{word} {job_type}" if done else f"{job_type} was already {word}")

@@ -239,6 +239,15 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
         """End a job in any state but complete (see ``Queue.cancel``); the job as it is now."""
         return cast(AsyncJob, await self.scripts.drive(ops.cancel(self, job_id, reason)))
 
+    async def retry(self, job_id: int | str) -> AsyncJob:
+        """Run a failed or complete job again (see ``Queue.retry``); the job as it is now."""
+        return cast(AsyncJob, await self.scripts.drive(ops.requeue(self, job_id, ops.RETRYABLE)))
+
+    async def promote(self, job_id: int | str) -> AsyncJob:
+        """Make a delayed job wait now (see ``Queue.promote``); the job as it is now."""
+        job = await self.scripts.drive(ops.requeue(self, job_id, ops.PROMOTABLE))
+        return cast(AsyncJob, job)
+
     async def move(self, job_id: int | str, to_type: str, *, force: bool = False) -> AsyncJob:
         """Put a job under another type (see ``Queue.move``); the job as it is now."""
         return cast(AsyncJob, await self.scripts.drive(ops.move(self, job_id, to_type, force)))

@@ -49,6 +49,16 @@ class AsyncJob(Job):
         self._reload(await self.queue.cancel(self._saved_id(), reason))
         return self
 
+    async def retry(self) -> AsyncJob:  # type: ignore[override]
+        """Run a failed or complete job again (see ``Queue.retry``)."""
+        self._reload(await self.queue.retry(self._saved_id()))
+        return self
+
+    async def promote(self) -> AsyncJob:  # type: ignore[override]
+        """Make a delayed job wait now (see ``Queue.promote``)."""
+        self._reload(await self.queue.promote(self._saved_id()))
+        return self
+
     async def move(self, to_type: str, *, force: bool = False) -> AsyncJob:  # type: ignore[override]
         """Put the job under another type (see ``Queue.move``)."""
         self._reload(await self.queue.move(self._saved_id(), to_type, force=force))

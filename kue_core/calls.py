@@ -134,9 +134,10 @@ def update(keys: Keys, job_id: int, fields: Sequence[Any]) -> Call[str]:
     return Call("update", keys.job(job_id), (job_id, *fields), _as_is)
 
 
-def set_state(keys: Keys, job_id: int, state: str) -> Call[str]:
-    """The state the job was in."""
-    return Call("set_state", keys.job(job_id), (job_id, state), _as_is)
+def set_state(keys: Keys, job_id: int, state: str, only_from: Sequence[str] = ()) -> Call[str]:
+    """The state the job was in; with ``only_from``, a job in another state is refused
+    (``InvalidTransition``) and left as it is."""
+    return Call("set_state", keys.job(job_id), (job_id, state, " ".join(only_from)), _as_is)
 
 
 def set_priority(keys: Keys, job_id: int, priority: int) -> Call[None]:

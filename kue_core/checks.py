@@ -1,11 +1,53 @@
 """Checks of numeric arguments, with one message format: ``InvalidJob`` before anything is
-written. ``True`` and ``False`` are never numbers here, though Python counts them as ints."""
+written. ``True`` and ``False`` are never numbers here, though Python counts them as ints.
+``refused_as`` gives the checks of one capability its own subclass of ``InvalidJob``."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
 import math
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from .errors import InvalidJob
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@contextlib.contextmanager
+def _raised_as(kind: type[InvalidJob]) -> Iterator[None]:
+    try:
+        yield
+    except InvalidJob as e:
+        if isinstance(e, kind):
+            raise
+        raise kind(str(e)) from None
+
+
+def refused_as(kind: type[InvalidJob]) -> Callable[[_F], _F]:
+    """A decorator: the ``InvalidJob`` a function raises (a generator operation too, in any
+    of its steps) is raised as ``kind``, a subclass, with the same message."""
+
+    def wrap(fn: _F) -> _F:
+        if inspect.isgeneratorfunction(fn):
+
+            @functools.wraps(fn)
+            def op(*args: Any, **kwargs: Any) -> Any:
+                with _raised_as(kind):
+                    return (yield from fn(*args, **kwargs))
+
+            return op  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with _raised_as(kind):
+                return fn(*args, **kwargs)
+
+        return call  # type: ignore[return-value]
+
+    return wrap
 
 
 def integer(

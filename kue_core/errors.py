@@ -16,6 +16,16 @@ class InvalidWorkerConfig(InvalidJob):
     handler or outside the main thread. Nothing was started."""
 
 
+class InvalidSchedule(InvalidJob):
+    """A schedule cannot be defined as asked: its key, interval, cron expression, time zone,
+    start, end, limit, catch-up, or the job it makes. Nothing was written."""
+
+
+class InvalidLimit(InvalidJob):
+    """A type's limits cannot be set as asked: a rate that is not (max_jobs, per_ms), a
+    concurrency below 1, a bad type name, or no limit given. Nothing was written."""
+
+
 class JobNotFound(KueError, LookupError):
     """No job with this id exists."""
 

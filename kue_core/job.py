@@ -240,6 +240,16 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
         self._reload(self.queue.cancel(self._saved_id(), reason))
         return self
 
+    def retry(self) -> Job:
+        """Run a failed or complete job again, with its attempts anew (see ``Queue.retry``)."""
+        self._reload(self.queue.retry(self._saved_id()))
+        return self
+
+    def promote(self) -> Job:
+        """Make a delayed job wait now (see ``Queue.promote``)."""
+        self._reload(self.queue.promote(self._saved_id()))
+        return self
+
     def move(self, to_type: str, *, force: bool = False) -> Job:
         """Put the job under another type, keeping its id, data, priority and state; a running
         job only with ``force``, which stops its attempt (see ``Queue.move``)."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import calls, checks, defaults
 from .calls import Op, read
-from .errors import InvalidJob, KueError
+from .errors import InvalidJob, InvalidLimit, KueError
 from .keys import job_id_from_zid
 from .ops import server_now
 from .values import validate_type
@@ -179,6 +179,7 @@ class LimitMethods:
 
 
 # -- the operations, for either client (see kue_core.ops) ----------------------------------
+@checks.refused_as(InvalidLimit)
 def set_limits(keys: Keys, job_type: str, given: dict[str, Any]) -> Op[dict[str, Any]]:
     """Set the limits given (``_UNSET`` for those left as they are); the type's limits."""
     validate_type(job_type)
@@ -190,6 +191,7 @@ def set_limits(keys: Keys, job_type: str, given: dict[str, Any]) -> Op[dict[str,
     return public(rules, now)
 
 
+@checks.refused_as(InvalidLimit)
 def remove_limits(keys: Keys, job_type: str) -> Op[None]:
     validate_type(job_type)
     yield calls.limit(keys, job_type, dict.fromkeys(NAMES, False), True)

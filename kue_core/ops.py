@@ -294,6 +294,19 @@ def cancel(side: Side, job_id: int | str, reason: str) -> Op[Job]:
     return (yield from get_job(side, jid))
 
 
+#: What a retry and a promotion move a job from (see ``Queue.retry``, ``Queue.promote``).
+RETRYABLE = ("failed", "complete")
+PROMOTABLE = ("delayed",)
+
+
+def requeue(side: Side, job_id: int | str, only_from: Sequence[str]) -> Op[Job]:
+    """Make a job in one of ``only_from`` wait again now (``Queue.retry``, ``Queue.promote``):
+    any other state is refused in the same call that would move it; the job as it is now."""
+    jid = checks.job_id(job_id)
+    yield calls.set_state(side.keys, jid, "inactive", only_from)
+    return (yield from get_job(side, jid))
+
+
 def move(side: Side, job_id: int | str, to_type: str, force: bool) -> Op[Job]:
     """Put a job under another type (see ``Queue.move``); the job as it is now."""
     jid = checks.job_id(job_id)

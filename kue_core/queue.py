@@ -315,6 +315,17 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods, FeedMethods):
         process. ``InvalidTransition`` for a complete job. Returns the job as it is now."""
         return self.scripts.drive(ops.cancel(self, job_id, reason))
 
+    def retry(self, job_id: int | str) -> Job:
+        """Run a failed or complete job again: it waits now (or, pinned, for its own workers),
+        with its attempts anew. Any other state is refused (``InvalidTransition``) and the job
+        is left as it is. Returns the job as it is now."""
+        return self.scripts.drive(ops.requeue(self, job_id, ops.RETRYABLE))
+
+    def promote(self, job_id: int | str) -> Job:
+        """Make a delayed job wait now instead of at its due time; any other state is refused
+        (``InvalidTransition``). Returns the job as it is now."""
+        return self.scripts.drive(ops.requeue(self, job_id, ops.PROMOTABLE))
+
     def move(self, job_id: int | str, to_type: str, *, force: bool = False) -> Job:
         """Put a job under another type, keeping its id, data, priority and state (a waiting
         job waits in the new type's queue). A running job is refused (``InvalidTransition``)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from . import calls, checks, defaults, ops, runs
 from . import schedule_rules as rules
 from .calls import Op, read
-from .errors import InvalidJob, ScheduleNotFound
+from .errors import InvalidJob, InvalidSchedule, ScheduleNotFound
 
 if TYPE_CHECKING:
     import redis
@@ -45,6 +45,7 @@ OPTIONS = (
 _LISTS = ("tags", "search_keys")  # given as a list, applied as arguments
 
 
+@checks.refused_as(InvalidSchedule)
 def _key(key: object) -> str:
     if (
         not isinstance(key, str)
@@ -189,12 +190,14 @@ class Side(ops.Side, Protocol):
     def create_job(self, job_type: str, data: Any = None) -> Job: ...
 
 
+@checks.refused_as(InvalidSchedule)
 def every_definition(interval: Any, offset: Any) -> dict[str, Any]:
     every = rules.interval_ms(interval, "interval", defaults.SCHEDULE_MIN_INTERVAL)
     shift = 0 if offset is None else rules.interval_ms(offset, "offset", 0)
     return {"kind": "every", "every": every, "offset": shift}
 
 
+@checks.refused_as(InvalidSchedule)
 def cron_definition(expression: str, tz: str) -> dict[str, Any]:
     rules.zone(tz)
     return {"kind": "cron", "cron": rules.cron_expression(expression), "tz": tz}
@@ -220,6 +223,7 @@ def _first(definition: dict[str, Any], now: int) -> int:
     return -1 if end is not None and at > end else at
 
 
+@checks.refused_as(InvalidSchedule)
 def define(
     side: Side,
     key: str,

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import redis
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Flask, Request, Response, jsonify, render_template, request
 from flask.json.provider import DefaultJSONProvider
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import BadRequest, HTTPException
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.wrappers import Response as WerkzeugResponse
 
@@ -90,10 +90,21 @@ class _Json(DefaultJSONProvider):
             raise ValueError("the JSON is nested too deeply") from None
 
 
+class _Request(Request):
+    """Flask's request, but a body that is not JSON says so, and where (Flask hides the
+    parser's message outside debug mode)."""
+
+    def on_json_loading_failed(self, e: ValueError | None) -> Any:
+        if e is None:  # not sent as JSON: Flask's 415
+            return super().on_json_loading_failed(e)
+        raise BadRequest(f"the body is not valid JSON: {e}")
+
+
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """A Flask app serving the dashboard at ``/`` and the JSON API under ``KUE_API_PREFIX``
     (see :mod:`kue_http.config` for every setting)."""
     app = Flask(__name__, static_folder=None, template_folder=None)  # the dashboard's own
+    app.request_class = _Request
     app.config.update(settings.load(config))
     app.config["MAX_CONTENT_LENGTH"] = app.config["KUE_MAX_BODY"]
     app.json = _Json(app)

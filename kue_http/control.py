@@ -1,4 +1,5 @@
-"""Job control, on the API blueprint: cancel a job wherever it runs, move it to another type,
+"""Job control, on the API blueprint: cancel a job wherever it runs, retry a failed or complete
+one, promote a delayed one, move a job to another type,
 replace the data of a waiting or failed job, change which workers may run it, stop a worker
 process. Each route checks its
 input, then makes one call to ``kue_core.Queue``, which refuses what the job's state does not
@@ -44,6 +45,23 @@ def cancel(job_id: str) -> Response:
         raise InvalidJob(f"reason must be a string, got {type(reason).__name__}")
     job = queue().cancel(job_id, reason)
     return _done(f"cancelled job {job.id}", job)
+
+
+@api.post("/job/<job_id>/retry")
+def retry(job_id: str) -> Response:
+    """Run a failed or complete job again: it waits now, with its attempts anew. A job in
+    another state is refused (409) and left as it is."""
+    _object_body(frozenset())
+    job = queue().retry(job_id)
+    return _done(f"retried job {job.id}", job)
+
+
+@api.post("/job/<job_id>/promote")
+def promote(job_id: str) -> Response:
+    """Make a delayed job wait now instead of at its due time; another state is refused (409)."""
+    _object_body(frozenset())
+    job = queue().promote(job_id)
+    return _done(f"promoted job {job.id}", job)
 
 
 @api.put("/job/<job_id>/type/<rest:to_type>")

@@ -357,6 +357,15 @@ def _control() -> Schema:
                 ),
             ),
         },
+        "/job/{id}/retry": _requeue(
+            "retried",
+            "Run a failed or complete job again: it waits now, with its attempts anew (another "
+            "state: 409, and the job is left as it is)",
+        ),
+        "/job/{id}/promote": _requeue(
+            "promoted",
+            "Make a delayed job wait now instead of at its due time (another state: 409)",
+        ),
         "/job/{id}/type/{type}": {
             "parameters": [_JOB_ID, {**_TYPE_PARAM, "description": "The job's new type."}],
             "put": _write(
@@ -426,6 +435,27 @@ def _control() -> Schema:
                 ),
             ),
         },
+    }
+
+
+def _requeue(verb: str, summary: str) -> Schema:
+    """A POST that makes a job wait again, from the states it names (``control.py``)."""
+    return {
+        "parameters": [_JOB_ID],
+        "post": _write(
+            "control",
+            summary,
+            _ok(_changed(rf"^{verb} job [1-9][0-9]*$")),
+            400,
+            404,
+            409,
+            413,
+            body=_body(
+                _object({}),
+                "Empty, or {}; a POST must send JSON (CSRF).",
+                required=False,
+            ),
+        ),
     }
 
 

@@ -156,14 +156,19 @@ def schemas(records_options: Schema) -> Schema:
         "start": {**_TIME, "description": "Unix time in ms of the first tick (default now)"},
         "end": {**_TIME, "description": "Unix time in ms past which it ends"},
         "limit": _LIMIT,
-        "catchUp": {**_CATCH_UP, "default": CATCH_UP[0]},
+        "catch_up": {**_CATCH_UP, "default": CATCH_UP[0]},
+        "catchUp": {
+            **_CATCH_UP,
+            "deprecated": True,
+            "description": "The former name of catch_up, still taken (not with catch_up)",
+        },
         "options": {**job_options, "type": ["object", "null"]},
     }
     return {
         "NewSchedule": {
             **_object(
                 {"every": _EVERY, "offset": _OFFSET, "cron": _CRON, "tz": _TZ, **common},
-                optional="every offset cron tz data start end limit catchUp options",
+                optional="every offset cron tz data start end limit catch_up catchUp options",
             ),
             "oneOf": [
                 {

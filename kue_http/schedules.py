@@ -4,8 +4,9 @@ an unchanged definition keeps its timetable), ``GET`` reads them, ``DELETE`` rem
 ``POST /schedules/<key>/trigger``, ``/pause`` and ``/resume`` steer it. A key is a path
 segment: kue_core refuses ``/`` in keys, so every key can be addressed.
 
-The body and the answers use ``POST /job``'s names for job options (``removeOnComplete``);
-kue_core's are the Python ones (``remove_on_complete``)."""
+The body takes the names the answers use (``catch_up``, as ``created_at`` and ``last_job``),
+and ``POST /job``'s names for job options (``removeOnComplete``; kue_core's are the Python
+ones, ``remove_on_complete``). ``catchUp``, the body's name before, is still taken."""
 
 from __future__ import annotations
 
@@ -38,7 +39,20 @@ OPTIONS = {
 _NAMES = {python: rest for rest, python in OPTIONS.items()}
 #: The fields of a definition, beside exactly one of ``every`` and ``cron``.
 _FIELDS = frozenset(
-    {"every", "offset", "cron", "tz", "type", "data", "start", "end", "limit", "catchUp", "options"}
+    [
+        "every",
+        "offset",
+        "cron",
+        "tz",
+        "type",
+        "data",
+        "start",
+        "end",
+        "limit",
+        "catch_up",
+        "catchUp",
+        "options",
+    ]
 )
 
 
@@ -57,7 +71,8 @@ def get_schedule(key: str) -> Response:
 def put_schedule(key: str) -> Response:
     """Define the schedule ``key``, or redefine it: ``{"every": ms, "offset": ms}`` or
     ``{"cron": "expr", "tz": "Area/City"}``, with ``type`` and optionally ``data``, ``start``,
-    ``end``, ``limit``, ``catchUp`` and ``options``. Checked whole before anything is written."""
+    ``end``, ``limit``, ``catch_up`` and ``options``. Checked whole before anything is
+    written."""
     body = request.get_json()  # 400 when malformed
     return jsonify(_answer(_define(queue(), key, body)))
 
@@ -114,11 +129,13 @@ def _define(q: Queue, key: str, body: Any) -> dict[str, Any]:
         "start": body.get("start"),
         "end": body.get("end"),
         "limit": body.get("limit"),
-        "catch_up": body.get("catchUp", "one"),
+        "catch_up": body.get("catch_up", body.get("catchUp", "one")),
         **_options(body.get("options")),
     }
+    if "catch_up" in body and "catchUp" in body:
+        raise InvalidJob("give catch_up only (catchUp is its former name)")
     if not isinstance(common["catch_up"], str):
-        raise InvalidJob(f"catchUp is one of {', '.join(CATCH_UP)}")
+        raise InvalidJob(f"catch_up is one of {', '.join(CATCH_UP)}")
     data = body.get("data", {})
     if "every" in body:
         return q.every(key, body["every"], body["type"], data, offset=body.get("offset"), **common)

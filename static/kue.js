@@ -376,7 +376,7 @@
     }
     setEditError("");
     if (!(await send("PUT", editor.dataset.url, data))) return;
-    if (retry) await send("PUT", editor.dataset.retryUrl);
+    if (retry) await send("POST", editor.dataset.retryUrl);
     closeEditor();
     refreshNow();
   }

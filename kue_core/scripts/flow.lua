@@ -41,7 +41,9 @@ for i = 1, n do
       end
       deps[j] = { k }
     elseif not string.match(d, '^[1-9]%d*$') or redis.call('EXISTS', k_job(p, d)) == 0 then
-      return redis.error_reply('KUE_INVALID job ' .. i .. ' depends on job ' .. d
+      local who = 'the ' .. ARGV[b + 1] .. ' job'
+      if n > 1 then who = 'job ' .. i .. ' of the flow (' .. ARGV[b + 1] .. ')' end
+      return redis.error_reply('KUE_INVALID ' .. who .. ' depends on job ' .. d
         .. ', which does not exist')
     else
       deps[j] = d

@@ -110,6 +110,7 @@ def test_retry_priority_and_remove_from_the_job_page(ui: Watched, queue: Queue) 
     expect(page.locator("h1 .badge")).to_have_text("Failed")
 
     page.get_by_role("button", name="Retry").click()
+    expect(page.locator("#toast")).to_have_text(f"retried job {job.id}")
     expect(page.locator("h1 .badge")).to_have_text("Queued")
     assert queue.get_job(job.id).state == "inactive"
 
@@ -132,6 +133,19 @@ def test_retry_priority_and_remove_from_the_job_page(ui: Watched, queue: Queue) 
     page.wait_for_url("**/kue/jobs/inactive")
     assert queue.count("inactive") == 0
     assert not queue.client.exists(queue.keys.job(job.id))
+
+
+def test_promote_a_delayed_job_from_its_list(ui: Watched, queue: Queue) -> None:
+    later = queue.create_job("remind", {"title": "tomorrow"}).delay(86_400_000).save()
+    page = ui.goto("/jobs/delayed")
+    row = page.locator(f'table.jobs tbody tr[data-job="{later.id}"]')
+    expect(row.get_by_role("button", name="Promote")).to_have_attribute(
+        "title", "Run it now, not at its due time"
+    )
+    row.get_by_role("button", name="Promote").click()
+    expect(page.locator("#toast")).to_have_text(f"promoted job {later.id}")
+    expect(page.locator("p.empty")).to_have_text("No delayed jobs.")
+    assert queue.get_job(later.id).state == "inactive"  # type: ignore[arg-type]
 
 
 def test_a_field_being_edited_is_not_replaced(ui: Watched, queue: Queue) -> None:

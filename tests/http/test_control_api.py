@@ -130,6 +130,37 @@ def test_cancel_an_unknown_job(client: FlaskClient) -> None:
     assert client.post("/api/job/abc/cancel", json={}).status_code == 400
 
 
+# -- retry and promote -----------------------------------------------------------------------
+def test_retry_a_failed_job_and_promote_a_delayed_one(client: FlaskClient, queue: Queue) -> None:
+    queue.create_job("t").save()
+    failed = finish(queue, "t", ok=False)
+    later = queue.create_job("t").delay(3_600_000).save()
+    res = client.post(f"/api/job/{failed}/retry", json={})
+    assert res.status_code == 200 and res.json["message"] == f"retried job {failed}"  # type: ignore[index]
+    assert res.json["job"]["state"] == "inactive"  # type: ignore[index]
+    assert res.json["job"]["attempts"]["made"] == 0  # type: ignore[index]
+    res = client.post(f"/api/job/{later.id}/promote", content_type="application/json")
+    assert res.status_code == 200 and res.json["job"]["state"] == "inactive"  # type: ignore[index]
+    assert queue.ids("inactive", "t") == [failed, later.id]
+
+
+def test_retry_and_promote_refuse_other_states_unknown_jobs_and_bodies(
+    client: FlaskClient, queue: Queue, r: redis.Redis, prefix: str
+) -> None:
+    waiting = queue.create_job("t").save()
+    before = snapshot(r, prefix)
+    for action, wanted in (("retry", "not failed or complete"), ("promote", "not delayed")):
+        res = client.post(f"/api/job/{waiting.id}/{action}", json={})
+        assert res.status_code == 409 and wanted in res.json["error"]  # type: ignore[index]
+        assert client.post(f"/api/job/999999/{action}", json={}).status_code == 404
+        assert client.post(f"/api/job/x/{action}", json={}).status_code == 400
+        res = client.post(f"/api/job/{waiting.id}/{action}", json={"now": True})
+        assert res.status_code == 400 and "unknown field" in res.json["error"]  # type: ignore[index]
+        res = client.post(f"/api/job/{waiting.id}/{action}", json=[])
+        assert res.status_code == 400
+    assert not written_since(r, prefix, before)
+
+
 # -- move ------------------------------------------------------------------------------------
 def test_move_a_waiting_job(client: FlaskClient, queue: Queue) -> None:
     job = queue.create_job("email", {"to": "a"}).priority("high").save()
@@ -333,9 +364,11 @@ def test_stop_an_unknown_worker(client: FlaskClient, worker_id: str) -> None:
 # -- who may ---------------------------------------------------------------------------------
 def _control_requests(jid: int, worker_id: str) -> list[tuple[str, str, Any]]:
     return [
+        ("POST", f"/api/job/{jid}/promote", {}),
         ("POST", f"/api/job/{jid}/cancel", {"reason": "r"}),
         ("PUT", f"/api/job/{jid}/type/other", None),
         ("PUT", f"/api/job/{jid}/data", {"n": 2}),
+        ("POST", f"/api/job/{jid}/retry", {}),
         ("POST", f"/api/workers/{worker_id}/stop", {}),
     ]
 
@@ -392,7 +425,7 @@ def test_job_control_needs_credentials(
         res = client.open(url, method=method, json=body, headers={"Authorization": good})
         assert res.status_code == 200, (url, res.json)
     job = queue.get_job(jid)
-    assert (job.type, job.data, job.state) == ("other", {"n": 2}, "failed")
+    assert (job.type, job.data, job.state) == ("other", {"n": 2}, "inactive")  # retried
     assert wait_for(workers.stopped_remotely.is_set)
 
 

@@ -365,7 +365,7 @@ def test_the_editor_starts_from_the_data_the_page_shows(client: FlaskClient, que
     html = page(client, f"/job/{job.id}")
     shown = re.search(r'<pre class="json" id="job-data">(.*?)</pre>', html, re.S)
     assert shown and json.loads(unescape(shown.group(1))) == data
-    assert f'data-retry-url="/api/job/{job.id}/state/inactive"' in html
+    assert f'data-retry-url="/api/job/{job.id}/retry"' in html
     assert re.search(r'<textarea id="edit-text"[^>]*></textarea>', html)  # filled by the script
 
 

@@ -92,7 +92,7 @@ def test_blocked_by_a_failed_job_offers_its_retry(client: FlaskClient, queue: Qu
     text = " ".join(re.sub(r"<[^>]+>", " ", notice).split())
     assert text.startswith(f"Blocked by failed job #{a.id} . Retry job #{a.id} ")
     assert f'href="/job/{a.id}"' in notice
-    assert f'data-url="/api/job/{a.id}/state/inactive"' in notice and 'id="retry-blocker"' in notice
+    assert f'data-url="/api/job/{a.id}/retry"' in notice and 'id="retry-blocker"' in notice
     assert _items(html, "dependencies") == {str(a.id): "failed"}
     assert "by failed job <a" in html  # the timeline's entry
     assert ">wait<" in html and "stays blocked until the failed job is retried" in html

@@ -32,7 +32,7 @@ EVERY = {
         "track": True,
     },
 }
-CRON = {"cron": "0 9 * * 1-5", "tz": "Europe/Paris", "type": "digest", "catchUp": "none"}
+CRON = {"cron": "0 9 * * 1-5", "tz": "Europe/Paris", "type": "digest", "catch_up": "none"}
 
 
 def _put(client: FlaskClient, key: str, body: Any) -> Any:
@@ -66,6 +66,8 @@ def test_a_cron_schedule_in_a_time_zone(client: FlaskClient) -> None:
     assert body["data"] == {} and "every" not in body and "offset" not in body
     named = _put(client, "daily", {"cron": "@daily", "type": "x"}).json
     assert (named["cron"], named["tz"]) == ("0 0 * * *", "UTC")
+    former = {k: v for k, v in CRON.items() if k != "catch_up"} | {"catchUp": "all"}
+    assert _put(client, "old", former).json["catch_up"] == "all"  # the former name is taken
 
 
 def test_a_put_upserts_by_key_and_the_list_reads_every_schedule(client: FlaskClient) -> None:
@@ -158,9 +160,10 @@ def test_unknown_keys_are_404(client: FlaskClient, r: redis.Redis, prefix: str) 
         ({**EVERY, "tz": "UTC"}, "tz"),
         ({**CRON, "offset": 5}, "offset"),
         ({**EVERY, "colour": "red"}, "colour"),
-        ({**EVERY, "catch_up": "all"}, "catch_up"),
+        ({**EVERY, "catch_up": "some"}, "catch_up"),
         ({**EVERY, "catchUp": "some"}, "catch_up"),
-        ({**EVERY, "catchUp": ["one"]}, "catchUp"),
+        ({**EVERY, "catch_up": ["one"]}, "catch_up is one of"),
+        ({**EVERY, "catch_up": "all", "catchUp": "all"}, "catch_up only"),
         ({**EVERY, "options": {"unique": {"key": "k", "mode": "often"}}}, "unique mode"),
         ({**EVERY, "options": {"unique": "k"}}, "unique"),
         ({**EVERY, "options": {"remove_on_complete": True}}, "remove_on_complete"),

@@ -101,6 +101,58 @@ def test_a_cancelled_job_is_not_retried_and_can_be_retried_by_hand(queue: Queue)
     assert _state(queue, job) == "inactive"
 
 
+# -- retry and promote ------------------------------------------------------------------
+def test_retry_a_failed_or_complete_job_and_promote_a_delayed_one(queue: Queue) -> None:
+    failed = queue.create_job("t").attempts(2).save()
+    failed.set_state("failed")
+    done = queue.create_job("t").save()
+    done.set_state("complete")
+    later = queue.create_job("t").delay(3_600_000).save()
+    heard: list[Any] = []
+    queue.on("job enqueue", lambda *a: heard.append(a[0]))
+    assert failed.retry() is failed and failed.state == "inactive"
+    assert failed.attempts_made == 0 and failed.history()[-1]["from"] == "failed"
+    assert queue.retry(done.id).state == "inactive"  # type: ignore[arg-type]
+    assert later.promote().state == "inactive" and queue.ids("delayed") == []
+    assert queue.ids("inactive", "t") == [failed.id, done.id, later.id]
+    wait_for(lambda: sorted(heard) == [failed.id, done.id, later.id])
+
+
+def test_retry_and_promote_refuse_other_states_and_change_nothing(queue: Queue) -> None:
+    waiting = queue.create_job("t").save()
+    later = queue.create_job("t").delay(3_600_000).save()
+    kept = waiting.history(), later.history()
+    with pytest.raises(InvalidTransition, match=f"job {waiting.id} is inactive, not failed or"):
+        waiting.retry()
+    with pytest.raises(InvalidTransition, match=f"job {later.id} is delayed, not failed or"):
+        queue.retry(later.id)  # type: ignore[arg-type]
+    with pytest.raises(InvalidTransition, match=f"job {waiting.id} is inactive, not delayed"):
+        queue.promote(waiting.id)  # type: ignore[arg-type]
+    assert (waiting.history(), later.history()) == kept
+    assert (_state(queue, waiting), _state(queue, later)) == ("inactive", "delayed")
+    with pytest.raises(JobNotFound):
+        queue.retry(10**9)
+    for bad in ("x", 0, -1, None):
+        with pytest.raises(InvalidJob):
+            queue.promote(bad)  # type: ignore[arg-type]
+
+
+def test_a_running_job_is_not_retried_under_its_worker(wq: Queue, other: Queue) -> None:
+    """A second retry of a job that a worker took meanwhile is refused by the script that
+    would move it: the worker keeps its lease and completes the job."""
+    release = threading.Event()
+    job = other.create_job("t").save()
+    job.set_state("failed")
+    wq.process("t", lambda j: release.wait(10))
+    other.retry(job.id)
+    wait_for(lambda: _state(other, job) == "active")
+    with pytest.raises(InvalidTransition, match="is active"):
+        other.retry(job.id)
+    release.set()
+    wait_for(lambda: _state(other, job) == "complete")
+    wq.shutdown(1)
+
+
 def test_cancel_a_running_thread_handler(wq: Queue, other: Queue) -> None:
     started = threading.Event()
     saw_stop: list[float] = []

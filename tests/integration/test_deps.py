@@ -103,8 +103,11 @@ def test_bad_dependencies_are_refused_and_write_nothing(
     a = queue.create_job("a").save()
     before = keys_under(r, prefix)
     ids = r.get(queue.keys.ids)
-    with pytest.raises(InvalidJob, match="does not exist"):
+    with pytest.raises(InvalidJob, match="^the b job depends on job 999999, which does not exist$"):
         queue.create_job("b").depends_on(a.id, 999_999).save()  # type: ignore[arg-type]
+    parent = queue.create_job("report").depends_on(999_998)
+    with pytest.raises(InvalidJob, match=r"^job 2 of the flow \(report\) depends on job 999998"):
+        queue.flow(parent, [queue.create_job("figures")])
     for bad in (0, -1, "x", None, 1.5, queue.create_job("unsaved")):
         with pytest.raises(InvalidJob):
             queue.create_job("b").depends_on(bad)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, Job, Queue, ScheduleNotFound
+from kue_core import InvalidSchedule, Job, Queue, ScheduleNotFound
 from tests.conftest import keys_under, wait_for
 
 
@@ -93,10 +93,10 @@ def test_a_bad_definition_changes_nothing(
     queue.every("kept", 1000, "t")
     before = keys_under(r, prefix), queue.schedule("kept")
     args: dict[str, Any] = {"key": "kept", "interval": 5000, "job_type": "t", **bad}
-    with pytest.raises(InvalidJob):
+    with pytest.raises(InvalidSchedule):  # an InvalidJob, as before it had a class of its own
         queue.every(args.pop("key"), args.pop("interval"), args.pop("job_type"), **args)
     for expression, tz in (("61 * * * *", "UTC"), ("@often", "UTC"), ("* * * * *", "Mars/X")):
-        with pytest.raises(InvalidJob):
+        with pytest.raises(InvalidSchedule):
             queue.cron("kept", expression, "t", tz=tz)
     assert (keys_under(r, prefix), queue.schedule("kept")) == before
 
