@@ -103,7 +103,8 @@ def test_bad_dependencies_are_refused_and_write_nothing(
     a = queue.create_job("a").save()
     before = keys_under(r, prefix)
     ids = r.get(queue.keys.ids)
-    with pytest.raises(InvalidJob, match="^the b job depends on job 999999, which does not exist$"):
+    missing = r"^the b job depends on job 999999, which does not exist$"
+    with pytest.raises(InvalidJob, match=missing):
         queue.create_job("b").depends_on(a.id, 999_999).save()  # type: ignore[arg-type]
     parent = queue.create_job("report").depends_on(999_998)
     with pytest.raises(InvalidJob, match=r"^job 2 of the flow \(report\) depends on job 999998"):
