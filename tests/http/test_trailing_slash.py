@@ -42,6 +42,9 @@ ARGUMENTS: dict[str, list[str]] = {
         "email/inactive/stats",
     ],
 }
+#: The job a route needs to answer 200, by the end of its path, where job 1 (inactive) would
+#: be refused (see ``_seed``).
+JOB_FOR = {"/job/1/retry": "2", "/job/1/promote": "3"}
 #: Query strings a route needs to answer 200.
 QUERIES = {"/api/job/search": "q=email", "/api/search": "q=email"}
 #: What a POST sends (the bulk actions ignore it, but a POST must carry JSON).
@@ -49,6 +52,8 @@ BODY = {"type": "email"}
 #: What the routes that read a body send, by the end of their path.
 BODIES = {
     "/cancel": {"reason": "by hand"},
+    "/job/2/retry": {},
+    "/job/3/promote": {},
     "/data": {"title": "edited"},
     "/only": {"workers": ["gpu-1"]},
     "/stop": {"timeout": 0},
@@ -74,6 +79,9 @@ def _routes() -> list[tuple[str, str, str]]:
             path = rule.rule
             for name, value in zip(names, values, strict=True):
                 path = re.sub(rf"<(?:\w+:)?{name}>", value, path)
+            for end, job_id in JOB_FOR.items():
+                if path.endswith(end):
+                    path = path.replace("/job/1/", f"/job/{job_id}/")
             for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
                 routes.append((method, path, QUERIES.get(rule.rule, "")))
     return routes
