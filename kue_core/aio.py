@@ -178,9 +178,10 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
         offset: int = 0,
         count: int = 25,
         desc: bool = False,
+        by: str = "queue",
     ) -> list[AsyncJob]:
         """``count`` jobs of a state from rank ``offset`` (see ``Queue.page``)."""
-        op = ops.page(self, state, job_type, offset, count, desc)
+        op = ops.page(self, state, job_type, offset, count, desc, by)
         return cast(list[AsyncJob], await self.scripts.drive(op))
 
     async def count(self, state: str, job_type: str | None = None) -> int:

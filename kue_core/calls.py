@@ -129,6 +129,14 @@ def search(
     return Call("search", keys.words, (offset, count, scan, state, job_type, *terms), _found)
 
 
+def finished(
+    keys: Keys, state: str, job_type: str, offset: int, count: int, newest: bool
+) -> Call[list[int]]:
+    """See ``finished.lua``: the ids of a page of complete or failed jobs by finish time."""
+    args = (state, job_type, offset, count, _flag(newest))
+    return Call("finished", keys.finished(state), args, _ints)
+
+
 # -- changing a saved job: each gives its state (or what it says) ---------------------------
 def update(keys: Keys, job_id: int, fields: Sequence[Any]) -> Call[str]:
     return Call("update", keys.job(job_id), (job_id, *fields), _as_is)

@@ -205,6 +205,14 @@ SEARCH_PREFIX_WORDS = 100
 #: it reports is a lower bound (``Found.exact`` is false).
 SEARCH_SCAN = 20_000
 
+#: Complete and failed lists newest first (``Queue.page(by="finished")``): most members one
+#: page looks at one by one (a deep page of a type with many jobs among more of other types);
+#: past this, the page is cut short rather than block Redis for long.
+FINISHED_SCAN = 20_000
+#: Members such a page reads per step; a type with at most four steps of jobs has its finish
+#: times read whole and sorted, a bigger one walks the finish times in order.
+FINISHED_CHUNK = 500
+
 #: Retention of finished jobs when the queue sets none (``queue.set_retention``): the newest
 #: 100,000 completed jobs for at most 7 days, failed ones for at most 30 days. A busy queue
 #: stays bounded (about 100 MB of Redis at 1 KB per job, whatever the rate) while a person can

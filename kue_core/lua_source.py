@@ -43,6 +43,7 @@ SCRIPT_NAMES = (
     "repair",
     "tag",
     "search",
+    "finished",
     "retain",
     "flow",
     "unblock",
@@ -79,6 +80,8 @@ LUA_CONSTANTS = (
     "OPEN_SCAN",
     "LATE_SCAN",
     "MAX_PINS",
+    "FINISHED_SCAN",
+    "FINISHED_CHUNK",
 )
 
 _LUA_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
@@ -196,6 +199,7 @@ class Library:
 FUNCTION_FLAGS: dict[str, tuple[str, ...]] = {
     "inspect": ("no-writes",),
     "screen": ("no-writes",),
+    "finished": ("no-writes",),
     "remove": ("allow-oom",),
     "retain": ("allow-oom",),
 }

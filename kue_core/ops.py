@@ -208,15 +208,34 @@ def kue_range(
     return jobs[::-1] if desc else jobs
 
 
+#: How ``Queue.page`` orders a state's jobs: as the state's set does (the order workers take
+#: them, or by due time), or by finish time (complete and failed only).
+PAGE_ORDERS = ("queue", "finished")
+
+
 def page(
-    side: Side, state: str, job_type: str | None, offset: int, count: int, desc: bool
+    side: Side,
+    state: str,
+    job_type: str | None,
+    offset: int,
+    count: int,
+    desc: bool,
+    by: str = "queue",
 ) -> Op[list[Job]]:
     """``count`` jobs of a state from rank ``offset`` (see ``Queue.page``)."""
-    key = state_key(side.keys, state, job_type)
+    key, state = state_key(side.keys, state, job_type), parse_state(state)
     checks.integer(offset, "offset", 0)
     checks.integer(count, "count", 0)
+    if by not in PAGE_ORDERS:
+        raise InvalidJob(f"by is one of {', '.join(PAGE_ORDERS)}, got {by!r:.100}")
+    if by == "finished" and state not in ("complete", "failed"):
+        raise InvalidJob(f"only complete and failed jobs are ordered by finish time, not {state}")
     if count == 0:
         return []
+    if by == "finished":
+        call = calls.finished(side.keys, state, job_type or "", offset, count, desc)
+        ids: list[int] = yield call
+        return (yield from get_jobs(side, ids))
     stop = offset + count - 1
     command = ("ZREVRANGE", key, offset, stop) if desc else ("ZRANGE", key, offset, stop)
     (members,) = yield read(command)

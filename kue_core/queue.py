@@ -195,11 +195,15 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods, FeedMethods):
         offset: int = 0,
         count: int = 25,
         desc: bool = False,
+        by: str = "queue",
     ) -> list[Job]:
         """``count`` jobs of a state (optionally of one type) from rank ``offset``, in the
-        order workers take them (priority, then first in, first out), or the reverse with
-        ``desc``: one ZRANGE and one pipelined read, however many jobs the state holds."""
-        return self.scripts.drive(ops.page(self, state, job_type, offset, count, desc))
+        order of the state's set (workers take waiting jobs by priority, then first in, first
+        out; delayed ones are by due time), or the reverse with ``desc``: one ZRANGE and one
+        pipelined read, however many jobs the state holds. ``by="finished"`` orders complete
+        and failed jobs by when they finished, oldest first (newest with ``desc``)."""
+        op = ops.page(self, state, job_type, offset, count, desc, by)
+        return self.scripts.drive(op)
 
     def ids(self, state: str, job_type: str | None = None) -> list[int]:
         """Every job id in a state (optionally of one type), in score order."""

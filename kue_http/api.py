@@ -199,8 +199,11 @@ def jobs(rest: str) -> Response:
     ``/jobs/type/state/stats``."""
     parts = rest.split("/")
     limit = current_app.config["KUE_MAX_PAGE"]
+    by = request.args.get("by", "queue")
     if len(parts) == 3 and parts[2] == "stats":
         return jsonify({"count": queue().count(parts[1], parts[0])})
+    if by != "queue":
+        return jsonify([j.to_dict() for j in _by_finish(parts, by, limit)])
     if _RANGE.match(parts[0]) and len(parts) <= 2:
         start, stop = _range(parts[0])
         found = queue().range(start, stop, _order(parts[1:]), limit=limit)
@@ -218,6 +221,27 @@ def jobs(rest: str) -> Response:
             "/jobs/<type>/<state>/<from>..<to>, each with an optional /asc or /desc"
         )
     return jsonify([j.to_dict() for j in found])
+
+
+def _by_finish(parts: list[str], by: str, limit: int) -> list[Job]:
+    """``?by=finished`` on ``/jobs/state/R[/order]`` and ``/jobs/type/state/R[/order]``: the
+    window ``R`` (ranks from 0) of the complete or failed jobs in the order they finished,
+    oldest first (``desc``: newest first), not sorted by id after."""
+    if by != "finished":
+        raise InvalidJob(f"by is queue or finished, got {by!r:.100}")
+    at = 1 if len(parts) >= 2 and _RANGE.match(parts[1]) else 2
+    if len(parts) < 2 or at >= len(parts) or len(parts) > at + 2 or not _RANGE.match(parts[at]):
+        raise InvalidJob("by=finished lists /jobs/<state>/<from>..<to>[/asc|desc], with a type too")
+    start, stop = _range(parts[at])
+    order = _order(parts[at + 1 :])
+    if start < 0 or stop < start or order not in ("asc", "desc"):
+        raise InvalidJob("by=finished takes ranks from 0 (<from> <= <to>) and asc or desc")
+    if stop - start + 1 > limit:
+        raise InvalidJob(f"the range {start}..{stop} asks for more than {limit} jobs")
+    job_type, state = (None, parts[0]) if at == 1 else (parts[0], parts[1])
+    return queue().page(
+        state, job_type, offset=start, count=stop - start + 1, desc=order == "desc", by=by
+    )
 
 
 def _order(rest: list[str]) -> str:

@@ -78,6 +78,20 @@ BULK = {
     "failed": [("Retry all", "POST", "kue_api.retry_all")],
     "delayed": [("Promote all", "POST", "kue_api.promote_all")],
 }
+#: The orders of a list (``?order=``: its label), the first the default. Finished jobs are
+#: shown newest first, by when they finished; the others as workers take them.
+_FINISHED_ORDERS = {
+    "newest": "Newest first",
+    "oldest": "Oldest first",
+    "asc": "Priority, then oldest first",
+    "desc": "Lowest priority, newest first",
+}
+ORDERS = {
+    "default": {"asc": "Priority, then oldest first", "desc": "Lowest priority, newest first"},
+    "delayed": {"asc": "Soonest due first", "desc": "Latest due first"},
+    "complete": _FINISHED_ORDERS,
+    "failed": _FINISHED_ORDERS,
+}
 
 
 @dashboard.app_template_filter("ago")
@@ -246,11 +260,16 @@ def jobs(state: str) -> str:
     if job_type is not None:
         validate_type(job_type)
     size = _choice("size", PAGE_SIZES)
-    order = "desc" if request.args.get("order") == "desc" else "asc"
+    orders = ORDERS.get(state, ORDERS["default"])
+    order = request.args.get("order")
+    order = order if order in orders else next(iter(orders))
     total = q.count(state, job_type)
     pages = max(1, math.ceil(total / size))
     page = min(max(_int_arg("page", 1), 1), pages)
-    found = q.page(state, job_type, offset=(page - 1) * size, count=size, desc=order == "desc")
+    by = "finished" if order in ("newest", "oldest") else "queue"
+    desc = order in ("newest", "desc")
+    offset = (page - 1) * size
+    found = q.page(state, job_type, offset=offset, count=size, desc=desc, by=by)
     args = {"type": job_type, "size": size, "order": order}
     return _page(
         "jobs.html",
@@ -265,6 +284,7 @@ def jobs(state: str) -> str:
         size=size,
         sizes=PAGE_SIZES,
         order=order,
+        orders=orders,
         args=args,
         bulk=BULK.get(state, []),
     )

@@ -101,6 +101,20 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
 def _paths(max_page: int) -> Schema:
     jobs = _array(_ref("Job"), f"At most {max_page} jobs (KUE_MAX_PAGE); a larger window is 400.")
     listing = _get("listing", "Jobs in a window of ranks, sorted by id", _ok(jobs), 400)
+    by_finish = _query(
+        "by",
+        {"enum": ["queue", "finished"]},
+        "queue (Kue's: the window of the state's set, sorted by id), or finished: complete "
+        "or failed jobs in the order they finished, ranks from 0, oldest first (desc: newest "
+        "first), not sorted after (another state: 400).",
+    )
+    by_state = _get(
+        "listing",
+        "Jobs of a state in a window of ranks, sorted by id, or by when they finished",
+        _ok(jobs),
+        400,
+        parameters=[by_finish],
+    )
     return {
         "/stats": {"get": _get("jobs", "Number of jobs in each state", _ok(_ref("Stats")))},
         "/job/types": {"get": _get("jobs", "Every job type ever saved", _ok(_names()))},
@@ -179,18 +193,18 @@ def _paths(max_page: int) -> Schema:
         **_split_paths(),
         "/jobs/{from}..{to}": {"parameters": _RANGE, "get": listing},
         "/jobs/{from}..{to}/{order}": {"parameters": [*_RANGE, _ORDER], "get": listing},
-        "/jobs/{state}/{from}..{to}": {"parameters": [_STATE_PARAM, *_RANGE], "get": listing},
+        "/jobs/{state}/{from}..{to}": {"parameters": [_STATE_PARAM, *_RANGE], "get": by_state},
         "/jobs/{state}/{from}..{to}/{order}": {
             "parameters": [_STATE_PARAM, *_RANGE, _ORDER],
-            "get": listing,
+            "get": by_state,
         },
         "/jobs/{type}/{state}/{from}..{to}": {
             "parameters": [_TYPE_PARAM, _STATE_PARAM, *_RANGE],
-            "get": listing,
+            "get": by_state,
         },
         "/jobs/{type}/{state}/{from}..{to}/{order}": {
             "parameters": [_TYPE_PARAM, _STATE_PARAM, *_RANGE, _ORDER],
-            "get": listing,
+            "get": by_state,
         },
         "/jobs/{type}/{state}/stats": {
             "parameters": [_TYPE_PARAM, _STATE_PARAM],

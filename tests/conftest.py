@@ -376,6 +376,12 @@ def drop_keys(r: redis.Redis, prefix: str) -> None:
     pipe.execute()
 
 
+def server_ms(client: redis.Redis) -> int:
+    """Now on the Redis server's clock, in ms (the clock of every time kue stores)."""
+    seconds, micros = client.time()  # type: ignore[misc]
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 def finish(queue: Queue, job_type: str, ok: bool) -> int:
     """Claim the next job of ``job_type`` as worker ``kue:test:1`` and complete it (result
     ``{"ok": true}``) or fail the attempt (retried when it has attempts left); its id."""

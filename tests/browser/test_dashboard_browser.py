@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 
 from kue_core import Job, Queue
 from tests.browser.conftest import ARTIFACTS, HOST_APP, MOUNT, Watched, watched
-from tests.conftest import Server, finish, wait_for
+from tests.conftest import Server, finish, server_ms, wait_for
 
 XSS_SCRIPT = "<script>window.__xss = 'script'</script>"
 XSS_IMG = "<img src=x onerror=\"window.__xss = 'img'\">"
@@ -146,6 +146,26 @@ def test_promote_a_delayed_job_from_its_list(ui: Watched, queue: Queue) -> None:
     expect(page.locator("#toast")).to_have_text(f"promoted job {later.id}")
     expect(page.locator("p.empty")).to_have_text("No delayed jobs.")
     assert queue.get_job(later.id).state == "inactive"  # type: ignore[arg-type]
+
+
+def test_finished_jobs_are_listed_newest_first(ui: Watched, queue: Queue) -> None:
+    first = queue.create_job("report", {"title": "first"}).save()
+    second = queue.create_job("report", {"title": "second"}).save()
+    assert finish(queue, "report", ok=True) == first.id
+    ended = queue.client.zscore(queue.keys.finished("complete"), f"01|{first.id}")
+    wait_for(lambda: server_ms(queue.client) > ended)  # a later finish time, not a tie
+    assert finish(queue, "report", ok=True) == second.id
+    page = ui.goto("/jobs/complete")
+    rows = page.locator("table.jobs tbody tr")
+    expect(rows).to_have_count(2)
+    assert [rows.nth(i).get_attribute("data-job") for i in (0, 1)] == [
+        str(second.id),
+        str(first.id),
+    ]
+    expect(page.get_by_label("Order")).to_have_value("newest")
+    page.get_by_label("Order").select_option("oldest")
+    page.wait_for_url("**/jobs/complete?*order=oldest*")
+    expect(rows.first).to_have_attribute("data-job", str(first.id))
 
 
 def test_a_field_being_edited_is_not_replaced(ui: Watched, queue: Queue) -> None:

@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 
 from kue_core import Job, Queue
 from kue_http import ConfigError, create_app
-from tests.conftest import keys_under, snapshot, written_since
+from tests.conftest import finish, keys_under, snapshot, written_since
 
 
 def _post(client: FlaskClient, body: Any) -> Any:
@@ -271,3 +271,36 @@ def test_lone_surrogates(client: FlaskClient, r: redis.Redis, prefix: str) -> No
     res = client.post("/api/job", data='{"type": "\\udfff"}', content_type="application/json")
     assert res.status_code == 400 and "type" in res.json["error"]  # type: ignore[index]
     assert not written_since(r, prefix, before)
+
+
+def test_listings_by_finish_time(client: FlaskClient, queue: Queue) -> None:
+    """``?by=finished``: complete or failed jobs in the order they finished (ties by id), a
+    window of ranks from 0, not sorted by id after."""
+    low = queue.create_job("a").priority("low").save()
+    high = queue.create_job("b").priority("high").save()
+    assert [finish(queue, t, ok=True) for t in ("b", "a")] == [high.id, low.id]
+    index = queue.keys.finished("complete")
+    scores = {j: queue.client.zscore(index, f"01|{j}") for j in (high.id, low.id)}
+    oldest = sorted((high.id, low.id), key=lambda j: (scores[j], j))
+
+    def ids(url: str) -> list[int]:
+        res = client.get(url)
+        assert res.status_code == 200, res.json
+        return [j["id"] for j in res.json]  # type: ignore[union-attr]
+
+    assert ids("/api/jobs/complete/0..9?by=finished") == oldest
+    assert ids("/api/jobs/complete/0..9/desc?by=finished") == oldest[::-1]
+    assert ids("/api/jobs/complete/1..1/asc?by=finished") == oldest[1:]
+    assert ids("/api/jobs/a/complete/0..9/desc?by=finished") == [low.id]
+    assert ids("/api/jobs/complete/0..9?by=queue") == sorted((high.id, low.id))  # Kue's
+    for url, wanted in (
+        ("/api/jobs/inactive/0..9?by=finished", "finish time"),
+        ("/api/jobs/complete/-2..-1?by=finished", "ranks from 0"),
+        ("/api/jobs/complete/5..1?by=finished", "ranks from 0"),
+        ("/api/jobs/complete/0..9/sideways?by=finished", "asc or desc"),
+        ("/api/jobs/0..9?by=finished", "by=finished lists"),
+        ("/api/jobs/complete/0..9?by=end", "by is queue or finished"),
+        ("/api/jobs/complete/0..99999?by=finished", "more than"),
+    ):
+        res = client.get(url)
+        assert res.status_code == 400 and wanted in res.json["error"], url  # type: ignore[index]

@@ -23,7 +23,7 @@ from kue_core.states import STATES
 from kue_http import ConfigError, create_app
 from kue_http.app import mount
 from kue_http.dashboard import LABELS, dashboard, short_count
-from tests.conftest import finish, wait_for
+from tests.conftest import finish, server_ms, wait_for
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -172,7 +172,7 @@ def test_list_rows_filter_and_bulk_buttons(client: FlaskClient, queue: Queue) ->
 
     html = page(client, "/jobs/failed")
     found = rows(html)
-    assert list(found) == [str(job.id), str(other.id)]
+    assert list(found) == [str(other.id), str(job.id)]  # newest first (a tie: by id)
     row = found[str(job.id)]
     assert row["Id"] == f"#{job.id}" and row["Type"] == "email"
     assert row["Title"] == "Welcome Ann" and row["Priority"] == "high"
@@ -228,6 +228,35 @@ def test_list_pages_clamp_and_order(client: FlaskClient, queue: Queue) -> None:
     low = queue.create_job("t").priority("low").save()
     ordered = list(rows(page(client, "/jobs/inactive?size=100")))
     assert ordered[0] == str(urgent.id) and ordered[-1] == str(low.id)
+
+
+def test_finished_lists_are_newest_first_and_say_so(client: FlaskClient, queue: Queue) -> None:
+    """Complete and failed jobs are listed by when they finished, newest first, unless the
+    order box says otherwise; an unknown order is the default."""
+    low = queue.create_job("t").priority("low").save()
+    high = queue.create_job("t").priority("high").save()
+    assert finish(queue, "t", ok=True) == high.id
+    first = queue.client.zscore(queue.keys.finished("complete"), f"01|{high.id}")
+    wait_for(lambda: server_ms(queue.client) > first)  # a later finish time, not a tie
+    assert finish(queue, "t", ok=True) == low.id
+    html = page(client, "/jobs/complete")
+    assert list(rows(html)) == [str(low.id), str(high.id)]  # the last to finish first
+    box = re.search(r'<select name="order".*?</select>', html, re.S)
+    assert box and re.findall(r">([^<]+)</option>", box.group(0)) == [
+        "Newest first",
+        "Oldest first",
+        "Priority, then oldest first",
+        "Lowest priority, newest first",
+    ]
+    assert '<option value="newest" selected>' in box.group(0)
+    assert list(rows(page(client, "/jobs/complete?order=oldest"))) == [str(high.id), str(low.id)]
+    assert list(rows(page(client, "/jobs/complete?order=asc"))) == [str(high.id), str(low.id)]
+    assert list(rows(page(client, "/jobs/complete?order=bogus"))) == [str(low.id), str(high.id)]
+    assert list(rows(page(client, "/jobs/complete?type=t&order=newest&size=25"))) == [
+        str(low.id),
+        str(high.id),
+    ]
+    assert list(rows(page(client, "/jobs/inactive?order=newest"))) == []  # not offered: asc
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, JobNotFound, Queue
-from tests.conftest import keys_under
+from tests.conftest import finish, keys_under
 
 
 @pytest.fixture
@@ -178,3 +178,71 @@ def test_save_many_survives_a_flushed_script_cache(
     assert [j.id for j in jobs] == [1, 2, 3, 4, 5]
     r.script_flush()
     assert queue.create_job("t").save().id == 6
+
+
+# -- complete and failed jobs by finish time (Queue.page(by="finished")) -------------------
+def _by_finish(r: redis.Redis, queue: Queue, state: str, ids: list[int]) -> list[int]:
+    """The reference order: finish time (the index's score), then id; ids missing from the
+    index after, by id."""
+    scores = {i: r.zscore(queue.keys.finished(state), f"{len(str(i)):02d}|{i}") for i in ids}
+    indexed = sorted((s, i) for i, s in scores.items() if s is not None)
+    return [i for _, i in indexed] + sorted(i for i, s in scores.items() if s is None)
+
+
+def _finished(queue: Queue, state: str, job_type: str | None = None, **kwargs: Any) -> list[int]:
+    return [j.id for j in queue.page(state, job_type, by="finished", **kwargs)]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("state", ["complete", "failed"])
+def test_finished_jobs_page_by_finish_time(
+    queue: Queue, r: redis.Redis, redis_url: str, prefix: str, state: str
+) -> None:
+    worker = Queue(redis_url, prefix=prefix)
+    try:
+        for jid, job_type, priority in ((9, "a", "low"), (10, "b", "high"), (100, "a", "normal")):
+            _save_with_id(worker, r, jid, priority)
+            worker.get_job(jid).move(job_type)
+        order = [finish(worker, t, ok=state == "complete") for t in ("b", "a", "a")]
+    finally:
+        worker.close()
+    every = _by_finish(r, queue, state, order)
+    assert sorted(every) == [9, 10, 100]
+    assert _finished(queue, state, count=10) == every
+    assert _finished(queue, state, desc=True, count=10) == every[::-1]
+    assert _finished(queue, state, offset=1, count=1) == every[1:2]
+    assert _finished(queue, state, desc=True, offset=2, count=5) == every[::-1][2:]
+    of_a = [i for i in every if i != 10]
+    assert _finished(queue, state, "a", count=10) == of_a
+    assert _finished(queue, state, "a", desc=True, offset=1, count=10) == of_a[::-1][1:]
+    assert _finished(queue, state, "b", count=0) == []
+    # A job finished by a Kue worker that does not write the index comes last, by id.
+    r.zrem(queue.keys.finished(state), "02|10")
+    assert _finished(queue, state, count=10) == [i for i in every if i != 10] + [10]
+    assert _finished(queue, state, desc=True, count=10) == [i for i in every[::-1] if i != 10] + [
+        10
+    ]
+    assert _finished(queue, state, "b", desc=True, count=10) == [10]
+
+
+def test_a_type_with_many_finished_jobs_among_others(
+    queue: Queue, r: redis.Redis, sync_queue: Queue
+) -> None:
+    """Past a few thousand jobs of the type, the page walks the finish times (the other way
+    reads the type's finish times whole): both give the same order."""
+    big = queue.save_many([queue.create_job("big") for _ in range(2500)])
+    small = queue.save_many([queue.create_job("small") for _ in range(5)])
+    sync_queue.scripts.bulk(queue.keys.state("inactive"), "inactive", "complete", 10_000)
+    every = _by_finish(r, queue, "complete", [j.id for j in big + small])  # type: ignore[misc]
+    of_big = [i for i in every if i <= big[-1].id]  # type: ignore[operator]
+    assert _finished(queue, "complete", "big", desc=True, count=3) == of_big[::-1][:3]
+    assert _finished(queue, "complete", "big", offset=2498, count=5) == of_big[2498:]
+    assert _finished(queue, "complete", "small", desc=True, count=10) == [j.id for j in small[::-1]]
+
+
+def test_finish_order_is_for_finished_states_only(queue: Queue) -> None:
+    for state in ("inactive", "active", "delayed", "blocked", "pinned"):
+        with pytest.raises(InvalidJob, match="finish time"):
+            queue.page(state, by="finished")
+    for bad in ("done", "", None):
+        with pytest.raises(InvalidJob, match="by is one of"):
+            queue.page("complete", by=bad)  # type: ignore[arg-type]
