@@ -69,9 +69,18 @@
     }
   }
 
-  // Replace each data-live element whose content changed, keeping focus and open details.
-  // A part holding the field being edited waits until the field loses focus.
+  // Replace each data-live element whose content changed, keeping focus, open details and
+  // what was typed into a field and not sent yet (a move's type, left while a question was
+  // asked). A part holding the field being edited waits until the field loses focus.
   let skipped = false;
+
+  function keepTyped(old, node) {
+    for (const field of old.querySelectorAll("input[id], textarea[id]")) {
+      if (field.type === "hidden" || field.value === field.defaultValue) continue;
+      const twin = node.querySelector(`#${CSS.escape(field.id)}`);
+      if (twin && twin.type === field.type) twin.value = field.value;
+    }
+  }
 
   function swap(page) {
     const active = document.activeElement;
@@ -91,6 +100,7 @@
       for (const s of node.querySelectorAll("details > summary")) {
         if (open.has(s.textContent)) s.parentElement.open = true;
       }
+      keepTyped(old, node);
       old.replaceWith(node);
     }
     if (focused && document.activeElement === document.body) {

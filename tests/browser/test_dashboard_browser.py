@@ -188,6 +188,24 @@ def test_a_field_being_edited_is_not_replaced(ui: Watched, queue: Queue) -> None
     assert queue.get_job(job.id).priority() == 0  # choosing is not setting
 
 
+def test_text_typed_and_not_sent_survives_a_refresh(ui: Watched, queue: Queue) -> None:
+    """A field left with text not sent yet (the move's type, while a question is asked) keeps
+    it through a live refresh of its part, which shows what changed."""
+    job = queue.create_job("mail", {}).save()
+    page = ui.goto(f"/job/{job.id}")
+    expect(page.locator("#live-status")).to_have_text("live")
+    page.get_by_label("Move to type").fill("sms-later")
+    page.locator("h1").click()  # the field loses focus: nothing holds the refresh back
+    with page.expect_response(lambda r: r.url.endswith(f"/job/{job.id}")) as refreshed:
+        queue.get_job(job.id).progress(40, 100)
+    refreshed.value.finished()
+    expect(page.locator(".facts progress")).to_have_attribute("value", "40")
+    expect(page.get_by_label("Move to type")).to_have_value("sms-later")
+    page.get_by_role("button", name="Move", exact=True).click()
+    expect(page.locator("h1 .type")).to_have_text("sms-later")
+    expect(page.get_by_label("Move to type")).to_have_value("")  # sent: not kept
+
+
 def test_row_and_bulk_actions_from_the_lists(ui: Watched, queue: Queue) -> None:
     for n in range(3):
         queue.create_job("batch", {"title": f"b{n}"}).save()
