@@ -81,9 +81,21 @@ def http_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )
 
 
-def connect(redis_url: str | None, prefix: str, **options: Any) -> tuple[Queue, str]:
-    """A queue on ``redis_url`` (else the embedded Redis, started if need be) that answers,
-    and the URL other processes can reach it at; ``options`` go to :class:`Queue`."""
+def connect(
+    redis_url: str | None, prefix: str, *, reads_only: bool = False, **options: Any
+) -> tuple[Queue, str]:
+    """A queue on ``redis_url`` (else the embedded Redis, started if need be, and said so on
+    stderr) that answers, and the URL other processes can reach it at; ``options`` go to
+    :class:`Queue`. A command that ``reads_only`` does not start an empty embedded Redis in a
+    folder that has none: bad usage, saying where it looked."""
+    if not redis_url:
+        folder = connection.embedded_folder()
+        if reads_only and not connection.embedded_exists():
+            raise BadUsage(
+                f"no embedded Redis in {folder}: give --redis URL (or KUE_REDIS_URL), or run "
+                "this in the folder whose .kue holds the jobs (where kue example ran)"
+            )
+        click.echo(f"kue: the embedded Redis in {folder} (--redis URL for another)", err=True)
     try:
         url = redis_url or connection.embedded_url()
     except KueError as e:  # the embedded Redis would not start
@@ -396,7 +408,11 @@ def worker(
     if worker_id is not None and processes > 1:
         check_worker_id(f"{worker_id}-{processes}")  # the longest a child gets
     own_id = worker_id if processes == 1 else None
-    options = {"lease_ms": round(lease * 1000), "stall_limit": stall_limit, "worker_id": own_id}
+    options: dict[str, Any] = {
+        "lease_ms": round(lease * 1000),
+        "stall_limit": stall_limit,
+        "worker_id": own_id,
+    }
     queue, url = connect(redis_url, prefix, **options)
     if processes > 1:
         queue.close()  # the children connect for themselves
@@ -460,7 +476,7 @@ def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
     """Jobs per state, for every job type and in all; paused types; live workers; the
     retention of finished jobs and the Redis memory used; the watchers of kue rules; how
     long jobs of each type waited and ran today (UTC)."""
-    queue, _ = connect(redis_url, prefix)
+    queue, _ = connect(redis_url, prefix, reads_only=True)
     try:
         total, by_type = queue.counts(), queue.counts_by_type()
         paused, workers = queue.paused(), len(queue.workers())
@@ -508,7 +524,7 @@ def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
 def doctor(
     redis_url: str | None, prefix: str, repair: bool, as_json: bool, stuck_after: int
 ) -> None:
-    queue, _ = connect(redis_url, prefix)
+    queue, _ = connect(redis_url, prefix, reads_only=True)
     try:
         code = doctor_cli.run(queue, repair, as_json, stuck_after)
     finally:

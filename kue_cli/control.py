@@ -24,9 +24,10 @@ from .errors import BadUsage, Refused, Unavailable
 
 
 @contextlib.contextmanager
-def _queue(redis_url: str | None, prefix: str) -> Iterator[Queue]:
-    """The queue, closed after; library refusals become messages and exit codes."""
-    queue, _ = main.connect(redis_url, prefix)
+def _queue(redis_url: str | None, prefix: str, *, reads_only: bool = False) -> Iterator[Queue]:
+    """The queue, closed after; library refusals become messages and exit codes. See
+    ``connect`` for ``reads_only``."""
+    queue, _ = main.connect(redis_url, prefix, reads_only=reads_only)
     try:
         yield queue
     except (ConnectionFailed, redis.RedisError, OSError) as e:

@@ -31,7 +31,7 @@ def _ids(ids: list[int]) -> str:
 def deps(job_id: str, as_json: bool, redis_url: str | None, prefix: str) -> None:
     """The jobs job ID depends on (each with its state, and whether it is done: completed,
     or failed under the policy ignore) and the jobs that depend on it, with their states."""
-    with _queue(redis_url, prefix) as queue:
+    with _queue(redis_url, prefix, reads_only=True) as queue:
         job = queue.get_job(job_id)
         on, by = job.dependencies(), job.dependents()
     if as_json:

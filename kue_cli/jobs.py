@@ -54,7 +54,7 @@ def show(
     """Show each job ID: its type, state, priority, attempts, times, worker, error, data and
     result (with --log, its log lines too). An unknown id is bad usage (exit 2)."""
     wanted = _parse(ids)
-    with _queue(redis_url, prefix) as queue:
+    with _queue(redis_url, prefix, reads_only=True) as queue:
         jobs = _found(queue, wanted)
         logs = {j.id: queue.get_log(j.id) for j in jobs} if with_log else {}  # type: ignore[arg-type]
     if as_json:

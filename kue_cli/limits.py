@@ -116,7 +116,7 @@ def limits(as_json: bool, redis_url: str | None, prefix: str) -> None:
     PERIOD), its concurrency (jobs active at once), the same per group, and whether a limit
     holds its waiting jobs back now (paused, remote: a handler raised RateLimited,
     concurrency, rate) and for how long."""
-    with _queue(redis_url, prefix) as queue:
+    with _queue(redis_url, prefix, reads_only=True) as queue:
         found = queue.limits()
         status = {t: queue.limit_status(t) for t in found}
     if as_json:
@@ -206,7 +206,7 @@ def groups(
 ) -> None:
     """The groups of TYPE with jobs waiting or running: those waiting in their turn (the next
     served first), then those with running jobs only; with their jobs waiting and active."""
-    with _queue(redis_url, prefix) as queue:
+    with _queue(redis_url, prefix, reads_only=True) as queue:
         found = queue.groups(job_type, start, count)
     if as_json:
         click.echo(json.dumps(found, indent=2))

@@ -35,7 +35,7 @@ def search(
 ) -> None:
     """Jobs that every one of WORDS finds (a word of their type, data.title, search keys or
     tags; the last may be a word's start), newest first: id, state, type and title."""
-    with _queue(redis_url, prefix) as queue:
+    with _queue(redis_url, prefix, reads_only=True) as queue:
         found = queue.search(
             " ".join(words), state=state, job_type=job_type, offset=offset, count=count
         )
@@ -115,7 +115,7 @@ def retention(
             policies[state] = "default"
         elif given[2]:
             policies[state] = {"count": count, "age": None if age is None else age_ms(age)}
-    with _queue(redis_url, prefix) as queue:
+    with _queue(redis_url, prefix, reads_only=not policies) as queue:
         now = queue.set_retention(**policies) if policies else queue.retention()
     for state in ("complete", "failed"):
         click.echo(f"{state}: {policy_text(now[state])}")

@@ -36,7 +36,7 @@ def _outcome(run: dict[str, Any]) -> str:
 def runs(job_id: str, as_json: bool, redis_url: str | None, prefix: str) -> None:
     """The runs of fan-out job ID, ordered by start: each worker's run with its state
     (running, complete, failed, lost), start and end (UTC), tries, and result or error."""
-    with _queue(redis_url, prefix) as queue:
+    with _queue(redis_url, prefix, reads_only=True) as queue:
         job = queue.get_job(job_id)
         fan_out, found = job.fan_out(), job.runs()
     if as_json:

