@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date
 from typing import Any, cast
 
@@ -377,17 +377,26 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods, FeedMethods):
         self._worker_side().process(job_type, n, handler, isolation, reserve)
         return self
 
-    def run(self, shutdown_timeout: float = defaults.SHUTDOWN_TIMEOUT) -> str | None:
+    def run(
+        self,
+        shutdown_timeout: float = defaults.SHUTDOWN_TIMEOUT,
+        *,
+        ready: Callable[[], Any] | None = None,
+    ) -> str | None:
         """Serve the handlers given to :meth:`process` until SIGINT (Ctrl-C) or SIGTERM, then
         shut down as ``kue worker`` does: no more claims, running handlers get
         ``shutdown_timeout`` seconds, and the jobs still running then go back to the queue (a
-        second signal ends the process at once). Returns the signal's name, or None when the
+        second signal ends the process at once). ``ready`` is called once the signals are
+        caught (to say so: a line a supervisor waits for, a systemd notification); a signal
+        before that meets Python's own handlers. Returns the signal's name, or None when the
         worker was stopped remotely (:meth:`stop_worker`). From the main thread only."""
         if self._workers is None:
             raise InvalidWorkerConfig(
                 "run() serves the handlers given to process(type, n, handler): give one first"
             )
-        return signals.serve(self.stopped_remotely, self.shutdown, shutdown_timeout)
+        if ready is not None and not callable(ready):
+            raise InvalidWorkerConfig(f"ready must be callable, got {ready!r:.100}")
+        return signals.serve(self.stopped_remotely, self.shutdown, shutdown_timeout, ready)
 
     def shutdown(self, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:
         """Stop this queue's workers: no more claims; running handlers get ``timeout``

@@ -63,12 +63,17 @@ class Signals:
 
 
 def serve(
-    stopped: threading.Event, shutdown: Callable[[float], None], timeout: float
+    stopped: threading.Event,
+    shutdown: Callable[[float], None],
+    timeout: float,
+    ready: Callable[[], Any] | None = None,
 ) -> str | None:
     """Wait for a signal (or ``stopped``: a remote stop), then ``shutdown(timeout)``; the
-    signal's name, or None (see ``Queue.run``)."""
+    signal's name, or None (see ``Queue.run``, and ``ready``)."""
     caught = Signals(lambda name: log.warning("%s again: exiting now", name))
     try:
+        if ready is not None:
+            ready()
         name = caught.wait(stopped)
         if name is None:  # the workers have shut down already
             log.info("stopped remotely")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import threading
 import time
@@ -350,3 +351,23 @@ def test_run_returns_when_the_worker_is_stopped_remotely(wq: Queue) -> None:
     stopper.join()
     assert wq.workers() == []
     assert {sig: signal.getsignal(sig) for sig in before} == before  # handlers given back
+
+
+def test_run_says_when_it_catches_signals(wq: Queue) -> None:
+    """``ready`` is called once SIGTERM is caught: a supervisor that waits for what it says
+    may send SIGTERM then, and gets a graceful stop."""
+    before = signal.getsignal(signal.SIGTERM)
+    seen: list[object] = []
+
+    def ready() -> None:
+        seen.append(signal.getsignal(signal.SIGTERM))
+        os.kill(os.getpid(), signal.SIGTERM)  # at once: caught, not Python's default
+
+    wq.process("t", lambda job: None)
+    assert wq.run(5, ready=ready) == "SIGTERM"
+    assert len(seen) == 1 and seen[0] is not before
+    assert signal.getsignal(signal.SIGTERM) is before
+    wq.process("t", lambda job: None)
+    with pytest.raises(InvalidWorkerConfig, match="ready must be callable"):
+        wq.run(5, ready="yes")  # type: ignore[arg-type]
+    wq.shutdown(1)

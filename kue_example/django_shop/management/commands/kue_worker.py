@@ -53,6 +53,9 @@ class Command(BaseCommand):  # type: ignore[misc]
         q.use(_fresh_connections)
         for job_type in types:
             q.process(job_type, options["concurrency"], _handler(handlers[job_type]))
-        self.stdout.write(f"working on {', '.join(types)}", ending="\n")
-        self.stdout.flush()
-        q.run(options["timeout"])  # until SIGTERM or SIGINT, then a graceful shutdown
+
+        def ready() -> None:  # once SIGTERM and SIGINT are caught
+            self.stdout.write(f"working on {', '.join(types)}", ending="\n")
+            self.stdout.flush()
+
+        q.run(options["timeout"], ready=ready)  # until SIGTERM or SIGINT, then a graceful stop
