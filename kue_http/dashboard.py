@@ -94,6 +94,15 @@ ORDERS = {
 }
 
 
+@dashboard.app_template_filter("completed_at")
+def completed_at(job: Any) -> int | None:
+    """When a complete job's last attempt ended: its start plus its duration (a job completed
+    by Kue without them: its last update)."""
+    if job.started_at and job.duration is not None:
+        return int(job.started_at) + int(job.duration)
+    return int(job.updated_at) if job.updated_at else None
+
+
 @dashboard.app_template_filter("ago")
 def ago(ms: int | None) -> str:
     """``3m ago`` or ``in 2h``: a timestamp (ms) relative to now, in its largest unit."""

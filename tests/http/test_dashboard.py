@@ -241,6 +241,10 @@ def test_finished_lists_are_newest_first_and_say_so(client: FlaskClient, queue: 
     assert finish(queue, "t", ok=True) == low.id
     html = page(client, "/jobs/complete")
     assert list(rows(html)) == [str(low.id), str(high.id)]  # the last to finish first
+    done = queue.get_job(low.id)
+    shown = re.search(rf'data-job="{low.id}".*?<time datetime="[^"]+" data-ms="(\d+)"', html, re.S)
+    assert shown and int(shown.group(1)) == done.started_at + done.duration  # type: ignore[operator]
+    assert ">Completed</th>" in html
     box = re.search(r'<select name="order".*?</select>', html, re.S)
     assert box and re.findall(r">([^<]+)</option>", box.group(0)) == [
         "Newest first",
