@@ -19,18 +19,18 @@ from typing import Any
 import click
 
 from kue_core import HasDependents, InvalidTransition, Job, KueError, Queue, checks
-from kue_core.states import PRIORITIES
+from kue_core.states import PRIORITIES, PROMOTABLE, RETRYABLE, STATES
 
 from . import cli as main
 from .control import _queue
 from .errors import BadUsage, Refused
 from .records_text import age_ms
 
-#: The states each action takes a job from (None: any).
+#: The states each action takes a job from (None: any), as the library checks them.
 _FROM: dict[str, tuple[str, ...] | None] = {
-    "retry": ("failed", "complete"),
-    "promote": ("delayed",),
-    "cancel": ("inactive", "pinned", "delayed", "blocked", "active", "failed"),
+    "retry": RETRYABLE,
+    "promote": PROMOTABLE,
+    "cancel": tuple(s for s in STATES if s != "complete"),
     "remove": None,
 }
 

@@ -30,6 +30,7 @@ from .errors import ConnectionFailed
 from .events import wanted_events
 from .keys import Keys
 from .search import Found
+from .states import PROMOTABLE, RETRYABLE
 from .values import validate_type
 
 __all__ = ["AsyncEvents", "AsyncJob", "AsyncQueue"]
@@ -242,11 +243,11 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
 
     async def retry(self, job_id: int | str) -> AsyncJob:
         """Run a failed or complete job again (see ``Queue.retry``); the job as it is now."""
-        return cast(AsyncJob, await self.scripts.drive(ops.requeue(self, job_id, ops.RETRYABLE)))
+        return cast(AsyncJob, await self.scripts.drive(ops.requeue(self, job_id, RETRYABLE)))
 
     async def promote(self, job_id: int | str) -> AsyncJob:
         """Make a delayed job wait now (see ``Queue.promote``); the job as it is now."""
-        job = await self.scripts.drive(ops.requeue(self, job_id, ops.PROMOTABLE))
+        job = await self.scripts.drive(ops.requeue(self, job_id, PROMOTABLE))
         return cast(AsyncJob, job)
 
     async def move(self, job_id: int | str, to_type: str, *, force: bool = False) -> AsyncJob:

@@ -313,11 +313,6 @@ def cancel(side: Side, job_id: int | str, reason: str) -> Op[Job]:
     return (yield from get_job(side, jid))
 
 
-#: What a retry and a promotion move a job from (see ``Queue.retry``, ``Queue.promote``).
-RETRYABLE = ("failed", "complete")
-PROMOTABLE = ("delayed",)
-
-
 def requeue(side: Side, job_id: int | str, only_from: Sequence[str]) -> Op[Job]:
     """Make a job in one of ``only_from`` wait again now (``Queue.retry``, ``Queue.promote``):
     any other state is refused in the same call that would move it; the job as it is now."""

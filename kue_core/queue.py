@@ -24,7 +24,7 @@ from .queue_records import QueueRecords
 from .schedules import ScheduleMethods
 from .scripts import Scripts
 from .slots import Handler
-from .states import STATES
+from .states import PROMOTABLE, RETRYABLE, STATES
 from .worker import Workers
 
 _job_id = checks.job_id
@@ -323,12 +323,12 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods, FeedMethods):
         """Run a failed or complete job again: it waits now (or, pinned, for its own workers),
         with its attempts anew. Any other state is refused (``InvalidTransition``) and the job
         is left as it is. Returns the job as it is now."""
-        return self.scripts.drive(ops.requeue(self, job_id, ops.RETRYABLE))
+        return self.scripts.drive(ops.requeue(self, job_id, RETRYABLE))
 
     def promote(self, job_id: int | str) -> Job:
         """Make a delayed job wait now instead of at its due time; any other state is refused
         (``InvalidTransition``). Returns the job as it is now."""
-        return self.scripts.drive(ops.requeue(self, job_id, ops.PROMOTABLE))
+        return self.scripts.drive(ops.requeue(self, job_id, PROMOTABLE))
 
     def move(self, job_id: int | str, to_type: str, *, force: bool = False) -> Job:
         """Put a job under another type, keeping its id, data, priority and state (a waiting

@@ -24,6 +24,10 @@ class JobState(str, Enum):
 
 STATES: tuple[str, ...] = tuple(s.value for s in JobState)
 
+#: What a retry and a promotion take a job from (``Queue.retry``, ``Queue.promote``).
+RETRYABLE = ("failed", "complete")
+PROMOTABLE = ("delayed",)
+
 #: Kue's priority names; a lower score runs sooner.
 PRIORITIES: dict[str, int] = {"low": 10, "normal": 0, "medium": -5, "high": -10, "critical": -15}
 
