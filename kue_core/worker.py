@@ -313,7 +313,9 @@ class Workers:
             try:
                 claimed = nxt if order == [] else self.scripts.claim(order, self.id, self.lease_ms)
                 nxt = None
-                if isinstance(claimed, tuple):
+                if isinstance(claimed, tuple) and claimed[1].get("type") in self._held:
+                    self._give_back(claimed)  # paused here while the claim was on its way
+                elif isinstance(claimed, tuple):
                     nxt = self._run(slot, *claimed)
                 else:
                     self._idle(slot, order, claimed)

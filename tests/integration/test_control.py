@@ -450,6 +450,33 @@ def test_pause_in_one_process_only(redis_url: str, prefix: str) -> None:
             here.pause("t", local="yes")  # type: ignore[arg-type]
 
 
+def test_a_claim_answered_after_a_local_pause_gives_its_job_back(
+    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slot that asked for a job before ``pause(local=True)`` and got it after does not run
+    it: the job goes back to wait, no attempt counted, and runs once the type is resumed."""
+    ran: list[int] = []
+    paused: list[bool] = []
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("t").save()
+        claim = q.scripts.claim
+
+        def claim_then_pause(*args: Any, **kwargs: Any) -> Any:
+            answer = claim(*args, **kwargs)  # the job is this worker's now...
+            if isinstance(answer, tuple) and not paused:
+                paused.append(q.pause("t", local=True))  # ...and the type is paused here
+            return answer
+
+        monkeypatch.setattr(q.scripts, "claim", claim_then_pause)
+        q.process("t", 1, lambda j: ran.append(j.id))
+        wait_for(lambda: any(w["paused"] == ["t"] for w in q.workers()))
+        wait_for(lambda: q.get_job(job.id).state == "inactive")  # type: ignore[union-attr]
+        again = q.get_job(job.id)
+        assert ran == [] and again is not None and again.attempts_made == 0
+        assert q.resume("t", local=True)
+        wait_for(lambda: ran == [job.id])
+
+
 # -- remote stop -------------------------------------------------------------------------
 def test_stop_a_worker_remotely(redis_url: str, prefix: str, other: Queue) -> None:
     release = threading.Event()
