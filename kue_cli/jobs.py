@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -98,7 +98,7 @@ def _lines(d: dict[str, Any]) -> list[str]:
 def _when(ms: int | None) -> str | None:
     if not ms:
         return None
-    at = datetime.fromtimestamp(ms / 1000, timezone.utc)
+    at = datetime.fromtimestamp(ms / 1000, UTC)
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -8,7 +8,7 @@ cannot be reached is unavailable (3).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -20,7 +20,7 @@ from .control import _queue
 def _time(ms: int | None) -> str:
     if not ms:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _outcome(run: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ def _when(ms: int | None) -> str:
     """A due time in UTC, to the second (``-`` for none)."""
     if ms is None:
         return "-"
-    at = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+    at = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
     return at.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

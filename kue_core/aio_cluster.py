@@ -79,7 +79,7 @@ class _SlotConnection(Connection):
         self.host, self.port = await self.slot_owner.address()
         try:
             await super()._connect()  # type: ignore[no-untyped-call]
-        except (OSError, asyncio.TimeoutError, redis.ConnectionError):
+        except (TimeoutError, OSError, redis.ConnectionError):
             self.slot_owner.forget()  # failed over, perhaps: ask the cluster again
             raise
 

@@ -233,7 +233,7 @@ async def _put(conn: Any, data: bytes) -> None:
     if writer.transport.get_write_buffer_size() > _HIGH_WATER:
         try:
             await asyncio.wait_for(writer.drain(), conn.socket_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ConnectionError("timeout writing to Redis") from None
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from .job import Job
 
 
-class Reason(str, enum.Enum):
+class Reason(str, enum.Enum):  # noqa: UP042 - StrEnum would change str() of a member
     """Why an attempt ended."""
 
     def __str__(self) -> str:

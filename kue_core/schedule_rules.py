@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -101,7 +101,7 @@ class Cron(Rule):
 
     def after(self, ms: int) -> int:
         # cronsim counts in whole minutes: from the start of this second, strictly after.
-        at = datetime.fromtimestamp(ms // 1000, timezone.utc).astimezone(ZoneInfo(self.tz))
+        at = datetime.fromtimestamp(ms // 1000, UTC).astimezone(ZoneInfo(self.tz))
         return int(next(CronSim(self.expression, at)).timestamp() * 1000)
 
 
@@ -111,7 +111,7 @@ def cron_expression(text: object) -> str:
         raise InvalidJob(f"a cron expression is five fields or a name, got {text!r:.100}")
     expression = NAMES.get(text.strip().lower(), " ".join(text.split()))
     try:
-        next(CronSim(expression, datetime.now(timezone.utc)))
+        next(CronSim(expression, datetime.now(UTC)))
     except (CronSimError, StopIteration, ValueError) as e:
         raise InvalidJob(f"bad cron expression {text!r:.100}: {e}") from None
     return expression

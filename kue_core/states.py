@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 
 
-class JobState(str, Enum):
+class JobState(str, Enum):  # noqa: UP042 - StrEnum would change str() of a member
     """A job's state; the value is the lowercase string stored in Redis."""
 
     INACTIVE = "inactive"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any, cast
 
 import redis
@@ -79,7 +79,7 @@ def timings(
     """See ``Queue.timings``: the wait and run statistics of ``types`` on a UTC day."""
     if day is None:
         seconds, _ = client.time()  # the scripts' clock
-        name = datetime.fromtimestamp(seconds, timezone.utc).date().isoformat()
+        name = datetime.fromtimestamp(seconds, UTC).date().isoformat()
     else:
         name = _day(day)
     pipe = client.pipeline(transaction=False)

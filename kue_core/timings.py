@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import redis
 
@@ -37,7 +37,7 @@ def bucket(ms: int) -> int:
 
 def day_of(ms: int) -> str:
     """The UTC day (``YYYY-MM-DD``) of a time in ms since the epoch."""
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).date().isoformat()
+    return datetime.fromtimestamp(ms / 1000, UTC).date().isoformat()
 
 
 class _Sums:

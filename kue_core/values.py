@@ -7,7 +7,7 @@ import json
 import math
 import re
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from . import checks, defaults
@@ -87,7 +87,7 @@ def ms(value: object, field: str, minimum: int) -> int:
     return int(checks.number(value, field, minimum, defaults.MAX_MS, " ms"))
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
 
 

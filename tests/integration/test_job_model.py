@@ -3,7 +3,7 @@ and its options (delay given as a time)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -76,7 +76,7 @@ def _ms(when: datetime) -> int:
 
 def _server_now(r: redis.Redis) -> datetime:
     seconds, micros = r.time()
-    return datetime.fromtimestamp(int(seconds) + int(micros) / 1e6, timezone.utc)
+    return datetime.fromtimestamp(int(seconds) + int(micros) / 1e6, UTC)
 
 
 def test_delay_until_a_time_is_due_exactly_then_on_the_redis_clock(
@@ -111,7 +111,7 @@ def test_delay_until_a_past_time_runs_at_once(sync_queue: Queue, r: redis.Redis)
     assert job.state == "inactive"
     assert "delay" not in r.hgetall(sync_queue.keys.job(job.id))  # type: ignore[arg-type]
     assert sync_queue.scripts.claim("t", W, 60_000) is not None
-    long_ago = sync_queue.create_job("t").delay(datetime(1901, 1, 1, tzinfo=timezone.utc)).save()
+    long_ago = sync_queue.create_job("t").delay(datetime(1901, 1, 1, tzinfo=UTC)).save()
     assert long_ago.state == "inactive"
 
 

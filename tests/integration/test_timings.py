@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 import redis
@@ -24,7 +24,7 @@ def wq(redis_url: str, prefix: str) -> Iterator[Queue]:
 
 def _today(r: redis.Redis) -> str:
     seconds, _ = r.time()
-    return datetime.fromtimestamp(seconds, timezone.utc).date().isoformat()
+    return datetime.fromtimestamp(seconds, UTC).date().isoformat()
 
 
 def test_waits_and_runs_are_counted_per_type(wq: Queue, r: redis.Redis) -> None:
@@ -85,7 +85,7 @@ def test_a_past_day_and_bad_input(queue: Queue) -> None:
     "day", ["1970-01-01", "2000-02-29", "2000-03-01", "2024-02-29", "2024-12-31", "2100-03-01"]
 )
 def test_a_time_is_counted_on_its_utc_day(day: str) -> None:
-    start = datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
+    start = datetime.fromisoformat(day).replace(tzinfo=UTC)
     first = int(start.timestamp() * 1000)
     last = int((start + timedelta(days=1)).timestamp() * 1000) - 1
     assert day_of(first) == day_of(last) == day

@@ -6,7 +6,7 @@ checked as well: the tests did run at the floors."""
 from __future__ import annotations
 
 import os
-import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -14,11 +14,6 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 (pytest depends on tomli there)
-    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMUMS = ROOT / ".ci" / "minimums.txt"

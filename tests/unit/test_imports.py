@@ -35,6 +35,7 @@ FLOORS = {
     "calls": 1,
     # 2. connection, scripts, events
     "cluster": 2,
+    "embedded": 2,
     "connection": 2,
     "scripts": 2,
     "events": 2,

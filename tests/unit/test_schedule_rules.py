@@ -4,7 +4,7 @@ catch-up policy, limit and end."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -140,7 +140,7 @@ def test_bad_time_zones(bad: object) -> None:
 
 def test_times_and_intervals() -> None:
     assert rules.interval_ms(timedelta(seconds=2), "interval", 50) == 2000
-    assert rules.time_ms(datetime(2026, 1, 1, tzinfo=timezone.utc), "start") == 1_767_225_600_000
+    assert rules.time_ms(datetime(2026, 1, 1, tzinfo=UTC), "start") == 1_767_225_600_000
     with pytest.raises(InvalidJob):
         rules.time_ms(datetime(2026, 1, 1), "start")  # naive
     for bad in (10, -5, 1.5, "100", True):
@@ -150,6 +150,6 @@ def test_times_and_intervals() -> None:
 
 def test_start_and_end_stay_before_the_year_3000() -> None:
     assert rules.time_ms(rules.LATEST, "end") == rules.LATEST
-    for bad in (rules.LATEST + 1, 2**53, datetime(3001, 1, 1, tzinfo=timezone.utc)):
+    for bad in (rules.LATEST + 1, 2**53, datetime(3001, 1, 1, tzinfo=UTC)):
         with pytest.raises(InvalidJob):
             rules.time_ms(bad, "end")
