@@ -37,6 +37,8 @@ def normalize(value: object) -> Backoff:
     unknown = set(value) - {"type", "delay", "maxDelay", "max_delay", "jitter"}
     if unknown:
         raise InvalidJob(f"backoff has unknown option(s): {', '.join(sorted(map(str, unknown)))}")
+    if value.get("maxDelay") is not None and value.get("max_delay") is not None:
+        raise InvalidJob("backoff takes maxDelay or max_delay (its former name), not both")
     out: dict[str, Any] = {"type": kind}
     if value.get("delay") is not None:
         out["delay"] = _ms(value["delay"], "delay")

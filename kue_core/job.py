@@ -503,9 +503,9 @@ class Job(runs.FanOutOptions, pins.PinControl, RecordOptions, DependencyOptions)
                 out["runs"] = list(self._runs or ())
         if self.tracked:
             out["tracked"] = True
-        for name, policy in (
-            ("remove_on_complete", self.remove_on_complete()),
-            ("remove_on_fail", self.remove_on_fail()),
+        for name, policy in (  # Kue's option names, as POST /job takes them
+            ("removeOnComplete", self.remove_on_complete()),
+            ("removeOnFail", self.remove_on_fail()),
         ):
             if policy:
                 out[name] = policy

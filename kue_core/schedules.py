@@ -250,6 +250,8 @@ def define(
     once = job.unique()
     if once is not None:  # stored in one form, ttl in ms
         options = {**options, "unique": {k: v for k, v in once.items() if v is not None}}
+    if options.get("backoff") is not None:  # stored in one form: maxDelay, not its former name
+        options = {**options, "backoff": job.backoff()}
     definition.update(
         type=job.type,
         data=job.data,

@@ -80,14 +80,10 @@ BULK = {
 }
 #: The orders of a list (``?order=``: its label), the first the default. Finished jobs are
 #: shown newest first, by when they finished; the others as workers take them.
-_FINISHED_ORDERS = {
-    "newest": "Newest first",
-    "oldest": "Oldest first",
-    "asc": "Priority, then oldest first",
-    "desc": "Lowest priority, newest first",
-}
+_PRIORITY_ORDERS = {"asc": "Priority, then oldest first", "desc": "Lowest priority, newest first"}
+_FINISHED_ORDERS = {"newest": "Newest first", "oldest": "Oldest first", **_PRIORITY_ORDERS}
 ORDERS = {
-    "default": {"asc": "Priority, then oldest first", "desc": "Lowest priority, newest first"},
+    "default": _PRIORITY_ORDERS,
     "delayed": {"asc": "Soonest due first", "desc": "Latest due first"},
     "complete": _FINISHED_ORDERS,
     "failed": _FINISHED_ORDERS,

@@ -933,7 +933,12 @@ _OPTIONS: Schema = {
                         "type": {"enum": ["fixed", "exponential"]},
                         "delay": {"type": ["number", "null"], "minimum": 0},
                         "maxDelay": {"type": ["number", "null"], "minimum": 0},
-                        "max_delay": {"type": ["number", "null"], "minimum": 0},
+                        "max_delay": {
+                            "type": ["number", "null"],
+                            "minimum": 0,
+                            "deprecated": True,
+                            "description": "maxDelay's former name; not with maxDelay.",
+                        },
                         "jitter": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
                     },
                     optional="delay maxDelay max_delay jitter",

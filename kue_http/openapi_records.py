@@ -218,8 +218,8 @@ def paths() -> Schema:
 JOB_FIELDS: Schema = {
     "tags": _array({"type": "string"}, min_items=1),
     "tracked": {"const": True},
-    "remove_on_complete": {"anyOf": [{"const": True}, _object({"count": {}, "age": {}})]},
-    "remove_on_fail": {"anyOf": [{"const": True}, _object({"count": {}, "age": {}})]},
+    "removeOnComplete": {"anyOf": [{"const": True}, _object({"count": {}, "age": {}})]},
+    "removeOnFail": {"anyOf": [{"const": True}, _object({"count": {}, "age": {}})]},
 }
 JOB_OPTIONAL = " ".join(JOB_FIELDS)
 _JOB_POLICY = {"anyOf": [{"type": "boolean"}, _POLICY]}

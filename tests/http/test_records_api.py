@@ -33,8 +33,8 @@ def test_new_jobs_take_the_records_options(client: FlaskClient, queue: Queue) ->
     assert res.status_code == 200, res.json
     job = client.get(f"/api/job/{res.json['id']}").json
     assert job["tags"] == ["customer:42", "vip"] and job["tracked"] is True
-    assert job["remove_on_complete"] == {"count": 5, "age": None}
-    assert job["remove_on_fail"] is True
+    assert job["removeOnComplete"] == {"count": 5, "age": None}
+    assert job["removeOnFail"] is True
     assert queue.search("ada@example.com") == [job["id"]]
     plain = client.get(f"/api/job/{_post(client, {'track': False}).json['id']}").json
     assert not {"tags", "tracked", "remove_on_complete", "remove_on_fail"} & set(plain)

@@ -57,6 +57,18 @@ def test_an_every_schedule_is_defined_with_options_under_their_rest_names(
     assert core["remove_on_fail"] == 5 and "removeOnFail" not in core
 
 
+def test_a_backoff_is_answered_under_the_name_post_job_takes(client: FlaskClient) -> None:
+    """``max_delay``, ``maxDelay``'s former name, is still taken; the answer says ``maxDelay``,
+    as a job's does."""
+    old = {"type": "exponential", "delay": 100, "max_delay": 5000}
+    res = _put(client, "backing", {**CRON, "options": {"backoff": old}})
+    assert res.status_code == 200, res.json
+    assert res.json["options"]["backoff"] == {"type": "exponential", "delay": 100, "maxDelay": 5000}
+    both = {**old, "maxDelay": 5000}
+    res = _put(client, "backing", {**CRON, "options": {"backoff": both}})
+    assert res.status_code == 400 and "not both" in res.json["error"]
+
+
 def test_a_cron_schedule_in_a_time_zone(client: FlaskClient) -> None:
     res = _put(client, "digest", {**CRON, "start": 0, "end": None, "limit": 10})
     assert res.status_code == 200, res.json

@@ -88,7 +88,7 @@ def test_a_job_policy_wins_over_the_queue(queue: Queue, r: redis.Redis) -> None:
     assert _ids(queue, "complete") == [trim.id]
     assert _gone(queue, r, keep.id)  # type: ignore[arg-type]
     failing = queue.create_job("t").remove_on_fail(True).save()
-    assert queue.get_job(failing.id).to_dict()["remove_on_fail"] is True  # type: ignore[arg-type]
+    assert queue.get_job(failing.id).to_dict()["removeOnFail"] is True  # type: ignore[arg-type]
     finish(queue, "t", False)
     assert _gone(queue, r, failing.id)  # type: ignore[arg-type]
     for bad in (None, -1, {"age": -5}, "yes", {"count": 1, "when": 2}):

@@ -99,6 +99,7 @@ def test_backoff_normalize() -> None:
         {"type": "fixed", "delay": -1},
         {"type": "fixed", "jitter": 2},
         {"type": "fixed", "extra": 1},
+        {"type": "fixed", "maxDelay": 5, "max_delay": 9},  # the name and its former one
         5,
     ):
         with pytest.raises(InvalidJob, match="backoff"):
