@@ -72,7 +72,12 @@
   // Replace each data-live element whose content changed, keeping focus, open details and
   // what was typed into a field and not sent yet (a move's type, left while a question was
   // asked). A part holding the field being edited waits until the field loses focus.
+  // "Changed" compares the server's HTML with what the server sent for the part last time,
+  // not with the part as this script has touched it since (relative times): a refresh that
+  // brings nothing new replaces nothing, so a control being clicked is never swapped away.
   let skipped = false;
+  const served = new WeakMap();
+  for (const part of document.querySelectorAll("[data-live]")) served.set(part, part.innerHTML);
 
   function keepTyped(old, node) {
     for (const field of old.querySelectorAll("input[id], textarea[id]")) {
@@ -88,7 +93,7 @@
     const editing = active && active.matches("input, select, textarea") ? active : null;
     for (const fresh of page.querySelectorAll("[data-live]")) {
       const old = document.querySelector(`[data-live="${CSS.escape(fresh.dataset.live)}"]`);
-      if (!old || old.innerHTML === fresh.innerHTML) continue;
+      if (!old || (served.get(old) ?? old.innerHTML) === fresh.innerHTML) continue;
       if ((editing && old.contains(editing)) || old.querySelector("form[data-dirty]")) {
         skipped = true;
         continue;
@@ -101,6 +106,7 @@
         if (open.has(s.textContent)) s.parentElement.open = true;
       }
       keepTyped(old, node);
+      served.set(node, fresh.innerHTML);
       old.replaceWith(node);
     }
     if (focused && document.activeElement === document.body) {
@@ -474,6 +480,15 @@
   document.addEventListener("change", (event) => {
     if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();
   });
+
+  // A filter chosen before this script ran (on a slow page) had no listener: apply it now.
+  for (const select of document.querySelectorAll("select[data-autosubmit]")) {
+    const initial = [...select.options].find((o) => o.defaultSelected) ?? select.options[0];
+    if (select.selectedIndex >= 0 && select.options[select.selectedIndex] !== initial) {
+      select.form.requestSubmit();
+      break;
+    }
+  }
 
   // "/" jumps to the search box, as on most sites with one.
   document.addEventListener("keydown", (event) => {

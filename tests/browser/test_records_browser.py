@@ -98,6 +98,25 @@ def test_search_with_filters_and_pages(ui: Watched, queue: Queue) -> None:
     expect(page.locator("#search-total")).to_have_text("1 job found.")
 
 
+def test_a_filter_chosen_before_the_script_ran_is_applied_when_it_runs(
+    ui: Watched, queue: Queue
+) -> None:
+    """On a slow page a filter can be chosen before kue.js runs, when nothing listens for the
+    change yet: the script applies it once it runs."""
+    for i in range(3):
+        queue.create_job("email" if i else "video", {"title": f"invoice {i}"}).save()
+    page = ui.page
+    page.route("**/kue.js", lambda route: route.fulfill(body="", content_type="text/javascript"))
+    ui.goto("/search?q=inv")
+    src = page.locator("script[src$='kue.js']").get_attribute("src")
+    page.get_by_label("Type", exact=True).select_option("video")
+    expect(page.locator("#search-total")).to_have_text("3 jobs found.")  # nothing listened
+    with page.expect_navigation():
+        page.add_script_tag(url=f"{src}?late")  # the script, arriving late
+    expect(page.locator("#search-total")).to_have_text("1 job found.")
+    expect(page.get_by_label("Type", exact=True)).to_have_value("video")
+
+
 def test_the_job_page_links_its_trace(
     browser: Any, redis_url: str, prefix: str, queue: Queue, r: redis.Redis
 ) -> None:

@@ -147,9 +147,11 @@ def test_catch_up_after_the_workers_were_away(
     jobs = _made(queue, "c")
     first = [j for j in jobs if j.created_at == min((j.created_at for j in jobs), default=0)]
     missed = [j for j in jobs if j.tick <= due + 4 * every]  # type: ignore[operator]
-    if mode == "one":  # one job, for the latest tick reached
+    if mode == "one":  # one job, for the latest tick reached when the firing was planned
         assert len(first) == 1 and first[0].tick >= due + 4 * every  # type: ignore[operator]
-        assert 0 <= first[0].created_at - first[0].tick < every  # type: ignore[operator]
+        # The firing is planned on the server's clock and written by a script a moment later
+        # (on a loaded machine, past the next tick: 404 ms after the tick it made, once).
+        assert 0 <= first[0].created_at - first[0].tick < 2 * every  # type: ignore[operator]
     elif mode == "all":  # one for each tick, from the first missed on
         ticks = [j.tick for j in first]
         assert ticks == list(range(due, due + len(ticks) * every, every)) and len(ticks) >= 5
