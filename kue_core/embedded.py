@@ -110,15 +110,18 @@ def stop(data_dir: str | os.PathLike[str] | None, sock: str) -> None:
         try:
             if len(once.client_list()) > 1:  # another process uses it (this call is one)
                 return
-            pid = _pid(path)
             with contextlib.suppress(redis.ConnectionError):  # a shutdown's answer: no answer
                 once.execute_command("SHUTDOWN", "SAVE")  # type: ignore[no-untyped-call]
+        except redis.TimeoutError:
+            pass  # still saving a large data set: wait below
         except redis.RedisError:
             return  # gone already, or refusing: the next start finds out
         finally:
             once.close()
+        # The server removes its pid file once it has saved, just before it exits.
+        pidfile = os.path.join(path, PID_FILE)
         deadline = time.monotonic() + defaults.SHUTDOWN_TIMEOUT
-        while pid is not None and _alive(pid) and time.monotonic() < deadline:
+        while os.path.exists(pidfile) and time.monotonic() < deadline:
             time.sleep(0.005)
 
 
@@ -211,6 +214,10 @@ def _pid(path: str) -> int | None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the process runs: a zombie does not (a daemon that died is reaped by the
+    system's first process, which in a container may never do it)."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as stat:  # Linux
+        return stat.read().rpartition(")")[2].split()[0] != "Z"  # the state after the name
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -251,3 +251,20 @@ def test_the_cli_says_which_embedded_redis_and_reads_none_that_is_not_there(
     finally:
         for pid in redis_servers_in(folder):
             psutil.Process(pid).kill()
+
+
+def test_a_dead_server_not_yet_reaped_counts_as_gone() -> None:
+    """A daemon that died stays a zombie until the system's first process reaps it, which
+    in a container may be never: a start waiting for the server must see it as gone."""
+    alive = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        wait_for(lambda: psutil.Process(dead.pid).status() == psutil.STATUS_ZOMBIE)
+        assert embedded._alive(alive.pid) and not embedded._alive(dead.pid)
+    finally:
+        alive.kill()
+        alive.wait()
+        dead.wait()
+    assert not embedded._alive(dead.pid)  # reaped: no such process
