@@ -1,6 +1,7 @@
-"""The import graph: inside kue_core nothing imports upward and nothing imports in a circle
-(imports inside functions included; only ``if TYPE_CHECKING:`` blocks, which never run, are
-left out), and kue_http uses only kue_core's public names."""
+"""The import graph: the import contract of pyproject.toml (import-linter: the packages in
+layers, no circle inside one, every import counted); inside kue_core nothing imports upward
+and nothing imports in a circle (imports inside functions included; only ``if TYPE_CHECKING:``
+blocks, which never run, are left out); and kue_http uses only kue_core's public names."""
 
 from __future__ import annotations
 
@@ -128,6 +129,17 @@ def _core_imports(path: Path) -> set[str]:
 
 def _graph() -> dict[str, set[str]]:
     return {p.stem: _core_imports(p) for p in CORE.glob("*.py")}
+
+
+def test_the_import_contract_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    """``lint-imports``, as from the checkout: what it prints says which import breaks what.
+    Its cache stays out of the tree (each test worker would write one)."""
+    from importlinter.cli import lint_imports
+
+    config = str(ROOT / "pyproject.toml")
+    assert lint_imports(config_filename=config, no_cache=True, no_logo=True) == 0, (
+        capsys.readouterr().out
+    )
 
 
 def test_every_module_has_a_floor() -> None:
