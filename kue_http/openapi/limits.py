@@ -1,36 +1,36 @@
 """Flow control (``kue_http/limits.py``, and the ``group`` option and field of a job) in the
-OpenAPI document. ``openapi.py`` merges them in."""
+OpenAPI document. the package merges them in."""
 
 from __future__ import annotations
 
 from kue_core import defaults
 
-from .openapi import (
-    _CONTROL,
-    _COUNT,
-    _MS,
-    _TYPE_PARAM,
+from .build import (
+    CONTROL,
+    COUNT,
+    MS,
+    TYPE_PARAM,
     Schema,
-    _array,
-    _body,
-    _get,
-    _object,
-    _ok,
-    _query,
-    _ref,
-    _write,
+    array,
+    json_body,
+    obj,
+    ok,
+    query_param,
+    read,
+    ref,
+    write,
 )
 
 _GROUP = {
     "type": "string",
     "minLength": 1,
     "maxLength": defaults.MAX_GROUP_LENGTH,
-    "pattern": rf"^[^{_CONTROL}]*$",
+    "pattern": rf"^[^{CONTROL}]*$",
 }
 _CAP = {"type": "integer", "minimum": 1, "maximum": defaults.MAX_LIMIT}
 _PAGE = [
-    _query("offset", {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}, "First rank."),
-    _query(
+    query_param("offset", {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}, "First rank."),
+    query_param(
         "count",
         {"type": "integer", "minimum": 1, "maximum": defaults.MAX_GROUPS_PAGE},
         "Page size (default 50).",
@@ -45,54 +45,52 @@ _HELD = {
 
 
 def paths() -> Schema:
-    entry = _ok(_ref("Limits"))
+    entry = ok(ref("Limits"))
     return {
         "/limits": {
-            "get": _get(
+            "get": read(
                 "limits",
                 "Every job type with a limit, or held back by a handler's RateLimited now: "
                 "its limits, and whether they hold it back right now",
-                _ok(
-                    _object({"limits": {"type": "object", "additionalProperties": _ref("Limits")}})
-                ),
+                ok(obj({"limits": {"type": "object", "additionalProperties": ref("Limits")}})),
             )
         },
         "/limits/{type}": {
-            "parameters": [_TYPE_PARAM],
-            "get": _get(
+            "parameters": [TYPE_PARAM],
+            "get": read(
                 "limits",
                 "One type's limits (each null when unset) and status",
                 entry,
                 400,
             ),
-            "put": _write(
+            "put": write(
                 "limits",
                 "Set the limits the body gives, across every worker process (null removes "
                 "one; those not given are kept); checked whole before anything is written",
                 entry,
                 400,
                 413,
-                body=_body(_ref("NewLimits"), "At least one limit."),
+                body=json_body(ref("NewLimits"), "At least one limit."),
             ),
-            "delete": _write(
+            "delete": write(
                 "limits",
                 "Remove every limit of the type, and end a hold asked by RateLimited",
-                _ok(_object({"message": {"type": "string", "pattern": "^limits of .+ removed$"}})),
+                ok(obj({"message": {"type": "string", "pattern": "^limits of .+ removed$"}})),
                 400,
             ),
         },
         "/groups/{type}": {
-            "parameters": [_TYPE_PARAM],
-            "get": _get(
+            "parameters": [TYPE_PARAM],
+            "get": read(
                 "limits",
                 "The type's groups (tenants) with jobs waiting, in their turn (the next served "
                 "first), then those with only running jobs",
-                _ok(
-                    _object(
+                ok(
+                    obj(
                         {
-                            "total": _COUNT,
-                            "groups": _array(
-                                _ref("Group"),
+                            "total": COUNT,
+                            "groups": array(
+                                ref("Group"),
                                 max_items=defaults.MAX_GROUPS_PAGE,
                             ),
                         }
@@ -122,7 +120,7 @@ def _rate(description: str) -> Schema:
     return {
         "oneOf": [
             {"type": "null"},
-            _object(
+            obj(
                 {
                     "max": {**_CAP, "description": "Most jobs that start in any window"},
                     "perMs": {
@@ -155,19 +153,19 @@ def schemas() -> Schema:
     }
     return {
         "NewLimits": {
-            **_object(limits, optional=" ".join(limits)),
+            **obj(limits, optional=" ".join(limits)),
             "minProperties": 1,
             "description": "The limits to set; null removes one, those not given are kept",
         },
-        "Limits": _object(
+        "Limits": obj(
             {
                 **limits,
                 "heldUntil": {
-                    **_MS,
+                    **MS,
                     "type": ["integer", "null"],
                     "description": "Held back until then (ms) by a handler's RateLimited",
                 },
-                "status": _object(
+                "status": obj(
                     {
                         "held": _HELD,
                         "waitMs": {
@@ -175,8 +173,8 @@ def schemas() -> Schema:
                             "minimum": 0,
                             "description": "ms until a start fits the rate or the hold ends",
                         },
-                        "active": _COUNT,
-                        "waiting": {**_COUNT, "description": "Inactive jobs of the type"},
+                        "active": COUNT,
+                        "waiting": {**COUNT, "description": "Inactive jobs of the type"},
                         "startedInWindow": {
                             "type": ["integer", "null"],
                             "minimum": 0,
@@ -186,7 +184,7 @@ def schemas() -> Schema:
                 ),
             }
         ),
-        "Group": _object(
-            {"group": {"type": "string", "minLength": 1}, "waiting": _COUNT, "active": _COUNT}
+        "Group": obj(
+            {"group": {"type": "string", "minLength": 1}, "waiting": COUNT, "active": COUNT}
         ),
     }

@@ -1,5 +1,5 @@
 """Schedules (``kue_http/schedules.py``, and the ``schedule`` and ``tick`` of the jobs they
-make) in the OpenAPI document. ``openapi.py`` merges them in."""
+make) in the OpenAPI document. the package merges them in."""
 
 from __future__ import annotations
 
@@ -7,30 +7,30 @@ from kue_core import SCHEDULE_CATCH_UP as CATCH_UP
 from kue_core import SCHEDULE_LATEST as MAX_TIME
 from kue_core import defaults
 
-from .openapi import (
-    _CONTROL,
-    _MS,
-    _OPTIONS,
+from ..schedules import OPTIONS
+from .build import (
+    CONTROL,
+    MS,
     Schema,
-    _array,
-    _body,
-    _get,
-    _job_type,
-    _object,
-    _ok,
-    _path,
-    _ref,
-    _write,
+    array,
+    job_type,
+    json_body,
+    obj,
+    ok,
+    path_param,
+    read,
+    ref,
+    write,
 )
-from .schedules import OPTIONS
+from .options import JOB_OPTIONS
 
-_KEY = _path(
+_KEY = path_param(
     "key",
     {
         "type": "string",
         "minLength": 1,
         "maxLength": 200,
-        "pattern": rf"^[^{_CONTROL}\s/]+$",
+        "pattern": rf"^[^{CONTROL}\s/]+$",
     },
     "A schedule's key: 1 to 200 characters, no spaces, no '/'.",
     example="nightly-report",
@@ -62,19 +62,19 @@ _MESSAGE = {"type": "string", "minLength": 1}
 
 
 def paths() -> Schema:
-    one = _ok(_ref("Schedule"))
+    one = ok(ref("Schedule"))
     return {
         "/schedules": {
-            "get": _get(
+            "get": read(
                 "schedules",
                 "Every schedule, by key",
-                _ok(_object({"schedules": _array(_ref("Schedule"))})),
+                ok(obj({"schedules": array(ref("Schedule"))})),
             )
         },
         "/schedules/{key}": {
             "parameters": [_KEY],
-            "get": _get("schedules", "One schedule", one, 400, 404),
-            "put": _write(
+            "get": read("schedules", "One schedule", one, 400, 404),
+            "put": write(
                 "schedules",
                 "Define a schedule, or redefine it (upserted by key: an unchanged definition "
                 "keeps its timetable, a changed one starts again from now); the body is "
@@ -83,12 +83,12 @@ def paths() -> Schema:
                 400,
                 404,
                 413,
-                body=_body(_ref("NewSchedule"), "Exactly one of every and cron."),
+                body=json_body(ref("NewSchedule"), "Exactly one of every and cron."),
             ),
-            "delete": _write(
+            "delete": write(
                 "schedules",
                 "Delete a schedule (the jobs it made stay)",
-                _ok(_object({"message": {"type": "string", "pattern": "^schedule .+ removed$"}})),
+                ok(obj({"message": {"type": "string", "pattern": "^schedule .+ removed$"}})),
                 400,
                 404,
             ),
@@ -97,14 +97,14 @@ def paths() -> Schema:
             "parameters": [_KEY],
             "post": _steer(
                 "Make one job of the schedule now, even paused; its timetable is unchanged",
-                _object({"message": _MESSAGE, "job": _ref("Job")}),
+                obj({"message": _MESSAGE, "job": ref("Job")}),
             ),
         },
         "/schedules/{key}/pause": {
             "parameters": [_KEY],
             "post": _steer(
                 "Make no more jobs until resumed; the definition and runs are kept",
-                _object({"message": _MESSAGE, "schedule": _ref("Schedule")}),
+                obj({"message": _MESSAGE, "schedule": ref("Schedule")}),
             ),
         },
         "/schedules/{key}/resume": {
@@ -112,21 +112,21 @@ def paths() -> Schema:
             "post": _steer(
                 "Make jobs again, from the next tick after now (the ticks while paused are "
                 "skipped)",
-                _object({"message": _MESSAGE, "schedule": _ref("Schedule")}),
+                obj({"message": _MESSAGE, "schedule": ref("Schedule")}),
             ),
         },
     }
 
 
 def _steer(summary: str, answer: Schema) -> Schema:
-    return _write(
+    return write(
         "schedules",
         summary,
-        _ok(answer),
+        ok(answer),
         400,
         404,
         413,
-        body=_body(
+        body=json_body(
             {"description": "Not read"}, "Ignored, but a POST must send JSON (CSRF): send {}."
         ),
     )
@@ -135,7 +135,7 @@ def _steer(summary: str, answer: Schema) -> Schema:
 #: Fields of the Job schema.
 JOB_FIELDS: Schema = {
     "schedule": {"type": "string", "description": "The key of the schedule that made it"},
-    "tick": {**_MS, "description": "The time (ms) of the schedule's tick it was made for"},
+    "tick": {**MS, "description": "The time (ms) of the schedule's tick it was made for"},
 }
 JOB_OPTIONAL = " ".join(JOB_FIELDS)
 
@@ -143,7 +143,7 @@ JOB_OPTIONAL = " ".join(JOB_FIELDS)
 def schemas(records_options: Schema) -> Schema:
     """The schemas of schedules; ``records_options`` are ``POST /job``'s options of records
     and runs."""
-    options = {**_OPTIONS["properties"], **records_options}
+    options = {**JOB_OPTIONS["properties"], **records_options}
     job_options = {
         "type": "object",
         "properties": {name: options[name] for name in OPTIONS},
@@ -151,7 +151,7 @@ def schemas(records_options: Schema) -> Schema:
         "description": "POST /job's options a schedule applies to every job it makes",
     }
     common = {
-        "type": _job_type(),
+        "type": job_type(),
         "data": {"description": "Any JSON value (default {})"},
         "start": {**_TIME, "description": "Unix time in ms of the first tick (default now)"},
         "end": {**_TIME, "description": "Unix time in ms past which it ends"},
@@ -166,7 +166,7 @@ def schemas(records_options: Schema) -> Schema:
     }
     return {
         "NewSchedule": {
-            **_object(
+            **obj(
                 {"every": _EVERY, "offset": _OFFSET, "cron": _CRON, "tz": _TZ, **common},
                 optional="every offset cron tz data start end limit catch_up catchUp options",
             ),
@@ -181,7 +181,7 @@ def schemas(records_options: Schema) -> Schema:
                 },
             ],
         },
-        "Schedule": _object(
+        "Schedule": obj(
             {
                 "key": {"type": "string", "minLength": 1},
                 "kind": {"enum": ["every", "cron"]},
@@ -196,7 +196,7 @@ def schemas(records_options: Schema) -> Schema:
                 "end": _TIME,
                 "limit": _LIMIT,
                 "catch_up": _CATCH_UP,
-                "anchor": {**_MS, "description": "When an every schedule's ticks count from"},
+                "anchor": {**MS, "description": "When an every schedule's ticks count from"},
                 "paused": {"type": "boolean"},
                 "ended": {"type": "boolean", "description": "Past end or limit: makes no more"},
                 "next": {
@@ -204,7 +204,7 @@ def schemas(records_options: Schema) -> Schema:
                     "minimum": 0,
                     "description": "ms of the next tick; null when paused or ended",
                 },
-                "upcoming": _array({**_MS}, "The next ticks (up to 3).", max_items=3),
+                "upcoming": array({**MS}, "The next ticks (up to 3).", max_items=3),
                 "runs": {
                     "type": "integer",
                     "minimum": 0,
@@ -220,18 +220,18 @@ def schemas(records_options: Schema) -> Schema:
                 "last_job": {
                     "oneOf": [
                         {"type": "null"},
-                        _object(
+                        obj(
                             {
                                 "id": {"type": "integer", "minimum": 1},
                                 "state": {"type": ["string", "null"]},
-                                "tick": _MS,
+                                "tick": MS,
                             }
                         ),
                     ],
                     "description": "The last job it made (state null once removed)",
                 },
-                "created_at": _MS,
-                "updated_at": _MS,
+                "created_at": MS,
+                "updated_at": MS,
             },
             optional="every offset cron tz",
         ),

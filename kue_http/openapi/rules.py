@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kue_rules.store import FAILURES_SHOWN, RECENT, RECENT_TASKS, RULE_COUNTERS, WATCHER_COUNTERS
 
-from .openapi import _COUNT, _MS, Schema, _array, _body, _get, _object, _ok, _ref, _write
+from .build import COUNT, MS, Schema, array, json_body, obj, ok, read, ref, write
 
 _NAME = {"type": "string", "minLength": 1}
 _LENGTH = {
@@ -13,11 +13,11 @@ _LENGTH = {
     "minimum": 0,
     "description": "Its length; null when the key holds something other than a list",
 }
-_RECENT_EVENT = _object(
+_RECENT_EVENT = obj(
     {
-        "at": _MS,
+        "at": MS,
         "event": {"type": "string", "description": "The event, as taken from the input"},
-        "tasks": _array(
+        "tasks": array(
             {
                 "type": "array",
                 "prefixItems": [
@@ -34,7 +34,7 @@ _RECENT_EVENT = _object(
             f"Tasks made, the first {RECENT_TASKS}.",
             max_items=RECENT_TASKS,
         ),
-        "jobs": _array(
+        "jobs": array(
             {
                 "type": "array",
                 "prefixItems": [
@@ -50,8 +50,8 @@ _RECENT_EVENT = _object(
             f"Jobs made, the first {RECENT_TASKS}.",
             max_items=RECENT_TASKS,
         ),
-        "duplicates": {**_COUNT, "description": "Tasks or jobs a dedupe held already"},
-        "more": {**_COUNT, "description": "Tasks and jobs made beyond those listed"},
+        "duplicates": {**COUNT, "description": "Tasks or jobs a dedupe held already"},
+        "more": {**COUNT, "description": "Tasks and jobs made beyond those listed"},
         "error": {"type": "string", "description": "Why the event failed (it made nothing)"},
     },
     optional="tasks jobs duplicates more error",
@@ -61,27 +61,25 @@ _RECENT_EVENT = _object(
 def paths() -> Schema:
     return {
         "/rules": {
-            "get": _get(
+            "get": read(
                 "rules",
                 "Every watcher a kue rules process has run under this prefix: its lists and "
                 "their lengths, whether a process runs it now, its counters, its rules with "
                 "their counters and recent events, and its failed events with their reasons",
-                _ok(_object({"watchers": _array(_ref("Watcher"), "Sorted by label.")})),
+                ok(obj({"watchers": array(ref("Watcher"), "Sorted by label.")})),
             )
         },
         "/rules/retry": {
-            "post": _write(
+            "post": write(
                 "rules",
                 "Put the failed events of a watcher back on its input, the oldest first, to be "
                 "handled again; their failure reasons are forgotten",
-                _ok(
-                    _object({"moved": {**_COUNT, "description": "Events moved back to the input"}})
-                ),
+                ok(obj({"moved": {**COUNT, "description": "Events moved back to the input"}})),
                 400,
                 404,
                 413,
-                body=_body(
-                    _object(
+                body=json_body(
+                    obj(
                         {
                             "watcher": {
                                 **_NAME,
@@ -98,7 +96,7 @@ def paths() -> Schema:
 
 def schemas() -> Schema:
     return {
-        "Watcher": _object(
+        "Watcher": obj(
             {
                 "label": {
                     "type": "string",
@@ -119,7 +117,7 @@ def schemas() -> Schema:
                     ],
                     "description": "[job type, event] of a watcher on job events, else null",
                 },
-                "lengths": _object({"input": _LENGTH, "taken": _LENGTH, "failed": _LENGTH}),
+                "lengths": obj({"input": _LENGTH, "taken": _LENGTH, "failed": _LENGTH}),
                 "holder": {
                     "type": ["string", "null"],
                     "description": "The process that ran it last ('' when it could not take "
@@ -134,16 +132,16 @@ def schemas() -> Schema:
                     "type": "boolean",
                     "description": "Whether a process was heard of running it lately",
                 },
-                "counts": _object({name: _COUNT for name in WATCHER_COUNTERS}),
-                "rules": _array(_ref("WatcherRule")),
-                "failures": _array(
-                    _object(
+                "counts": obj({name: COUNT for name in WATCHER_COUNTERS}),
+                "rules": array(ref("WatcherRule")),
+                "failures": array(
+                    obj(
                         {
                             "event": {"type": "string"},
                             "rule": {"type": "string", "description": "'' for none"},
                             "kind": {"enum": ["fetch", "make"]},
                             "reason": {"type": "string"},
-                            "at": _MS,
+                            "at": MS,
                         }
                     ),
                     f"Failed events, the newest first, at most {FAILURES_SHOWN}.",
@@ -151,13 +149,13 @@ def schemas() -> Schema:
                 ),
             }
         ),
-        "WatcherRule": _object(
+        "WatcherRule": obj(
             {
                 "name": _NAME,
                 "on": {"type": "string", "description": "Its regular expression"},
                 "makes": {"enum": ["tasks", "jobs"]},
-                "counts": _object({name: _COUNT for name in RULE_COUNTERS}),
-                "recent": _array(
+                "counts": obj({name: COUNT for name in RULE_COUNTERS}),
+                "recent": array(
                     _RECENT_EVENT, f"Its last {RECENT} events, newest first.", max_items=RECENT
                 ),
             }

@@ -1,28 +1,28 @@
 """Dependencies and flows (``kue_http/flows.py``, the ``depends`` options of ``POST /job`` and
-``DELETE /job/{id}?cascade``) in the OpenAPI document. ``openapi.py`` merges them in."""
+``DELETE /job/{id}?cascade``) in the OpenAPI document. the package merges them in."""
 
 from __future__ import annotations
 
 from kue_core import DEPENDENCY_POLICIES as POLICIES
 from kue_core import STATES
 
-from .flows import MAX_FLOW_DEPTH, MAX_FLOW_NODES
-from .openapi import (
-    _JOB_ID,
+from ..flows import MAX_FLOW_DEPTH, MAX_FLOW_NODES
+from .build import (
+    JOB_ID,
     Schema,
-    _array,
-    _body,
-    _get,
-    _json,
-    _object,
-    _ok,
-    _query,
-    _ref,
-    _write,
+    array,
+    json_answer,
+    json_body,
+    obj,
+    ok,
+    query_param,
+    read,
+    ref,
+    write,
 )
 
 _ID = {"type": "integer", "minimum": 1}
-_IDS = _array(_ID, min_items=1)
+_IDS = array(_ID, min_items=1)
 #: A job's state, or null for a job removed since.
 _STATE_OR_NULL = {"enum": [*STATES, None]}
 
@@ -30,28 +30,28 @@ _STATE_OR_NULL = {"enum": [*STATES, None]}
 def paths() -> Schema:
     return {
         "/flows": {
-            "post": _write(
+            "post": write(
                 "flows",
                 "Save a tree of new jobs in one call, all or nothing: each job is blocked until "
                 "its children complete, then reads their results; answered with the same tree "
                 "and each job's id",
-                _ok(_ref("FlowJob")),
+                ok(ref("FlowJob")),
                 400,
                 413,
-                body=_body(
-                    _ref("FlowNode"),
+                body=json_body(
+                    ref("FlowNode"),
                     f"The root node. At most {MAX_FLOW_NODES} jobs and {MAX_FLOW_DEPTH} levels; "
                     "a refusal names the node (as a JSON path: $.children[0]).",
                 ),
             )
         },
         "/job/{id}/dependencies": {
-            "parameters": [_JOB_ID],
-            "get": _get(
+            "parameters": [JOB_ID],
+            "get": read(
                 "flows",
                 "What a job depends on, the jobs that depend on it, and the results of the "
                 "jobs it depends on that completed",
-                _ok(_ref("Dependencies")),
+                ok(ref("Dependencies")),
                 400,
                 404,
             ),
@@ -61,12 +61,12 @@ def paths() -> Schema:
 
 def remove() -> Schema:
     """``DELETE /job/{id}``: Kue's, with ``cascade``."""
-    operation = _write(
+    operation = write(
         "jobs",
         "Delete a job, its log and its history; a job that others are blocked waiting for "
         "only with cascade=true, which deletes them too, and theirs in turn",
-        _ok(
-            _object(
+        ok(
+            obj(
                 {
                     "message": {"type": "string", "pattern": r"^job [1-9][0-9]* removed$"},
                     "removed": {**_IDS, "description": "The ids deleted, the job's first"},
@@ -76,16 +76,16 @@ def remove() -> Schema:
         400,
         404,
         parameters=[
-            _query(
+            query_param(
                 "cascade",
                 {"enum": ["true", "false"]},
                 "Delete the jobs blocked waiting for it too (default false: 409).",
             )
         ],
     )
-    operation["responses"]["409"] = _json(
+    operation["responses"]["409"] = json_answer(
         "Jobs are blocked waiting for it, and cascade is not true: nothing was deleted",
-        _object(
+        obj(
             {"error": {"type": "string", "minLength": 1}, "dependents": _IDS},
             optional="dependents",
         ),
@@ -103,7 +103,7 @@ JOB_FIELDS: Schema = {
 JOB_OPTIONAL = " ".join(JOB_FIELDS)
 #: ``POST /job`` options (and a flow node's).
 OPTIONS: Schema = {
-    "depends": _array(
+    "depends": array(
         {"anyOf": [{**_ID, "maximum": 2**63 - 1}, {"type": "string", "pattern": "^[0-9]+$"}]},
         "Ids of saved jobs: it is blocked until each completes (an unknown id is 400).",
         min_items=1,
@@ -124,25 +124,25 @@ def schemas(new_job: Schema) -> Schema:
             **new_job,
             "properties": {
                 **new_job["properties"],
-                "children": _array(_ref("FlowNode"), max_items=MAX_FLOW_NODES - 1),
+                "children": array(ref("FlowNode"), max_items=MAX_FLOW_NODES - 1),
             },
             "required": new_job["required"],
         },
-        "FlowJob": _object(
+        "FlowJob": obj(
             {
                 "id": _ID,
                 "state": {"enum": list(STATES)},
-                "children": _array(_ref("FlowJob"), "Where the node had children"),
+                "children": array(ref("FlowJob"), "Where the node had children"),
             },
             optional="children",
         ),
-        "Dependencies": _object(
+        "Dependencies": obj(
             {
-                "dependencies": _array(
-                    _object({"id": _ID, "state": _STATE_OR_NULL, "done": {"type": "boolean"}}),
+                "dependencies": array(
+                    obj({"id": _ID, "state": _STATE_OR_NULL, "done": {"type": "boolean"}}),
                     "By id; state null for a job removed since.",
                 ),
-                "dependents": _array(_object({"id": _ID, "state": _STATE_OR_NULL}), "By id."),
+                "dependents": array(obj({"id": _ID, "state": _STATE_OR_NULL}), "By id."),
                 "results": {
                     "type": "object",
                     "propertyNames": {"pattern": "^[1-9][0-9]*$"},

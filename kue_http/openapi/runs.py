@@ -5,20 +5,7 @@ from __future__ import annotations
 
 from kue_core import WORKER_ID_RULE, defaults
 
-from .openapi import (
-    _COUNT,
-    _JOB_ID,
-    _MS,
-    Schema,
-    _array,
-    _body,
-    _changed,
-    _get,
-    _object,
-    _ok,
-    _ref,
-    _write,
-)
+from .build import COUNT, JOB_ID, MS, Schema, array, changed, json_body, obj, ok, read, ref, write
 
 #: A worker id, as ``Queue(worker_id=...)`` and ``kue worker --id`` take it.
 WORKER_ID: Schema = {
@@ -34,11 +21,11 @@ _WORKERS: Schema = {
     "maxItems": defaults.MAX_PINS,
 }
 _K: Schema = {"type": "integer", "minimum": 1, "maximum": defaults.MAX_PINS}
-_FAN_OUT_OBJECT: Schema = _object(
+_FAN_OUT_OBJECT: Schema = obj(
     {
         "k": {"oneOf": [_K, {"const": "all"}]},
         "atOnce": {"type": "integer", "minimum": 1, "description": "At most k (default: k)"},
-        "maxFailedRuns": {**_COUNT, "description": "Failed runs tolerated (default 0)"},
+        "maxFailedRuns": {**COUNT, "description": "Failed runs tolerated (default 0)"},
         "lateJoiners": {"type": "boolean", "description": 'With "all" only (default false)'},
         "resetRuns": {
             "type": "boolean",
@@ -73,7 +60,7 @@ OPTIONS["prefer"] = {
 JOB_FIELDS: Schema = {
     "prefer": {**_WORKERS, "description": "The workers that find it first"},
     "only": {**_WORKERS, "description": "The workers that alone may run it (pinned)"},
-    "fanOut": _object(
+    "fanOut": obj(
         {
             "k": {
                 "type": "integer",
@@ -81,23 +68,23 @@ JOB_FIELDS: Schema = {
                 "description": 'Runs to complete ("all": resolved at the save)',
             },
             "atOnce": {"type": ["integer", "null"], "minimum": 1},
-            "maxFailedRuns": _COUNT,
+            "maxFailedRuns": COUNT,
             "lateJoiners": {"type": "boolean"},
         }
     ),
-    "runs": _array(_ref("Run"), "A fan-out job's runs, ordered by start"),
+    "runs": array(ref("Run"), "A fan-out job's runs, ordered by start"),
 }
 JOB_OPTIONAL = " ".join(JOB_FIELDS)
 
 
 def schemas() -> Schema:
     return {
-        "Run": _object(
+        "Run": obj(
             {
                 "worker": WORKER_ID,
                 "state": {"enum": ["running", "complete", "failed", "lost"]},
-                "started_at": _MS,
-                "ended_at": _MS,
+                "started_at": MS,
+                "ended_at": MS,
                 "result": {"description": "What the handler returned (a complete run)"},
                 "error": {"type": "string", "description": "Why it failed (a failed run)"},
                 "tries": {
@@ -115,30 +102,30 @@ def schemas() -> Schema:
 def paths() -> Schema:
     return {
         "/job/{id}/only": {
-            "parameters": [_JOB_ID],
-            "put": _write(
+            "parameters": [JOB_ID],
+            "put": write(
                 "control",
                 "Change which workers may run a job: a waiting job waits for the new ones, a "
                 "running job whose worker is no longer allowed is stopped there and waits "
                 "pinned for them (no attempt counted), a running fan-out job's runs on workers "
                 "no longer allowed stop; null: any worker",
-                _ok(_changed(r"^job [1-9][0-9]* runs on ")),
+                ok(changed(r"^job [1-9][0-9]* runs on ")),
                 400,
                 404,
                 413,
-                body=_body(
-                    _object({"workers": {"oneOf": [_WORKERS, {"type": "null"}]}}),
+                body=json_body(
+                    obj({"workers": {"oneOf": [_WORKERS, {"type": "null"}]}}),
                     "The workers (a fan-out job keeps at least k), or null.",
                 ),
             ),
         },
         "/job/{id}/runs": {
-            "parameters": [_JOB_ID],
-            "get": _get(
+            "parameters": [JOB_ID],
+            "get": read(
                 "jobs",
                 "A fan-out job's runs, one per worker that started one, ordered by start ([] "
                 "for a job that does not fan out)",
-                _ok(_array(_ref("Run"))),
+                ok(array(ref("Run"))),
                 400,
                 404,
             ),

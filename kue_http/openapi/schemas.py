@@ -1,0 +1,188 @@
+"""The document's named schemas (components/schemas): Kue's job, stats and the core answers,
+with the fields and options each part of the API adds to a job."""
+
+from __future__ import annotations
+
+from kue_core import STATES, defaults
+
+from . import flows, limits, records, rules, runs, schedules
+from .build import COUNT, MS, Schema, array, job_type, names, obj, ref
+from .options import JOB_OPTIONS, UNIQUE_MODES
+
+
+def schemas() -> Schema:
+    """The components/schemas of the document: the job and what every part adds to it."""
+    state = {"enum": list(STATES)}
+    options = {
+        **JOB_OPTIONS,
+        "properties": {
+            **JOB_OPTIONS["properties"],
+            **records.OPTIONS,
+            **flows.OPTIONS,
+            **limits.OPTIONS,
+            **runs.OPTIONS,
+        },
+    }
+    new_job = obj(
+        {
+            "type": job_type(),
+            "data": {"description": "Any JSON value (default {})"},
+            "options": options,
+        },
+        optional="data options",
+    )
+    return {
+        "Error": obj({"error": {"type": "string", "minLength": 1}}),
+        "Stats": obj({**{f"{s}Count": COUNT for s in STATES}, "workTime": COUNT}),
+        "Job": obj(
+            {
+                "id": {"type": "integer", "minimum": 1},
+                "type": {"type": "string"},
+                "data": {"description": "Any JSON value"},
+                "result": {"description": "What the handler returned (complete jobs)"},
+                "priority": {
+                    "type": ["integer", "null"],
+                    "description": "null when another client stored a priority that is not "
+                    "a number",
+                },
+                "progress": {"type": "number", "minimum": 0, "maximum": 100},
+                "progress_data": {"description": "Any JSON value"},
+                "state": state,
+                "error": {"type": "string"},
+                "created_at": MS,
+                "promote_at": MS,
+                "updated_at": MS,
+                "failed_at": MS,
+                "started_at": MS,
+                "duration": {"type": "integer", "minimum": 0, "description": "ms"},
+                "delay": {"type": "integer", "minimum": 1, "description": "ms"},
+                "workerId": {"type": "string"},
+                "ttl": {"type": "integer", "minimum": 1, "description": "ms"},
+                "attempts": obj(
+                    {
+                        "made": COUNT,
+                        "remaining": {"type": "integer"},
+                        "max": {"type": "integer", "minimum": 1},
+                    }
+                ),
+                "unique": obj({"key": {"type": "string"}, "mode": {"enum": list(UNIQUE_MODES)}}),
+                **records.JOB_FIELDS,
+                **flows.JOB_FIELDS,
+                **schedules.JOB_FIELDS,
+                **limits.JOB_FIELDS,
+                **runs.JOB_FIELDS,
+            },
+            optional="result progress_data error created_at promote_at updated_at failed_at "
+            f"started_at duration delay workerId ttl unique {records.JOB_OPTIONAL} "
+            + f"{flows.JOB_OPTIONAL} {schedules.JOB_OPTIONAL} {limits.JOB_OPTIONAL} "
+            + runs.JOB_OPTIONAL,
+        ),
+        "NewJob": new_job,
+        **flows.schemas(new_job),
+        **schedules.schemas({**records.OPTIONS, **runs.OPTIONS}),
+        **limits.schemas(),
+        **rules.schemas(),
+        **runs.schemas(),
+        "Created": obj(
+            {
+                "message": {
+                    "enum": ["job created", "job deduplicated"],
+                    "description": "job deduplicated: nothing new was saved, id is the job "
+                    "holding the unique key",
+                },
+                "id": {"type": "integer", "minimum": 1},
+            }
+        ),
+        "HistoryEntry": obj(
+            {
+                "state": state,
+                "at": MS,
+                "from": state,
+                "worker": {"type": "string"},
+                "attempt": {"type": "integer", "minimum": 1},
+                "duration": {"type": "integer", "minimum": 0},
+                "error": {"type": "string"},
+                "stalled": {"type": "integer", "minimum": 1},
+                "released": {"const": True},
+                "cancelled": {"type": "string", "description": "The reason (may be empty)"},
+                "moved": obj({"from": {"type": "string"}, "to": {"type": "string"}}),
+                "edited": {"const": True},
+            },
+            optional="from worker attempt duration error stalled released cancelled moved edited",
+        ),
+        "Worker": obj(
+            {
+                "id": {"type": "string"},
+                "host": {"type": "string"},
+                "pid": {"type": "integer", "minimum": 1},
+                "types": {
+                    "type": "object",
+                    "additionalProperties": {"type": "integer", "minimum": 1},
+                    "description": "Job type -> handlers running it",
+                },
+                "started_at": MS,
+                "lease_ms": {"type": "integer", "minimum": 1},
+                "abandoned_threads": {
+                    **COUNT,
+                    "description": "Handler threads left running past their attempt",
+                },
+                "jobs": array({"type": "integer", "minimum": 1}, "Ids of the jobs it runs."),
+                "heartbeat": MS,
+                "paused": {
+                    **names(),
+                    "description": "Types paused in this process only (pause with local)",
+                },
+                "stopping": {
+                    "type": "boolean",
+                    "description": "Shutting down (a signal or a remote stop): claims nothing",
+                },
+            },
+            optional="abandoned_threads paused stopping",
+        ),
+        "Timing": obj(
+            {
+                "count": COUNT,
+                "mean_ms": {
+                    "type": ["number", "null"],
+                    "minimum": 0,
+                    "description": "null when count is 0",
+                },
+                "stddev_ms": {"type": ["number", "null"], "minimum": 0},
+                "buckets": {
+                    "type": "array",
+                    "description": "[upper bound in ms (null: no bound), jobs in this bucket and "
+                    "no lower one]: not cumulative",
+                    "items": {
+                        "type": "array",
+                        "prefixItems": [
+                            {"enum": [*defaults.DURATION_BUCKETS_MS, None]},
+                            COUNT,
+                        ],
+                        "items": False,
+                        "minItems": 2,
+                    },
+                    "minItems": len(defaults.DURATION_BUCKETS_MS) + 1,
+                    "maxItems": len(defaults.DURATION_BUCKETS_MS) + 1,
+                },
+            }
+        ),
+        "TypeTimings": obj(
+            {
+                "type": {"type": "string"},
+                "day": {"type": "string", "format": "date"},
+                "wait": ref("Timing"),
+                "run": ref("Timing"),
+            }
+        ),
+        "Timings": obj(
+            {
+                "day": {"type": "string", "format": "date"},
+                "types": {
+                    "type": "object",
+                    "description": "Every known job type (GET /job/types) -> its figures",
+                    "additionalProperties": obj({"wait": ref("Timing"), "run": ref("Timing")}),
+                },
+            }
+        ),
+        "Minute": obj({"at": {**MS, "multipleOf": 60_000}, "complete": COUNT, "failed": COUNT}),
+    }
