@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kue_http.dashboard_records import age_text, bytes_text
+from kue_http.dashboard.records import age_text, bytes_text
 
 from .errors import BadUsage
 

@@ -29,10 +29,6 @@ from kue_core import (
 from . import config as settings
 from . import (
     control,
-    dashboard_limits,
-    dashboard_records,
-    dashboard_rules,
-    dashboard_schedules,
     flows,
     limits,
     openapi,
@@ -49,7 +45,8 @@ from .metrics import metrics
 
 log = logging.getLogger("kue_http")
 
-# Modules whose routes join the API blueprint when imported.
+# Modules whose routes join the API blueprint when imported (the dashboard's package
+# imports its own).
 _ROUTES = (
     operations,
     control,
@@ -60,10 +57,6 @@ _ROUTES = (
     rules,
     stream,
     openapi,
-    dashboard_records,
-    dashboard_schedules,
-    dashboard_limits,
-    dashboard_rules,
 )
 
 #: Library errors -> HTTP status.

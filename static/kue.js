@@ -76,6 +76,9 @@
   // not with the part as this script has touched it since (relative times): a refresh that
   // brings nothing new replaces nothing, so a control being clicked is never swapped away.
   let skipped = false;
+  // A part under a press (pointer down, not yet up) waits too: swapped between the press and
+  // its release, the click would land on nothing.
+  let pressed = null;
   const served = new WeakMap();
   for (const part of document.querySelectorAll("[data-live]")) served.set(part, part.innerHTML);
 
@@ -94,7 +97,8 @@
     for (const fresh of page.querySelectorAll("[data-live]")) {
       const old = document.querySelector(`[data-live="${CSS.escape(fresh.dataset.live)}"]`);
       if (!old || (served.get(old) ?? old.innerHTML) === fresh.innerHTML) continue;
-      if ((editing && old.contains(editing)) || old.querySelector("form[data-dirty]")) {
+      const busy = (editing && old.contains(editing)) || (pressed && old.contains(pressed));
+      if (busy || old.querySelector("form[data-dirty]")) {
         skipped = true;
         continue;
       }
@@ -470,12 +474,25 @@
     if (await send("PUT", form.dataset.url + encodeURIComponent(value))) refreshNow();
   });
 
-  document.addEventListener("focusout", () => {
+  function resumeSkipped() {
     if (skipped) {
       skipped = false;
       schedule();
     }
-  });
+  }
+
+  document.addEventListener("focusout", resumeSkipped);
+  document.addEventListener("pointerdown", (event) => (pressed = event.target), true);
+  for (const end of ["pointerup", "pointercancel"]) {
+    document.addEventListener(
+      end,
+      () => {
+        pressed = null;
+        resumeSkipped();
+      },
+      true,
+    );
+  }
 
   document.addEventListener("change", (event) => {
     if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();

@@ -86,6 +86,27 @@ def test_cancel_a_running_job_with_a_reason(
     assert page.evaluate("window.__xss") is None
 
 
+def test_a_refresh_waits_for_a_press_to_end(ui: Watched, queue: Queue) -> None:
+    """A live refresh that comes between a button's press and its release leaves the part
+    alone until the release, so the click is not lost; then the part catches up."""
+    job = queue.create_job("mail", {"title": "press me"}).save()
+    page = ui.goto("/jobs/inactive")
+    button = page.locator(f'tr[data-job="{job.id}"]').get_by_role("button", name="Cancel")
+    box = button.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    other = queue.create_job("mail", {"title": "arrives"}).save()  # the list changes
+    # The refresh has come: the header's count, in a part not pressed, shows the new job...
+    expect(page.locator('nav .count[data-count="inactive"]')).to_have_text("2")
+    expect(page.locator(f'tr[data-job="{other.id}"]')).to_have_count(0)  # ...the list waits
+    page.mouse.up()
+    dialog = page.locator("dialog#confirm")
+    expect(dialog).to_contain_text(f"Cancel job #{job.id} (mail)? It fails at once")
+    expect(page.locator(f'tr[data-job="{other.id}"]')).to_have_count(1)  # and then happens
+    dialog.get_by_role("button", name="Keep it").click()
+
+
 def test_cancel_from_the_lists(ui: Watched, queue: Queue) -> None:
     """A row's Cancel asks first: keeping the job keeps it; confirming (with Enter in the
     reason field, or without a reason) cancels it, and the row goes."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import Locator, Page, expect
 
 from kue_core import Queue
-from kue_http.dashboard_flows import SHOWN
+from kue_http.dashboard.flows import SHOWN
 from tests.browser.conftest import ARTIFACTS, Watched
 
 XSS = "<img src=x onerror=\"window.__xss = 'dep'\">"

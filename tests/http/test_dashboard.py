@@ -22,7 +22,8 @@ from kue_core import InvalidJob, Queue
 from kue_core.states import STATES
 from kue_http import ConfigError, create_app
 from kue_http.app import mount
-from kue_http.dashboard import LABELS, dashboard, short_count
+from kue_http.dashboard import LABELS, dashboard
+from kue_http.dashboard.filters import short_count
 from tests.conftest import finish, server_ms, wait_for
 
 SCRIPT = "<script>alert(1)</script>"

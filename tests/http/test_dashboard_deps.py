@@ -9,7 +9,7 @@ import re
 from flask.testing import FlaskClient
 
 from kue_core import Queue
-from kue_http.dashboard_flows import SHOWN
+from kue_http.dashboard.flows import SHOWN
 from tests.http.test_dashboard import page, rows
 
 MARKUP = "<b>x</b>"

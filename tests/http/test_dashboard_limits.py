@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 
 from kue_core import Queue
 from kue_http import create_app
-from kue_http.dashboard_limits import ENDPOINT, limit_url, rate_text, wait_text
+from kue_http.dashboard.limits import ENDPOINT, limit_url, rate_text, wait_text
 from tests.conftest import snapshot, written_since
 from tests.http.test_dashboard import page
 
@@ -223,7 +223,7 @@ def test_the_url_without_the_api_route(app: Flask, monkeypatch: pytest.MonkeyPat
         routed = limit_url("a?b#c d")
         if ENDPOINT in app.view_functions:
             assert routed == url_for(ENDPOINT, job_type="a?b#c d")
-        monkeypatch.setattr("kue_http.dashboard_limits.ENDPOINT", "kue_api.missing")
+        monkeypatch.setattr("kue_http.dashboard.limits.ENDPOINT", "kue_api.missing")
         assert limit_url("a?b#c d") == routed == "/api/limits/a%3Fb%23c%20d"
 
 

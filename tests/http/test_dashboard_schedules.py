@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 
 from kue_core import Queue
 from kue_http import create_app
-from kue_http.dashboard_schedules import ENDPOINTS, cron_words, interval_text, schedule_url
+from kue_http.dashboard.schedules import ENDPOINTS, cron_words, interval_text, schedule_url
 from tests.http.test_dashboard import page
 
 MARKUP = "<b>x<b>"  # a key has no '/'

@@ -217,6 +217,6 @@ def test_the_overview_says_when_nothing_ran_today(queue: Queue, client: FlaskCli
     ],
 )
 def test_means_are_in_human_units(app: Flask, ms: float | None, text: str) -> None:
-    from kue_http.dashboard import ms_text
+    from kue_http.dashboard.filters import ms_text
 
     assert ms_text(ms) == text

@@ -13,8 +13,8 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from kue_core import STATES, JobNotFound
 
-from .api import queue
-from .dashboard import _int_arg, _page, dashboard
+from ..api import queue
+from .base import dashboard, int_arg, render_page
 
 #: Jobs and tags per page.
 PAGE = 25
@@ -61,7 +61,7 @@ def overview_context() -> dict[str, Any]:
 def _pages(total: int) -> tuple[int, int]:
     """(this page, number of pages) from ``?page=``."""
     pages = max(1, math.ceil(total / PAGE))
-    return min(max(_int_arg("page", 1), 1), pages), pages
+    return min(max(int_arg("page", 1), 1), pages), pages
 
 
 @dashboard.get("/tags")
@@ -70,7 +70,7 @@ def tags() -> str:
     total = q.tag_count()
     page, pages = _pages(total)
     found = q.tags((page - 1) * PAGE, PAGE)
-    return _page(
+    return render_page(
         "tags.html", url_for("kue_api.events"), tags=found, total=total, page=page, pages=pages
     )
 
@@ -81,7 +81,7 @@ def tag(tag: str) -> str:
     total = q.tagged(tag, 0, 0).total  # InvalidJob (bad tag): 400
     page, pages = _pages(total)
     found = q.get_jobs(q.tagged(tag, (page - 1) * PAGE, PAGE))
-    return _page(
+    return render_page(
         "tag.html",
         url_for("kue_api.events"),
         tag=tag,
@@ -112,7 +112,7 @@ def search() -> str | WerkzeugResponse:
         hits = q.search(text, state=state, job_type=job_type, offset=(page - 1) * PAGE, count=PAGE)
         found, total, exact = q.get_jobs(hits), hits.total, hits.exact
     pages = max(1, math.ceil(total / PAGE))
-    return _page(
+    return render_page(
         "search.html",
         url_for("kue_api.events"),
         text=text,

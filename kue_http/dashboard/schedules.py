@@ -11,8 +11,8 @@ from urllib.parse import quote
 from flask import current_app, request, url_for
 from werkzeug.routing import BuildError
 
-from .api import queue
-from .dashboard import _page, dashboard
+from ..api import queue
+from .base import dashboard, render_page
 
 #: Interval units, largest first: a rule reads in the largest one that divides it.
 _UNITS = (
@@ -104,7 +104,7 @@ def state_of(schedule: dict[str, Any]) -> str:
 @dashboard.get("/schedules")
 def schedules() -> str:
     found = queue().schedules()
-    return _page(
+    return render_page(
         "schedules.html",
         url_for("kue_api.events"),
         schedules=found,

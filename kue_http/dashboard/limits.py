@@ -16,8 +16,8 @@ from werkzeug.routing import BuildError
 
 from kue_core import validate_type
 
-from .api import queue
-from .dashboard import PAGE_SIZES, _choice, _int_arg, _page, dashboard
+from ..api import queue
+from .base import PAGE_SIZES, choice, dashboard, int_arg, render_page
 
 #: The API endpoint of a type's limits (PUT sets them, DELETE removes them).
 ENDPOINT = "kue_api.put_limits"
@@ -121,7 +121,7 @@ def limits() -> str:
                 "limits": _NONE,
             }
         rows.append(_row(status))
-    return _page(
+    return render_page(
         "limits.html",
         url_for("kue_api.events"),
         rows=rows,
@@ -134,14 +134,14 @@ def limits() -> str:
 def groups(job_type: str) -> str:
     validate_type(job_type)  # InvalidJob: the 400 page
     q = queue()
-    size = _choice("size", PAGE_SIZES)
-    page = max(_int_arg("page", 1), 1)
+    size = choice("size", PAGE_SIZES)
+    page = max(int_arg("page", 1), 1)
     found = q.groups(job_type, start=(page - 1) * size, count=size)
     pages = max(1, math.ceil(found["total"] / size))
     if page > pages:  # past the end (groups come and go): the last page
         page = pages
         found = q.groups(job_type, start=(page - 1) * size, count=size)
-    return _page(
+    return render_page(
         "groups.html",
         url_for("kue_api.events", type=job_type),
         job_type=job_type,

@@ -12,9 +12,9 @@ from flask import url_for
 
 from kue_rules.store import RULE_COUNTERS, WATCHER_COUNTERS
 
-from .api import queue
-from .dashboard import _page, dashboard
-from .rules import report
+from ..api import queue
+from ..rules import report
+from .base import dashboard, render_page
 
 #: Seconds between two fetches of the page while it is open (see the module's docstring).
 POLL_SECONDS = 2
@@ -35,7 +35,7 @@ COUNTER_LABELS = {
 
 @dashboard.get("/rules")
 def rules() -> str:
-    return _page(
+    return render_page(
         "rules.html",
         url_for("kue_api.events"),
         watchers=report(queue()),

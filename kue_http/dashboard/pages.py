@@ -1,0 +1,217 @@
+"""The dashboard's own pages: the overview (counts, throughput chart, types, workers,
+durations, wait and run times), a state's list of jobs, and a job's page."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from flask import abort, current_app, request, url_for
+
+from kue_core import STATES, Job, defaults, validate_type
+
+from ..api import queue
+from . import records
+from .base import PAGE_SIZES, choice, dashboard, int_arg, render_page
+from .flows import job_dependencies
+
+#: Chart windows offered on the overview, in minutes; each chart has at most _BARS bars.
+CHART_WINDOWS = (60, 360, 1440)
+_BARS = 60
+#: Active jobs read to show what each worker runs.
+_RUNNING_SHOWN = 500
+#: Bulk actions per state besides "Remove all": (label, method, API endpoint). Blocked jobs
+#: have none: they move on by themselves when their dependencies complete.
+BULK = {
+    "failed": [("Retry all", "POST", "kue_api.retry_all")],
+    "delayed": [("Promote all", "POST", "kue_api.promote_all")],
+}
+#: The orders of a list (``?order=``: its label), the first the default. Finished jobs are
+#: shown newest first, by when they finished; the others as workers take them.
+_PRIORITY_ORDERS = {"asc": "Priority, then oldest first", "desc": "Lowest priority, newest first"}
+_FINISHED_ORDERS = {"newest": "Newest first", "oldest": "Oldest first", **_PRIORITY_ORDERS}
+ORDERS = {
+    "default": _PRIORITY_ORDERS,
+    "delayed": {"asc": "Soonest due first", "desc": "Latest due first"},
+    "complete": _FINISHED_ORDERS,
+    "failed": _FINISHED_ORDERS,
+}
+
+
+@dashboard.get("/")
+def overview() -> str:
+    q = queue()
+    minutes = choice("minutes", CHART_WINDOWS)
+    by_type = q.counts_by_type()
+    paused = q.paused()
+    workers = q.workers()
+    # From the active jobs themselves: a worker's own list is only as fresh as its heartbeat.
+    running: dict[str, list[Job]] = {}
+    for j in q.page("active", count=_RUNNING_SHOWN):
+        for holder in j.running_on() if j.fan_out() else [j.worker_id or ""]:
+            running.setdefault(holder, []).append(j)
+    pinned = q.pinned_waits(_RUNNING_SHOWN)  # worker id -> jobs pinned to it, waiting
+    live = {w["id"] for w in workers}
+    return render_page(
+        "overview.html",
+        url_for("kue_api.events"),
+        by_type=by_type,
+        paused=paused,
+        workers=workers,
+        running=running,
+        pinned=pinned,
+        pinned_elsewhere={w: ids for w, ids in sorted(pinned.items()) if w not in live},
+        stop_timeout=defaults.SHUTDOWN_TIMEOUT,
+        chart=_chart(q.throughput(minutes)),
+        minutes=minutes,
+        windows=CHART_WINDOWS,
+        durations=_durations(q.totals()["durations"]),
+        timings=_timings(q.timings()),
+        **records.overview_context(),
+    )
+
+
+@dashboard.get("/jobs/<state>")
+def jobs(state: str) -> str:
+    if state not in STATES:
+        abort(404)
+    q = queue()
+    job_type = request.args.get("type") or None
+    if job_type is not None:
+        validate_type(job_type)
+    size = choice("size", PAGE_SIZES)
+    orders = ORDERS.get(state, ORDERS["default"])
+    order = request.args.get("order")
+    order = order if order in orders else next(iter(orders))
+    total = q.count(state, job_type)
+    pages = max(1, math.ceil(total / size))
+    page = min(max(int_arg("page", 1), 1), pages)
+    by = "finished" if order in ("newest", "oldest") else "queue"
+    desc = order in ("newest", "desc")
+    offset = (page - 1) * size
+    found = q.page(state, job_type, offset=offset, count=size, desc=desc, by=by)
+    args = {"type": job_type, "size": size, "order": order}
+    return render_page(
+        "jobs.html",
+        url_for("kue_api.events", type=job_type),
+        state=state,
+        job_type=job_type,
+        types=q.types(),
+        jobs=found,
+        total=total,
+        page=page,
+        pages=pages,
+        size=size,
+        sizes=PAGE_SIZES,
+        order=order,
+        orders=orders,
+        args=args,
+        bulk=BULK.get(state, []),
+    )
+
+
+@dashboard.get("/job/<job_id>")
+def job(job_id: str) -> str:
+    if not re.fullmatch(r"[1-9]\d{0,17}", job_id):
+        abort(404)
+    q = queue()
+    found = q.get_job(job_id)  # JobNotFound: the 404 page
+    history = q.history(job_id)
+    deps = job_dependencies(q, found)
+    # A job linked to others refreshes on their events too (kue.js keeps those it lists).
+    events = url_for("kue_api.events") if deps.any else url_for("kue_api.events", id=job_id)
+    return render_page(
+        "job.html",
+        events,
+        job=found,
+        deps=deps,
+        info=found.to_dict(),
+        types=[t for t in q.types() if t != found.type],
+        history=history,
+        attempt_errors=[h for h in history if h.get("error")],
+        log=q.get_log(job_id),
+        trace_url=_trace_url(found.trace_id),
+    )
+
+
+def _trace_url(trace_id: str | None) -> str | None:
+    """Where ``KUE_TRACE_URL`` shows the trace (its id is 32 hex digits: safe in a URL)."""
+    template = current_app.config.get("KUE_TRACE_URL")
+    if trace_id is None or not template:
+        return None
+    return str(template).replace("{trace_id}", trace_id)
+
+
+def _chart(points: list[dict[str, int]]) -> dict[str, Any]:
+    """Per-minute counts folded into at most ``_BARS`` bars, laid out in a 0..100 SVG box."""
+    per_bar = max(1, math.ceil(len(points) / _BARS))
+    bars: list[dict[str, Any]] = []
+    for i in range(0, len(points), per_bar):
+        chunk = points[i : i + per_bar]
+        bars.append(
+            {
+                "at": chunk[0]["at"],
+                "complete": sum(p["complete"] for p in chunk),
+                "failed": sum(p["failed"] for p in chunk),
+            }
+        )
+    return {
+        "bars": bars,
+        "top": _layout(bars, ("complete", "failed")),
+        "minutes_per_bar": per_bar,
+        "complete": sum(b["complete"] for b in bars),
+        "failed": sum(b["failed"] for b in bars),
+    }
+
+
+def _durations(buckets: list[tuple[int | None, int]]) -> dict[str, Any]:
+    """The duration histogram as columns, each labelled with its upper bound."""
+    bars: list[dict[str, Any]] = [
+        {"label": f"≤ {_bound(b)}" if b else "longer", "complete": n} for b, n in buckets
+    ]
+    top = _layout(bars, ("complete",))
+    return {"bars": bars, "top": top, "total": sum(n for _, n in buckets)}
+
+
+def _timings(found: dict[str, Any]) -> dict[str, Any]:
+    """``Queue.timings()`` of a day as rows: per type with a job that day, wait and run each
+    with its count, mean, standard deviation and histogram columns."""
+    rows = []
+    for job_type, figures in found["types"].items():
+        if not (figures["wait"]["count"] or figures["run"]["count"]):
+            continue
+        row: dict[str, Any] = {"type": job_type}
+        for kind in ("wait", "run"):
+            summary = figures[kind]
+            bars: list[dict[str, Any]] = [
+                {"label": f"≤ {_bound(b)}" if b else "longer", "n": n}
+                for b, n in summary["buckets"]
+            ]
+            _layout(bars, ("n",))
+            row[kind] = {**summary, "bars": bars}
+        rows.append(row)
+    return {"day": found["day"], "rows": rows, "days": defaults.TIMINGS_DAYS}
+
+
+def _bound(ms: int) -> str:
+    if ms < 1000:
+        return f"{ms}ms"
+    return f"{ms / 1000:g}s" if ms < 60_000 else f"{ms / 60_000:g}m"
+
+
+def _layout(bars: list[dict[str, Any]], parts: tuple[str, ...]) -> int:
+    """Give each bar its place in a 0..100 SVG box (``x``, ``w``) and each of its ``parts`` a
+    stacked segment (``y_<part>``, ``h_<part>``); returns the largest total, the chart's top."""
+    top: int = max([sum(b[p] for p in parts) for b in bars] + [1])
+    width = 100 / max(len(bars), 1)
+    for i, b in enumerate(bars):
+        b["x"] = round(i * width + width * 0.1, 3)
+        b["w"] = round(width * 0.8, 3)
+        base = 0.0
+        for p in parts:
+            height = b[p] / top * 100
+            b["h_" + p] = round(height, 3)
+            b["y_" + p] = round(100 - base - height, 3)
+            base += height
+    return top
