@@ -1,5 +1,5 @@
 """Dependencies and flows (``kue_http/flows.py``, the ``depends`` options of ``POST /job`` and
-``DELETE /job/{id}?cascade``) in the OpenAPI document. the package merges them in."""
+``DELETE /job/{id}?cascade``) in the OpenAPI document; the package merges them in."""
 
 from __future__ import annotations
 

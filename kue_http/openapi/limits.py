@@ -1,5 +1,5 @@
 """Flow control (``kue_http/limits.py``, and the ``group`` option and field of a job) in the
-OpenAPI document. the package merges them in."""
+OpenAPI document; the package merges them in."""
 
 from __future__ import annotations
 

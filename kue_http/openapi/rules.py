@@ -1,4 +1,4 @@
-"""``kue rules`` (``kue_http/rules.py``) in the OpenAPI document. the package merges them
+"""``kue rules`` (``kue_http/rules.py``) in the OpenAPI document; the package merges them
 in."""
 
 from __future__ import annotations

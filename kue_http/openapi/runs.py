@@ -1,5 +1,5 @@
 """Pinning and fan-out (the ``only`` and ``fanOut`` options and fields of a job, and
-``GET /job/{id}/runs``) in the OpenAPI document. the package merges it in."""
+``GET /job/{id}/runs``) in the OpenAPI document; the package merges it in."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Schedules (``kue_http/schedules.py``, and the ``schedule`` and ``tick`` of the jobs they
-make) in the OpenAPI document. the package merges them in."""
+make) in the OpenAPI document; the package merges them in."""
 
 from __future__ import annotations
 
