@@ -1,5 +1,5 @@
 """The job records routes (``kue_http/records.py``) and fields in the OpenAPI document:
-search through the index, tags, tracking, retention. the package merges them in."""
+search through the index, tags, tracking, retention; the package merges them in."""
 
 from __future__ import annotations
 
