@@ -1,6 +1,7 @@
-"""The ``kue`` command line: ``kue example``, ``kue dashboard``, ``kue worker``, ``kue stats``,
-``kue doctor``; job control (``kue cancel``, ``kue move``, ``kue stop-worker``) is in
-:mod:`kue_cli.control`.
+"""The ``kue`` command line: the group, the options and helpers its commands share, and
+``kue example``, ``kue dashboard``, ``kue stats``, ``kue doctor``; ``kue worker`` is in
+:mod:`kue_cli.worker`, job control (``kue cancel``, ``kue move``, ``kue stop-worker``) in
+:mod:`kue_cli.control`, and each other family of commands in a module of its own.
 
 Its exit codes (:data:`EPILOG`, shown by ``kue --help``) are part of its interface: scripts
 and service managers tell a bad invocation (2) from a Redis that is down for now (3).
@@ -23,16 +24,15 @@ import click
 import redis
 from flask import Flask
 
-from kue_core import STATES, KueError, Queue, connection, tracing, validate_type
+from kue_core import STATES, KueError, Queue, connection
 from kue_core import defaults as core_defaults
-from kue_core.pins import check_worker_id
 from kue_core.signals import Signals
 from kue_example import demo
 from kue_http import ConfigError, create_app
 from kue_http.rules import report as rules_report
 
 from . import doctor as doctor_cli
-from . import records_text, rules_text, serve, supervisor, timings
+from . import records_text, rules_text, serve, timings
 from .errors import BadUsage, Unavailable
 
 EPILOG = """\b
@@ -168,7 +168,7 @@ def wait_for_signal(
     return (caught or catch_signals(on_stop)).wait(stopped)
 
 
-def _failing(fn: Callable[..., Any]) -> Callable[..., Any]:
+def failing(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Library errors met while a command starts are bad usage (exit 2), not tracebacks."""
 
     @functools.wraps(fn)
@@ -213,7 +213,7 @@ def cli(log_level: str) -> None:
     type=click.FloatRange(0.1, 1000),
     help="Rounds of new jobs per second.",
 )
-@_failing
+@failing
 def example(redis_url: str | None, prefix: str, host: str, port: int, rate: float) -> None:
     """Run the demo: the dashboard, workers for several job types, and a producer that keeps
     creating jobs. Ctrl-C stops it gracefully."""
@@ -250,7 +250,7 @@ def example(redis_url: str | None, prefix: str, host: str, port: int, rate: floa
     help="Requests and event streams each gunicorn worker serves at once.",
 )
 @click.option("--readonly", is_flag=True, default=None, help="Refuse every write (405).")
-@_failing
+@failing
 def dashboard(
     redis_url: str | None,
     prefix: str,
@@ -295,182 +295,9 @@ def dashboard(
 
 
 @cli.command()
-@click.argument("handler", metavar="MODULE:FUNC")
-@click.option(
-    "-t",
-    "--type",
-    "types",
-    multiple=True,
-    required=True,
-    help="Job type to process (repeat for several types, all run by this handler).",
-)
-@click.option(
-    "-n",
-    "--concurrency",
-    "-c",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 10_000),
-    help="Jobs of each type run at once (with --shared: of all the types together).",
-)
-@click.option(
-    "--shared",
-    is_flag=True,
-    help="One pool of --concurrency slots serves all the types given (else each has its own).",
-)
-@click.option(
-    "--reserve",
-    type=click.Choice(["ordered", "round-robin", "shuffled"]),
-    help="With --shared, the order a slot takes the types in: the first with a job waiting, "
-    "in turn, or in turn in a random order.  [default: ordered]",
-)
-@click.option(
-    "--isolation",
-    type=click.Choice(["thread", "process"]),
-    default="thread",
-    show_default=True,
-    help="process: each handler runs in a child process of its own.",
-)
-@click.option(
-    "--shutdown-timeout",
-    default=core_defaults.SHUTDOWN_TIMEOUT,
-    show_default=True,
-    type=click.FloatRange(0),
-    help="Seconds running jobs get to finish on SIGTERM; the rest go back to the queue.",
-)
-@click.option(
-    "--lease",
-    default=core_defaults.LEASE_MS / 1000,
-    show_default=True,
-    type=click.FloatRange(0.01),
-    help="Seconds a job stays claimed without a heartbeat: a job whose worker died or hung "
-    "goes back to the queue this long after its last one.",
-)
-@click.option(
-    "--stall-limit",
-    default=core_defaults.STALL_LIMIT,
-    show_default=True,
-    type=click.IntRange(0),
-    help="Times a job may lose its worker and go back to the queue; one more and it fails.",
-)
-@click.option(
-    "-p",
-    "--processes",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 1024),
-    help="Worker processes to run under one supervisor, which restarts any that dies.",
-)
-@click.option(
-    "--id",
-    "worker_id",
-    envvar="KUE_WORKER_ID",
-    metavar="ID",
-    help="The worker id to register under, the same across restarts (letters, digits and "
-    ". _ : @ -, up to 100 characters); refused (exit 2) while a live process has it. With "
-    "--processes N, process k is ID-k. [env: KUE_WORKER_ID; default: host:pid:random]",
-)
-@click.option(
-    "--otel",
-    is_flag=True,
-    envvar="KUE_OTEL",
-    help="OpenTelemetry traces: a span per attempt, in its producer's trace, to the global "
-    'tracer provider (see README; pip install "kue[otel]"). [env: KUE_OTEL]',
-)
-@redis_options
-@_failing
-def worker(
-    handler: str,
-    types: tuple[str, ...],
-    concurrency: int,
-    shared: bool,
-    reserve: str | None,
-    isolation: str,
-    shutdown_timeout: float,
-    lease: float,
-    stall_limit: int,
-    processes: int,
-    worker_id: str | None,
-    otel: bool,
-    redis_url: str | None,
-    prefix: str,
-) -> None:
-    """Run HANDLER on jobs of each --type until SIGTERM, SIGINT or kue stop-worker, then shut
-    down gracefully: claim nothing more, let running jobs finish, give back the rest."""
-    if reserve is not None and not shared:
-        raise BadUsage("--reserve goes with --shared")
-    if otel:
-        tracing.enable()  # KueError (exit 2) when OpenTelemetry is not installed
-    fn = load_handler(handler)
-    for job_type in types:
-        validate_type(job_type)  # all of them, before any worker starts
-    if worker_id is not None and processes > 1:
-        check_worker_id(f"{worker_id}-{processes}")  # the longest a child gets
-    own_id = worker_id if processes == 1 else None
-    options: dict[str, Any] = {
-        "lease_ms": round(lease * 1000),
-        "stall_limit": stall_limit,
-        "worker_id": own_id,
-    }
-    queue, url = connect(redis_url, prefix, **options)
-    if processes > 1:
-        queue.close()  # the children connect for themselves
-        argv = [sys.executable, "-m", "kue_cli", "worker", handler]
-        argv += [f"--type={t}" for t in types]
-        argv += [f"--concurrency={concurrency}", f"--isolation={isolation}"]
-        argv += [f"--shutdown-timeout={shutdown_timeout}", f"--lease={lease}"]
-        argv += [f"--stall-limit={stall_limit}"]
-        if shared:
-            argv += ["--shared", f"--reserve={reserve or 'ordered'}"]
-        if otel:
-            argv += ["--otel"]
-        level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
-        env = {
-            **os.environ,
-            "KUE_REDIS_URL": url,
-            core_defaults.PREFIX_ENV: prefix,
-            "KUE_LOG_LEVEL": level,
-        }
-        env.pop("KUE_WORKER_PROCESSES", None)
-        env.pop("KUE_WORKER_ID", None)  # each child gets its own: --id=ID-k
-        code = supervisor.Supervisor(argv, env, processes, shutdown_timeout, worker_id).run()
-        click.get_current_context().exit(code)
-    on_stop = "Running jobs return to the queue when their leases expire."
-    # Caught before the first process() registers this worker: a SIGTERM that comes as soon as
-    # it is listed in queue.workers() still shuts it down gracefully, and it leaves the list.
-    caught = catch_signals(on_stop)
-    if shared:
-        queue.process(
-            list(types), concurrency, fn, isolation=isolation, reserve=reserve or "ordered"
-        )
-    else:
-        for job_type in types:
-            queue.process(job_type, concurrency, fn, isolation=isolation)
-    log = logging.getLogger("kue_cli")
-    log.info(
-        "worker pid %d, id %s: %s x %d (%s) on %s, prefix %s",
-        os.getpid(),
-        queue.worker_id,
-        f"{', '.join(types)} (shared, {reserve or 'ordered'})" if shared else ", ".join(types),
-        concurrency,
-        isolation,
-        connection.redact(url),
-        prefix,
-    )
-    name = wait_for_signal(on_stop, queue.stopped_remotely, caught)
-    if name is None:  # the queue has shut its workers down already
-        log.info("stopped remotely (kue stop-worker, or its worker id taken over)")
-    else:
-        log.info("%s: stopping; running jobs get %g s to finish", name, shutdown_timeout)
-        queue.shutdown(shutdown_timeout)
-    queue.close()
-    log.info("stopped")
-
-
-@cli.command()
 @redis_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@_failing
+@failing
 def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
     """Jobs per state, for every job type and in all; paused types; live workers; the
     retention of finished jobs and the Redis memory used; the watchers of kue rules; how
@@ -519,7 +346,7 @@ def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
 @cli.command(help=doctor_cli.HELP, short_help=doctor_cli.SHORT_HELP, epilog=doctor_cli.EPILOG)
 @redis_options
 @doctor_cli.options
-@_failing
+@failing
 def doctor(
     redis_url: str | None, prefix: str, repair: bool, as_json: bool, stuck_after: int
 ) -> None:

@@ -48,7 +48,7 @@ log = logging.getLogger("kue_rules")
     is_flag=True,
     help="Put every watcher's failed events back on its input, then exit.",
 )
-@main._failing
+@main.failing
 def rules(
     config_file: str,
     redis_url: str | None,

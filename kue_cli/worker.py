@@ -1,0 +1,192 @@
+"""``kue worker``: run a handler on jobs of some types until SIGTERM, SIGINT or ``kue
+stop-worker``, in one process or several under a supervisor (:mod:`kue_cli.supervisor`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+import click
+
+from kue_core import connection, tracing, validate_type
+from kue_core import defaults as core_defaults
+from kue_core.pins import check_worker_id
+
+from . import cli as main
+from . import supervisor
+from .errors import BadUsage
+
+
+@main.cli.command()
+@click.argument("handler", metavar="MODULE:FUNC")
+@click.option(
+    "-t",
+    "--type",
+    "types",
+    multiple=True,
+    required=True,
+    help="Job type to process (repeat for several types, all run by this handler).",
+)
+@click.option(
+    "-n",
+    "--concurrency",
+    "-c",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Jobs of each type run at once (with --shared: of all the types together).",
+)
+@click.option(
+    "--shared",
+    is_flag=True,
+    help="One pool of --concurrency slots serves all the types given (else each has its own).",
+)
+@click.option(
+    "--reserve",
+    type=click.Choice(["ordered", "round-robin", "shuffled"]),
+    help="With --shared, the order a slot takes the types in: the first with a job waiting, "
+    "in turn, or in turn in a random order.  [default: ordered]",
+)
+@click.option(
+    "--isolation",
+    type=click.Choice(["thread", "process"]),
+    default="thread",
+    show_default=True,
+    help="process: each handler runs in a child process of its own.",
+)
+@click.option(
+    "--shutdown-timeout",
+    default=core_defaults.SHUTDOWN_TIMEOUT,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds running jobs get to finish on SIGTERM; the rest go back to the queue.",
+)
+@click.option(
+    "--lease",
+    default=core_defaults.LEASE_MS / 1000,
+    show_default=True,
+    type=click.FloatRange(0.01),
+    help="Seconds a job stays claimed without a heartbeat: a job whose worker died or hung "
+    "goes back to the queue this long after its last one.",
+)
+@click.option(
+    "--stall-limit",
+    default=core_defaults.STALL_LIMIT,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Times a job may lose its worker and go back to the queue; one more and it fails.",
+)
+@click.option(
+    "-p",
+    "--processes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 1024),
+    help="Worker processes to run under one supervisor, which restarts any that dies.",
+)
+@click.option(
+    "--id",
+    "worker_id",
+    envvar="KUE_WORKER_ID",
+    metavar="ID",
+    help="The worker id to register under, the same across restarts (letters, digits and "
+    ". _ : @ -, up to 100 characters); refused (exit 2) while a live process has it. With "
+    "--processes N, process k is ID-k. [env: KUE_WORKER_ID; default: host:pid:random]",
+)
+@click.option(
+    "--otel",
+    is_flag=True,
+    envvar="KUE_OTEL",
+    help="OpenTelemetry traces: a span per attempt, in its producer's trace, to the global "
+    'tracer provider (see README; pip install "kue[otel]"). [env: KUE_OTEL]',
+)
+@main.redis_options
+@main.failing
+def worker(
+    handler: str,
+    types: tuple[str, ...],
+    concurrency: int,
+    shared: bool,
+    reserve: str | None,
+    isolation: str,
+    shutdown_timeout: float,
+    lease: float,
+    stall_limit: int,
+    processes: int,
+    worker_id: str | None,
+    otel: bool,
+    redis_url: str | None,
+    prefix: str,
+) -> None:
+    """Run HANDLER on jobs of each --type until SIGTERM, SIGINT or kue stop-worker, then shut
+    down gracefully: claim nothing more, let running jobs finish, give back the rest."""
+    if reserve is not None and not shared:
+        raise BadUsage("--reserve goes with --shared")
+    if otel:
+        tracing.enable()  # KueError (exit 2) when OpenTelemetry is not installed
+    fn = main.load_handler(handler)
+    for job_type in types:
+        validate_type(job_type)  # all of them, before any worker starts
+    if worker_id is not None and processes > 1:
+        check_worker_id(f"{worker_id}-{processes}")  # the longest a child gets
+    own_id = worker_id if processes == 1 else None
+    options: dict[str, Any] = {
+        "lease_ms": round(lease * 1000),
+        "stall_limit": stall_limit,
+        "worker_id": own_id,
+    }
+    queue, url = main.connect(redis_url, prefix, **options)
+    if processes > 1:
+        queue.close()  # the children connect for themselves
+        argv = [sys.executable, "-m", "kue_cli", "worker", handler]
+        argv += [f"--type={t}" for t in types]
+        argv += [f"--concurrency={concurrency}", f"--isolation={isolation}"]
+        argv += [f"--shutdown-timeout={shutdown_timeout}", f"--lease={lease}"]
+        argv += [f"--stall-limit={stall_limit}"]
+        if shared:
+            argv += ["--shared", f"--reserve={reserve or 'ordered'}"]
+        if otel:
+            argv += ["--otel"]
+        level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        env = {
+            **os.environ,
+            "KUE_REDIS_URL": url,
+            core_defaults.PREFIX_ENV: prefix,
+            "KUE_LOG_LEVEL": level,
+        }
+        env.pop("KUE_WORKER_PROCESSES", None)
+        env.pop("KUE_WORKER_ID", None)  # each child gets its own: --id=ID-k
+        code = supervisor.Supervisor(argv, env, processes, shutdown_timeout, worker_id).run()
+        click.get_current_context().exit(code)
+    on_stop = "Running jobs return to the queue when their leases expire."
+    # Caught before the first process() registers this worker: a SIGTERM that comes as soon as
+    # it is listed in queue.workers() still shuts it down gracefully, and it leaves the list.
+    caught = main.catch_signals(on_stop)
+    if shared:
+        queue.process(
+            list(types), concurrency, fn, isolation=isolation, reserve=reserve or "ordered"
+        )
+    else:
+        for job_type in types:
+            queue.process(job_type, concurrency, fn, isolation=isolation)
+    log = logging.getLogger("kue_cli")
+    log.info(
+        "worker pid %d, id %s: %s x %d (%s) on %s, prefix %s",
+        os.getpid(),
+        queue.worker_id,
+        f"{', '.join(types)} (shared, {reserve or 'ordered'})" if shared else ", ".join(types),
+        concurrency,
+        isolation,
+        connection.redact(url),
+        prefix,
+    )
+    name = main.wait_for_signal(on_stop, queue.stopped_remotely, caught)
+    if name is None:  # the queue has shut its workers down already
+        log.info("stopped remotely (kue stop-worker, or its worker id taken over)")
+    else:
+        log.info("%s: stopping; running jobs get %g s to finish", name, shutdown_timeout)
+        queue.shutdown(shutdown_timeout)
+    queue.close()
+    log.info("stopped")
