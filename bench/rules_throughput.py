@@ -20,6 +20,7 @@ import redis
 
 from kue_core import Queue
 from kue_rules import Rules, build
+from kue_rules.keys import rules_key
 
 RULE = {
     "name": "acquisition",
@@ -73,7 +74,7 @@ def rules(url: str, n: int) -> tuple[float, float]:
     config = build({"prefix": "bench", "watchers": [{"input_queue": "events", "rules": [RULE]}]})
     before, start = _commands(queue.client), time.perf_counter()
     running = Rules(config, queue).start()
-    counts = queue.keys.rules("counts")
+    counts = rules_key(queue.keys, "counts")
     field = "events\n\nevents"
     while int(queue.client.hget(counts, field) or 0) < n:
         time.sleep(0.005)

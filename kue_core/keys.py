@@ -199,11 +199,6 @@ class Keys:
         """list: the feed's entries whose rules failed (kue rules' dead letters)."""
         return f"{self.prefix}:feed-failed:{event}:{job_type}"
 
-    def rules(self, rest: str) -> str:
-        """A key of ``kue rules`` (its watchers, counters, recent events, locks):
-        ``<prefix>:rules:<rest>`` (see kue_rules/store.py)."""
-        return f"{self.prefix}:rules:{rest}"
-
     def places(self, job_type: str, worker_id: str) -> str:
         """zset: the type's jobs pinned to the worker and waiting for it (zid -> priority);
         its claims look here (see pins.py)."""

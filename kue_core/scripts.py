@@ -641,7 +641,7 @@ class Scripts:
         """Fire a schedule (see :func:`kue_core.calls.tick`)."""
         return self.call(calls.tick(self._keys, key, due, rev, at, rows, unique))
 
-    # -- kue doctor (see kue_core/doctor.py) ----------------------------------------------
+    # -- kue doctor (see kue_core/doctor/) ----------------------------------------------
     def inspect(
         self, jobs: Sequence[tuple[str, Sequence[str]]], types: Sequence[str]
     ) -> tuple[int, list[Any], list[Any]]:

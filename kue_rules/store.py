@@ -29,6 +29,7 @@ import redis
 from kue_core import Keys, Queue
 
 from .config import Watcher
+from .keys import rules_key
 
 #: How long a watcher's lock lasts unless renewed (ms); renewed every third of it.
 LOCK_MS = 10_000
@@ -55,19 +56,19 @@ class Store:
         self.queue = queue
         self.client: redis.Redis = queue.client
         keys: Keys = queue.keys
-        self.watchers = keys.rules("watchers")
-        self.counts = keys.rules("counts")
-        self.failures = keys.rules("failures")
+        self.watchers = rules_key(keys, "watchers")
+        self.counts = rules_key(keys, "counts")
+        self.failures = rules_key(keys, "failures")
         self._keys = keys
         self._make = _script(self.client, "make")
         self._lock = _script(self.client, "lock")
         self._retry = _script(self.client, "retry")
 
     def lock(self, input_list: str) -> str:
-        return self._keys.rules(f"lock:{input_list}")
+        return rules_key(self._keys, f"lock:{input_list}")
 
     def recent(self, input_list: str, rule: str) -> str:
-        return self._keys.rules(f"recent:{input_list}\n{rule}")
+        return rules_key(self._keys, f"recent:{input_list}\n{rule}")
 
     # -- the watcher's side -------------------------------------------------------------------
     def register(self, w: Watcher, holder: str, now_ms: int) -> None:
@@ -97,7 +98,7 @@ class Store:
         failed = plan.get("failed")
         rules = [failed["rule"]] if failed else plan.get("matched", ())
         named += [self.recent(w.input, rule) for rule in rules]
-        plan["prefix"] = self._keys.rules("")
+        plan["prefix"] = rules_key(self._keys, "")
         for task in plan.get("tasks", ()):
             named.append(task[1])
             if task[2]:

@@ -12,7 +12,7 @@
 --          further ones asked. types: per type {members of <p>:jobs:<type>:inactive, wake-up
 --          tokens in <p>:<type>:jobs}.
 -- Events   none.
--- A key of the wrong Redis type reads as empty. kue_core/doctor.py calls this with small
+-- A key of the wrong Redis type reads as empty. kue_core/doctor/core.py calls this with small
 -- batches, so that no call blocks Redis for long.
 local p, n, t = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 if not n or not t then return redis.error_reply('KUE_INVALID inspect arguments are malformed') end

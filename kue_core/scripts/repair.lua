@@ -41,7 +41,7 @@
 --                   holds no definition), or it is paused or has ended.
 --          reschedule key: put a schedule neither paused nor ended that is missing from
 --                   <p>:schedules back in it, due now (and wake the promotion timers).
---          Flow control (see kue_core/doctor_limits.py; a type's rules: its field of
+--          Flow control (see kue_core/doctor/limits.py; a type's rules: its field of
 --          <p>:limits; a group's sets: <p>:group:<type>:<g>, <p>:group-active:<type>:<g>):
 --          unlimit  type, text: delete the type's rules while they are still `text` and not a
 --                   JSON object; keep the paused flag (type in <p>:paused) and groups (when
@@ -58,13 +58,13 @@
 --                   when nothing is left in it). ungroup_active: the same for the active set
 --                   and active jobs.
 --          unturn   type, group: remove the group from <p>:groups:<type> when its set is gone.
---          Pinned jobs (see kue_core/doctor_pins.py):
+--          Pinned jobs (see kue_core/doctor/pins.py):
 --          pin      id: a pinned job goes into the places of each of its workers where it is
 --                   missing (its workers are woken); one that names no worker waits inactive.
 --          unpin    set, member: remove the member from a worker's places (set named without
 --                   '<p>:') unless it is a pinned job of that type and worker, or an active
 --                   fan-out job of that worker's.
---          Runs of fan-out jobs (see kue_core/doctor_runs.py):
+--          Runs of fan-out jobs (see kue_core/doctor/runs.py):
 --          unrunlease member: drop <id>@<worker> from <p>:run-leases unless that run runs.
 --          runlease id, worker: a running run without a lease gets an expired one (recover.lua
 --                   then finds it lost and opens its place again).
@@ -113,7 +113,7 @@ end
 
 local function key_type(key) return redis.call('TYPE', key).ok end
 
--- A finite number, or nil (as kue_core/doctor.py reads numbers: a NaN is no score).
+-- A finite number, or nil (as kue_core/doctor/judging.py reads numbers: a NaN is no score).
 local function num(v)
   local x = tonumber(v)
   if x and x == x and x ~= math.huge and x ~= -math.huge then return x end
@@ -134,7 +134,7 @@ local function job_of(id)
 end
 
 -- Whether job j belongs in the set named `name`, and the score it should have there (nil:
--- any). Mirrors _belongs in kue_core/doctor.py.
+-- any). Mirrors belongs in kue_core/doctor/judging.py.
 local function belongs(j, name)
   if not j then return false end
   if name == 'jobs' then return true, j.priority end
@@ -559,7 +559,7 @@ function flow.unturn(jtype, g)
   return redis.call('ZREM', rot, g)
 end
 
--- Pinned jobs (see kue_core/doctor_pins.py).
+-- Pinned jobs (see kue_core/doctor/pins.py).
 local pins = {}
 
 function pins.pin(id)
@@ -605,7 +605,7 @@ function pins.unpin(name, member)
   return redis.call('ZREM', set, member)
 end
 
--- Runs of fan-out jobs (see kue_core/doctor_runs.py).
+-- Runs of fan-out jobs (see kue_core/doctor/runs.py).
 local runs = {}
 
 -- The run of worker `w` of job `id` when it is running, or nil.

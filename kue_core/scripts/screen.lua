@@ -9,7 +9,7 @@
 --          parts that exist while their job does not, as {id, part, ...}.
 --          An index set ('jobs', 'leases', 'jobs:...'; members '01|7'): those whose job has no
 --            hash, no type, or a state or type the set is not for (the rule of _belongs in
---            kue_core/doctor.py, scores aside).
+--            kue_core/doctor/core.py, scores aside).
 --          'awaited' (members '01|7'): those still in <p>:awaited whose job has ended
 --            (complete, failed) or is gone, as the dependencies sweep (unblock.lua) reads it.
 --          'job:<id>:dependents' (members: ids): those still in the set whose job is gone or

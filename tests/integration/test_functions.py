@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from kue_core import Queue, doctor
-from kue_core.doctor_functions import _libraries
+from kue_core.doctor.functions import _libraries
 from kue_core.lua_source import SCRIPT_NAMES, function_library
 from kue_core.scripts import PAUSED
 

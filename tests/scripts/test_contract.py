@@ -9,7 +9,8 @@ from importlib import resources
 
 import pytest
 
-from kue_core import Queue, calls, defaults, doctor_functions
+from kue_core import Queue, calls, defaults
+from kue_core.doctor import functions as doctor_functions
 from kue_core.lua_source import (
     LUA_CONSTANTS,
     REPAIR_WIDTH,

@@ -1,6 +1,6 @@
-"""What the doctor's check modules (``doctor_deps``, ``doctor_records``, ``doctor_schedules``,
-``doctor_limits``, ``doctor_pins``, ``doctor_rules``) need of ``doctor._Check``: one
-Protocol, so they do not import doctor.py, which imports them."""
+"""What a check needs of the doctor's check in progress (``core.Check``): one Protocol, which
+the package's checks (``deps``, ``records``, ``schedules``, ``limits``, ``pins``, ``runs``)
+and those other packages plug in (``kue_rules.doctor``) are written against."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import redis
 
-from .keys import Keys, zid
+from ..keys import Keys, zid
 
 if TYPE_CHECKING:
-    from .scripts import Scripts
+    from ..scripts import Scripts
 
 
 class Checker(Protocol):

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import cast
 
-from . import defaults
-from .doctor_checker import Checker
+from .. import defaults
+from .checker import Checker
 
 #: The scratch set search.lua writes and deletes.
 SCRATCH = "~search"

@@ -23,14 +23,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .doctor_checker import Checker
+from kue_core.doctor import Checker
+
+from .keys import rules_key
 
 
 def check(c: Checker) -> None:
     """Add the feeds' and rules' findings to ``c``'s report."""
     watchers = _watchers(c)
     read = {str(w.get("input")) for w in watchers}
-    if c.client.type(c.keys.limits) == "hash":  # else doctor_limits reports it
+    if c.client.type(c.keys.limits) == "hash":  # else the doctor's limits check reports it
         for job_type, text in c.client.hscan_iter(c.keys.limits, count=c.batch):
             for event in _feeds(str(text)):
                 key = c.keys.feed(event, str(job_type))
@@ -45,7 +47,7 @@ def check(c: Checker) -> None:
                         f" {event!r})",
                     )
     pipe = c.client.pipeline(transaction=False)
-    locks = [c.keys.rules(f"lock:{w['input']}") for w in watchers]
+    locks = [rules_key(c.keys, f"lock:{w['input']}") for w in watchers]
     for key in locks:
         pipe.pttl(key)
     for key, ttl in zip(locks, pipe.execute(), strict=True):
@@ -68,7 +70,7 @@ def _feeds(text: str) -> list[str]:
 
 
 def _watchers(c: Checker) -> list[dict[str, Any]]:
-    key = c.keys.rules("watchers")
+    key = rules_key(c.keys, "watchers")
     kind = c.client.type(key)
     if kind != "hash":
         if kind != "none":

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import defaults
-from .doctor_checker import Checker
+from .. import defaults
+from .checker import Checker
 
 if TYPE_CHECKING:
     pass

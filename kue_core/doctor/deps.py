@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
-from . import doctor_checker as checker
-from .keys import zid
+from ..keys import zid
+from . import checker
 
 if TYPE_CHECKING:
     pass

@@ -43,8 +43,8 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .doctor_checker import Checker, member_id, pages
-from .limits import LANE
+from ..limits import LANE
+from .checker import Checker, member_id, pages
 
 if TYPE_CHECKING:
     pass

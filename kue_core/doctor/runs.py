@@ -33,10 +33,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import defaults
-from .doctor_checker import Checker, member_id, pages
-from .keys import zid
-from .pins import workers_of
+from .. import defaults
+from ..keys import zid
+from ..pins import workers_of
+from .checker import Checker, member_id, pages
 
 #: The fields of a job its offered places are checked with.
 _FIELDS = ("state", "type", "fan_out", "at_once", "runs_done", "only", "late")

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import defaults
-from .doctor_checker import Checker, member_id, pages
-from .keys import zid
-from .pins import workers_of
+from .. import defaults
+from ..keys import zid
+from ..pins import workers_of
+from .checker import Checker, member_id, pages
 
 _FIELDS = ("type", "state", "only", "fan_out", "prefer")
 

@@ -20,8 +20,8 @@ from typing import Any
 import redis
 from redis.exceptions import ResponseError
 
-from .doctor_checker import Checker
-from .lua_source import LIBRARY_PREFIX, SCRIPT_NAMES, function_library
+from ..lua_source import LIBRARY_PREFIX, SCRIPT_NAMES, function_library
+from .checker import Checker
 
 #: The repair action that deletes a library (run here, not in ``repair.lua``: a script may
 #: not call ``FUNCTION``).
