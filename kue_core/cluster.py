@@ -12,7 +12,7 @@ when the slot moves (a ``MOVED`` reply names the new owner) or the owner stops a
 :class:`Redirected`, a ``ConnectionError`` that redis-py's retries and ours resend.
 
 While the slot migrates, its keys are split between two nodes and no script can see the
-whole queue: ``ASK`` replies and scripts stopped at their fence (see ``lib.lua``) are
+whole queue: ``ASK`` replies and scripts stopped at their fence (see ``lib/fence.lua``) are
 :class:`Redirected` too, and are resent until the slot has moved.
 """
 
@@ -169,7 +169,7 @@ def redirected(error: ResponseError, owner: SlotMap) -> Redirected | None:
             f"slot {error.slot_id} is migrating to {error.host}:{error.port}", elsewhere=False
         )
     if _SCRIPT_FENCED in str(error).lower():
-        # A script met its fence (lib.lua) on a migrating slot, before any write.
+        # A script met its fence (lib/fence.lua) on a migrating slot, before any write.
         return Redirected(f"slot {owner.slot} is migrating", elsewhere=False)
     return None
 

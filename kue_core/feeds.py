@@ -7,7 +7,7 @@ completes it. A reader takes entries with ``BLMOVE`` into a list of its own (``k
 does: :data:`Keys.feed_taken`), so an entry is in one list or the other whatever crashes.
 
 The feed flag is one field of the type's rules in ``<p>:limits``, which the transitions that
-end a job already read (see ``publish`` in ``scripts/lib.lua``): a type without feeds pays
+end a job already read (see ``publish`` in ``scripts/lib/events.lua``): a type without feeds pays
 nothing. Jobs ended by Node Kue's own code are not fed (it publishes its events itself).
 """
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .keys import Keys
     from .scripts import Scripts
 
-#: The job events a feed may carry (FEED_EVENTS in lib.lua): those that end a job.
+#: The job events a feed may carry (FEED_EVENTS in lib/type_rules.lua): those that end a job.
 FEED_EVENTS = ("complete", "failed")
 
 

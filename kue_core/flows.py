@@ -11,7 +11,7 @@ and its own dependents follow theirs) or ``ignore`` (counts as done).
 ``queue.flow(parent, children)`` saves a tree of new jobs in one call, all or nothing: each
 parent depends on its children, and reads their results with ``job.children_results()``.
 A job can only depend on jobs saved before it (or before it in the same call), so no cycle
-can be made. Keys and fields: see lib.lua (Dependencies) and keys.py.
+can be made. Keys and fields: see lib/deps.lua (Dependencies) and keys.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every Redis key kue_core uses, spelled once (Kue 0.11's layout plus our additions).
 
 The Lua scripts receive the prefix and build per-job keys with the helpers in
-``scripts/lib.lua``, which mirror the functions here; ``tests/scripts/test_layout.py`` keeps
+``scripts/lib/keys.lua``, which mirror the functions here; ``tests/scripts/test_layout.py`` keeps
 the two in agreement.
 """
 
@@ -53,7 +53,7 @@ class Keys:
         #: set of the job types whose jobs workers do not claim for now.
         self.paused = f"{prefix}:paused"
         #: never written: each script reads it first, so that on Redis Cluster a script
-        #: stops before any write while the queue's slot is migrating (see lib.lua).
+        #: stops before any write while the queue's slot is migrating (see lib/fence.lua).
         self.fence = f"{prefix}:fence"
         #: hash of counters: ``complete:<type>`` and ``failed:<type>`` (jobs that ended so),
         #: ``le:<ms>`` and ``le:inf`` (completed jobs by duration bucket).

@@ -19,7 +19,7 @@ flag and whether it has groups), read by the claim in the same call: a type with
 one read per claim, which is also the read of whether it is paused. A claim held back by a
 limit answers how long to wait; the slot sleeps that long on ``<p>:<type>:limited``, which a
 place freed under a concurrency limit, or a change of the limits, pushes to wake it early.
-See ``claim`` in ``scripts/lib.lua``.
+See ``claim`` in ``scripts/lib/claims.lua``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ NAMES = ("rate", "concurrency", "group_rate", "group_concurrency")
 _RATES = ("rate", "group_rate")
 _UNSET: Any = object()
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-#: The rotation member of the jobs in no group (see LANE in lib.lua); not a group.
+#: The rotation member of the jobs in no group (see LANE in lib/type_rules.lua); not a group.
 LANE = "\0"
 
 

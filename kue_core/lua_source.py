@@ -1,5 +1,5 @@
 """The Lua text of the transition scripts: the constants from :mod:`kue_core.defaults`, the
-helpers of ``lib.lua`` each script uses, and the script's own file (in ``scripts/``); sent as
+helpers of ``scripts/lib/`` each script uses, and the script's own file (in ``scripts/``); sent as
 a script (``EVAL``) or, on Redis 7 and later, as a library of one Redis function."""
 
 from __future__ import annotations
@@ -51,6 +51,31 @@ SCRIPT_NAMES = (
     "tick",
 )
 
+#: The parts of the scripts' helpers (``scripts/lib/<part>.lua``), in the order they are
+#: joined: a helper comes after those it calls. What each holds:
+LIB_PARTS = {
+    "base": "the server's clock, integers, the states",
+    "keys": "key names (mirroring kue_core/keys.py)",
+    "members": "zset members and scores of jobs",
+    "type_rules": "a type's rules in <p>:limits (limits, pause, groups, feeds), groups",
+    "pins": "jobs pinned to workers, and the places they wait in",
+    "indexes": "a job into and out of its state's sets",
+    "events": "events, history, the save entry",
+    "attempts": "loading a job, attempts, leaving active, outcome counters",
+    "unique": "unique keys",
+    "deps": "dependencies: unblocking, a dependency's end told to its dependents",
+    "runs": "fan-out runs, and telling a worker to stop an attempt",
+    "moves": "moving a job between states",
+    "records": "words, tags and the records saved with a job",
+    "retention": "deleting jobs, and keeping the newest",
+    "finishing": "completion and failure of jobs and runs",
+    "saving": "saving jobs, unique ones too",
+    "limits": "rate and concurrency waits",
+    "places": "the places of pinned and fan-out jobs",
+    "claims": "claiming jobs (in groups, pinned, late joiners), and the next one",
+    "fence": "the code every call runs first: the Cluster fence, the per-call state",
+}
+
 #: Values per job in a ``save`` call (see the header of ``save.lua``).
 SAVE_WIDTH = 10
 
@@ -59,7 +84,7 @@ REPAIR_WIDTH = 4
 
 
 #: The values of :mod:`kue_core.defaults` the scripts use. Each becomes a Lua ``local`` of the
-#: same name ahead of ``lib.lua`` (as do :data:`SAVE_WIDTH` and :data:`REPAIR_WIDTH`), so
+#: same name ahead of the helpers (as do :data:`SAVE_WIDTH` and :data:`REPAIR_WIDTH`), so
 #: that Python and Lua read one value; the Lua files keep no copy (a test checks it).
 LUA_CONSTANTS = (
     "MAX_ATTEMPTS",
@@ -120,13 +145,13 @@ def lua_preamble() -> str:
     return "\n".join(lines) + "\n"
 
 
-#: A top-level ``local`` of lib.lua or the preamble (a function or a value), and a Lua name.
+#: A top-level ``local`` of the helpers or the preamble (a function or a value), and a Lua name.
 _TOP_LOCAL = re.compile(r"^local (?:function )?([A-Za-z_]\w*)", re.M)
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 #: A Lua comment to the end of its line (the scripts have no "--" inside strings): names
 #: in comments are not uses.
 _COMMENT = re.compile(r"--[^\n]*")
-#: Where lib.lua's code that every script runs (the Cluster fence read) begins.
+#: Where the code every script runs (``lib/fence.lua``: the Cluster fence read) begins.
 _LIB_TAIL = re.compile(r"^redis\.call\(", re.M)
 
 
@@ -140,9 +165,8 @@ def _locals(text: str) -> list[tuple[str, str]]:
 
 def _parts(name: str) -> tuple[str, str]:
     """The Lua text of script ``name`` in two parts: its definitions (the constants from the
-    defaults and the helpers of ``lib.lua`` it uses, directly or through other helpers, in
-    lib.lua's order) and what each call runs (lib.lua's closing code, the Cluster fence, then
-    the script itself)."""
+    defaults and the helpers it uses, directly or through other helpers, in the order of
+    :func:`lib_text`) and what each call runs (the ``fence`` part, then the script itself)."""
     return _parts_for(name, lua_preamble())
 
 
@@ -151,10 +175,10 @@ def _parts_for(name: str, preamble: str) -> tuple[str, str]:
     """:func:`_parts` with the constants' ``preamble`` given: kept, since every Queue asks
     for every script (a few ms each to work out)."""
     folder = resources.files("kue_core") / "scripts"
-    lib = (folder / "lib.lua").read_text("utf-8")
+    lib = lib_text()
     own = (folder / f"{name}.lua").read_text("utf-8")
     tail = _LIB_TAIL.search(lib)
-    assert tail is not None, "lib.lua ends with the fence read"
+    assert tail is not None, "the helpers end with the fence read"
     head = preamble[: preamble.index("\nlocal ") + 1]  # its comment line
     definitions = _locals(preamble) + _locals(lib[: tail.start()])
     known = dict(definitions)
@@ -167,6 +191,14 @@ def _parts_for(name: str, preamble: str) -> tuple[str, str]:
             todo |= set(_IDENTIFIER.findall(_COMMENT.sub("", known[found])))
     used = "".join(text for local, text in definitions if local in wanted)
     return head + used, lib[tail.start() :] + "\n" + own
+
+
+@functools.cache
+def lib_text() -> str:
+    """The scripts' helpers: the parts of ``scripts/lib/`` joined in :data:`LIB_PARTS`'s
+    order."""
+    folder = resources.files("kue_core") / "scripts" / "lib"
+    return "".join((folder / f"{part}.lua").read_text("utf-8") for part in LIB_PARTS)
 
 
 def script_source(name: str) -> str:

@@ -290,7 +290,7 @@ def history(side: Side, job_id: int | str) -> Op[list[dict[str, Any]]]:
     )
     entries = [json.loads(e) for e in listed]
     if not entries and created_at is not None:
-        # Saved waiting and not moved since: its save entry is implied (lib.lua saved_entry).
+        # Saved waiting and not moved since: its save entry is implied (lib/events.lua saved_entry).
         state = "delayed" if (num(delay) or 0) > 0 else "inactive"
         entries.append({"state": state, "at": num(created_at)})
     if trail:

@@ -191,7 +191,7 @@ def save_extras(
     trace: str | None = None,
 ) -> str:
     """The last value of a job's save row: '' for a job without records, else a JSON object
-    ``save_job`` in ``lib.lua`` reads (see its comment)."""
+    ``save_job`` in ``lib/saving.lua`` reads (see its comment)."""
     given = (data_json_words, job_tags, keys, track, keep_complete, keep_failed, group, only)
     if not any(given) and not fan_out and not prefer and not trace:
         return ""
@@ -221,7 +221,7 @@ def save_extras(
 
 def trail_entries(trail: str, worker: str | None) -> list[dict[str, Any]]:
     """The entries a plain job's claim and completion left in its hash field ``trail``
-    instead of its history (see lib.lua trail_entries): ``"<at>,<attempt>"``, then
+    instead of its history (see lib/events.lua trail_entries): ``"<at>,<attempt>"``, then
     ``",<at>,<duration>,<attempt>"`` once it completed."""
     v = [num(x) for x in trail.split(",")]
     if len(v) not in (2, 5) or any(x is None for x in v):

@@ -17,7 +17,7 @@
   past ``max_failed_runs`` failed runs it fails for good and its other runs stop. A run lost
   (lease expired, worker shut down) opens its place again.
 
-The scripts keep all of this (see the fan-out blocks of ``scripts/lib.lua``); here are the
+The scripts keep all of this (see the fan-out blocks of ``scripts/lib/runs.lua``); here are the
 options' checks and the reading of a job's runs.
 """
 
@@ -68,7 +68,8 @@ def options(
 
 
 def save_value(opts: dict[str, Any]) -> dict[str, Any]:
-    """The options as the save's records object carries them (see ``save_job`` in lib.lua)."""
+    """The options as the save's records object carries them (see ``save_job`` in
+    lib/saving.lua)."""
     out: dict[str, Any] = {"fan_out": opts["k"], "mfr": opts["maxFailedRuns"]}
     if opts["atOnce"] is not None:
         out["at_once"] = opts["atOnce"]

@@ -1,7 +1,7 @@
 """The only place that runs Lua: one wrapper per transition script in ``scripts/``.
 
 Each script is a preamble of constants from :mod:`kue_core.defaults`, then the helpers of
-``lib.lua`` it uses, then the script's own file (:mod:`kue_core.lua_source`). On Redis 7 and
+``scripts/lib/`` it uses, then the script's own file (:mod:`kue_core.lua_source`). On Redis 7 and
 later it runs as a Redis function (``FCALL``), loaded when first missing, whose helpers are
 defined once at load; before Redis 7 (or where functions are not allowed) as a script
 (``EVALSHA``), which defines them again on every call. Error replies starting with a
@@ -155,7 +155,7 @@ def _pack(*args: Any) -> bytes:
 
 
 def _next(claim: Next | None) -> list[Any]:
-    """The ARGV tail of a finishing script's claim (see ``claim_after`` in lib.lua)."""
+    """The ARGV tail of a finishing script's claim (see ``claim_after`` in lib/claims.lua)."""
     if claim is None:
         return ["", ""]
     worker_id, lease_ms, *types = claim

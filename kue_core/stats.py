@@ -1,6 +1,6 @@
 """Counters read for charts and metrics: jobs ended per minute, totals since the start, and
 the wait and run statistics of each type per UTC day (written by the scripts that claim and
-end jobs; see ``count_outcome`` and ``record_timing`` in ``scripts/lib.lua``)."""
+end jobs; see ``count_outcome`` and ``record_timing`` in ``scripts/lib/attempts.lua``)."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ class Tally:
         for job_type, at_ms, duration_ms in taken:
             minutes[at_ms // 60_000] += 1
             types[job_type] += 1
-            buckets[timings.LABELS[timings.bucket(duration_ms)]] += 1  # as lib.lua's
+            buckets[timings.LABELS[timings.bucket(duration_ms)]] += 1  # as lib/attempts.lua's
         pipe = client.pipeline(transaction=False)
         pipe.incrby(keys.work_time, sum(ms for _, _, ms in taken))
         for minute, n in minutes.items():

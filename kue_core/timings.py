@@ -26,7 +26,7 @@ from . import defaults
 from .keys import Keys
 
 _BOUNDS = defaults.DURATION_BUCKETS_MS
-#: The buckets' labels, as Prometheus's ``le`` (and lib.lua's ``duration_bucket``).
+#: The buckets' labels, as Prometheus's ``le`` (and lib/attempts.lua's ``duration_bucket``).
 LABELS = (*(str(b) for b in _BOUNDS), "inf")
 
 

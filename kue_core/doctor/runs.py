@@ -139,7 +139,7 @@ def _running(c: Checker, job_id: str, worker: str) -> bool:
 
 def _unoffered(c: Checker, job_id: str) -> str | None:
     """The key that should offer a place of active fan-out job ``job_id`` and does not (see
-    lib.lua ``runs_offer``), or None."""
+    lib/runs.lua ``runs_offer``), or None."""
     h: Any = c.client.hmget(c.keys.job(int(job_id)), *_FIELDS)
     if h[0] != "active" or h[1] is None or not str(h[2] or "").isdigit():
         return None

@@ -6,6 +6,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 from importlib import resources
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from kue_core.lua_source import (
     SAVE_WIDTH,
     SCRIPT_NAMES,
     function_library,
+    lib_text,
     lua_constants,
     lua_preamble,
     script_source,
@@ -26,11 +28,17 @@ from kue_core.scripts import Scripts
 FOLDER = resources.files("kue_core") / "scripts"
 
 
+def _lua_files() -> list[Any]:
+    """Every Lua file: the scripts and the parts of their helpers (``scripts/lib/``)."""
+    found = [p for p in FOLDER.iterdir() if p.name.endswith(".lua")]
+    return found + [p for p in (FOLDER / "lib").iterdir() if p.name.endswith(".lua")]
+
+
 def test_every_lua_file_has_a_wrapper_and_back() -> None:
     """Each script is called through a method of ``Scripts`` (the worker's transitions) or a
     builder of ``kue_core.calls`` (what either client runs)."""
     files = {p.name[:-4] for p in FOLDER.iterdir() if p.name.endswith(".lua")}
-    assert files - {"lib"} == set(SCRIPT_NAMES)
+    assert files == set(SCRIPT_NAMES)
     for name in SCRIPT_NAMES:
         assert callable(getattr(Scripts, name, None) or getattr(calls, name, None)), name
 
@@ -70,7 +78,7 @@ def test_every_constant_a_script_uses_comes_from_the_defaults() -> None:
     assert set(preamble) == {*LUA_CONSTANTS, "SAVE_WIDTH", "REPAIR_WIDTH"}
     used: set[str] = set()
     defined: set[str] = set()
-    for path in FOLDER.iterdir():
+    for path in _lua_files():
         if path.name.endswith(".lua"):
             code = _code(path.read_text("utf-8"))
             used |= set(re.findall(r"\b[A-Z][A-Z0-9_]+\b", code)) - {"KEYS", "ARGV"}
@@ -106,9 +114,9 @@ def test_the_preamble_holds_the_defaults_values() -> None:
 
 
 def test_each_script_defines_the_helpers_it_uses_and_no_others() -> None:
-    """A script carries the lib.lua helpers (and constants) it reaches, and only those: Redis
-    runs the whole text on every call."""
-    lib = (FOLDER / "lib.lua").read_text("utf-8")
+    """A script carries the helpers (and constants) it reaches, and only those: Redis runs
+    the whole text on every call."""
+    lib = lib_text()
     helpers = set(re.findall(r"^local (?:function )?([A-Za-z_]\w*)", lib + lua_preamble(), re.M))
     for name in SCRIPT_NAMES:
         source = script_source(name)
@@ -159,20 +167,20 @@ def test_scripts_run_with_the_defaults_values(
 
 
 def test_lib_keeps_no_state_between_calls() -> None:
-    """On Redis 7 a script runs as a function whose library (lib.lua's helpers) is loaded
-    once, so lib.lua's top-level values outlive a call: each is a constant (upper case, and
-    no script writes into it) or per-call state that lib.lua's closing code, which every call
-    runs first, sets afresh."""
-    lib = (FOLDER / "lib.lua").read_text("utf-8")
+    """On Redis 7 a script runs as a function whose library (the helpers) is loaded once, so
+    the helpers' top-level values outlive a call: each is a constant (upper case, and no
+    script writes into it) or per-call state that the ``fence`` part, which every call runs
+    first, sets afresh."""
+    lib = lib_text()
     values = re.findall(r"^local (?!function )([A-Za-z_]\w*)", _code(lib), re.M)
     tail = lib[re.search(r"^redis\.call\(", lib, re.M).start() :]  # type: ignore[union-attr]
     for name in values:
         if name.isupper():
-            for path in FOLDER.iterdir():
+            for path in _lua_files():
                 if path.name.endswith(".lua"):
                     code = _code(path.read_text("utf-8"))
                     assert not re.search(rf"(?<!local )\b{name}\s*(\[[^\]]*\]\s*)?=[^=]", code), (
                         name
                     )
         else:
-            assert re.search(rf"^{name} = ", tail, re.M), f"{name}: set it in lib's closing code"
+            assert re.search(rf"^{name} = ", tail, re.M), f"{name}: set it in lib/fence.lua"

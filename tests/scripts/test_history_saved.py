@@ -1,6 +1,7 @@
 """A job saved waiting has no history key until it moves: its save entry is implied by its hash
-(lib.lua saved_entry, QueueRecords.history) and written first by its first transition. A plain
-job's claim and completion leave their entries in its hash's trail (lib.lua trail_entries),
+(saved_entry in lib/events.lua, QueueRecords.history) and written first by its first
+transition. A plain job's claim and completion leave their entries in its hash's trail
+(trail_entries in lib/events.lua),
 written out ahead of any other entry: a job that runs once and completes has no history key."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The raw Redis layout: keys.py and lib.lua agree, Kue's shapes, one Cluster slot for {q}."""
+"""The raw Redis layout: keys.py and lib/keys.lua agree, Kue's shapes, one Cluster slot for {q}."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_every_key_is_one_keys_py_names(queue: Queue, r: redis.Redis, prefix: st
 def test_every_script_reads_the_fence_first_and_never_writes_it(
     queue: Queue, r: redis.Redis, prefix: str
 ) -> None:
-    """The fence lib.lua reads is the key keys.py names, read before anything else (so that
+    """The fence lib/fence.lua reads is the key keys.py names, read before anything else (so that
     on a migrating Cluster slot a script stops before any write), and never written."""
     with r.monitor() as monitor:
         queue.create_job("email").save()

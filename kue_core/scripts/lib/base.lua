@@ -1,0 +1,22 @@
+-- The helpers of every kue script, in parts by topic (kue_core/scripts/lib/): the loader
+-- (kue_core/lua_source.py) joins them in the order of its LIB_PARTS, then takes from them
+-- the helpers each script uses. A comment above a helper is the end of the part's text
+-- before it, so parts carry no header: this is the only one, and LIB_PARTS says what each
+-- part holds. Key names mirror kue_core/keys.py; tests/scripts/test_layout.py checks that
+-- they agree. Constants in capitals (HISTORY_LENGTH, DURATION_BUCKETS_MS...) are not defined
+-- here: they come from kue_core/defaults.py, in a preamble the loader puts ahead of these.
+
+-- Milliseconds since the epoch on the Redis server's clock: one clock for every worker.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Integers as plain decimal text (Lua would print large numbers in exponent form).
+local function int(n)
+  return string.format('%d', n)
+end
+
+local STATES = { inactive = true, active = true, complete = true, failed = true, delayed = true,
+  blocked = true, pinned = true }
+

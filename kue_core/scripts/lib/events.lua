@@ -1,0 +1,80 @@
+-- Publish a Kue event: {"id":<id>,"event":"<name>","args":["<name>", ...],"type":"<type>"}
+-- (`type` is ours: Kue's listeners ignore it; it lets a stream filter by type).
+-- `extra` is the JSON text of the further arguments, comma separated ('' for none).
+-- A feed's event (FEED_EVENTS) of a type with that feed also goes, as "<type>/<id>", to the
+-- feed's list, where kue rules takes it; the rules were read already by the transitions that
+-- end a job (leave_active), so a type without feeds pays nothing more there.
+local function publish(p, id, jtype, event, extra)
+  local args = '"' .. event .. '"'
+  if extra ~= '' then args = args .. ',' .. extra end
+  redis.call('PUBLISH', k_events(p), '{"id":' .. tostring(id) .. ',"event":"' .. event
+    .. '","args":[' .. args .. '],"type":' .. cjson.encode(jtype) .. '}')
+  if FEED_EVENTS[event] then
+    local r = rule_of(p, jtype)
+    if r and r.feeds and r.feeds[event] then
+      redis.call('LPUSH', k_feed(p, event, jtype), jtype .. '/' .. tostring(id))
+    end
+  end
+end
+
+-- A job saved waiting (inactive, or delayed) has no history key until its first transition:
+-- that key would be a third of a waiting job's memory. Its save entry follows from its hash
+-- (state delayed when it has a delay, at its creation), and the first entry written puts it
+-- first. Node Kue's jobs read the same. kue_core/queue_records.py's history() reads it alike.
+-- `h`: the job's {created_at, delay}.
+local function saved_entry(h)
+  if not h[1] then return nil end
+  local state = (tonumber(h[2]) or 0) > 0 and 'delayed' or 'inactive'
+  return cjson.encode({ state = state, at = tonumber(h[1]) })
+end
+
+-- The trail: a plain job's claim and completion write no history entry. The claim writes
+-- the hash field `trail` ("<started_at>,<attempt>") with its other fields, and the completion
+-- adds ",<completed_at>,<duration>,<attempt>": so a job that runs once and completes never
+-- has a history key. The entries stand for {state active, at, worker, attempt} and {state
+-- complete, at, worker, attempt, duration}, the worker being the job's workerId (which only
+-- claims change: a claim that finds a trail writes it out first). Every other entry written
+-- writes the trail out ahead of it (see history). kue_core/queue_records.py reads it alike.
+local function trail_entries(trail, worker)
+  local v = {}
+  for x in string.gmatch(trail, '[^,]+') do v[#v + 1] = tonumber(x) end
+  if not (v[1] and v[2]) then return {} end  -- not ours
+  local out = { cjson.encode({ state = 'active', at = v[1], worker = worker, attempt = v[2] }) }
+  if v[5] then
+    out[2] = cjson.encode({ state = 'complete', at = v[3], worker = worker, attempt = v[5],
+      duration = v[4] })
+  end
+  return out
+end
+
+-- Append `entry` (or nothing, when nil) to the job's transition history, after its trail,
+-- keeping the last HISTORY_LENGTH.
+local function history(p, id, entry)
+  local key, jkey = k_history(p, id), k_job(p, id)
+  local h = redis.call('HMGET', jkey, 'trail', 'workerId', 'created_at', 'delay')
+  local entries = {}
+  if h[1] then
+    entries = trail_entries(h[1], h[2])
+    redis.call('HDEL', jkey, 'trail')
+  end
+  if entry then entries[#entries + 1] = cjson.encode(entry) end
+  if #entries == 0 then return end
+  local n = redis.call('RPUSH', key, unpack(entries))
+  if n == #entries then
+    local saved = saved_entry({ h[3], h[4] })
+    if saved then n = redis.call('LPUSH', key, saved) end
+  end
+  if n > HISTORY_LENGTH then
+    redis.call('LTRIM', key, -HISTORY_LENGTH, -1)
+  end
+end
+
+-- Before a change to a waiting job's delay: write its save entry while the hash still tells it.
+local function keep_saved(p, id)
+  local key = k_history(p, id)
+  if redis.call('EXISTS', key) == 0 then
+    local saved = saved_entry(redis.call('HMGET', k_job(p, id), 'created_at', 'delay'))
+    if saved then redis.call('RPUSH', key, saved) end
+  end
+end
+

@@ -1,0 +1,232 @@
+-- Record how a failed attempt ends, for a job already out of active. `f` holds type,
+-- priority, attempts (made, this one included), worker, message (one line), text (kept on
+-- the job), promote_at, group and only; `outcome` is 'failed' (for good), 'inactive' (retry
+-- now; pinned for a job with workers of its own) or
+-- 'delayed' (retry at f.promote_at). Writes state and error, indexes the job, appends
+-- history, and publishes Kue's events: error, then failed, or failed attempt (+ enqueue).
+local function record_failure(p, id, f, outcome, now)
+  if outcome == 'inactive' then outcome = waiting(f.only) end
+  local fields = {
+    'state', outcome, 'error', f.text, 'failed_at', int(now), 'updated_at', int(now),
+  }
+  if outcome == 'delayed' then
+    fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(f.promote_at)
+  end
+  redis.call('HSET', k_job(p, id), unpack(fields))
+  index_add(p, id, f.type, outcome, f.priority, f.promote_at, 0, now, f.group)
+  history(p, id, { state = outcome, at = now, worker = f.worker, attempt = f.attempts,
+    error = string.sub(f.text, 1, HISTORY_ERROR_LENGTH) })
+  local msg = cjson.encode(f.message)
+  publish(p, id, f.type, 'error', msg)
+  if outcome == 'failed' then
+    local u = release_unique_of(p, id)
+    local own = u[3]
+    count_outcome(p, f.type, 'failed', now, nil)
+    publish(p, id, f.type, 'failed', msg)
+    if u[4] then deps_failed(p, id, now) end
+    if own == 'remove' then
+      delete_job(p, id, f.type, 'failed')
+    else
+      retire(p, 'failed', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
+    end
+    return
+  end
+  publish(p, id, f.type, 'failed attempt', msg .. ',' .. f.attempts)
+  if outcome ~= 'delayed' then
+    publish(p, id, f.type, 'enqueue', cjson.encode(f.type))
+  else
+    redis.call('PUBLISH', k_promote(p), int(f.promote_at))  -- wake promoters due sooner
+  end
+end
+
+-- The fields complete_job needs of a job (stored at `key`), in its order; fan_out (15) and
+-- trail (16) last.
+local function load_for_complete(key)
+  return redis.call('HMGET', key, 'state', 'lease', 'type', 'priority', 'started_at',
+    'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
+    'keep_complete', 'dependents', 'group', 'fan_out', 'trail')
+end
+
+-- Complete active job `id` (stored at `key`; `h` as load_for_complete gives it) with
+-- `result` (JSON text): out of active, its unique key released, counted (unless `tallied`:
+-- the worker process that completed it counts it, see kue_core/tally.py), its dependents
+-- told, then stored complete (or removed, with removeOnComplete) and retention applied.
+-- Returns the job's duration (ms).
+local function complete_job(p, id, key, h, result, now, tallied)
+  local jtype = h[3]
+  local duration = math.max(0, now - (tonumber(h[5]) or now))
+  local attempt = next_attempt(h[8], h[9])  -- Kue counts a completion as an attempt
+  leave_active(p, id, jtype, h[14])
+  release_unique(p, id, h[10], h[11])
+  if not tallied then
+    redis.call('INCRBY', k_work_time(p), duration)
+    count_outcome(p, jtype, 'complete', now, duration)
+  end
+  publish(p, id, jtype, 'complete', result)
+  if h[13] then deps_complete(p, id, result, now) end
+  if h[6] == 'true' then
+    delete_job(p, id, jtype, nil)
+  else
+    local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
+      'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
+    -- Its claim's trail, with no completion yet: the completion goes there too.
+    local trail = h[16] and not string.find(h[16], ',.*,') and h[16]
+    if trail then
+      fields[13] = 'trail'
+      fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
+    end
+    redis.call('HSET', key, unpack(fields))
+    index_add(p, id, jtype, 'complete', tonumber(h[4]) or 0, 0, 0, now)
+    if not trail then
+      history(p, id, { state = 'complete', at = now, worker = h[7], attempt = attempt,
+        duration = duration })
+    end
+    retire(p, 'complete', h[12], now, RETIRE_BATCH, h[12] or tonumber(id) % RETIRE_BATCH == 0)
+  end
+  return duration
+end
+
+-- Fan-out runs, continued: how they end, start, and how a job is saved to fan out.
+
+-- The result of fan-out job `id` once its runs are done: {worker: result, ...} (JSON text)
+-- of its completed runs.
+local function runs_result(p, id)
+  local runs, texts = runs_of(p, id)
+  local parts = {}
+  for w, run in pairs(runs) do
+    if run.state == 'complete' then
+      parts[#parts + 1] = cjson.encode(w) .. ':' .. run_result(texts[w])
+    end
+  end
+  return '{' .. table.concat(parts, ',') .. '}'
+end
+
+-- A worker completed the run of fan-out job `id` (at `key`) held under `token` with `result`:
+-- the run is complete; once k runs are, the job completes with runs_result (complete_job),
+-- else its place stays taken. Returns 'complete', or 'refused' when no running run has the
+-- token (nothing written).
+local function run_complete(p, id, key, token, result, now)
+  local w, run = run_by_token(p, id, token)
+  if not w then return 'refused' end
+  run_end(p, id, w, run, 'complete', now, result)
+  history(p, id, { state = 'active', at = now, worker = w, run = 'complete' })
+  publish(p, id, redis.call('HGET', key, 'type'), 'run complete', cjson.encode(w))
+  local done = redis.call('HINCRBY', key, 'runs_done', 1)
+  local h = load_for_complete(key)
+  if done < (tonumber(h[15]) or 0) then
+    runs_offer(p, id)
+    return 'complete'
+  end
+  local only = redis.call('HGET', key, 'only')
+  stop_runs(p, id, 'the job completed', now)
+  runs_close(p, id, h[3], only)
+  complete_job(p, id, key, h, runs_result(p, id), now)
+  return 'complete'
+end
+
+-- Fan-out job `id` (at `key`) fails for good: `message` (and `text`, kept as its error) say
+-- why; its other running runs stop; no retry. `f` as record_failure takes it, without the
+-- message, text and attempts.
+local function runs_fail(p, id, key, message, text, now)
+  local h = redis.call('HMGET', key, 'type', 'priority', 'workerId', 'group', 'only')
+  stop_runs(p, id, message, now)
+  runs_close(p, id, h[1], h[5])
+  leave_active(p, id, h[1], h[4])
+  record_failure(p, id, {
+    type = h[1], priority = tonumber(h[2]) or 0, attempts = count_attempt(key), worker = h[3],
+    message = message, text = text, promote_at = 0, group = h[4], only = h[5],
+  }, 'failed', now)
+end
+
+-- A worker's run of fan-out job `id` (at `key`) under `token` failed with `message` (`text`
+-- kept): the run is failed; past max_failed_runs failed runs the job fails for good (see
+-- runs_fail), else the place opens again. Returns 'failed', 'inactive' (the place reopened)
+-- or 'refused' when no running run has the token (nothing written).
+local function run_fail(p, id, key, token, message, text, now)
+  local w, run = run_by_token(p, id, token)
+  if not w then return 'refused' end
+  run.error = message
+  run_end(p, id, w, run, 'failed', now)
+  history(p, id, { state = 'active', at = now, worker = w, run = 'failed',
+    error = string.sub(text, 1, HISTORY_ERROR_LENGTH) })
+  publish(p, id, redis.call('HGET', key, 'type'), 'run failed',
+    cjson.encode(w) .. ',' .. cjson.encode(message))
+  local failed = redis.call('HINCRBY', key, 'runs_failed', 1)
+  if failed > (tonumber(redis.call('HGET', key, 'max_failed_runs')) or 0) then
+    runs_fail(p, id, key, 'run on ' .. w .. ' failed: ' .. message,
+      'run on ' .. w .. ' failed: ' .. text, now)
+    return 'failed'
+  end
+  runs_offer(p, id)
+  return 'inactive'
+end
+
+-- The run of worker `w` of fan-out job `id` (at `key`) is lost without its worker's report:
+-- `stalled` (its lease expired: the job's stalls go up, and past `limit_stalls` it fails for
+-- good) or given back (release). Returns 'failed' when the job failed, else 'reopened';
+-- nil when that run is not running (nothing written).
+local function run_lost(p, id, key, w, token, stalled, limit_stalls, now)
+  local run = run_of(p, id, w)
+  if not (run and run.state == 'running') then return nil end
+  if token and run.token ~= token then return nil end
+  run_end(p, id, w, run, 'lost', now)
+  history(p, id, { state = 'active', at = now, worker = w, run = 'lost', stalled = stalled,
+    released = not stalled or nil })
+  publish(p, id, redis.call('HGET', key, 'type'), 'run lost', cjson.encode(w))
+  if stalled then
+    local stalls = redis.call('HINCRBY', key, 'stalls', 1)
+    if stalls > limit_stalls then
+      local reason = 'stalled ' .. stalls .. ' times: the run on ' .. w .. ' stopped renewing '
+        .. 'its lease (its worker died, hung, or lost Redis)'
+      runs_fail(p, id, key, reason, reason, now)
+      return 'failed'
+    end
+  end
+  runs_offer(p, id)
+  return 'reopened'
+end
+
+-- A finishing script's claim for its own worker deletes the type's wake-up tokens when it
+-- finds nothing it may take (see claim), the one runs_offer pushed for a place it opened in
+-- the same call too, though other workers may take that place: one goes back while places
+-- of `jtype` are open, so that an idle worker is woken for them.
+local function runs_rewake(p, jtype)
+  local tokens = k_tokens(p, jtype)
+  if redis.call('EXISTS', k_open(p, jtype)) == 1 and redis.call('EXISTS', tokens) == 0 then
+    redis.call('LPUSH', tokens, 1)
+  end
+end
+
+-- The live workers that serve `jtype`: registered in <p>:workers, heartbeat within their
+-- lease, `types` of their info has it, not stopping; among `only` (a list) when given.
+-- Sorted, for a stable order.
+local function live_targets(p, jtype, only, now)
+  local allowed = nil
+  if only then
+    allowed = {}
+    for _, w in ipairs(only) do allowed[w] = true end
+  end
+  local found = {}
+  for _, w in ipairs(redis.call('ZRANGE', k_workers(p), 0, -1)) do
+    if not allowed or allowed[w] then
+      local h = redis.call('HMGET', k_worker(p, w), 'heartbeat', 'lease_ms', 'info')
+      if h[3] and (tonumber(h[1]) or 0) + (tonumber(h[2]) or 0) >= now then
+        local ok, info = pcall(cjson.decode, h[3])
+        if ok and type(info) == 'table' and type(info.types) == 'table'
+          and info.types[jtype] and info.stopping ~= true then
+          found[#found + 1] = w
+        end
+      end
+    end
+  end
+  table.sort(found)
+  return found
+end
+
+-- Note that `jtype` has fan-out jobs (and, with `late`, late joiners): its claims look at
+-- open places (and late jobs) from now on.
+local function mark_fanout(p, jtype, late)
+  mark_rule(p, jtype, 'fanout')
+  if late then mark_rule(p, jtype, 'late') end
+end
+

@@ -1,0 +1,200 @@
+-- Whether ARGV[b+1..b+SAVE_WIDTH] is a well-formed job for save_job.
+local function save_row_ok(b)
+  return ARGV[b + 1] ~= '' and tonumber(ARGV[b + 3]) and tonumber(ARGV[b + 4])
+    and tonumber(ARGV[b + 5]) and tonumber(ARGV[b + 7]) and tonumber(ARGV[b + 9])
+    and (ARGV[b + 10] == '' or pcall(save_records_ok, ARGV[b + 10]))
+end
+
+-- Store a new job from ARGV[b+1..b+SAVE_WIDTH] (see save.lua), with `extra` hash fields
+-- (a flat list, or nil); index it, publish its events; return its id. With `blocked`, it is
+-- saved in state blocked (waiting for dependencies; promote_at is its due time, or 0 when it
+-- has none or a delay, which counts from when it is unblocked).
+local function save_job(p, ids_key, b, now, extra, blocked)
+  local jtype, data, priority = ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3])
+  local delay, ttl, due_at = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 7]), tonumber(ARGV[b + 9])
+  if due_at > 0 then delay = math.max(0, due_at - now) end
+  local id = redis.call('INCR', ids_key)
+  while redis.call('EXISTS', k_job(p, id)) == 1 do
+    id = redis.call('INCR', ids_key)
+  end
+  local rec = ARGV[b + 10] ~= '' and cjson.decode(ARGV[b + 10])
+  local only = rec and rec.only and cjson.encode(rec.only)
+  local fan = rec and rec.fan_out
+  if fan == 'all' then  -- its targets: the live workers serving the type (among `only`)
+    local targets = live_targets(p, jtype, rec and rec.only, now)
+    fan = #targets
+    only = fan > 0 and cjson.encode(targets) or nil
+  end
+  local state = waiting(only)
+  if delay > 0 then state = 'delayed' end
+  local promote_at = now + delay
+  if blocked then
+    state = 'blocked'
+    promote_at = 0
+    if due_at > now then promote_at = due_at end
+  end
+  if fan == 0 then state = 'complete' end  -- fan_out('all') and no worker alive: done
+  local fields = {
+    'type', jtype, 'data', data, 'priority', int(priority), 'state', state,
+    'created_at', int(now), 'promote_at', int(promote_at), 'updated_at', int(now),
+    'max_attempts', ARGV[b + 5],
+  }
+  if delay > 0 then
+    fields[#fields + 1] = 'delay'; fields[#fields + 1] = int(delay)
+  end
+  if ARGV[b + 6] ~= '' then
+    fields[#fields + 1] = 'backoff'; fields[#fields + 1] = ARGV[b + 6]
+  end
+  if ttl > 0 then
+    fields[#fields + 1] = 'ttl'; fields[#fields + 1] = int(ttl)
+  end
+  if ARGV[b + 8] == '1' then
+    fields[#fields + 1] = 'removeOnComplete'; fields[#fields + 1] = 'true'
+  end
+  if extra then
+    for _, v in ipairs(extra) do fields[#fields + 1] = v end
+  end
+  if only then
+    fields[#fields + 1] = 'only'; fields[#fields + 1] = only
+  end
+  local group = rec and rec.group
+  if group then
+    fields[#fields + 1] = 'group'; fields[#fields + 1] = group
+    mark_grouped(p, jtype)
+  end
+  if rec and type(rec.trace) == 'string' then  -- the producer's trace context (tracing.py)
+    fields[#fields + 1] = 'trace'; fields[#fields + 1] = rec.trace
+  end
+  local prefer = rec and rec.prefer and cjson.encode(rec.prefer) or false
+  if prefer then
+    fields[#fields + 1] = 'prefer'; fields[#fields + 1] = prefer
+    mark_rule(p, jtype, 'prefer')  -- moves back to inactive read `prefer` (index_add)
+  end
+  if fan then
+    local function put(name, value) fields[#fields + 1] = name; fields[#fields + 1] = value end
+    put('fan_out', int(fan)); put('max_failed_runs', int(rec.mfr or 0))
+    put('runs_done', '0'); put('runs_failed', '0')
+    if rec.at_once then put('at_once', int(rec.at_once)) end
+    if rec.late then put('late', '1') end
+    if fan == 0 then put('result', '{}'); put('progress', '100') end
+    mark_fanout(p, jtype, rec.late)
+  end
+  redis.call('HSET', k_job(p, id), unpack(fields))
+  redis.call('ZADD', k_jobs(p), priority, zid(id))
+  index_add(p, id, jtype, state, priority, promote_at, ttl, now, group, prefer)
+  redis.call('SADD', k_types(p), jtype)
+  if rec then save_records(p, id, rec, now) end
+  if state ~= 'inactive' and state ~= 'delayed' then  -- else implied (see saved_entry)
+    redis.call('RPUSH', k_history(p, id), cjson.encode({ state = state, at = now }))
+  end
+  if fan and rec.late and fan > 0 then redis.call('ZADD', k_late(p, jtype), priority, zid(id)) end
+  if state == 'complete' then
+    count_outcome(p, jtype, 'complete', now, 0)
+    publish(p, id, jtype, 'complete', '{}')
+  elseif state == 'inactive' or state == 'pinned' then
+    publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
+  elseif state == 'delayed' then
+    redis.call('PUBLISH', k_promote(p), int(promote_at))  -- wake promoters due sooner
+  end
+  return id
+end
+
+-- Whether a unique key, mode and key ttl (ms, a number) are well-formed for save_unique.
+local function unique_ok(key, mode, key_ttl)
+  return key_ttl ~= nil and key ~= '' and (mode == 'until_done' or mode == 'debounce'
+    or mode == 'reuse' or (mode == 'throttle' and key_ttl > 0))
+end
+
+-- Store a new job from ARGV[b+1..b+SAVE_WIDTH] holding the unique `key` (see
+-- kue_core/unique.py for the modes), unless a job holds it already; `extra` as save_job's.
+-- Returns {id, outcome, state}: outcome 'saved', 'deduplicated' (the holder's id; nothing
+-- written), 'debounced' (the delayed or waiting holder got the new data and due time) or
+-- 'reused' (kue-unique's mode: the holder got the new data, and waits again if it had
+-- finished); state: the job's state now (false for a throttling holder that is gone).
+-- With reset_runs (`reset` in the records object), a save that lands on an active fan-out
+-- holder (deduplicated, or reused) clears its failed runs (runs_retry); a reuse that makes a
+-- finished fan-out holder wait again starts it over (runs_reset), with or without it.
+local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
+  local k = k_unique(p, key)
+  local holder
+  if mode == 'reuse' then
+    holder = redis.call('HGET', k_unique_jobs(p), key)
+  else
+    holder = redis.call('GET', k)
+  end
+  local job = holder and load_job(k_job(p, holder))
+
+  local function new_job()
+    local fields = { 'unique', key, 'unique_mode', mode }
+    for _, v in ipairs(extra or {}) do fields[#fields + 1] = v end
+    local id = save_job(p, ids_key, b, now, fields)
+    if mode == 'reuse' then
+      redis.call('HSET', k_unique_jobs(p), key, id)
+    elseif key_ttl > 0 then
+      redis.call('SET', k, id, 'PX', key_ttl)
+    else
+      redis.call('SET', k, id)
+    end
+    return { id, 'saved', redis.call('HGET', k_job(p, id), 'state') }
+  end
+
+  local function held(outcome, state)
+    -- reset_runs (the records' `reset`): an active fan-out holder's failed runs go.
+    if state == 'active' and job.fan_out and ARGV[b + 10] ~= ''
+      and cjson.decode(ARGV[b + 10]).reset then
+      runs_retry(p, holder, k_job(p, holder), now)
+    end
+    publish(p, holder, job.type, 'deduplicated', cjson.encode(key))
+    return { tonumber(holder), outcome, state }
+  end
+
+  if mode == 'throttle' and holder then  -- blocks for its ttl, whatever became of the job
+    if not job then return { tonumber(holder), 'deduplicated', false } end
+    return held('deduplicated', job.state)
+  end
+  if not job then return new_job() end  -- a key left by a job deleted without our scripts
+  if mode == 'until_done' then
+    if job.state == 'complete' or job.state == 'failed' then return new_job() end
+    return held('deduplicated', job.state)
+  end
+
+  -- debounce and reuse change the holder: new data, and the new job's delay from now.
+  local jkey = k_job(p, holder)
+  local delay, due_at = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 9])
+  if due_at > 0 then delay = math.max(0, due_at - now) end
+  if mode == 'debounce' and job.state ~= 'delayed' and job.state ~= waiting(job.only) then
+    return new_job()  -- it has started: a duplicate is new work
+  end
+  redis.call('HSET', jkey, 'data', ARGV[b + 2], 'updated_at', int(now))
+  local words = nil  -- the duplicate's data words replace the holder's
+  if ARGV[b + 10] ~= '' then words = cjson.decode(ARGV[b + 10]).words end
+  reword(p, holder, jkey, words)
+  if job.state == 'active' then
+    history(p, holder, { state = 'active', at = now, edited = true, unique = key })
+    return held('reused', 'active')  -- reuse of a running job: it has the new data next time
+  end
+  local state = waiting(job.only)
+  if delay > 0 then state = 'delayed' end
+  if STATES[job.state] then
+    index_remove(p, holder, job.type, job.state, job.group, job.prefer)
+  end
+  if job.fan_out then runs_reset(p, holder, jkey, job.type, job.priority) end  -- starts over
+  keep_saved(p, holder)
+  local fields = { 'state', state, 'promote_at', int(now + delay) }
+  if delay > 0 then
+    fields[#fields + 1] = 'delay'; fields[#fields + 1] = int(delay)
+  end
+  redis.call('HSET', jkey, unpack(fields))
+  if job.state == 'failed' then redis.call('HDEL', jkey, 'attempts') end
+  index_add(p, holder, job.type, state, job.priority, now + delay, 0, now, job.group,
+    job.prefer or false)
+  history(p, holder, { state = state, at = now, from = job.state, unique = key })
+  if state == 'delayed' then
+    redis.call('PUBLISH', k_promote(p), int(now + delay))
+  elseif job.state ~= state then
+    publish(p, holder, job.type, 'enqueue', cjson.encode(job.type))
+  end
+  if mode == 'debounce' then return held('debounced', state) end
+  return held('reused', state)
+end
+
