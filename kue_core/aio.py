@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from datetime import date
 from typing import Any, cast
 
 import redis.asyncio
 import redis.asyncio.sentinel
 
-from . import calls, checks, connection, control, defaults, ops, search
+from . import calls, checks, connection, control, defaults, ops, pins, search, stats
+from . import feeds as feed_ops
 from .aio_cluster import AsyncSlotPool
 from .aio_events import AsyncEvents
 from .aio_job import AsyncJob
@@ -284,6 +286,46 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
     async def stop_worker(self, worker_id: str, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:
         """Ask a live worker process to shut down gracefully (see ``Queue.stop_worker``)."""
         await self.scripts.drive(control.stop_worker(self.keys, worker_id, timeout))
+
+    async def pinned_waits(self, count: int = 500) -> dict[str, list[int]]:
+        """Worker id -> ids of the pinned jobs waiting for it (see ``Queue.pinned_waits``)."""
+        return await self.scripts.drive(pins.waits(self.keys, count))
+
+    # -- bulk actions (see Queue.retry_all, promote_all, remove_all) -------------------------
+    async def retry_all(self, job_type: str | None = None) -> int:
+        return await self.scripts.drive(ops.bulk(self.keys, "failed", "inactive", job_type))
+
+    async def promote_all(self, job_type: str | None = None) -> int:
+        return await self.scripts.drive(ops.bulk(self.keys, "delayed", "inactive", job_type))
+
+    async def remove_all(self, state: str, job_type: str | None = None) -> int:
+        return await self.scripts.drive(ops.bulk(self.keys, state, "remove", job_type))
+
+    # -- statistics (see Queue.counts_by_type, throughput, totals, timings) ------------------
+    async def counts_by_type(self) -> dict[str, dict[str, int]]:
+        return await self.scripts.drive(stats.counts_by_type(self.keys))
+
+    async def throughput(self, minutes: int = 60) -> list[dict[str, int]]:
+        return await self.scripts.drive(stats.throughput(self.keys, minutes))
+
+    async def totals(self) -> dict[str, Any]:
+        return await self.scripts.drive(stats.totals(self.keys))
+
+    async def timings(
+        self, job_type: str | None = None, day: date | str | None = None
+    ) -> dict[str, Any]:
+        return await self.scripts.drive(stats.timings(self.keys, job_type, day))
+
+    # -- feeds (see Queue.feed, unfeed, feeds) ------------------------------------------------
+    async def feed(self, job_type: str, event: str) -> str:
+        await self.scripts.call(feed_ops.switch(self.keys, job_type, event, True))
+        return self.keys.feed(event, job_type)
+
+    async def unfeed(self, job_type: str, event: str) -> None:
+        await self.scripts.call(feed_ops.switch(self.keys, job_type, event, False))
+
+    async def feeds(self) -> dict[str, list[str]]:
+        return await self.scripts.drive(feed_ops.feeds(self.keys))
 
     # -- events -----------------------------------------------------------------------------
     def events(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
-from . import record_ops
+from . import record_ops, retention
 from .keys import Keys
 from .search import Found
 
@@ -78,3 +78,13 @@ class AsyncRecords:
         return cast(
             "AsyncJob", await self.scripts.drive(record_ops.set_only(self, job_id, workers))
         )
+
+    # -- retention (see Queue.retention, set_retention, memory) ------------------------------
+    async def retention(self) -> dict[str, dict[str, Any]]:
+        return await self.scripts.drive(retention.get(self.keys))
+
+    async def set_retention(self, **policies: Any) -> dict[str, dict[str, Any]]:
+        return await self.scripts.drive(retention.put(self.keys, policies))
+
+    async def memory(self) -> dict[str, Any]:
+        return await self.scripts.drive(retention.memory())

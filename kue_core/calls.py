@@ -179,6 +179,32 @@ def pin(keys: Keys, job_id: int, workers_json: str) -> Call[str]:
 
 
 # -- types ----------------------------------------------------------------------------------
+def bulk(keys: Keys, key: str, state: str, action: str, limit: int) -> Call[tuple[int, int]]:
+    """One batch of ``action`` (a state to move to, or ``remove``) on the jobs of ``state``
+    in the set ``key``: (jobs handled, jobs left in the set)."""
+    return Call("bulk", key, (state, action, limit), _pair)
+
+
+def _pair(reply: Any) -> tuple[int, int]:
+    return int(reply[0]), int(reply[1])
+
+
+def feed(keys: Keys, job_type: str, event: str, on: bool) -> Call[None]:
+    """Start or stop the feed of ``event`` of ``job_type`` (see ``feed.lua``)."""
+    return Call("feed", keys.limits, (job_type, event, "1" if on else ""), _none)
+
+
+def _none(reply: Any) -> None:
+    return None
+
+
+def hash_reply(reply: Any) -> dict[str, str]:
+    """An ``HGETALL`` reply as a dict (a client that does not parse it gives a flat list)."""
+    if isinstance(reply, dict):
+        return {str(k): str(v) for k, v in reply.items()}
+    return {str(k): str(v) for k, v in zip(reply[::2], reply[1::2], strict=True)}
+
+
 def pause(keys: Keys, job_type: str) -> Call[bool]:
     """Stop claims of ``job_type``; False when it was paused already."""
     return Call("pause", keys.paused, (job_type,), bool)

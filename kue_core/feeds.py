@@ -14,16 +14,12 @@ nothing. Jobs ended by Node Kue's own code are not fed (it publishes its events 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, cast
 
+from . import calls
+from .calls import Call, Op, hash_reply, read
 from .errors import InvalidJob
+from .keys import Keys
 from .values import validate_type
-
-if TYPE_CHECKING:
-    import redis
-
-    from .keys import Keys
-    from .scripts import Scripts
 
 #: The job events a feed may carry (FEED_EVENTS in lib/type_rules.lua): those that end a job.
 FEED_EVENTS = ("complete", "failed")
@@ -35,36 +31,23 @@ def _event(event: object) -> str:
     return event
 
 
-class FeedMethods:
-    """``Queue``'s feed methods."""
+def switch(keys: Keys, job_type: str, event: str, on: bool) -> Call[None]:
+    """The call that starts (``on``) or stops a feed, once its type and event are checked
+    (``Queue.feed``, ``Queue.unfeed``). Starting a feed that runs changes nothing; stopping
+    one deletes what its list holds (a reader's own lists stay)."""
+    return calls.feed(keys, validate_type(job_type), _event(event), on)
 
-    client: redis.Redis
-    keys: Keys
-    scripts: Scripts
 
-    def feed(self, job_type: str, event: str) -> str:
-        """Start feeding ``event`` (``complete`` or ``failed``) of ``job_type``'s jobs to a
-        list; returns its key. Starting a feed that runs changes nothing."""
-        validate_type(job_type)
-        self.scripts.feed(job_type, _event(event), True)
-        return self.keys.feed(event, job_type)
-
-    def unfeed(self, job_type: str, event: str) -> None:
-        """Stop the feed and delete what its list holds (a reader's own lists stay)."""
-        validate_type(job_type)
-        self.scripts.feed(job_type, _event(event), False)
-
-    def feeds(self) -> dict[str, list[str]]:
-        """Every type with a feed: type -> its events."""
-        out = {}
-        for job_type, text in sorted(
-            cast(dict[str, str], self.client.hgetall(self.keys.limits)).items()
-        ):
-            try:
-                rules = json.loads(text)
-            except ValueError:
-                continue  # kue doctor reports it (bad-limits)
-            fed = rules.get("feeds") if isinstance(rules, dict) else None
-            if isinstance(fed, dict) and fed:
-                out[job_type] = sorted(e for e in fed if e in FEED_EVENTS)
-        return out
+def feeds(keys: Keys) -> Op[dict[str, list[str]]]:
+    """Every type with a feed: type -> its events (``Queue.feeds``)."""
+    (reply,) = yield read(("HGETALL", keys.limits))
+    out = {}
+    for job_type, text in sorted(hash_reply(reply).items()):
+        try:
+            rules = json.loads(text)
+        except ValueError:
+            continue  # kue doctor reports it (bad-limits)
+        fed = rules.get("feeds") if isinstance(rules, dict) else None
+        if isinstance(fed, dict) and fed:
+            out[job_type] = sorted(e for e in fed if e in FEED_EVENTS)
+    return out

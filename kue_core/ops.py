@@ -183,6 +183,22 @@ def state_key(keys: Keys, state: str, job_type: str | None = None) -> str:
     return keys.type_state(validate_type(job_type), state)
 
 
+def bulk(keys: Keys, state: str, action: str, job_type: str | None) -> Op[int]:
+    """``action`` (a state to move to, or ``remove``) on every job of ``state`` (of one type,
+    or all), in batches until the set is empty or until as many jobs were handled as it held
+    at the start (jobs keep arriving: the call must end); how many were handled
+    (``Queue.retry_all``, ``promote_all``, ``remove_all``)."""
+    key, state = state_key(keys, state, job_type), parse_state(state)
+    total, budget = 0, None
+    while True:
+        handled, left = yield calls.bulk(keys, key, state, action, defaults.BULK_BATCH)
+        total += int(handled)
+        if budget is None:
+            budget = handled + left
+        if left == 0 or total >= budget:
+            return total
+
+
 def _index(value: object, name: str) -> int:
     return checks.integer(value, name, -(2**63), 2**63 - 1)
 

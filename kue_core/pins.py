@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-import redis
-
-from . import defaults
+from . import checks, defaults
+from .calls import Op, read
 from .errors import InvalidJob
 from .keys import Keys, job_id_from_zid
 
@@ -66,16 +65,15 @@ def worker_ids(value: object) -> list[str]:
     return ids
 
 
-def waits(client: redis.Redis, keys: Keys, count: int) -> dict[str, list[int]]:
+def waits(keys: Keys, count: int) -> Op[dict[str, list[int]]]:
     """Worker id -> the ids of the pinned jobs waiting for it, among the first ``count``
     pinned jobs (best priority first): what the dashboard's workers view shows."""
-    members = cast(list[str], client.zrange(keys.state("pinned"), 0, count - 1))
+    checks.integer(count, "count", 1)
+    (members,) = yield read(("ZRANGE", keys.state("pinned"), 0, count - 1))
     ids = [job_id_from_zid(m) for m in members]
-    pipe = client.pipeline(transaction=False)
-    for job_id in ids:
-        pipe.hget(keys.job(job_id), "only")
+    onlys = yield read(*(("HGET", keys.job(job_id), "only") for job_id in ids))
     out: dict[str, list[int]] = {}
-    for job_id, text in zip(ids, pipe.execute(), strict=True):
+    for job_id, text in zip(ids, onlys, strict=True):
         for w in workers_of(text):
             out.setdefault(w, []).append(job_id)
     return out

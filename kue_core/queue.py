@@ -11,11 +11,11 @@ from typing import Any, cast
 import redis
 
 from . import calls, checks, connection, defaults, identity, ops, pins, record_ops, signals, stats
+from . import feeds as feed_ops
 from . import middleware as mw
 from .control import Control
 from .errors import InvalidJob, InvalidWorkerConfig
 from .events import EventBus, EventStream, Receiver
-from .feeds import FeedMethods
 from .flows import Node
 from .job import Job, parse_state, validate_type
 from .keys import Keys
@@ -24,7 +24,7 @@ from .queue_records import QueueRecords
 from .schedules import ScheduleMethods
 from .scripts import Scripts
 from .slots import Handler
-from .states import PROMOTABLE, RETRYABLE, STATES
+from .states import PROMOTABLE, RETRYABLE
 from .worker import Workers
 
 _job_id = checks.job_id
@@ -36,7 +36,7 @@ def _flag(value: object, name: str) -> bool:
     return value
 
 
-class Queue(QueueRecords, ScheduleMethods, LimitMethods, FeedMethods):
+class Queue(QueueRecords, ScheduleMethods, LimitMethods):
     """A Kue-compatible job queue on one Redis and one key prefix.
 
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its
@@ -229,18 +229,11 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods, FeedMethods):
     def pinned_waits(self, count: int = 500) -> dict[str, list[int]]:
         """Worker id -> ids of the pinned jobs waiting for it (see :mod:`kue_core.pins`),
         among the first ``count`` pinned jobs, best priority first."""
-        checks.integer(count, "count", 1)
-        return pins.waits(self.client, self.keys, count)
+        return self.scripts.drive(pins.waits(self.keys, count))
 
     def counts_by_type(self) -> dict[str, dict[str, int]]:
-        """``{type: {state: count}}`` for every job type (one round trip)."""
-        types = self.types()
-        pipe = self.client.pipeline(transaction=False)
-        for job_type in types:
-            for state in STATES:
-                pipe.zcard(self.keys.type_state(job_type, state))
-        counts = iter(pipe.execute())
-        return {t: {state: next(counts) for state in STATES} for t in types}
+        """``{type: {state: count}}`` for every job type."""
+        return self.scripts.drive(stats.counts_by_type(self.keys))
 
     def types(self) -> list[str]:
         """Every job type ever saved, sorted."""
@@ -266,40 +259,27 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods, FeedMethods):
     def retry_all(self, job_type: str | None = None) -> int:
         """Send every failed job (of one type, or all) back to inactive with its attempts
         anew; returns how many."""
-        return self._bulk("failed", "inactive", job_type)
+        return self.scripts.drive(ops.bulk(self.keys, "failed", "inactive", job_type))
 
     def promote_all(self, job_type: str | None = None) -> int:
         """Make every delayed job (of one type, or all) inactive now; returns how many."""
-        return self._bulk("delayed", "inactive", job_type)
+        return self.scripts.drive(ops.bulk(self.keys, "delayed", "inactive", job_type))
 
     def remove_all(self, state: str, job_type: str | None = None) -> int:
         """Delete every job in ``state`` (not active; of one type, or all); returns how many."""
-        return self._bulk(state, "remove", job_type)
-
-    def _bulk(self, state: str, action: str, job_type: str | None) -> int:
-        """Run a bulk action in batches until the set is empty, or until as many jobs were
-        handled as it held at the start (jobs keep arriving: the call must end)."""
-        key, state = self._state_key(state, job_type), parse_state(state)
-        total, budget = 0, None
-        while True:
-            handled, left = self.scripts.bulk(key, state, action, defaults.BULK_BATCH)
-            total += handled
-            if budget is None:
-                budget = handled + left
-            if left == 0 or total >= budget:
-                return total
+        return self.scripts.drive(ops.bulk(self.keys, state, "remove", job_type))
 
     # -- statistics -------------------------------------------------------------------------
     def throughput(self, minutes: int = 60) -> list[dict[str, int]]:
         """Jobs that completed and that failed for good, per minute, for the last ``minutes``
         minutes (this one included), oldest first: ``{"at": ms, "complete": n, "failed": n}``."""
-        return stats.throughput(self.client, self.keys, minutes)
+        return self.scripts.drive(stats.throughput(self.keys, minutes))
 
     def totals(self) -> dict[str, Any]:
         """Counters since the start: ``{"complete": {type: n}, "failed": {type: n},
         "durations": [(upper bound ms or None for the rest, n), ...]}`` (completed jobs by
         duration, each bucket counted alone, not cumulatively)."""
-        return stats.totals(self.client, self.keys)
+        return self.scripts.drive(stats.totals(self.keys))
 
     def timings(self, job_type: str | None = None, day: date | str | None = None) -> dict[str, Any]:
         """How long jobs waited (from their last change while waiting to their start) and ran
@@ -307,10 +287,22 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods, FeedMethods):
         server's clock; kept ``defaults.TIMINGS_DAYS`` days): ``{"count", "mean_ms",
         "stddev_ms", "buckets": [[le ms or None, n], ...]}`` for each. With a type:
         ``{"type", "day", "wait", "run"}``; else ``{"day", "types": {type: {"wait", "run"}}}``."""
-        if job_type is None:
-            return stats.timings(self.client, self.keys, self.types(), day)
-        found = stats.timings(self.client, self.keys, [validate_type(job_type)], day)
-        return {"type": job_type, "day": found["day"], **found["types"][job_type]}
+        return self.scripts.drive(stats.timings(self.keys, job_type, day))
+
+    # -- feeds (see kue_core.feeds) ---------------------------------------------------------
+    def feed(self, job_type: str, event: str) -> str:
+        """Start feeding ``event`` (``complete`` or ``failed``) of ``job_type``'s jobs to a
+        list; returns its key. Starting a feed that runs changes nothing."""
+        self.scripts.call(feed_ops.switch(self.keys, job_type, event, True))
+        return self.keys.feed(event, job_type)
+
+    def unfeed(self, job_type: str, event: str) -> None:
+        """Stop the feed and delete what its list holds (a reader's own lists stay)."""
+        self.scripts.call(feed_ops.switch(self.keys, job_type, event, False))
+
+    def feeds(self) -> dict[str, list[str]]:
+        """Every type with a feed: type -> its events."""
+        return self.scripts.drive(feed_ops.feeds(self.keys))
 
     # -- job control (see kue_core.control) -------------------------------------------------
     def cancel(self, job_id: int | str, reason: str = "") -> Job:

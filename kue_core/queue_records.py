@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import ops, record_ops, retention, search
-from .errors import InvalidJob
 from .keys import Keys
 from .scripts import Scripts
 from .search import Found
@@ -101,17 +100,14 @@ class QueueRecords:
         """The retention in force for completed and failed jobs: ``{"complete": {"count",
         "age", "source"}, "failed": {...}}``; count and age (ms) None for no bound, source
         ``"queue"`` (set here) or ``"default"``. See :mod:`kue_core.retention`."""
-        return retention.get(self.client, self.keys)
+        return self.scripts.drive(retention.get(self.keys))
 
     def set_retention(self, **policies: Any) -> dict[str, dict[str, Any]]:
         """Set the queue's retention, for every process: ``complete=`` and ``failed=`` each
         ``{"count": n, "age": ms}`` (either may be left out), a count, ``None`` to keep every
         job, or ``"default"``. Returns :meth:`retention`."""
-        unknown = set(policies) - set(retention.FINISHED)
-        if unknown:
-            raise InvalidJob(f"retention is set for complete and failed, not {sorted(unknown)}")
-        return retention.put(self.client, self.keys, policies)
+        return self.scripts.drive(retention.put(self.keys, policies))
 
     def memory(self) -> dict[str, Any]:
         """Redis memory in use (see :func:`kue_core.retention.memory`)."""
-        return retention.memory(self.client)
+        return self.scripts.drive(retention.memory())

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import calls, checks, records, runs
-from .calls import Op, read
+from .calls import Op, hash_reply, read
 from .keys import Keys, job_id_from_zid
 from .ops import Side, get_job, get_jobs
 from .pins import new_workers
@@ -102,7 +102,7 @@ def children_results(keys: Keys, job_id: int | str) -> Op[dict[int, Any]]:
     """``{id: result}`` of the completed jobs that job ``job_id`` depends on."""
     jid = checks.job_id(job_id)
     (found,) = yield read(("HGETALL", keys.results(jid)))
-    items = _hash(found)
+    items = hash_reply(found)
     return {int(k): json_field(v, None) for k, v in sorted(items.items(), key=_by_id)}
 
 
@@ -116,19 +116,12 @@ def _by_id(item: tuple[str, str]) -> int:
     return int(item[0])
 
 
-def _hash(reply: Any) -> dict[str, str]:
-    """An ``HGETALL`` reply as a dict (a client that does not parse it gives a flat list)."""
-    if isinstance(reply, dict):
-        return {str(k): str(v) for k, v in reply.items()}
-    return {str(k): str(v) for k, v in zip(reply[::2], reply[1::2], strict=True)}
-
-
 # -- runs and pins --------------------------------------------------------------------------
 def job_runs(keys: Keys, job_id: int | str) -> Op[list[dict[str, Any]]]:
     """The runs of a saved fan-out job (see :func:`kue_core.runs.parse`)."""
     jid = checks.job_id(job_id)
     (found,) = yield read(("HGETALL", keys.runs(jid)))
-    return runs.parse(_hash(found))
+    return runs.parse(hash_reply(found))
 
 
 def set_only(side: Side, job_id: int | str, workers: object) -> Op[Job]:

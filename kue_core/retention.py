@@ -15,11 +15,10 @@ jobs that Node Kue workers finished, and removes jobs that aged while nothing fi
 
 from __future__ import annotations
 
-from typing import Any, cast
-
-import redis
+from typing import Any
 
 from . import defaults, records
+from .calls import Op, read
 from .errors import InvalidJob
 from .keys import Keys
 
@@ -37,37 +36,40 @@ def _policy(text: str | None, state: str) -> dict[str, Any]:
     return {**kept.to_dict(), "source": "queue"}
 
 
-def get(client: redis.Redis, keys: Keys) -> dict[str, dict[str, Any]]:
+def get(keys: Keys) -> Op[dict[str, dict[str, Any]]]:
     """See ``Queue.retention``."""
-    stored = cast(list[str | None], client.hmget(keys.retention, list(FINISHED)))
+    (stored,) = yield read(("HMGET", keys.retention, *FINISHED))
     return {state: _policy(text, state) for state, text in zip(FINISHED, stored, strict=True)}
 
 
-def put(client: redis.Redis, keys: Keys, policies: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def put(keys: Keys, policies: dict[str, Any]) -> Op[dict[str, dict[str, Any]]]:
     """See ``Queue.set_retention``: checks every policy before it writes any."""
-    writes: dict[str, str] = {}
+    unknown = set(policies) - set(FINISHED)
+    if unknown:
+        raise InvalidJob(f"retention is set for complete and failed, not {sorted(unknown)}")
+    writes: list[str] = []
     forget: list[str] = []
     for state, value in policies.items():
         if value == DEFAULT:
             forget.append(state)
             continue
         kept = records.keep(value, f"{state} retention")
-        writes[state] = "," if kept is None else kept.to_text()
+        writes += [state, "," if kept is None else kept.to_text()]
     if not writes and not forget:
         raise InvalidJob("give complete= or failed= (a policy, None to keep all, or 'default')")
-    pipe = client.pipeline(transaction=True)
-    for state, text in writes.items():
-        pipe.hset(keys.retention, state, text)
+    commands: list[tuple[Any, ...]] = []
+    if writes:
+        commands.append(("HSET", keys.retention, *writes))
     if forget:
-        pipe.hdel(keys.retention, *forget)
-    pipe.execute()
-    return get(client, keys)
+        commands.append(("HDEL", keys.retention, *forget))
+    yield read(*commands)
+    return (yield from get(keys))
 
 
-def memory(client: redis.Redis) -> dict[str, Any]:
+def memory() -> Op[dict[str, Any]]:
     """Redis memory figures from ``INFO memory``: used, peak and limit (bytes; limit 0 for
     none) and the eviction policy."""
-    info: dict[str, Any] = client.info("memory")
+    (info,) = yield read(("INFO", "memory"))
     return {
         "used": int(info.get("used_memory", 0)),
         "peak": int(info.get("used_memory_peak", 0)),

@@ -572,10 +572,6 @@ class Scripts:
         wait = "" if rate_limited_ms is None else rate_limited_ms
         return bool(self._run("release", self._keys.job(job_id), job_id, token, wait))
 
-    def feed(self, job_type: str, event: str, on: bool) -> None:
-        """Start or stop the feed of ``event`` of ``job_type`` (see ``feed.lua``)."""
-        self._run("feed", self._keys.limits, job_type, event, "1" if on else "")
-
     def heartbeat(
         self,
         worker_id: str,
@@ -615,12 +611,6 @@ class Scripts:
     def pause(self, job_type: str) -> bool:
         """Stop claims of ``job_type``; False when it was paused already."""
         return self.call(calls.pause(self._keys, job_type))
-
-    def bulk(self, key: str, state: str, action: str, limit: int) -> tuple[int, int]:
-        """One batch of ``action`` (a state to move to, or ``remove``) on the jobs of
-        ``state`` in the set ``key``: (jobs handled, jobs left in the set)."""
-        handled, left = self._run("bulk", key, state, action, limit)
-        return int(handled), int(left)
 
     def promote(self, limit: int) -> tuple[int, int, int, int]:
         """Move due delayed jobs to inactive: (moved, next due ms or -1, server time ms, next

@@ -1,40 +1,53 @@
-"""Counters read for charts and metrics: jobs ended per minute, totals since the start, and
-the wait and run statistics of each type per UTC day (written by the scripts that claim and
-end jobs; see ``count_outcome`` and ``record_timing`` in ``scripts/lib/attempts.lua``)."""
+"""Counters read for charts and metrics: jobs per type and state, jobs ended per minute,
+totals since the start, and the wait and run statistics of each type per UTC day (written by
+the scripts that claim and end jobs; see ``count_outcome`` and ``record_timing`` in
+``scripts/lib/attempts.lua``). Each is an operation either client runs (:mod:`kue_core.calls`)."""
 
 from __future__ import annotations
 
 import math
 import re
 from datetime import UTC, date, datetime
-from typing import Any, cast
-
-import redis
+from typing import Any
 
 from . import checks, defaults
+from .calls import Op, hash_reply, read
 from .errors import InvalidJob
 from .keys import Keys
+from .states import STATES
+from .values import validate_type
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
-def throughput(client: redis.Redis, keys: Keys, minutes: int) -> list[dict[str, int]]:
+def counts_by_type(keys: Keys) -> Op[dict[str, dict[str, int]]]:
+    """See ``Queue.counts_by_type``."""
+    (found,) = yield read(("SMEMBERS", keys.types))
+    types = sorted(found)
+    counts = iter((yield read(*(("ZCARD", keys.type_state(t, s)) for t in types for s in STATES))))
+    return {t: {state: int(next(counts)) for state in STATES} for t in types}
+
+
+def throughput(keys: Keys, minutes: int) -> Op[list[dict[str, int]]]:
     """See ``Queue.throughput``."""
     checks.integer(minutes, "minutes", 1, defaults.THROUGHPUT_MINUTES)
-    seconds, _ = client.time()  # the scripts' clock
-    last = seconds // 60
+    ((seconds, _),) = yield read(("TIME",))  # the scripts' clock
+    last = int(seconds) // 60
     span = range(last - minutes + 1, last + 1)
-    complete = client.mget([keys.minute("complete", m) for m in span])
-    failed = client.mget([keys.minute("failed", m) for m in span])
+    complete, failed = yield read(
+        ("MGET", *(keys.minute("complete", m) for m in span)),
+        ("MGET", *(keys.minute("failed", m) for m in span)),
+    )
     return [
         {"at": m * 60_000, "complete": int(c or 0), "failed": int(f or 0)}
         for m, c, f in zip(span, complete, failed, strict=True)
     ]
 
 
-def totals(client: redis.Redis, keys: Keys) -> dict[str, Any]:
+def totals(keys: Keys) -> Op[dict[str, Any]]:
     """See ``Queue.totals``."""
-    raw = cast(dict[str, str], client.hgetall(keys.totals))
+    (reply,) = yield read(("HGETALL", keys.totals))
+    raw = hash_reply(reply)
     out: dict[str, Any] = {"complete": {}, "failed": {}}
     for field, value in raw.items():
         kind, _, rest = field.partition(":")
@@ -73,19 +86,23 @@ def _summary(raw: dict[str, str]) -> dict[str, Any]:
     return {"count": count, "mean_ms": mean, "stddev_ms": stddev, "buckets": buckets}
 
 
-def timings(
-    client: redis.Redis, keys: Keys, types: list[str], day: object | None
-) -> dict[str, Any]:
-    """See ``Queue.timings``: the wait and run statistics of ``types`` on a UTC day."""
-    if day is None:
-        seconds, _ = client.time()  # the scripts' clock
-        name = datetime.fromtimestamp(seconds, UTC).date().isoformat()
+def timings(keys: Keys, job_type: str | None, day: object | None) -> Op[dict[str, Any]]:
+    """See ``Queue.timings``: the wait and run statistics of one type, or of every type, on
+    a UTC day."""
+    name = None if day is None else _day(day)
+    if job_type is None:
+        (found,) = yield read(("SMEMBERS", keys.types))
+        types = sorted(found)
     else:
-        name = _day(day)
-    pipe = client.pipeline(transaction=False)
-    for job_type in types:
-        for kind in ("wait", "run"):
-            pipe.hgetall(keys.timings(job_type, name, kind))
-    replies = iter(cast(list[dict[str, str]], pipe.execute()))
-    out = {t: {"wait": _summary(next(replies)), "run": _summary(next(replies))} for t in types}
-    return {"day": name, "types": out}
+        types = [validate_type(job_type)]
+    if name is None:
+        ((seconds, _),) = yield read(("TIME",))  # the scripts' clock
+        name = datetime.fromtimestamp(int(seconds), UTC).date().isoformat()
+    kinds = ("wait", "run")
+    replies = iter(
+        (yield read(*(("HGETALL", keys.timings(t, name, k)) for t in types for k in kinds)))
+    )
+    out = {t: {k: _summary(hash_reply(next(replies))) for k in kinds} for t in types}
+    if job_type is None:
+        return {"day": name, "types": out}
+    return {"type": job_type, "day": name, **out[job_type]}

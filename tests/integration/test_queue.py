@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, JobNotFound, Queue
+from kue_core import InvalidJob, JobNotFound, Queue, calls
 from tests.conftest import finish, keys_under
 
 
@@ -231,7 +231,9 @@ def test_a_type_with_many_finished_jobs_among_others(
     reads the type's finish times whole): both give the same order."""
     big = queue.save_many([queue.create_job("big") for _ in range(2500)])
     small = queue.save_many([queue.create_job("small") for _ in range(5)])
-    sync_queue.scripts.bulk(queue.keys.state("inactive"), "inactive", "complete", 10_000)
+    sync_queue.scripts.call(
+        calls.bulk(queue.keys, queue.keys.state("inactive"), "inactive", "complete", 10_000)
+    )
     every = _by_finish(r, queue, "complete", [j.id for j in big + small])  # type: ignore[misc]
     of_big = [i for i in every if i <= big[-1].id]  # type: ignore[operator]
     assert _finished(queue, "complete", "big", desc=True, count=3) == of_big[::-1][:3]
