@@ -64,25 +64,36 @@ def _read(cwd: Path, job_id: int, *data_dir: str) -> tuple[dict, str]:
     return data, path
 
 
-@pytest.mark.slow
-def test_two_processes_share_one_embedded_redis_and_data_survives(tmp_path: Path) -> None:
-    producer = subprocess.Popen(
+def _producer(cwd: Path) -> subprocess.Popen[str]:
+    """A process that saves a job on the embedded Redis of ``cwd``, then waits for a line."""
+    return subprocess.Popen(
         [sys.executable, "-c", SAVE],
-        cwd=tmp_path,
+        cwd=cwd,
         env=_env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def _saved(producer: subprocess.Popen[str]) -> tuple[int, str]:
+    """The id of the job ``producer`` saved, and the socket of its server."""
+    assert producer.stdout is not None
+    job_id, socket_path = producer.stdout.readline().split()
+    return int(job_id), socket_path
+
+
+@pytest.mark.slow
+def test_two_processes_share_one_embedded_redis_and_data_survives(tmp_path: Path) -> None:
+    producer = _producer(tmp_path)
     try:
-        assert producer.stdout is not None and producer.stdin is not None
-        job_id_text, socket_path = producer.stdout.readline().split()
-        job_id = int(job_id_text)
+        job_id, socket_path = _saved(producer)
         # A second process, while the first is still up, finds the same server.
         seen, path = _read(tmp_path, job_id)
         assert path == socket_path
         assert seen["type"] == "email" and seen["priority"] == -10 and seen["state"] == "inactive"
         assert (tmp_path / ".kue").is_dir()
+        assert producer.stdin is not None
         producer.stdin.write("\n")
         producer.stdin.flush()
         assert producer.wait(timeout=30) == 0
@@ -119,18 +130,9 @@ def test_a_killed_server_and_its_killed_users_lose_no_saved_job(tmp_path: Path) 
     new server on the stale socket and pid file, and finds every job saved. The server is
     killed once its append-only file has the job: with fsync each second (the README's
     setting), that is at most a second or two after the save."""
-    producer = subprocess.Popen(
-        [sys.executable, "-c", SAVE],
-        cwd=tmp_path,
-        env=_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    producer = _producer(tmp_path)
     try:
-        assert producer.stdout is not None
-        job_id_text, socket_path = producer.stdout.readline().split()
-        job_id = int(job_id_text)
+        job_id, socket_path = _saved(producer)
         with redis.Redis(unix_socket_path=socket_path) as r:
             wait_for(lambda: r.info("persistence")["aof_buffer_length"] == 0, timeout=10)
         servers = redis_servers_in(tmp_path / ".kue")
