@@ -105,6 +105,8 @@ def stop(data_dir: str | os.PathLike[str] | None, sock: str) -> None:
     last one connected to it, and wait until it has exited. For the exit of a process whose
     own connections are closed."""
     path = folder(data_dir)
+    if not os.path.isdir(path):
+        return  # the folder was removed under it: nothing of ours to save there
     with _locked(path):
         once = _client(sock)
         try:
