@@ -189,8 +189,7 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
 
     async def count(self, state: str, job_type: str | None = None) -> int:
         """Number of jobs in a state, for all types or one."""
-        key = ops.state_key(self.keys, state, job_type)
-        return int(await self.client.zcard(key))
+        return await self.scripts.drive(ops.count(self.keys, state, job_type))
 
     async def counts(self, job_type: str | None = None) -> dict[str, int]:
         """``{state: count}`` for every state, for all types or one (one round trip)."""
@@ -227,9 +226,7 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
 
     async def get_log(self, job_id: int | str) -> list[str]:
         """The job's log lines (empty for an unknown job, as Kue)."""
-        return cast(
-            list[str], await self.client.lrange(self.keys.log(checks.job_id(job_id)), 0, -1)
-        )
+        return await self.scripts.drive(ops.get_log(self.keys, job_id))
 
     async def ping(self) -> bool:
         """Whether Redis answers."""

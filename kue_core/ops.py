@@ -183,6 +183,18 @@ def state_key(keys: Keys, state: str, job_type: str | None = None) -> str:
     return keys.type_state(validate_type(job_type), state)
 
 
+def count(keys: Keys, state: str, job_type: str | None) -> Op[int]:
+    """Number of jobs in a state, for all types or one."""
+    (n,) = yield read(("ZCARD", state_key(keys, state, job_type)))
+    return int(n)
+
+
+def get_log(keys: Keys, job_id: int | str) -> Op[list[str]]:
+    """The job's log lines (empty for an unknown job, as Kue)."""
+    (lines,) = yield read(("LRANGE", keys.log(checks.job_id(job_id)), 0, -1))
+    return [str(line) for line in lines]
+
+
 def bulk(keys: Keys, state: str, action: str, job_type: str | None) -> Op[int]:
     """``action`` (a state to move to, or ``remove``) on every job of ``state`` (of one type,
     or all), in batches until the set is empty or until as many jobs were handled as it held

@@ -6,7 +6,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
-from typing import Any, cast
+from typing import Any
 
 import redis
 
@@ -17,7 +17,7 @@ from .control import Control
 from .errors import InvalidJob, InvalidWorkerConfig
 from .events import EventBus, EventStream, Receiver
 from .flows import Node
-from .job import Job, parse_state, validate_type
+from .job import Job, validate_type
 from .keys import Keys
 from .limits import LimitMethods
 from .queue_records import QueueRecords
@@ -155,7 +155,7 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods):
 
     def get_log(self, job_id: int | str) -> list[str]:
         """The job's log lines (empty for an unknown job, as Kue)."""
-        return cast(list[str], self.client.lrange(self.keys.log(_job_id(job_id)), 0, -1))
+        return self.scripts.drive(ops.get_log(self.keys, job_id))
 
     def range(
         self, start: int, stop: int, order: str = "asc", *, limit: int | None = None
@@ -215,7 +215,7 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods):
 
     def count(self, state: str, job_type: str | None = None) -> int:
         """Number of jobs in a state, for all types or one."""
-        return self.counts(job_type)[parse_state(state)]
+        return self.scripts.drive(ops.count(self.keys, state, job_type))
 
     def counts(self, job_type: str | None = None) -> dict[str, int]:
         """``{state: count}`` for every state, for all types or one (one round trip)."""
