@@ -101,3 +101,15 @@ def test_pinned_waits_on_both_clients(client: Any, sync_queue: Queue) -> None:
     assert client.pinned_waits(count=1) == {"w1": [first.id], "w2": [first.id]}
     with pytest.raises(InvalidJob):
         client.pinned_waits(count=0)
+
+
+def test_counts_and_logs_on_both_clients(client: Any, sync_queue: Queue) -> None:
+    job = sync_queue.create_job("l").save()
+    sync_queue.create_job("m").delay(60_000).save()
+    sync_queue.get_job(job.id).log("first %s", 1)  # type: ignore[arg-type, union-attr]
+    assert client.get_log(job.id) == ["first 1"] == sync_queue.get_log(job.id)
+    assert client.get_log(999_999) == []  # an unknown job has no lines, as in Kue
+    assert client.count("inactive") == 1 and client.count("delayed", "m") == 1
+    assert client.count("delayed", "l") == 0
+    with pytest.raises(InvalidJob):
+        client.count("nowhere")
