@@ -92,9 +92,7 @@ def test_a_refresh_waits_for_a_press_to_end(ui: Watched, queue: Queue) -> None:
     job = queue.create_job("mail", {"title": "press me"}).save()
     page = ui.goto("/jobs/inactive")
     button = page.locator(f'tr[data-job="{job.id}"]').get_by_role("button", name="Cancel")
-    box = button.bounding_box()
-    assert box is not None
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    button.hover()  # waits until the button is visible and still, then puts the pointer on it
     page.mouse.down()
     other = queue.create_job("mail", {"title": "arrives"}).save()  # the list changes
     # The refresh has come: the header's count, in a part not pressed, shows the new job...
