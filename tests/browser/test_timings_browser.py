@@ -48,7 +48,11 @@ def test_the_overview_shows_wait_and_run_per_type(
     expect(mail.locator("svg")).to_have_count(2)
     expect(mail.locator("svg rect.complete")).to_have_count(bars)
     expect(mail.locator("svg rect.waited")).to_have_count(bars)
-    assert mail.locator("svg").first.bounding_box()["height"] > 10  # type: ignore[index]
+    page.wait_for_function(  # drawn at a readable height (read again if a refresh swaps it)
+        """() => document.querySelector('section[data-live="timings"] tr[data-timing="mail"] svg')
+        ?.getBoundingClientRect().height > 10""",
+        timeout=5_000,
+    )
     odd = panel.locator("tr[data-timing]").filter(has_text=MARKUP)
     expect(odd.locator("th")).to_have_text(MARKUP)  # shown as text, not run
     expect(odd.locator('[data-kind="run-count"]')).to_have_text("1")
