@@ -264,7 +264,7 @@ def dashboard(
     """Serve the dashboard at / and the JSON API under /api.
 
     Without --gunicorn this is a development server in one process. Other settings (KUE_AUTH,
-    KUE_API_PREFIX...) come from the environment; see the README.
+    KUE_API_PREFIX...) come from the environment; see docs/http-api.md.
     """
     if workers is not None and not use_gunicorn:
         raise BadUsage("-w/--workers needs --gunicorn")

@@ -2,7 +2,7 @@
 
 Each stream holds one Redis pub/sub connection for as long as the client listens, so the
 server must not give one worker per request (run gunicorn with ``--worker-class gthread``; see
-the README). A stream is Kue's event message as JSON, one ``data:`` line per event, filtered
+docs/http-api.md). A stream is Kue's event message as JSON, one ``data:`` line per event, filtered
 by ``?type=`` and ``?id=``; a comment every ``KUE_SSE_KEEPALIVE`` seconds keeps proxies from
 closing an idle stream and lets the server notice a client that left.
 """

@@ -1,6 +1,6 @@
 """kue rules: Resc's rule engine on kue. Watchers take events from Redis lists (or from kue
 job events), rules match them with regular expressions, fetch from web services, and make
-tasks on Resc's lists or kue jobs. See ``kue rules --help`` and the README.
+tasks on Resc's lists or kue jobs. See ``kue rules --help`` and docs/rules.md.
 
 Uses only ``kue_core``'s public API; nothing in kue_core imports it.
 """

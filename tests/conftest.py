@@ -399,7 +399,7 @@ def finish(queue: Queue, job_type: str, ok: bool) -> int:
 
 
 class Server:
-    """A real gunicorn (gthread, as the README runs it) serving ``app`` (a gunicorn app spec)
+    """A real gunicorn (gthread, as docs/http-api.md runs it) serving ``app`` (a gunicorn app spec)
     with the kue app at ``mount``, on a port fixed at creation, so that it can be killed and
     started again where its clients expect it. Settings are ``KUE_*`` variables."""
 

@@ -1,4 +1,4 @@
-"""The app under a real gunicorn, as the README runs it, with a worker in another process: the
+"""The app under a real gunicorn, as docs/http-api.md runs it, with a worker in another process: the
 API answers, and an event stream sees the job the worker completes."""
 
 from __future__ import annotations

@@ -128,8 +128,8 @@ def _kill_servers_in(directory: Path) -> None:
 def test_a_killed_server_and_its_killed_users_lose_no_saved_job(tmp_path: Path) -> None:
     """SIGKILL to the server and to the process that started it: the next process starts a
     new server on the stale socket and pid file, and finds every job saved. The server is
-    killed once its append-only file has the job: with fsync each second (the README's
-    setting), that is at most a second or two after the save."""
+    killed once its append-only file has the job: with fsync each second (the embedded
+    server's setting), that is at most a second or two after the save."""
     producer = _producer(tmp_path)
     try:
         job_id, socket_path = _saved(producer)
