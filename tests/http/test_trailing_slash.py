@@ -187,7 +187,12 @@ def test_a_trailing_slash_is_answered_as_none(
     question = f"?{query}" if query else ""
     without = _answer(plain, method, path + question)
     assert without[0] == 200, without
-    assert _answer(slashed, method, f"{path}/{question}") == without
+    answer = _answer(slashed, method, f"{path}/{question}")
+    if method == "GET" and answer != without:
+        # A read of the clock's minutes (throughput) may cross into the next minute between
+        # the two: then it answers as a read made after it does.
+        without = _answer(plain, method, path + question)
+    assert answer == without
     assert _jobs_and_pauses(slashed) == _jobs_and_pauses(plain)
     if worker:  # each app's worker was stopped
         for client in (plain, slashed):

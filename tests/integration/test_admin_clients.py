@@ -26,6 +26,8 @@ def _worked(sync_queue: Queue) -> tuple[Job, Job]:
     failed = sync_queue.create_job("a", {"fail": True}).save()
     sync_queue.process("a", 1, handler)
     wait_for(lambda: sync_queue.count("complete") == 1 and sync_queue.count("failed") == 1)
+    # The worker adds its completions to the statistics once a second (defaults.TALLY_FLUSH).
+    wait_for(lambda: sync_queue.totals()["complete"] == {"a": 1})
     return done, failed
 
 
