@@ -28,8 +28,8 @@ from .errors import (
 )
 from .events import EVENTS, Event, EventStream
 from .feeds import FEED_EVENTS
+from .flow_ops import Node as FlowNode
 from .flows import POLICIES as DEPENDENCY_POLICIES
-from .flows import Node as FlowNode
 from .job import Job, parse_priority, parse_state, validate_type
 from .keys import Keys
 from .limits import RateLimited

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from datetime import date
-from typing import Any, cast
+from typing import Any
 
 import redis.asyncio
 import redis.asyncio.sentinel
@@ -114,31 +114,31 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
         await self.close()
 
     def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> AsyncJob:
-        return AsyncJob.from_hash(self, job_id, h, runs)  # type: ignore[arg-type, return-value]
+        return AsyncJob.from_hash(self, job_id, h, runs)
 
     # -- producing --------------------------------------------------------------------------
     def create_job(self, job_type: str, data: Any = None) -> AsyncJob:
         """A new, unsaved job; set options on it (as on ``Queue.create_job``), then ``await
         job.save()``."""
-        return AsyncJob(self, job_type, data)  # type: ignore[arg-type]
+        return AsyncJob(self, job_type, data)
 
     async def save_many(self, jobs: Iterable[AsyncJob]) -> list[AsyncJob]:
         """Save new jobs in one round trip (see ``Queue.save_many``)."""
-        return await self.scripts.drive(ops.save_many(self, jobs))  # type: ignore[arg-type]
+        return await self.scripts.drive(ops.save_many(self, jobs))
 
     async def flow(self, parent: AsyncJob, children: Iterable[Any] = ()) -> AsyncJob:
         """Save ``parent`` and ``children`` in one call, all or nothing (see ``Queue.flow``)."""
-        saved = await self.scripts.drive(ops.flow(self, parent, children))
-        return cast(AsyncJob, saved[-1])
+        await self.scripts.drive(ops.flow(self, parent, children))
+        return parent
 
     # -- reading ----------------------------------------------------------------------------
     async def get_job(self, job_id: int | str) -> AsyncJob:
         """One job; ``JobNotFound`` when there is none with this id."""
-        return cast(AsyncJob, await self.scripts.drive(ops.get_job(self, job_id)))
+        return await self.scripts.drive(ops.get_job(self, job_id))
 
     async def get_jobs(self, ids: Sequence[int]) -> list[AsyncJob]:
         """Several jobs in one round trip; ids without a job are left out."""
-        return cast(list[AsyncJob], await self.scripts.drive(ops.get_jobs(self, ids)))
+        return await self.scripts.drive(ops.get_jobs(self, ids))
 
     async def range(
         self, start: int, stop: int, order: str = "asc", *, limit: int | None = None
@@ -171,7 +171,7 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
         self, key: str, start: int, stop: int, order: str, limit: int | None
     ) -> list[AsyncJob]:
         op = ops.kue_range(self, key, start, stop, order, limit)
-        return cast(list[AsyncJob], await self.scripts.drive(op))
+        return await self.scripts.drive(op)
 
     async def page(
         self,
@@ -185,7 +185,7 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
     ) -> list[AsyncJob]:
         """``count`` jobs of a state from rank ``offset`` (see ``Queue.page``)."""
         op = ops.page(self, state, job_type, offset, count, desc, by)
-        return cast(list[AsyncJob], await self.scripts.drive(op))
+        return await self.scripts.drive(op)
 
     async def count(self, state: str, job_type: str | None = None) -> int:
         """Number of jobs in a state, for all types or one."""
@@ -238,24 +238,23 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
     # -- control ----------------------------------------------------------------------------
     async def cancel(self, job_id: int | str, reason: str = "") -> AsyncJob:
         """End a job in any state but complete (see ``Queue.cancel``); the job as it is now."""
-        return cast(AsyncJob, await self.scripts.drive(ops.cancel(self, job_id, reason)))
+        return await self.scripts.drive(ops.cancel(self, job_id, reason))
 
     async def retry(self, job_id: int | str) -> AsyncJob:
         """Run a failed or complete job again (see ``Queue.retry``); the job as it is now."""
-        return cast(AsyncJob, await self.scripts.drive(ops.requeue(self, job_id, RETRYABLE)))
+        return await self.scripts.drive(ops.requeue(self, job_id, RETRYABLE))
 
     async def promote(self, job_id: int | str) -> AsyncJob:
         """Make a delayed job wait now (see ``Queue.promote``); the job as it is now."""
-        job = await self.scripts.drive(ops.requeue(self, job_id, PROMOTABLE))
-        return cast(AsyncJob, job)
+        return await self.scripts.drive(ops.requeue(self, job_id, PROMOTABLE))
 
     async def move(self, job_id: int | str, to_type: str, *, force: bool = False) -> AsyncJob:
         """Put a job under another type (see ``Queue.move``); the job as it is now."""
-        return cast(AsyncJob, await self.scripts.drive(ops.move(self, job_id, to_type, force)))
+        return await self.scripts.drive(ops.move(self, job_id, to_type, force))
 
     async def update_data(self, job_id: int | str, data: Any) -> AsyncJob:
         """Replace a waiting or failed job's data (see ``Queue.update_data``)."""
-        return cast(AsyncJob, await self.scripts.drive(ops.update_data(self, job_id, data)))
+        return await self.scripts.drive(ops.update_data(self, job_id, data))
 
     async def remove(self, job_id: int | str, *, cascade: bool = False) -> list[int]:
         """Delete a job, its log and its history (see ``Queue.remove``): the ids removed."""

@@ -6,24 +6,51 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import ops, waiting
+from .aio_events import AsyncEvents
+from .aio_scripts import AsyncScripts
 from .errors import InvalidJob, JobNotFound
-from .job import Job
-
-if TYPE_CHECKING:
-    from .aio import AsyncQueue
+from .job_spec import JobSpec
+from .keys import Keys
 
 
-class AsyncJob(Job):
+class Host(Protocol):
+    """What an ``AsyncJob`` uses of its ``AsyncQueue``."""
+
+    @property
+    def keys(self) -> Keys: ...
+    @property
+    def scripts(self) -> AsyncScripts: ...
+
+    def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> AsyncJob: ...
+    def events(
+        self, *names: str, job_type: str | None = None, job_id: int | str | None = None
+    ) -> AsyncEvents: ...
+    async def get_job(self, job_id: int | str) -> AsyncJob: ...
+    async def remove(self, job_id: int | str, *, cascade: bool = False) -> list[int]: ...
+    async def cancel(self, job_id: int | str, reason: str = "") -> AsyncJob: ...
+    async def retry(self, job_id: int | str) -> AsyncJob: ...
+    async def promote(self, job_id: int | str) -> AsyncJob: ...
+    async def move(self, job_id: int | str, to_type: str, *, force: bool = False) -> AsyncJob: ...
+    async def update_data(self, job_id: int | str, data: Any) -> AsyncJob: ...
+    async def set_only(self, job_id: int | str, workers: Iterable[str] | None) -> AsyncJob: ...
+    async def history(self, job_id: int | str) -> list[dict[str, Any]]: ...
+    async def runs(self, job_id: int | str) -> list[dict[str, Any]]: ...
+    async def dependencies(self, job_id: int | str) -> list[dict[str, Any]]: ...
+    async def dependents(self, job_id: int | str) -> list[dict[str, Any]]: ...
+    async def children_results(self, job_id: int | str) -> dict[int, Any]: ...
+
+
+class AsyncJob(JobSpec):
     """A job of an :class:`AsyncQueue`: the options and fields of :class:`kue_core.Job`, its
     reads and writes awaited. Progress and log lines are a worker's to write, on its own
     ``Job``."""
 
-    queue: AsyncQueue  # type: ignore[assignment]
+    queue: Host
 
-    async def save(self) -> AsyncJob:  # type: ignore[override]
+    async def save(self) -> AsyncJob:
         """Store the job (or, once saved, its changes); the job, with ``id`` set. With a
         unique key that a job holds, ``deduplicated`` tells (see ``Job.unique``)."""
         if self.id is not None:
@@ -35,55 +62,55 @@ class AsyncJob(Job):
             await self.queue.scripts.drive(ops.save(self.queue, self))
         return self
 
-    async def update(self) -> AsyncJob:  # type: ignore[override]
+    async def update(self) -> AsyncJob:
         """Write changed data and options of a saved job; its state is kept."""
         await self.queue.scripts.drive(ops.update(self.queue, self))
         return self
 
-    async def remove(self, *, cascade: bool = False) -> list[int]:  # type: ignore[override]
+    async def remove(self, *, cascade: bool = False) -> list[int]:
         """Delete the job, its log and its history (see ``Queue.remove``)."""
         return await self.queue.remove(self._saved_id(), cascade=cascade)
 
-    async def cancel(self, reason: str = "") -> AsyncJob:  # type: ignore[override]
+    async def cancel(self, reason: str = "") -> AsyncJob:
         """Fail the job at once, wherever it is, with no retry (see ``Queue.cancel``)."""
         self._reload(await self.queue.cancel(self._saved_id(), reason))
         return self
 
-    async def retry(self) -> AsyncJob:  # type: ignore[override]
+    async def retry(self) -> AsyncJob:
         """Run a failed or complete job again (see ``Queue.retry``)."""
         self._reload(await self.queue.retry(self._saved_id()))
         return self
 
-    async def promote(self) -> AsyncJob:  # type: ignore[override]
+    async def promote(self) -> AsyncJob:
         """Make a delayed job wait now (see ``Queue.promote``)."""
         self._reload(await self.queue.promote(self._saved_id()))
         return self
 
-    async def move(self, to_type: str, *, force: bool = False) -> AsyncJob:  # type: ignore[override]
+    async def move(self, to_type: str, *, force: bool = False) -> AsyncJob:
         """Put the job under another type (see ``Queue.move``)."""
         self._reload(await self.queue.move(self._saved_id(), to_type, force=force))
         return self
 
-    async def update_data(self, data: Any) -> AsyncJob:  # type: ignore[override]
+    async def update_data(self, data: Any) -> AsyncJob:
         """Replace the data of a waiting or failed job (see ``Queue.update_data``)."""
         self._reload(await self.queue.update_data(self._saved_id(), data))
         return self
 
-    async def set_state(self, state: str) -> AsyncJob:  # type: ignore[override]
+    async def set_state(self, state: str) -> AsyncJob:
         """Move the job to another state (``active`` is a worker's to give)."""
         await self.queue.scripts.drive(ops.set_state(self.queue, self, state))
         return self
 
-    async def set_priority(self, level: str | int) -> AsyncJob:  # type: ignore[override]
+    async def set_priority(self, level: str | int) -> AsyncJob:
         """Change the priority of a saved job and re-order it in its lists."""
         await self.queue.scripts.drive(ops.set_priority(self.queue, self, level))
         return self
 
-    async def history(self) -> list[dict[str, Any]]:  # type: ignore[override]
+    async def history(self) -> list[dict[str, Any]]:
         """The job's recent transitions, oldest first."""
         return await self.queue.history(self._saved_id())
 
-    async def refresh(self) -> AsyncJob:  # type: ignore[override]
+    async def refresh(self) -> AsyncJob:
         """Read the job again: its state, progress, result... as they are now."""
         self._reload(await self.queue.get_job(self._saved_id()))
         return self
@@ -116,19 +143,19 @@ class AsyncJob(Job):
     def on(self, event: str, fn: Any) -> AsyncJob:
         raise InvalidJob("an AsyncJob has no listeners: use job.wait() or queue.events()")
 
-    async def dependencies(self) -> list[dict[str, Any]]:  # type: ignore[override]
+    async def dependencies(self) -> list[dict[str, Any]]:
         """The jobs it depends on: ``{"id", "state", "done"}`` each, by id."""
         return await self.queue.dependencies(self._saved_id())
 
-    async def dependents(self) -> list[dict[str, Any]]:  # type: ignore[override]
+    async def dependents(self) -> list[dict[str, Any]]:
         """The jobs that depend on it: ``{"id", "state"}`` each, by id."""
         return await self.queue.dependents(self._saved_id())
 
-    async def children_results(self) -> dict[int, Any]:  # type: ignore[override]
+    async def children_results(self) -> dict[int, Any]:
         """``{id: result}`` of the jobs it depends on that have completed."""
         return await self.queue.children_results(self._saved_id())
 
-    async def runs(self) -> list[dict[str, Any]]:  # type: ignore[override]
+    async def runs(self) -> list[dict[str, Any]]:
         """The runs of a saved fan-out job, ordered by start (see ``Job.runs``)."""
         self._runs = await self.queue.runs(self._saved_id())
         return list(self._runs)
@@ -141,24 +168,8 @@ class AsyncJob(Job):
     def log(self, *args: Any, **kwargs: Any) -> Any:
         raise InvalidJob("log lines are a worker's to write, on its own Job")
 
-    def _unsaved(self, how: str, args: str = "job.id, ...") -> None:
-        if self.id is not None:
-            raise InvalidJob(f"a saved AsyncJob changes this with await queue.{how}({args})")
-
-    # Options of a new job, as on Job. A saved job's tags and tracking change at once, which
-    # is awaited: through the queue, as the error says.
-    def tag(self, *tags: str) -> AsyncJob:
-        self._unsaved("tag")
-        return super().tag(*tags)
-
-    def untag(self, *tags: str) -> AsyncJob:
-        self._unsaved("untag")
-        return super().untag(*tags)
-
-    def track(self) -> AsyncJob:
-        self._unsaved("track")
-        return super().track()
-
-    def untrack(self) -> AsyncJob:
-        self._unsaved("track", "job.id, on=False")
-        return super().untrack()
+    def _retag(self, what: str, tags: list[str] | None = None) -> Any:
+        # A saved job's tags and tracking change at once, which is awaited: through the
+        # queue, as the error says.
+        how, args = {"untrack": ("track", "job.id, on=False")}.get(what, (what, "job.id, ..."))
+        raise InvalidJob(f"a saved AsyncJob changes this with await queue.{how}({args})")

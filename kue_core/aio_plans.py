@@ -97,7 +97,7 @@ class AsyncPlans:
 
     async def trigger(self, key: str) -> AsyncJob:
         """Make one job of the schedule now; its timetable is unchanged."""
-        job: AsyncJob = await self.scripts.drive(schedules.trigger(self, key))  # type: ignore[arg-type]
+        job: AsyncJob = await self.scripts.drive(schedules.trigger(self, key))
         return job
 
     # -- limits -----------------------------------------------------------------------------

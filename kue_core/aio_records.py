@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from . import record_ops, retention
 from .keys import Keys
@@ -51,12 +51,10 @@ class AsyncRecords:
         return await self._retagged(job_id, "track" if on else "untrack", ())
 
     async def tracked(self) -> list[AsyncJob]:
-        return cast("list[AsyncJob]", await self.scripts.drive(record_ops.tracked(self)))
+        return await self.scripts.drive(record_ops.tracked(self))
 
     async def _retagged(self, job_id: int | str, what: str, tags: Iterable[str]) -> AsyncJob:
-        return cast(
-            "AsyncJob", await self.scripts.drive(record_ops.retagged(self, job_id, what, tags))
-        )
+        return await self.scripts.drive(record_ops.retagged(self, job_id, what, tags))
 
     # -- dependencies, runs, pins -----------------------------------------------------------
     async def dependencies(self, job_id: int | str) -> list[dict[str, Any]]:
@@ -75,9 +73,7 @@ class AsyncRecords:
     async def set_only(self, job_id: int | str, workers: Iterable[str] | None) -> AsyncJob:
         """Change which workers may run a saved job (None: any worker); see
         :func:`kue_core.record_ops.set_only`. Returns the job as it is now."""
-        return cast(
-            "AsyncJob", await self.scripts.drive(record_ops.set_only(self, job_id, workers))
-        )
+        return await self.scripts.drive(record_ops.set_only(self, job_id, workers))
 
     # -- retention (see Queue.retention, set_retention, memory) ------------------------------
     async def retention(self) -> dict[str, dict[str, Any]]:

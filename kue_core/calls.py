@@ -256,3 +256,10 @@ def tick(
     (``gone``, [], 0)."""
     args = (key, "" if due is None else due, rev, at, *(unique or ("", "", 0)))
     return Call("tick", keys.ids, (*args, len(rows), *flat(rows)), _ticked, True)
+
+
+def server_now() -> Op[int]:
+    """Now on the Redis server's clock, in ms: the clock of every due time, window and age
+    (see ``connection.server_ms``)."""
+    ((seconds, micros),) = yield read(("TIME",))
+    return int(seconds) * 1000 + int(micros) // 1000

@@ -16,34 +16,35 @@ can be made. Keys and fields: see lib/deps.lua (Dependencies) and keys.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from . import checks
 from .errors import InvalidJob
 
-if TYPE_CHECKING:
-    from .job import Job
-    from .queue import Queue
+
+class Saved(Protocol):
+    """A job as ``depends_on`` takes it: by its id, once saved."""
+
+    @property
+    def id(self) -> int | None: ...
+
 
 #: What a job does when a job it depends on fails for good; ``wait`` is the default.
 POLICIES = ("wait", "fail", "ignore")
-
-#: An item of a flow's ``children``: a job, or a job with its own children.
-Node = Union["Job", tuple["Job", Sequence["Node"]]]
 
 _UNSET: Any = object()
 _J = TypeVar("_J", bound="DependencyOptions")
 
 
-def _is_job(value: object) -> bool:
-    """Whether ``value`` is a Job (not imported here: job.py imports this module)."""
+def is_job(value: object) -> bool:
+    """Whether ``value`` is a job (of either client; not imported here: it is built on this
+    module)."""
     return hasattr(value, "_save_row") and hasattr(value, "queue")
 
 
 def _job_id(value: object, what: str) -> int:
     """The id of a saved job given as a Job or an id."""
-    if _is_job(value):
+    if is_job(value):
         job_id = getattr(value, "id", None)
         if job_id is None:
             raise InvalidJob(
@@ -56,7 +57,6 @@ def _job_id(value: object, what: str) -> int:
 class DependencyOptions:
     """Mixed into ``Job``: its dependencies, given before the save, and read once saved."""
 
-    queue: Queue
     id: int | None
     _depends: list[int] | None = None
     if TYPE_CHECKING:  # Job's
@@ -71,7 +71,7 @@ class DependencyOptions:
     #: A job it waits for that failed for good (policy ``wait``), else None.
     blocked_by: int | None = None
 
-    def depends_on(self: _J, *jobs: Job | int | str) -> _J:
+    def depends_on(self: _J, *jobs: Saved | int | str) -> _J:
         """Wait, once saved, until each of ``jobs`` (saved jobs or their ids) completes;
         an unknown id is refused by ``save()``. Given again, adds to them."""
         if self.id is not None:
@@ -99,20 +99,6 @@ class DependencyOptions:
         self._on_dep_fail = policy
         return self
 
-    def dependencies(self) -> list[dict[str, Any]]:
-        """The jobs it depends on: ``{"id", "state", "done"}`` each, by id (state None for a
-        job removed since)."""
-        return self.queue.dependencies(self._saved_id())
-
-    def dependents(self) -> list[dict[str, Any]]:
-        """The jobs that depend on it: ``{"id", "state"}`` each, by id."""
-        return self.queue.dependents(self._saved_id())
-
-    def children_results(self) -> dict[int, Any]:
-        """``{id: result}`` of the jobs it depends on that have completed (in a flow: its
-        children), kept even once they are removed."""
-        return self.queue.children_results(self._saved_id())
-
     def _load_deps(self, h: dict[str, str]) -> None:
         """Read the dependency fields of a job hash."""
         count = h.get("depends")
@@ -136,63 +122,3 @@ class DependencyOptions:
         if self.has_dependents:
             out["hasDependents"] = True
         return out
-
-
-def _walk(children: Iterable[Node], into: list[tuple[Job, list[Job]]]) -> list[Job]:
-    """Add each child's subtree to ``into`` (children before parents); return the children."""
-    jobs = []
-    for item in children:
-        if isinstance(item, tuple):
-            if len(item) != 2 or isinstance(item[1], str | bytes):
-                raise InvalidJob("a flow child is a job or a (job, [its children]) pair")
-            job, kids = item
-            if not isinstance(kids, Iterable):
-                raise InvalidJob("a flow child's children are a list")
-            into.append((job, _walk(kids, into)))
-        else:
-            job = item
-            into.append((job, []))
-        jobs.append(job)
-    return jobs
-
-
-def flow_rows(
-    side: object, parent: Job, children: Iterable[Node]
-) -> tuple[list[tuple[Job, list[Job]]], list[list[Any]]]:
-    """The flow of ``parent`` and its tree of ``children``, checked: its jobs (each with its
-    children), children before parents (the parent last), and ``flow.lua``'s rows for them."""
-    nodes: list[tuple[Job, list[Job]]] = []
-    if _is_job(children) or isinstance(children, tuple | str | bytes):
-        raise InvalidJob("a flow's children are a list of jobs or (job, [children]) pairs")
-    nodes.append((parent, _walk(children, nodes)))
-    place: dict[int, int] = {}  # id(job) -> its place in the call, from 1
-    rows = []
-    for i, (job, kids) in enumerate(nodes, 1):
-        if not _is_job(job):
-            raise InvalidJob(f"a flow holds jobs, not {type(job).__name__}")
-        if job.queue is not side:
-            raise InvalidJob("a flow's jobs are created by the queue that saves them")
-        if job.id is not None:
-            raise InvalidJob(f"job {job.id} is saved already: a flow saves new jobs")
-        if id(job) in place:
-            raise InvalidJob("a job appears twice in the flow")
-        if job.unique() is not None:
-            raise InvalidJob("a job with a unique key cannot be saved with dependencies")
-        place[id(job)] = i
-        deps = [str(d) for d in job._depends or []] + [f"#{place[id(k)]}" for k in kids]
-        policy = "" if job._on_dep_fail == "wait" else job._on_dep_fail
-        rows.append([*job._save_row(), policy, len(deps), *deps])
-    return nodes, rows
-
-
-def flow_saved(nodes: list[tuple[Job, list[Job]]], saved: list[tuple[int, str]]) -> list[Job]:
-    """Give the jobs of a flow the (id, state) ``flow.lua`` saved them with; the jobs."""
-    jobs = [job for job, _ in nodes]
-    for (job, kids), (job_id, state) in zip(nodes, saved, strict=True):
-        job._saved(job_id)
-        job.state = state
-        job.depends_count = len(job._depends or []) + len(kids)
-    for _, kids in nodes:
-        for kid in kids:
-            kid.has_dependents = True
-    return jobs

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 
@@ -42,7 +42,16 @@ from .outcome import Failed, Outcome, run
 if TYPE_CHECKING:
     from multiprocessing.context import DefaultContext
 
-    from .queue import Queue
+
+class Owner(Protocol):
+    """What handlers in child processes use of the parent's queue: where its Redis is. A
+    child makes a queue of the same class, on its own connection, and closes it at the end."""
+
+    prefix: str
+    client: redis.Redis
+
+    def close(self) -> None: ...
+
 
 ISOLATIONS = ("thread", "process")
 
@@ -64,7 +73,7 @@ class _Connect:
 
     prefix: str
     #: The parent's queue class (pickled by name): the child makes its queue with it.
-    make: Callable[..., Queue]
+    make: Callable[..., Owner]
     source: tuple[str, str | None, dict[str, Any]] | None
     connection_class: type[redis.connection.AbstractConnection] | None = None
     kwargs: dict[str, Any] | None = None
@@ -73,7 +82,7 @@ class _Connect:
         return f"<_Connect prefix={self.prefix!r}>"
 
     @classmethod
-    def of(cls, queue: Queue) -> _Connect:
+    def of(cls, queue: Owner) -> _Connect:
         made_from = connection.source(queue.client)
         if made_from is not None:
             return cls(queue.prefix, type(queue), made_from)
@@ -83,7 +92,7 @@ class _Connect:
         kwargs = {k: v for k, v in pool.connection_kwargs.items() if _picklable(v)}
         return cls(queue.prefix, type(queue), None, pool.connection_class, kwargs)
 
-    def queue(self) -> Queue:
+    def queue(self) -> Owner:
         if self.source is not None:
             url, route, options = self.source
             client = connection.from_url(url, route=route, **options)
@@ -146,7 +155,7 @@ def _run_async(handler: Any, job: Job) -> Any:
 class Child:
     """One slot's child process (started when first needed, replaced when it dies)."""
 
-    def __init__(self, queue: Queue, handler: Any, name: str) -> None:
+    def __init__(self, queue: Owner, handler: Any, name: str) -> None:
         self._connect = _Connect.of(queue)
         self._handler = handler
         self._name = name

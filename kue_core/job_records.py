@@ -4,14 +4,11 @@ keys and retention, given before the save or changed on a saved job. Part of ``J
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
-from . import pins, record_ops, records
+from . import pins, records
 from .errors import InvalidJob
 from .limits import group_name
-
-if TYPE_CHECKING:
-    from .queue import Queue
 
 _UNSET: Any = object()
 _J = TypeVar("_J", bound="RecordOptions")
@@ -20,7 +17,6 @@ _J = TypeVar("_J", bound="RecordOptions")
 class RecordOptions:
     """Mixed into ``Job``: defaults as class attributes, so a plain job sets none of them."""
 
-    queue: Queue
     id: int | None
     data: Any
     _remove_on_complete: bool
@@ -35,6 +31,11 @@ class RecordOptions:
     _only: list[str] | None = None
     #: Whether the job is tracked (listed first on the dashboard's overview, with its events).
     tracked = False
+
+    def _retag(self, what: str, tags: list[str] | None = None) -> Any:
+        """``tag``, ``untag``, ``track`` or ``untrack`` this saved job now (each client's job
+        does): its tags after, or whether tracking changed."""
+        raise NotImplementedError
 
     @overload
     def remove_on_complete(self) -> bool | dict[str, int | None]: ...
@@ -87,9 +88,7 @@ class RecordOptions:
         checked = records.tags(tags)
         if self.id is None:
             return self.tags(*(self._tags or ()), *checked)
-        self._tags = self.queue.scripts.drive(
-            record_ops.retag(self.queue.keys, self.id, "tag", checked)
-        )
+        self._tags = self._retag("tag", checked)
         return self
 
     def untag(self: _J, *tags: str) -> _J:
@@ -98,9 +97,7 @@ class RecordOptions:
         if self.id is None:
             self._tags = [t for t in self._tags or () if t not in checked] or None
             return self
-        self._tags = self.queue.scripts.drive(
-            record_ops.retag(self.queue.keys, self.id, "untag", checked)
-        )
+        self._tags = self._retag("untag", checked)
         return self
 
     def track(self: _J) -> _J:
@@ -108,14 +105,14 @@ class RecordOptions:
         if self.id is None:
             self._records = True
         else:
-            self.queue.scripts.drive(record_ops.retag(self.queue.keys, self.id, "track"))
+            self._retag("track")
         self.tracked = True
         return self
 
     def untrack(self: _J) -> _J:
         """Stop tracking the job."""
         if self.id is not None:
-            self.queue.scripts.drive(record_ops.retag(self.queue.keys, self.id, "untrack"))
+            self._retag("untrack")
         self.tracked = False
         return self
 

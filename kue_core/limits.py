@@ -30,10 +30,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import calls, checks, defaults
-from .calls import Op, read
+from .calls import Op, read, server_now
 from .errors import InvalidJob, InvalidLimit, KueError
 from .keys import job_id_from_zid
-from .ops import server_now
 from .values import validate_type
 
 if TYPE_CHECKING:

@@ -12,35 +12,37 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from . import calls, checks, defaults, records, tracing
 from .calls import Call, Op, read
 from .control import reason_text
 from .errors import InvalidJob, InvalidTransition, JobNotFound
-from .flows import flow_rows, flow_saved
+from .flow_ops import Node, flow_rows, flow_saved
+from .job_spec import JobSpec
 from .keys import Keys, job_id_from_zid
 from .lua_source import SAVE_WIDTH
 from .states import STATES
 from .values import num, parse_priority, parse_state, to_json, validate_type
 
-if TYPE_CHECKING:
-    from .flows import Node
-    from .job import Job
+#: The job class of one client (``Job``, ``AsyncJob``).
+_J = TypeVar("_J", bound=JobSpec)
+_J_co = TypeVar("_J_co", bound=JobSpec, covariant=True)
 
 
-class Side(Protocol):
+class Side(Protocol[_J_co]):
     """What an operation needs of the client running it."""
 
-    keys: Keys
+    @property
+    def keys(self) -> Keys: ...
 
-    def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> Job:
+    def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> _J_co:
         """A job of this client's job class from its hash (and its runs, for a fan-out job)."""
         ...
 
 
 # -- saving ---------------------------------------------------------------------------------
-def plain_save(side: Side, job: Job) -> Call[list[int]] | None:
+def plain_save(side: Side[JobSpec], job: JobSpec) -> Call[list[int]] | None:
     """The one script call that saves ``job`` when it is a plain job (no dependencies, no
     unique key, no trace to make), else None: then :func:`save` it. A client runs it at once,
     skipping the operation's machinery, which a plain save would otherwise pay for."""
@@ -49,7 +51,7 @@ def plain_save(side: Side, job: Job) -> Call[list[int]] | None:
     return None
 
 
-def save(side: Side, job: Job) -> Op[None]:
+def save(side: Side[JobSpec], job: JobSpec) -> Op[None]:
     """Save a new job: with dependencies as a flow, with a unique key unless a job holds it,
     else plainly; traced, when traces are on (see :mod:`kue_core.tracing`)."""
     if tracing.enabled and job._trace is None:
@@ -59,7 +61,7 @@ def save(side: Side, job: Job) -> Op[None]:
     yield from _save(side, job)
 
 
-def _save(side: Side, job: Job) -> Op[None]:
+def _save(side: Side[JobSpec], job: JobSpec) -> Op[None]:
     if job._depends is not None:
         yield from flow(side, job, [])
         return
@@ -74,7 +76,7 @@ def _save(side: Side, job: Job) -> Op[None]:
     job._saved(ids[0])
 
 
-def flow(side: Side, parent: Job, children: Iterable[Node]) -> Op[list[Job]]:
+def flow(side: Side[JobSpec], parent: JobSpec, children: Iterable[Node]) -> Op[list[JobSpec]]:
     """Save ``parent`` and its tree of ``children`` in one call (see ``Queue.flow``)."""
     nodes, rows = flow_rows(side, parent, children)
     if not tracing.enabled or parent._trace is not None:
@@ -88,7 +90,7 @@ def flow(side: Side, parent: Job, children: Iterable[Node]) -> Op[list[Job]]:
         return flow_saved(nodes, saved)
 
 
-def save_many(side: Side, jobs: Iterable[Job]) -> Op[list[Job]]:
+def save_many(side: Side[_J], jobs: Iterable[_J]) -> Op[list[_J]]:
     """Save new jobs in one round trip (see ``Queue.save_many``); traced as one send, when
     traces are on."""
     batch = list(jobs)
@@ -98,14 +100,14 @@ def save_many(side: Side, jobs: Iterable[Job]) -> Op[list[Job]]:
     return (yield from _save_many(side, batch))
 
 
-def _save_many(side: Side, batch: list[Job]) -> Op[list[Job]]:
+def _save_many(side: Side[_J], batch: list[_J]) -> Op[list[_J]]:
     for job in batch:
         if getattr(job, "queue", None) is not side or not hasattr(job, "_save_row"):
             raise InvalidJob("save_many takes jobs created by this queue")
         if job.id is not None:
             raise InvalidJob(f"job {job.id} is saved already; use job.update()")
     rows = [job._save_row() for job in batch]  # every job is checked before any is saved
-    plain: list[tuple[Job, list[Any]]] = []
+    plain: list[tuple[_J, list[Any]]] = []
     for each, row in [*zip(batch, rows, strict=True), (None, [])]:
         if each is not None and each._unique is None and each._depends is None:
             plain.append((each, row))
@@ -128,7 +130,7 @@ def _save_many(side: Side, batch: list[Job]) -> Op[list[Job]]:
     return batch
 
 
-def set_state(side: Side, job: Job, state: str) -> Op[None]:
+def set_state(side: Side[JobSpec], job: JobSpec, state: str) -> Op[None]:
     """Move a saved job to another state (``active`` is a worker's to give)."""
     target = parse_state(state)
     if target == "active":
@@ -137,21 +139,21 @@ def set_state(side: Side, job: Job, state: str) -> Op[None]:
     job.state = target
 
 
-def set_priority(side: Side, job: Job, level: str | int) -> Op[None]:
+def set_priority(side: Side[JobSpec], job: JobSpec, level: str | int) -> Op[None]:
     """Change the priority of a saved job and re-order it in its lists."""
     value = parse_priority(level)
     yield calls.set_priority(side.keys, job._saved_id(), value)
     job._priority = value
 
 
-def update(side: Side, job: Job) -> Op[None]:
+def update(side: Side[JobSpec], job: JobSpec) -> Op[None]:
     """Write the changed data and options of a saved job; its state is kept."""
     job_id = job._saved_id()
     job.state = yield calls.update(side.keys, job_id, job._update_fields())
 
 
 # -- reading --------------------------------------------------------------------------------
-def get_jobs(side: Side, ids: Sequence[int]) -> Op[list[Job]]:
+def get_jobs(side: Side[_J], ids: Sequence[int]) -> Op[list[_J]]:
     """Several jobs in one round trip (two, when some fan out); ids without a job are left
     out."""
     if not ids:
@@ -166,7 +168,7 @@ def get_jobs(side: Side, ids: Sequence[int]) -> Op[list[Job]]:
     return [side._loaded(jid, h, runs.get(jid)) for jid, h in found]
 
 
-def get_job(side: Side, job_id: int | str) -> Op[Job]:
+def get_job(side: Side[_J], job_id: int | str) -> Op[_J]:
     """One job; ``JobNotFound`` when there is none with this id."""
     jid = checks.job_id(job_id)
     jobs = yield from get_jobs(side, [jid])
@@ -223,8 +225,8 @@ def _order(order: str) -> bool:
 
 
 def kue_range(
-    side: Side, key: str, start: int, stop: int, order: str, limit: int | None
-) -> Op[list[Job]]:
+    side: Side[_J], key: str, start: int, stop: int, order: str, limit: int | None
+) -> Op[list[_J]]:
     """Kue's range of the set ``key`` (see ``Queue.range_by_state``)."""
     desc = _order(order)
     (members,) = yield read(("ZRANGE", key, _index(start, "from"), _index(stop, "to")))
@@ -242,14 +244,14 @@ PAGE_ORDERS = ("queue", "finished")
 
 
 def page(
-    side: Side,
+    side: Side[_J],
     state: str,
     job_type: str | None,
     offset: int,
     count: int,
     desc: bool,
     by: str = "queue",
-) -> Op[list[Job]]:
+) -> Op[list[_J]]:
     """``count`` jobs of a state from rank ``offset`` (see ``Queue.page``)."""
     key, state = state_key(side.keys, state, job_type), parse_state(state)
     checks.integer(offset, "offset", 0)
@@ -270,7 +272,7 @@ def page(
     return (yield from get_jobs(side, [job_id_from_zid(m) for m in members]))
 
 
-def counts(side: Side, job_type: str | None) -> Op[dict[str, int]]:
+def counts(side: Side[JobSpec], job_type: str | None) -> Op[dict[str, int]]:
     """``{state: count}`` for every state, for all types or one (one round trip)."""
     if job_type is not None:
         validate_type(job_type)
@@ -284,31 +286,31 @@ def counts(side: Side, job_type: str | None) -> Op[dict[str, int]]:
     return dict(zip(STATES, found, strict=True))
 
 
-def ids(side: Side, state: str, job_type: str | None) -> Op[list[int]]:
+def ids(side: Side[JobSpec], state: str, job_type: str | None) -> Op[list[int]]:
     """Every job id in a state (optionally of one type), in score order."""
     (members,) = yield read(("ZRANGE", state_key(side.keys, state, job_type), 0, -1))
     return [job_id_from_zid(m) for m in members]
 
 
-def work_time(side: Side) -> Op[int]:
+def work_time(side: Side[JobSpec]) -> Op[int]:
     """Total milliseconds spent on completed jobs."""
     (value,) = yield read(("GET", side.keys.work_time))
     return int(value) if value else 0
 
 
-def paused(side: Side) -> Op[list[str]]:
+def paused(side: Side[JobSpec]) -> Op[list[str]]:
     """The paused job types, sorted."""
     (found,) = yield read(("SMEMBERS", side.keys.paused))
     return sorted(found)
 
 
-def types(side: Side) -> Op[list[str]]:
+def types(side: Side[JobSpec]) -> Op[list[str]]:
     """Every job type ever saved, sorted."""
     (found,) = yield read(("SMEMBERS", side.keys.types))
     return sorted(found)
 
 
-def history(side: Side, job_id: int | str) -> Op[list[dict[str, Any]]]:
+def history(side: Side[JobSpec], job_id: int | str) -> Op[list[dict[str, Any]]]:
     """The job's recent transitions, oldest first (see ``Queue.history``)."""
     jid = checks.job_id(job_id)
     keys = side.keys
@@ -326,22 +328,15 @@ def history(side: Side, job_id: int | str) -> Op[list[dict[str, Any]]]:
     return entries[-defaults.HISTORY_LENGTH :]
 
 
-def server_now() -> Op[int]:
-    """Now on the Redis server's clock, in ms: the clock of every due time, window and age
-    (see ``connection.server_ms``)."""
-    ((seconds, micros),) = yield read(("TIME",))
-    return int(seconds) * 1000 + int(micros) // 1000
-
-
 # -- control --------------------------------------------------------------------------------
-def cancel(side: Side, job_id: int | str, reason: str) -> Op[Job]:
+def cancel(side: Side[_J], job_id: int | str, reason: str) -> Op[_J]:
     """Cancel a job (see ``Queue.cancel``); the job as it is now."""
     jid = checks.job_id(job_id)
     yield calls.cancel(side.keys, jid, reason_text(reason))
     return (yield from get_job(side, jid))
 
 
-def requeue(side: Side, job_id: int | str, only_from: Sequence[str]) -> Op[Job]:
+def requeue(side: Side[_J], job_id: int | str, only_from: Sequence[str]) -> Op[_J]:
     """Make a job in one of ``only_from`` wait again now (``Queue.retry``, ``Queue.promote``):
     any other state is refused in the same call that would move it; the job as it is now."""
     jid = checks.job_id(job_id)
@@ -349,7 +344,7 @@ def requeue(side: Side, job_id: int | str, only_from: Sequence[str]) -> Op[Job]:
     return (yield from get_job(side, jid))
 
 
-def move(side: Side, job_id: int | str, to_type: str, force: bool) -> Op[Job]:
+def move(side: Side[_J], job_id: int | str, to_type: str, force: bool) -> Op[_J]:
     """Put a job under another type (see ``Queue.move``); the job as it is now."""
     jid = checks.job_id(job_id)
     if not isinstance(force, bool):
@@ -358,7 +353,7 @@ def move(side: Side, job_id: int | str, to_type: str, force: bool) -> Op[Job]:
     return (yield from get_job(side, jid))
 
 
-def update_data(side: Side, job_id: int | str, data: Any) -> Op[Job]:
+def update_data(side: Side[_J], job_id: int | str, data: Any) -> Op[_J]:
     """Replace a waiting or failed job's data (see ``Queue.update_data``)."""
     jid = checks.job_id(job_id)
     data_json = to_json(data, "data")
@@ -368,7 +363,7 @@ def update_data(side: Side, job_id: int | str, data: Any) -> Op[Job]:
     return (yield from get_job(side, jid))
 
 
-def remove(side: Side, job_id: int | str, cascade: bool) -> Op[list[int]]:
+def remove(side: Side[JobSpec], job_id: int | str, cascade: bool) -> Op[list[int]]:
     """Delete a job, its log and its history (see ``Queue.remove``): the ids removed."""
     if not isinstance(cascade, bool):
         raise InvalidJob(f"cascade must be true or false, got {cascade!r}")

@@ -18,16 +18,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import checks, defaults
 from .calls import Op, read
 from .errors import InvalidJob
 from .keys import Keys, job_id_from_zid
-
-if TYPE_CHECKING:
-    from .job import Job
-    from .queue import Queue
 
 #: What a worker id given by hand may be (``Queue(worker_id=...)``, ``kue worker --id``,
 #: ``job.only``): letters, digits and ``. _ : @ -``, starting with a letter or a digit
@@ -106,20 +102,14 @@ def new_workers(value: object) -> list[str] | None:
     return ids
 
 
-class PinControl:
-    """Mixed into ``Job``: ``set_only`` and ``prefer``."""
+class PinOptions:
+    """Part of a job: ``prefer``."""
 
-    queue: Queue
     id: int | None
     _records: bool
     _only: list[str] | None
     _fan_out: dict[str, Any] | None
     _prefer: list[str] | None = None
-
-    if TYPE_CHECKING:
-
-        def _saved_id(self) -> int: ...
-        def _reload(self, other: Job) -> None: ...
 
     def prefer(self, workers: Any = None) -> Any:
         """Workers that should run the job first (given before the save): any worker may
@@ -144,9 +134,3 @@ class PinControl:
         if self._fan_out is not None:
             raise InvalidJob("a fan-out job has no preferred workers (use only)")
         return self._prefer
-
-    def set_only(self, workers: Iterable[str] | None) -> Any:
-        """Change which workers may run this saved job (None: any worker); see
-        ``Queue.set_only``. Returns the job, reloaded."""
-        self._reload(self.queue.set_only(self._saved_id(), workers))
-        return self

@@ -8,22 +8,23 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import redis
 
 from . import defaults, schedules
 from .retry import Pauses
 
-if TYPE_CHECKING:
-    from .queue import Queue
+
+class Owner(schedules.Timer, Protocol):
+    """What the promotion timer uses of its queue."""
 
 
 class Promoter:
     """Runs in a thread of its own until ``closed`` is set; errors go to ``report``."""
 
     def __init__(
-        self, queue: Queue, closed: threading.Event, report: Callable[[Exception], None]
+        self, queue: Owner, closed: threading.Event, report: Callable[[Exception], None]
     ) -> None:
         self.queue = queue
         self._closed = closed

@@ -16,7 +16,7 @@ from . import middleware as mw
 from .control import Control
 from .errors import InvalidJob, InvalidWorkerConfig
 from .events import EventBus, EventStream, Receiver
-from .flows import Node
+from .flow_ops import Node
 from .job import Job, validate_type
 from .keys import Keys
 from .limits import LimitMethods
@@ -133,7 +133,8 @@ class Queue(QueueRecords, ScheduleMethods, LimitMethods):
         """Save ``parent`` and ``children`` (new jobs of any types; an item is a job or a
         ``(job, [its children])`` pair) in one call, all or nothing: each parent is blocked
         until its children complete. Returns the saved parent; every job given has its id."""
-        return self.scripts.drive(ops.flow(self, parent, children))[-1]
+        self.scripts.drive(ops.flow(self, parent, children))
+        return parent
 
     # -- reading ----------------------------------------------------------------------------
     def get_job(self, job_id: int | str) -> Job:

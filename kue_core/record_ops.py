@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from . import calls, checks, records, runs
 from .calls import Op, hash_reply, read
+from .job_spec import JobSpec
 from .keys import Keys, job_id_from_zid
 from .ops import Side, get_job, get_jobs
 from .pins import new_workers
 from .search import Found
 from .values import json_field
 
-if TYPE_CHECKING:
-    from .job import Job
+#: The job class of one client (``Job``, ``AsyncJob``).
+_J = TypeVar("_J", bound=JobSpec)
 
 
 # -- tags and tracking ----------------------------------------------------------------------
@@ -31,7 +32,7 @@ def retag(keys: Keys, job_id: int | str, what: str, tags: Iterable[str] = ()) ->
     return json.loads((yield calls.tag(keys, jid, what, rows)))
 
 
-def retagged(side: Side, job_id: int | str, what: str, tags: Iterable[str] = ()) -> Op[Job]:
+def retagged(side: Side[_J], job_id: int | str, what: str, tags: Iterable[str] = ()) -> Op[_J]:
     """:func:`retag`, then the job as it is now."""
     yield from retag(side.keys, job_id, what, tags)
     return (yield from get_job(side, job_id))
@@ -66,7 +67,7 @@ def tag_count(keys: Keys) -> Op[int]:
     return int(n)
 
 
-def tracked(side: Side) -> Op[list[Job]]:
+def tracked(side: Side[_J]) -> Op[list[_J]]:
     """The tracked jobs, most recently tracked first."""
     (members,) = yield read(("ZREVRANGE", side.keys.tracked, 0, -1))
     return (yield from get_jobs(side, [job_id_from_zid(m) for m in members]))
@@ -124,7 +125,7 @@ def job_runs(keys: Keys, job_id: int | str) -> Op[list[dict[str, Any]]]:
     return runs.parse(hash_reply(found))
 
 
-def set_only(side: Side, job_id: int | str, workers: object) -> Op[Job]:
+def set_only(side: Side[_J], job_id: int | str, workers: object) -> Op[_J]:
     """Change which workers may run saved job ``job_id`` (``pin.lua``): ``workers`` (see
     :func:`kue_core.pins.new_workers`) or None for any worker; the job as it is now. A waiting
     job moves to its new workers' places (or to ``inactive``); a running job whose worker is

@@ -24,13 +24,10 @@ options' checks and the reading of a job's runs.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from . import checks, defaults
 from .errors import InvalidJob
-
-if TYPE_CHECKING:
-    from .queue import Queue
 
 ALL = "all"
 _UNSET: Any = object()
@@ -142,16 +139,9 @@ def parse(raw: dict[str, str]) -> list[dict[str, Any]]:
     return out
 
 
-def read(queue: Queue, job_id: int) -> list[dict[str, Any]]:
-    """The runs of a saved job (see :func:`parse`)."""
-    raw = queue.client.hgetall(queue.keys.runs(job_id))
-    return parse({str(k): str(v) for k, v in raw.items()})
-
-
 class FanOutOptions:
-    """Mixed into ``Job``: ``fan_out`` and ``runs``. A plain job sets nothing here."""
+    """Part of a job: ``fan_out``. A plain job sets nothing here."""
 
-    queue: Queue
     id: int | None
     _records: bool
     _only: list[str] | None
@@ -216,11 +206,3 @@ class FanOutOptions:
         """The workers whose run of this job was running when it was read (``get_job``,
         ``page``); none for a job that does not fan out."""
         return [run["worker"] for run in self._runs or () if run.get("state") == "running"]
-
-    def runs(self) -> list[dict[str, Any]]:
-        """The runs of a saved fan-out job, ordered by start: each ``{"worker", "state",
-        "started_at", "ended_at", "result", "error", "tries"}`` (keys absent when unset)."""
-        if self.id is None:
-            raise InvalidJob("the job is not saved yet")
-        self._runs = self.queue.runs(self.id)
-        return list(self._runs)

@@ -12,12 +12,13 @@ many processes plan it at the same moment, with no leader and no polling.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from . import calls, checks, defaults, ops, runs
 from . import schedule_rules as rules
 from .calls import Op, read
 from .errors import InvalidJob, InvalidSchedule, ScheduleNotFound
+from .job_spec import JobSpec
 
 if TYPE_CHECKING:
     import redis
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from .keys import Keys
     from .scripts import Scripts
 
+#: The job class of one client (``Job``, ``AsyncJob``).
+_J = TypeVar("_J", bound=JobSpec)
+_J_co = TypeVar("_J_co", bound=JobSpec, covariant=True)
 #: Job options a schedule applies to every job it makes: the Job setter of each name.
 OPTIONS = (
     "priority",
@@ -60,7 +64,7 @@ def _key(key: object) -> str:
     return key
 
 
-def apply_options(job: Job, options: dict[str, Any]) -> Job:
+def apply_options(job: _J, options: dict[str, Any]) -> _J:
     """Apply a schedule's job options (names of :data:`OPTIONS`) to ``job``."""
     for name, value in options.items():
         if name not in OPTIONS:
@@ -83,7 +87,7 @@ def apply_options(job: Job, options: dict[str, Any]) -> Job:
     return job
 
 
-def _unique(job: Job, value: object) -> None:
+def _unique(job: JobSpec, value: object) -> None:
     """``unique``: a key (mode ``until_done``: no new job while the last one holding it has
     not ended), or ``{"key": str, "mode": str, "ttl": ms}`` with mode and ttl optional."""
     if isinstance(value, str):
@@ -186,8 +190,8 @@ class ScheduleMethods:
 
 
 # -- the operations, for either client (see kue_core.ops) ----------------------------------
-class Side(ops.Side, Protocol):
-    def create_job(self, job_type: str, data: Any = None) -> Job: ...
+class Side(ops.Side[_J_co], Protocol):
+    def create_job(self, job_type: str, data: Any = None) -> _J_co: ...
 
 
 @checks.refused_as(InvalidSchedule)
@@ -203,12 +207,12 @@ def cron_definition(expression: str, tz: str) -> dict[str, Any]:
     return {"kind": "cron", "cron": rules.cron_expression(expression), "tz": tz}
 
 
-def _due(side: Side, key: str) -> Op[int | None]:
+def _due(side: Side[JobSpec], key: str) -> Op[int | None]:
     (score,) = yield read(("ZSCORE", side.keys.schedules, key))
     return None if score is None else int(score)
 
 
-def _load(side: Side, key: str) -> Op[dict[str, str]]:
+def _load(side: Side[JobSpec], key: str) -> Op[dict[str, str]]:
     (h,) = yield read(("HGETALL", side.keys.schedule(_key(key))))
     if not h or "definition" not in h:
         raise ScheduleNotFound(key)
@@ -225,7 +229,7 @@ def _first(definition: dict[str, Any], now: int) -> int:
 
 @checks.refused_as(InvalidSchedule)
 def define(
-    side: Side,
+    side: Side[JobSpec],
     key: str,
     definition: dict[str, Any],
     job_type: str,
@@ -263,7 +267,7 @@ def define(
     )
     text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
     (stored,) = yield read(("HMGET", side.keys.schedule(key), "definition", "anchor", "ended"))
-    now = yield from ops.server_now()
+    now = yield from calls.server_now()
     if stored[0] == text and stored[1] is not None:  # unchanged: keep its timetable
         definition["anchor"] = int(stored[1])
         due = yield from _due(side, key)
@@ -276,7 +280,7 @@ def define(
     return (yield from read_schedule(side, key))
 
 
-def read_schedule(side: Side, key: str) -> Op[dict[str, Any]]:
+def read_schedule(side: Side[JobSpec], key: str) -> Op[dict[str, Any]]:
     """One schedule (see ``Queue.schedule``)."""
     h = yield from _load(side, key)
     definition = json.loads(h["definition"])
@@ -293,7 +297,7 @@ def read_schedule(side: Side, key: str) -> Op[dict[str, Any]]:
     paused = h.get("paused") == "1"
     upcoming = rules.upcoming(definition, due, 3)
     if paused and h.get("ended") != "1":
-        now = yield from ops.server_now()
+        now = yield from calls.server_now()
         upcoming = rules.upcoming(definition, _first(definition, now), 3)
     return {
         "key": key,
@@ -311,7 +315,7 @@ def read_schedule(side: Side, key: str) -> Op[dict[str, Any]]:
     }
 
 
-def read_schedules(side: Side) -> Op[list[dict[str, Any]]]:
+def read_schedules(side: Side[JobSpec]) -> Op[list[dict[str, Any]]]:
     """Every schedule, by key."""
     found: list[str] = []
     cursor = 0
@@ -331,36 +335,36 @@ def read_schedules(side: Side) -> Op[list[dict[str, Any]]]:
     return out
 
 
-def pause_schedule(side: Side, key: str) -> Op[dict[str, Any]]:
+def pause_schedule(side: Side[JobSpec], key: str) -> Op[dict[str, Any]]:
     """Make no more jobs until resumed (see ``Queue.pause_schedule``)."""
     if not (yield calls.schedule(side.keys, "pause", _key(key))):
         raise ScheduleNotFound(key)
     return (yield from read_schedule(side, key))
 
 
-def resume_schedule(side: Side, key: str) -> Op[dict[str, Any]]:
+def resume_schedule(side: Side[JobSpec], key: str) -> Op[dict[str, Any]]:
     """Make jobs again from the next tick after now (see ``Queue.resume_schedule``)."""
     h = yield from _load(side, key)
     definition = json.loads(h["definition"])
     definition["anchor"] = int(h["anchor"])
-    now = yield from ops.server_now()
+    now = yield from calls.server_now()
     at = -1 if h.get("ended") == "1" else _first(definition, now)
     if not (yield calls.schedule(side.keys, "resume", key, at)):
         raise ScheduleNotFound(key)
     return (yield from read_schedule(side, key))
 
 
-def remove_schedule(side: Side, key: str) -> Op[None]:
+def remove_schedule(side: Side[JobSpec], key: str) -> Op[None]:
     """Delete a schedule; the jobs it made stay."""
     if not (yield calls.schedule(side.keys, "remove", _key(key))):
         raise ScheduleNotFound(key)
 
 
-def trigger(side: Side, key: str) -> Op[Job]:
+def trigger(side: Side[_J], key: str) -> Op[_J]:
     """Make one job of the schedule now (see ``Queue.trigger``)."""
     h = yield from _load(side, key)
     made = _made(side, json.loads(h["definition"]))
-    now = yield from ops.server_now()
+    now = yield from calls.server_now()
     row = [*made._save_row(), now]
     outcome, ids, held = yield calls.tick(side.keys, key, None, "", -1, [row], made._unique)
     if outcome != "made":
@@ -373,14 +377,21 @@ def trigger(side: Side, key: str) -> Op[Job]:
     return jobs[0]
 
 
-def _made(queue: Side, definition: dict[str, Any]) -> Job:
+def _made(queue: Side[_J], definition: dict[str, Any]) -> _J:
     """A job as ``definition`` makes them (unsaved)."""
     return apply_options(
         queue.create_job(definition["type"], definition["data"]), definition["options"]
     )
 
 
-def fire_due(queue: ScheduleMethods, now: int) -> int:
+class Timer(Side[JobSpec], Protocol):
+    """What firing due schedules uses of a queue (the promotion timer's)."""
+
+    client: redis.Redis
+    scripts: Scripts
+
+
+def fire_due(queue: Timer, now: int) -> int:
     """Fire every schedule due at server time ``now`` (the promotion timer calls it); returns
     the next due time of a schedule, or -1."""
     due = cast(

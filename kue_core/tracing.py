@@ -22,15 +22,22 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import KueError
 
 if TYPE_CHECKING:
-    from .job import Job
-
-if TYPE_CHECKING:
     from opentelemetry.trace import Span
+
+
+class Sent(Protocol):
+    """What a save's span reads of a job (a ``Job`` of either client), and where it leaves the
+    trace context the job carries to its worker."""
+
+    type: str
+    id: int | None
+    _trace: str | None
+
 
 #: Whether traces are made: set by :func:`enable`, read on every save and attempt.
 enabled = False
@@ -85,7 +92,7 @@ def disable() -> None:
 
 
 @contextmanager
-def producing(jobs: Sequence[Job]) -> Iterator[None]:
+def producing(jobs: Sequence[Sent]) -> Iterator[None]:
     """A PRODUCER span around the save of ``jobs``, whose context each job carries to the
     worker (in ``job._trace``, saved with it)."""
     types = sorted({job.type for job in jobs})

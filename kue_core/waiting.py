@@ -10,15 +10,30 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import checks, defaults
 from .errors import JobFailed, JobNotFound, WaitTimeout
-from .events import Event
+from .events import Event, EventStream
 
-if TYPE_CHECKING:
-    from .job import Job
-    from .queue import Queue
+
+class Read(Protocol):
+    """What a wait reads of a job (of either client)."""
+
+    @property
+    def state(self) -> str | None: ...
+    @property
+    def result(self) -> Any: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+class Source(Protocol):
+    """What a blocking wait needs of its queue: its events, and its jobs."""
+
+    def event_stream(self) -> EventStream: ...
+    def get_job(self, job_id: int) -> Read: ...
+
 
 #: The events after which a job has no more: what a wait listens for.
 FINAL = ("complete", "failed", "remove")
@@ -43,7 +58,7 @@ class Ended:
         raise JobNotFound(self.job_id)
 
 
-def by_job(job: Job | None, job_id: int) -> Ended | None:
+def by_job(job: Read | None, job_id: int) -> Ended | None:
     """The end of a job as read (None: not found), or None while it has not ended."""
     if job is None:
         return Ended(job_id, "removed")
@@ -66,7 +81,7 @@ def by_event(event: Event) -> Ended | None:
     return None
 
 
-def as_stored(ended: Ended, job: Job | None) -> Ended:
+def as_stored(ended: Ended, job: Read | None) -> Ended:
     """A failure heard from its event, told as the job keeps it: the event carries the
     message alone, the job its whole error (the message, then the traceback), which
     ``JobFailed.error`` gives whichever way the wait learnt of the end."""
@@ -86,7 +101,7 @@ def timed_out(job_id: int, timeout: float | None) -> WaitTimeout:
     return WaitTimeout(f"job {job_id} had not ended after {timeout} s")
 
 
-def wait(queue: Queue, job_id: int, timeout: object) -> Any:
+def wait(queue: Source, job_id: int, timeout: object) -> Any:
     """``Job.wait`` of the blocking client."""
     limit = seconds(timeout)
     deadline = None if limit is None else time.monotonic() + limit

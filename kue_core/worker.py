@@ -37,12 +37,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 
 from . import backoff as backoff_policy
-from . import checks, defaults, identity, tracing
+from . import checks, defaults, identity, isolation, promoter, tracing
 from . import middleware as mw
 from .attempt import Attempt, Reason
 from .control import Listener
@@ -61,10 +61,26 @@ from .timings import Recorder
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
+    from .events import EventBus
     from .keys import Keys
-    from .queue import Queue
+
 
 log = logging.getLogger("kue_core.worker")
+
+
+class Owner(isolation.Owner, promoter.Owner, Protocol):
+    """What the worker side uses of its ``Queue``."""
+
+    events: EventBus
+    #: Set once the workers stopped on another process's request (``stop_worker``).
+    stopped_remotely: threading.Event
+
+    @property
+    def worker_id(self) -> str: ...
+    @property
+    def middleware(self) -> tuple[mw.Middleware, ...]: ...
+    def paused(self) -> list[str]: ...
+    def shutdown(self, timeout: float = ...) -> None: ...
 
 
 def wake_lists(keys: Keys, job_type: str, why: Any, worker_id: str) -> list[tuple[str, bool]]:
@@ -99,7 +115,7 @@ def _failed(job: Job, result: str, delay: int) -> str:
 class Workers:
     """The worker side of one queue in this process (see the module docstring)."""
 
-    def __init__(self, queue: Queue, lease_ms: int, stall_limit: int) -> None:
+    def __init__(self, queue: Owner, lease_ms: int, stall_limit: int) -> None:
         self.queue = queue
         self.scripts = queue.scripts
         self.lease_ms = lease_ms

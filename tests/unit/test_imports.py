@@ -56,6 +56,8 @@ FLOORS = {
     "runs": 2,
     "ops": 2,
     "record_ops": 2,
+    "job_spec": 2,
+    "flow_ops": 2,
     "waiting": 2,
     "tracing": 1,
     "aio_events": 2,
