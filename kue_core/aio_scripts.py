@@ -20,7 +20,7 @@ from .cluster import Redirected
 from .errors import ConnectionFailed, KueError
 from .keys import Keys
 from .lua_source import SCRIPT_NAMES, function_library, script_source
-from .scripts import _no_functions, _pack, _Redirects, _unsent, confirmed, translate
+from .runner import Redirects, confirmed, no_functions, pack, translate, unsent
 
 T = TypeVar("T")
 
@@ -63,7 +63,7 @@ class AsyncScripts:
         """Whether ``error`` says script ``name`` did not run for want of its function or
         script, made right (see ``Scripts._recovered``). ``sent``: the loads counted when
         the call was sent; calls that failed at once load the code once, not each."""
-        if _no_functions(error):
+        if no_functions(error):
             # Also when another call found out first: this one was sent as FCALL before.
             self.functions = False
             return True
@@ -83,7 +83,7 @@ class AsyncScripts:
                 code = self._libraries[name].code
                 await self._client.execute_command("FUNCTION", "LOAD", code)  # type: ignore[no-untyped-call]
             except ResponseError as e:
-                if _no_functions(e):
+                if no_functions(e):
                     self.functions = False
                 elif "already exists" not in str(e):
                     raise
@@ -129,12 +129,12 @@ class AsyncScripts:
         queue's replicas have its writes (``WAIT``, sent with it)."""
         waits = c.replicated and self.replicas
         failures = 0
-        redirects: _Redirects | None = None
+        redirects: Redirects | None = None
         while failures < 3:
             sent = self._loads
-            packed = _pack(*self._command(c))
+            packed = pack(*self._command(c))
             if waits:
-                packed += _pack("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
+                packed += pack("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
             try:
                 if waits:
                     replies = await self._exchange(packed, 2)
@@ -151,7 +151,7 @@ class AsyncScripts:
             if isinstance(reply, Redirected):
                 # It did not run: the cluster moved the slot, or is moving it. Send it again
                 # (to the new owner) for as long as a move may take.
-                redirects = redirects or _Redirects()
+                redirects = redirects or Redirects()
                 await asyncio.sleep(redirects.pause(reply))
                 continue
             if isinstance(reply, ResponseError):
@@ -171,20 +171,20 @@ class AsyncScripts:
         sent = self._loads
         results = await self._pipelined(batch)
         loads = 0
-        redirects: _Redirects | None = None
-        while missing := [r for r in results if _unsent(r)]:
+        redirects: Redirects | None = None
+        while missing := [r for r in results if unsent(r)]:
             # Redo the calls that did not run (see Scripts.batch), never the others.
             if isinstance(missing[0], Redirected):
-                redirects = redirects or _Redirects()
+                redirects = redirects or Redirects()
                 await asyncio.sleep(redirects.pause(missing[0]))
             elif loads == 2 or not await self._recovered(batch[0].name, missing[0], sent):
                 break
             else:
                 loads += 1
-            redo = [c for c, r in zip(batch, results, strict=True) if _unsent(r)]
+            redo = [c for c, r in zip(batch, results, strict=True) if unsent(r)]
             sent = self._loads
             again = iter(await self._pipelined(redo))
-            results = [next(again) if _unsent(r) else r for r in results]
+            results = [next(again) if unsent(r) else r for r in results]
         for r in results:
             if isinstance(r, ResponseError):
                 raise translate(r)
@@ -196,9 +196,9 @@ class AsyncScripts:
         """Send ``batch`` in one write and read each reply (see ``Scripts._pipelined``: sent
         once, never again whole)."""
         waits = bool(self.replicas) and any(c.replicated for c in batch)
-        packed = b"".join(_pack(*self._command(c)) for c in batch)
+        packed = b"".join(pack(*self._command(c)) for c in batch)
         if waits:
-            packed += _pack("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
+            packed += pack("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
         try:
             results = await self._exchange(packed, len(batch) + waits)
         except Unsent as e:

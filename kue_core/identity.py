@@ -23,8 +23,9 @@ import socket
 import threading
 import uuid
 
+from .claims import Holder
 from .errors import WorkerIdTaken
-from .scripts import Holder, Scripts
+from .scripts import Scripts
 
 log = logging.getLogger("kue_core.worker")
 

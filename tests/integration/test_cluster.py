@@ -13,7 +13,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from kue_core import ConnectionFailed, Queue, connection, doctor, scripts
+from kue_core import ConnectionFailed, Queue, connection, doctor, runner
 from kue_core.cluster import SlotPool, hash_tag
 from tests.clients import blocking_queue
 from tests.clients import target as unwrapped
@@ -255,7 +255,7 @@ def test_a_migration_longer_than_the_patience_is_a_connection_error(
 ) -> None:
     """A slot that stays mid-migration does not hang a caller: after ``REDIRECT_PATIENCE`` the
     transition raises a ``ConnectionError`` naming the migration, having written nothing."""
-    monkeypatch.setattr(scripts, "REDIRECT_PATIENCE", 0.5)
+    monkeypatch.setattr(runner, "REDIRECT_PATIENCE", 0.5)
     queue = Queue(redis_url, prefix=prefix)
     slot = key_slot(prefix.encode())
     target = next(n for n in cluster.get_primaries() if _owner(cluster, prefix)[1] != n.port)

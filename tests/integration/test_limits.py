@@ -13,8 +13,8 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, InvalidLimit, Job, Queue, RateLimited, doctor
+from kue_core.claims import PAUSED, Held
 from kue_core.limits import LANE
-from kue_core.scripts import PAUSED, Held
 from tests.conftest import snapshot, wait_for, written_since
 
 W, LEASE = "kue:test:1", 30_000

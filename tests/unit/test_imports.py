@@ -40,6 +40,8 @@ FLOORS = {
     "embedded": 2,
     "connection": 2,
     "scripts": 2,
+    "runner": 2,
+    "claims": 1,
     "events": 2,
     "control": 2,
     "pins": 2,
@@ -79,6 +81,9 @@ FLOORS = {
     "slots": 4,
     "identity": 4,
     "worker": 4,
+    "worker_state": 4,
+    "serving": 4,
+    "keeper": 4,
     # 5. the facade
     "queue": 5,
     "queue_records": 4,
