@@ -4,22 +4,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Any, Protocol, Self, TypeVar, overload
 
-from . import backoff as backoff_policy
 from . import checks, defaults, pins, records, runs, tracing, unique
 from .errors import InvalidJob, Stopped
 from .flows import DependencyOptions
+from .job_options import JobOptions
 from .job_records import RecordOptions
 from .lua_source import SAVE_WIDTH
 from .states import JobState
-from .values import due_ms as _due_ms
 from .values import json_field as _json_field
-from .values import ms as _ms
 from .values import now_ms as _now_ms
 from .values import num as _num
-from .values import parse_priority, to_json, validate_type
+from .values import to_json, validate_type
 
 __all__ = ["JobSpec"]
 
@@ -36,7 +33,7 @@ _UNSET: Any = object()
 _J = TypeVar("_J", bound="JobSpec")
 
 
-class JobSpec(runs.FanOutOptions, pins.PinOptions, RecordOptions, DependencyOptions):
+class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, DependencyOptions):
     """What a job is, on either client: its options (Kue's fluent API), its fields, and the
     codec of its Redis hash. ``Job`` and ``kue_core.aio.AsyncJob`` add the reads and writes.
 
@@ -50,15 +47,7 @@ class JobSpec(runs.FanOutOptions, pins.PinOptions, RecordOptions, DependencyOpti
     type: str = ""
     data: Any = None
     state: str | None = None
-    _priority = 0
-    _priority_ok = True  # False for a Kue hash whose priority is not a number
-    _max_attempts = defaults.MAX_ATTEMPTS
-    _backoff: backoff_policy.Backoff = None
-    _delay = 0
-    _due_at = 0  # ms since the epoch, when the delay was given as a time; 0: none
-    _ttl = 0
     _remove_on_complete = False
-    _unique: unique.Unique | None = None
     #: True when ``save()`` found a job holding this job's unique key: ``id`` is that job's.
     deduplicated = False
     _progress: int | float = 0
@@ -108,92 +97,6 @@ class JobSpec(runs.FanOutOptions, pins.PinOptions, RecordOptions, DependencyOpti
     def _check_running(self) -> None:
         if self.stopping:
             raise Stopped(f"the attempt at job {self.id} is over; its handler should return")
-
-    # -- options (fluent) -----------------------------------------------------------------
-    @overload
-    def priority(self) -> int: ...
-    @overload
-    def priority(self: _J, level: str | int) -> _J: ...
-    def priority(self, level: Any = _UNSET) -> Any:
-        """Set the priority: ``low``, ``normal``, ``medium``, ``high``, ``critical`` or an int."""
-        if level is _UNSET:
-            return self._priority
-        self._priority = parse_priority(level)
-        return self
-
-    @overload
-    def attempts(self) -> int: ...
-    @overload
-    def attempts(self: _J, n: int) -> _J: ...
-    def attempts(self, n: Any = _UNSET) -> Any:
-        """Set the maximum number of attempts (at least 1; default 1)."""
-        if n is _UNSET:
-            return self._max_attempts
-        self._max_attempts = checks.integer(n, "attempts", 1)
-        return self
-
-    @overload
-    def backoff(self) -> backoff_policy.Backoff: ...
-    @overload
-    def backoff(self: _J, policy: bool | dict[str, Any] | None) -> _J: ...
-    def backoff(self, policy: Any = _UNSET) -> Any:
-        """Retry after a delay: ``True`` (the job's delay) or ``{"type": "fixed"|"exponential",
-        "delay": ms, "maxDelay": ms, "jitter": 0..1}``."""
-        if policy is _UNSET:
-            return self._backoff
-        self._backoff = backoff_policy.normalize(policy)
-        return self
-
-    @overload
-    def delay(self) -> int: ...
-    @overload
-    def delay(self: _J, ms: int | float | timedelta | datetime) -> _J: ...
-    def delay(self, ms: Any = _UNSET) -> Any:
-        """Run no sooner than ``ms`` milliseconds (or a timedelta) after saving; or, given a
-        ``datetime`` with a time zone, at that time (Kue's ``delay(Date)``), at once if it is
-        past. A datetime without a time zone is refused: it means another time on each machine.
-
-        A time goes to Redis as it is, and the save (or ``update()``) compares it with the
-        Redis server's clock, the one every worker follows: the job is due at that time, however
-        long after ``delay()`` it is saved and whatever this machine's clock says. Only the local
-        guesses use this machine's clock: ``job.state`` right after ``save()``, and ``delay()``
-        without an argument, which gives the delay in ms (for a time: the ms left until it).
-        """
-        if ms is _UNSET:
-            return max(0, self._due_at - _now_ms()) if self._due_at else self._delay
-        if isinstance(ms, datetime):
-            self._due_at, self._delay = _due_ms(ms), 0
-        else:
-            self._due_at, self._delay = 0, _ms(ms, "delay", 0)
-        return self
-
-    @overload
-    def ttl(self) -> int: ...
-    @overload
-    def ttl(self: _J, ms: int | float | timedelta) -> _J: ...
-    def ttl(self, ms: Any = _UNSET) -> Any:
-        """Bound each attempt's run time to ``ms`` milliseconds."""
-        if ms is _UNSET:
-            return self._ttl
-        self._ttl = _ms(ms, "ttl", 1)
-        return self
-
-    @overload
-    def unique(self) -> dict[str, Any] | None: ...
-    @overload
-    def unique(
-        self: _J, key: str, mode: str = "until_done", ttl: int | float | timedelta | None = None
-    ) -> _J: ...
-    def unique(self, key: Any = _UNSET, mode: str = "until_done", ttl: Any = None) -> Any:
-        """Save at most one job per ``key`` (see :mod:`kue_core.unique` for the modes:
-        ``until_done``, ``throttle`` (needs ``ttl`` ms), ``debounce``, ``reuse``)."""
-        if key is _UNSET:
-            u = self._unique
-            return None if u is None else {"key": u.key, "mode": u.mode, "ttl": u.ttl or None}
-        if self.id is not None:
-            raise InvalidJob("a unique key is given before the job is saved")
-        self._unique = unique.normalize(key, mode, ttl)
-        return self
 
     # -- persistence ------------------------------------------------------------------------
     def _update_fields(self) -> list[Any]:

@@ -59,6 +59,7 @@ FLOORS = {
     "ops": 2,
     "record_ops": 2,
     "job_spec": 2,
+    "job_options": 2,
     "flow_ops": 2,
     "waiting": 2,
     "tracing": 1,
@@ -87,6 +88,8 @@ FLOORS = {
     # 5. the facade
     "queue": 5,
     "queue_records": 4,
+    "queue_schedules": 4,
+    "queue_workers": 5,
     "aio": 5,
     # the package's public names (the doctor, a package of its own, is checked by the
     # import contract in pyproject.toml)
