@@ -32,7 +32,8 @@ import time
 
 import redis
 
-from kue_core import Queue, embedded
+from kue_core import Queue
+from kue_core.store import embedded
 
 
 def binaries() -> dict[str, str]:

@@ -26,7 +26,7 @@ from flask import Flask
 
 from kue_core import STATES, KueError, Queue, connection
 from kue_core import defaults as core_defaults
-from kue_core.signals import Signals
+from kue_core.worker.signals import Signals
 from kue_example import demo
 from kue_http import ConfigError, create_app
 from kue_http.rules import report as rules_report
@@ -155,7 +155,7 @@ def _raised_by_resolve_name(error: BaseException) -> bool:
 
 
 def catch_signals(on_stop: str) -> Signals:
-    """SIGTERM and SIGINT caught from now on (see :mod:`kue_core.signals`); a second one
+    """SIGTERM and SIGINT caught from now on (see :mod:`kue_core.worker.signals`); a second one
     ends the process at once, saying so and ``on_stop``."""
     return Signals(lambda name: click.echo(f"{name} again: exiting now. {on_stop}", err=True))
 

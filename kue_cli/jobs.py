@@ -18,8 +18,9 @@ from typing import Any
 
 import click
 
-from kue_core import HasDependents, InvalidTransition, Job, KueError, Queue, checks
-from kue_core.states import PRIORITIES, PROMOTABLE, RETRYABLE, STATES
+from kue_core import HasDependents, InvalidTransition, Job, KueError, Queue
+from kue_core.base import checks
+from kue_core.base.states import PRIORITIES, PROMOTABLE, RETRYABLE, STATES
 
 from . import cli as main
 from .control import _queue

@@ -1,7 +1,7 @@
 """Flow control from the command line: ``kue limits`` lists the types' limits and whether
 they hold a type back now, ``kue limit TYPE`` sets (or ``--remove``\\ s) them, and
 ``kue groups TYPE`` lists a type's groups in their turn; on the ``cli`` group (imported by
-the package, so that they join it). See :mod:`kue_core.limits`.
+the package, so that they join it). See :mod:`kue_core.features.limits`.
 
 Exit codes as for every command: bad input (a rate that does not parse, a cap below 1) is bad
 usage (2), and nothing is written; a Redis that cannot be reached is unavailable (3).

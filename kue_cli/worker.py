@@ -12,7 +12,7 @@ import click
 
 from kue_core import connection, tracing, validate_type
 from kue_core import defaults as core_defaults
-from kue_core.pins import check_worker_id
+from kue_core.features.pins import check_worker_id
 
 from . import cli as main
 from . import supervisor

@@ -7,7 +7,7 @@ is ``kue_core.aio.AsyncQueue``.
 """
 
 from . import connection, defaults, tracing
-from .errors import (
+from .base.errors import (
     ConnectionFailed,
     HasDependents,
     InvalidJob,
@@ -26,22 +26,22 @@ from .errors import (
     WorkerIdTaken,
     WorkerNotFound,
 )
-from .events import EVENTS, Event, EventStream
-from .feeds import FEED_EVENTS
-from .flow_ops import Node as FlowNode
-from .flows import POLICIES as DEPENDENCY_POLICIES
-from .job import Job, parse_priority, parse_state, validate_type
-from .keys import Keys
-from .limits import RateLimited
-from .pins import WORKER_ID_RULE
+from .base.keys import Keys
+from .base.states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
+from .features.feeds import FEED_EVENTS
+from .features.flows import POLICIES as DEPENDENCY_POLICIES
+from .features.limits import RateLimited
+from .features.pins import WORKER_ID_RULE
+from .features.runs import apply_json as apply_fan_out
+from .features.schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
+from .features.schedule_rules import LATEST as SCHEDULE_LATEST
+from .features.search import Found
+from .jobs.flow_ops import Node as FlowNode
+from .jobs.job import Job, parse_priority, parse_state, validate_type
+from .jobs.schedules import OPTIONS as JOB_OPTIONS
+from .jobs.schedules import apply_options as apply_job_options
 from .queue import Queue
-from .runs import apply_json as apply_fan_out
-from .schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
-from .schedule_rules import LATEST as SCHEDULE_LATEST
-from .schedules import OPTIONS as JOB_OPTIONS
-from .schedules import apply_options as apply_job_options
-from .search import Found
-from .states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
+from .store.events import EVENTS, Event, EventStream
 
 __all__ = [
     "DEPENDENCY_POLICIES",

@@ -1,7 +1,7 @@
 """The asyncio client, for producers and readers: ``AsyncQueue`` on ``redis.asyncio``.
 
-It runs the blocking client's operations (:mod:`kue_core.ops`) and script calls
-(:mod:`kue_core.calls`) on an asyncio connection: the same checks, keys, script arguments,
+It runs the blocking client's operations (:mod:`kue_core.jobs.ops`) and script calls
+(:mod:`kue_core.store.calls`) on an asyncio connection: the same checks, keys, script arguments,
 replies and errors as :class:`kue_core.Queue`, written once. Workers stay on ``Queue``
 (``async def`` handlers run on its event loop already)::
 
@@ -20,20 +20,24 @@ from typing import Any
 import redis.asyncio
 import redis.asyncio.sentinel
 
-from . import calls, checks, connection, control, defaults, ops, pins, search, stats
-from . import feeds as feed_ops
-from .aio_cluster import AsyncSlotPool
-from .aio_events import AsyncEvents
-from .aio_job import AsyncJob
-from .aio_plans import AsyncPlans
-from .aio_records import AsyncRecords
-from .aio_scripts import AsyncScripts
-from .errors import ConnectionFailed
-from .events import wanted_events
-from .keys import Keys
-from .search import Found
-from .states import PROMOTABLE, RETRYABLE
-from .values import validate_type
+from . import connection, defaults
+from .base import checks
+from .base.errors import ConnectionFailed
+from .base.keys import Keys
+from .base.states import PROMOTABLE, RETRYABLE
+from .base.values import validate_type
+from .clients.aio_plans import AsyncPlans
+from .clients.aio_records import AsyncRecords
+from .features import control, pins, search, stats
+from .features import feeds as feed_ops
+from .features.search import Found
+from .jobs import ops
+from .jobs.aio_job import AsyncJob
+from .store import calls
+from .store.aio_cluster import AsyncSlotPool
+from .store.aio_events import AsyncEvents
+from .store.aio_scripts import AsyncScripts
+from .store.events import wanted_events
 
 __all__ = ["AsyncEvents", "AsyncJob", "AsyncQueue"]
 
@@ -328,8 +332,8 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
         self, *names: str, job_type: str | None = None, job_id: int | str | None = None
     ) -> AsyncEvents:
         """The queue's events as they happen, from every process (see
-        :mod:`kue_core.events`): ``async for event in queue.events("complete")``, each an
-        :class:`kue_core.events.Event`. Only the events named (none: every one), of one type,
+        :mod:`kue_core.store.events`): ``async for event in queue.events("complete")``, each an
+        :class:`kue_core.store.events.Event`. Only the events named (none: every one), of one type,
         of one job. Subscribed at the first iteration, or on entering ``async with``: use
         that to be sure to hear what follows it. Closed when the loop ends."""
         wanted = wanted_events(names)

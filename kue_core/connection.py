@@ -1,4 +1,5 @@
-"""Redis URL -> client, or the embedded server (:mod:`kue_core.embedded`) when no URL is given.
+"""Redis URL -> client, or the embedded server (:mod:`kue_core.store.embedded`) when no URL is
+given.
 
 URLs name one server (``redis://``, ``rediss://``, ``unix://``), a Redis Cluster
 (``redis+cluster://host:port,host:port``: any nodes, the rest are discovered) or a primary
@@ -27,9 +28,9 @@ import redis
 import redis.sentinel
 
 from . import defaults
-from . import embedded as embedded_server
-from .cluster import SlotPool, hash_tag
-from .errors import ConnectionFailed, InvalidJob
+from .base.errors import ConnectionFailed, InvalidJob
+from .store import embedded as embedded_server
+from .store.cluster import SlotPool, hash_tag
 
 _embedded: dict[str, redis.Redis] = {}
 _embedded_lock = threading.Lock()
@@ -259,7 +260,7 @@ def embedded_url(data_dir: str | os.PathLike[str] | None = None) -> str:
 def embedded(data_dir: str | os.PathLike[str] | None = None) -> redis.Redis:
     """A client of the embedded Redis whose data lives in ``data_dir`` (default ``./.kue``),
     shared by this process's queues; the server is started if none answers there (see
-    :mod:`kue_core.embedded`), and shut down at exit by the last process that used it."""
+    :mod:`kue_core.store.embedded`), and shut down at exit by the last process that used it."""
     path = embedded_folder(data_dir)
     with _embedded_lock:
         client = _embedded.get(path)

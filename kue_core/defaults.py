@@ -236,10 +236,10 @@ RETENTION_SWEEP = 30.0
 DEPS_SWEEP = 1.0
 
 #: Seconds between a worker process's additions of its completions to the counters of work
-#: time, throughput and totals (see kue_core.tally): how far those may lag behind its jobs.
+#: time, throughput and totals (see kue_core.features.tally): how far those may lag behind its jobs.
 TALLY_FLUSH = 1.0
 
-#: Schedules (see kue_core.schedules). After an outage, a schedule with ``catch_up="all"``
+#: Schedules (see kue_core.jobs.schedules). After an outage, a schedule with ``catch_up="all"``
 #: makes a job for each missed tick, the latest ``CATCH_UP_MAX`` of them; it looks at most at
 #: ``CATCH_UP_SCAN`` ticks (a longer outage skips the rest).
 CATCH_UP_MAX = 100

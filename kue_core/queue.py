@@ -10,22 +10,27 @@ from typing import Any
 
 import redis
 
-from . import calls, checks, connection, defaults, identity, ops, pins, record_ops, stats
-from . import feeds as feed_ops
-from . import middleware as mw
-from .control import Control
-from .errors import InvalidJob
-from .events import EventBus, EventStream, Receiver
-from .flow_ops import Node
-from .job import Job, validate_type
-from .keys import Keys
-from .limits import LimitMethods
-from .queue_records import QueueRecords
-from .queue_schedules import ScheduleMethods
-from .queue_workers import WorkerMethods
-from .scripts import Scripts
-from .states import PROMOTABLE, RETRYABLE
-from .worker import Workers
+from . import connection, defaults
+from .base import checks
+from .base.errors import InvalidJob
+from .base.keys import Keys
+from .base.states import PROMOTABLE, RETRYABLE
+from .clients.queue_records import QueueRecords
+from .clients.queue_schedules import ScheduleMethods
+from .clients.queue_workers import WorkerMethods
+from .features import feeds as feed_ops
+from .features import pins, stats
+from .features.control import Control
+from .features.limits import LimitMethods
+from .jobs import ops, record_ops
+from .jobs.flow_ops import Node
+from .jobs.job import Job, validate_type
+from .store import calls
+from .store.events import EventBus, EventStream, Receiver
+from .store.scripts import Scripts
+from .worker import identity
+from .worker import middleware as mw
+from .worker.workers import Workers
 
 _job_id = checks.job_id
 
@@ -224,11 +229,11 @@ class Queue(WorkerMethods, QueueRecords, ScheduleMethods, LimitMethods):
 
     def set_only(self, job_id: int | str, workers: Iterable[str] | None) -> Job:
         """Change which workers may run a saved job (None: any worker); see
-        :func:`kue_core.record_ops.set_only`. Returns the job as it is now."""
+        :func:`kue_core.jobs.record_ops.set_only`. Returns the job as it is now."""
         return self.scripts.drive(record_ops.set_only(self, job_id, workers))
 
     def pinned_waits(self, count: int = 500) -> dict[str, list[int]]:
-        """Worker id -> ids of the pinned jobs waiting for it (see :mod:`kue_core.pins`),
+        """Worker id -> ids of the pinned jobs waiting for it (see :mod:`kue_core.features.pins`),
         among the first ``count`` pinned jobs, best priority first."""
         return self.scripts.drive(pins.waits(self.keys, count))
 
@@ -290,7 +295,7 @@ class Queue(WorkerMethods, QueueRecords, ScheduleMethods, LimitMethods):
         ``{"type", "day", "wait", "run"}``; else ``{"day", "types": {type: {"wait", "run"}}}``."""
         return self.scripts.drive(stats.timings(self.keys, job_type, day))
 
-    # -- feeds (see kue_core.feeds) ---------------------------------------------------------
+    # -- feeds (see kue_core.features.feeds) -------------------------------------------------------
     def feed(self, job_type: str, event: str) -> str:
         """Start feeding ``event`` (``complete`` or ``failed``) of ``job_type``'s jobs to a
         list; returns its key. Starting a feed that runs changes nothing."""
@@ -305,7 +310,7 @@ class Queue(WorkerMethods, QueueRecords, ScheduleMethods, LimitMethods):
         """Every type with a feed: type -> its events."""
         return self.scripts.drive(feed_ops.feeds(self.keys))
 
-    # -- job control (see kue_core.control) -------------------------------------------------
+    # -- job control (see kue_core.features.control) -----------------------------------------------
     def cancel(self, job_id: int | str, reason: str = "") -> Job:
         """End a job in any state but complete: it fails at once with the error
         ``cancelled: <reason>`` and is not retried; a running one is stopped in its worker

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import KueError
+from .base.errors import KueError
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -157,7 +157,7 @@ def consuming(job_id: int, job_type: str, fields: dict[str, str]) -> Iterator[Sp
 
 
 def ended(span: Span, reason: str, message: str | None = None, text: str | None = None) -> None:
-    """Record how an attempt ended: ``reason`` (see :class:`kue_core.attempt.Reason`, or
+    """Record how an attempt ended: ``reason`` (see :class:`kue_core.worker.attempt.Reason`, or
     ``limited``), and a failure's one-line ``message`` and kept ``text``."""
     span.set_attribute("kue.job.outcome", reason)
     if message is None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import kue_rules
 from kue_core import Queue
-from kue_core.cluster import SlotPool
+from kue_core.store.cluster import SlotPool
 
 from . import handlers, listener, producer
 

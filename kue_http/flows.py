@@ -1,4 +1,5 @@
-"""Dependencies and flows on the API blueprint (``kue_core.flows``): ``POST /flows`` saves a
+"""Dependencies and flows on the API blueprint (``kue_core.features.flows``): ``POST /flows`` saves
+a
 tree of new jobs in one call, all or nothing, each parent blocked until its children complete;
 ``GET /job/<id>/dependencies`` tells what a job waits for, what waits for it and the results
 it was handed. ``POST /job`` takes the ``depends`` and ``onDependencyFailure`` options and

@@ -1,4 +1,5 @@
-"""Flow control on the API blueprint (``kue_core.limits``): the limits of each job type, whether
+"""Flow control on the API blueprint (``kue_core.features.limits``): the limits of each job type,
+whether
 a type is held back by them right now, and its groups (tenants).
 
 ``GET /limits`` reads every type with a limit or a hold, ``PUT /limits/<type>`` sets the

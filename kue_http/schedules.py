@@ -1,4 +1,5 @@
-"""Schedules on the API blueprint (``kue_core.schedules``): jobs made on a timetable, every N ms
+"""Schedules on the API blueprint (``kue_core.jobs.schedules``): jobs made on a timetable, every N
+ms
 or by a cron expression in a time zone. ``PUT /schedules/<key>`` defines one (upserted by key:
 an unchanged definition keeps its timetable), ``GET`` reads them, ``DELETE`` removes one, and
 ``POST /schedules/<key>/trigger``, ``/pause`` and ``/resume`` steer it. A key is a path
@@ -20,7 +21,8 @@ from kue_core import InvalidJob, Queue
 
 from .api import api, queue
 
-#: Job options of a schedule, ``POST /job``'s names -> kue_core's (``kue_core.schedules.OPTIONS``).
+#: Job options of a schedule, ``POST /job``'s names -> kue_core's
+#: (``kue_core.jobs.schedules.OPTIONS``).
 OPTIONS = {
     "priority": "priority",
     "attempts": "attempts",

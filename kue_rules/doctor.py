@@ -1,4 +1,4 @@
-"""kue doctor's look at the keys of job event feeds (:mod:`kue_core.feeds`) and of
+"""kue doctor's look at the keys of job event feeds (:mod:`kue_core.features.feeds`) and of
 ``kue rules`` (``<p>:rules:*``, see kue_rules/store.py).
 
 ``unread-feed``

@@ -100,7 +100,8 @@ from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, cast
 
-from .. import checks, defaults
+from .. import defaults
+from ..base import checks
 from . import deps, functions, housekeeping, limits, pins, records, runs, schedules
 from .checker import Checker
 from .core import Check

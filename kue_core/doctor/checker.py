@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import redis
 
-from ..keys import Keys, zid
+from ..base.keys import Keys, zid
 
 if TYPE_CHECKING:
-    from ..scripts import Scripts
+    from ..store.scripts import Scripts
 
 
 class Checker(Protocol):

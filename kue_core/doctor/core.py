@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import defaults
-from ..keys import zid
-from ..states import STATES
+from ..base.keys import zid
+from ..base.states import STATES
 from . import deps, runs
 from .findings import FIXED_TYPES, Action, Finding, Report
 from .judging import JobView, ago, belongs, describe, job_of_member, lua_number, score_text

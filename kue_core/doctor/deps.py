@@ -1,4 +1,5 @@
-"""kue doctor's look at job dependencies (see :mod:`kue_core.flows`): blocked jobs, each job's
+"""kue doctor's look at job dependencies (see :mod:`kue_core.features.flows`): blocked jobs, each
+job's
 ``deps``, ``dependents`` and ``results`` keys, and ``<p>:awaited``. Our scripts keep them
 exact; Node Kue clients, which know nothing of them, leave keys behind when they remove a job,
 and end jobs others wait for without telling those (the dependencies sweep finds them later).
@@ -27,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
-from ..keys import zid
+from ..base.keys import zid
 from . import checker
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """kue doctor's look at the Redis functions the scripts run as (Redis 7 and later).
 
 ``old-function``
-    a library of ours (``kue_<script>_<digest>``, see :mod:`kue_core.lua_source`) that is
+    a library of ours (``kue_<script>_<digest>``, see :mod:`kue_core.store.lua_source`) that is
     none of this version's scripts: an earlier kue version loaded it, and Redis keeps
     functions (in its RDB and AOF files too) until they are deleted, so every upgrade
     leaves its predecessor's behind. Repair: delete it (``FUNCTION DELETE``). That is safe
@@ -20,7 +20,7 @@ from typing import Any
 import redis
 from redis.exceptions import ResponseError
 
-from ..lua_source import LIBRARY_PREFIX, SCRIPT_NAMES, function_library
+from ..store.lua_source import LIBRARY_PREFIX, SCRIPT_NAMES, function_library
 from .checker import Checker
 
 #: The repair action that deletes a library (run here, not in ``repair.lua``: a script may

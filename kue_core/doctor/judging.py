@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..keys import zid
-from ..states import STATES
+from ..base.keys import zid
+from ..base.states import STATES
 
 
 @dataclass(frozen=True)

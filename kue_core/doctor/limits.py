@@ -1,4 +1,5 @@
-"""kue doctor's look at flow control (see :mod:`kue_core.limits`): the rules in ``<p>:limits``,
+"""kue doctor's look at flow control (see :mod:`kue_core.features.limits`): the rules in
+``<p>:limits``,
 the paused types, and the groups' sets of the types with groups. Our scripts change them with
 the jobs in one call; hand edits, a partial restore, a Redis that lost writes or a Node Kue
 client (which knows nothing of groups) can leave them apart.
@@ -43,7 +44,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..limits import LANE
+from ..features.limits import LANE
 from .checker import Checker, member_id, pages
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""kue doctor's look at pinned jobs (see :mod:`kue_core.pins`): each job in state ``pinned``
+"""kue doctor's look at pinned jobs (see :mod:`kue_core.features.pins`): each job in state
+``pinned``
 must be in ``<p>:places:<type>:<worker>`` of each worker of its ``only``, and those sets must
 hold nothing else. Our scripts change them with the job in one call; hand edits, a partial
 restore or a Redis that lost writes can leave them apart.
@@ -11,8 +12,8 @@ restore or a Redis that lost writes can leave them apart.
     it waits inactive, for any worker.
 ``stale-pinned-job``
     a member of a worker's places that is not a pinned job of that type and worker, nor an
-    active fan-out job of theirs (whose open places are there: see kue_core/runs.py), nor an
-    inactive job that prefers that worker (see kue_core/pins.py) (claims
+    active fan-out job of theirs (whose open places are there: see kue_core/features/runs.py),
+    nor an inactive job that prefers that worker (see kue_core/features/pins.py) (claims
     skip and drop such members, but one a worker never claims from stays). Repair: remove it.
 
 The check reads the pinned jobs (``<p>:jobs:pinned``) and the keys ``<p>:places:*`` (one SCAN
@@ -26,8 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import defaults
-from ..keys import zid
-from ..pins import workers_of
+from ..base.keys import zid
+from ..features.pins import workers_of
 from .checker import Checker, member_id, pages
 
 _FIELDS = ("type", "state", "only", "fan_out", "prefer")
@@ -120,8 +121,8 @@ def _members(c: Checker, key: str, page: list[str]) -> None:
 
 def _belongs(c: Checker, key: str, h: Any) -> bool:
     """Whether the places ``key`` may hold the job (``h``: its _FIELDS): a pinned job of that
-    worker's, an active fan-out job's open place for it (see kue_core/runs.py), or a job
-    waiting inactive that prefers that worker (see kue_core/pins.py)."""
+    worker's, an active fan-out job's open place for it (see kue_core/features/runs.py), or a job
+    waiting inactive that prefers that worker (see kue_core/features/pins.py)."""
     if not isinstance(h, list) or h[0] is None:
         return False
     if h[1] == "inactive" and any(c.keys.places(h[0], w) == key for w in workers_of(h[4])):

@@ -1,4 +1,4 @@
-"""kue doctor's look at the runs of fan-out jobs (see :mod:`kue_core.runs`): a running run
+"""kue doctor's look at the runs of fan-out jobs (see :mod:`kue_core.features.runs`): a running run
 holds a lease in ``<p>:run-leases`` (member ``<id>@<worker>``) and a lease there is a running
 run's. Our scripts change them with the run in one call; hand edits, a partial restore or a
 Redis that lost writes can leave them apart.
@@ -34,8 +34,8 @@ import json
 from typing import Any
 
 from .. import defaults
-from ..keys import zid
-from ..pins import workers_of
+from ..base.keys import zid
+from ..features.pins import workers_of
 from .checker import Checker, member_id, pages
 
 #: The fields of a job its offered places are checked with.

@@ -1,4 +1,4 @@
-"""kue doctor's look at schedules (see :mod:`kue_core.schedules`): ``<p>:schedules``, the
+"""kue doctor's look at schedules (see :mod:`kue_core.jobs.schedules`): ``<p>:schedules``, the
 schedules that will make jobs (member: the schedule's key, score: its next due time), and each
 schedule's hash ``<p>:schedule:<key>``. Our scripts change both in one call; hand edits, a
 partial restore or a Redis that lost writes can leave them apart.

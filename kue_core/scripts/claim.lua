@@ -6,13 +6,13 @@
 -- Returns  {id, field, value, ...} of the claimed job's hash. With one type and no job: an
 --          empty table when none is waiting (then the type's wake-up tokens, all stale, are
 --          cleared), {'paused'} when the type is paused (see pause.lua), {'limited', ms} when
---          its limits hold it back (see kue_core/limits.py); nothing is written then. With
+--          its limits hold it back (see kue_core/features/limits.py); nothing is written then. With
 --          several types and no job: {'wait', s1, s2, ...}, per type '', 'paused' or ms.
 -- Events   start [type].
 -- The job gets state active, started_at, workerId and a new fencing token (its `lease`
 -- counter); its lease expires at now + lease ms unless renewed (see heartbeat.lua). The reply
 -- also has `waited` (not stored): ms since its last change while waiting (updated_at), which
--- the worker counts in the type's statistics (kue_core/timings.py).
+-- the worker counts in the type's statistics (kue_core/features/timings.py).
 local p, worker, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not lease_ms or lease_ms <= 0 or worker == '' or #ARGV < 4 then
   return redis.error_reply('KUE_INVALID claim needs a worker id, a positive lease and a type')

@@ -2,7 +2,7 @@
 -- KEYS[1]  <p>:job:<id>
 -- ARGV[1]  prefix   ARGV[2] id   ARGV[3] fencing token   ARGV[4] result (JSON)
 -- ARGV[5]  '1': the caller counts the completion (work time, outcome counters; see
---          kue_core/tally.py), '': this script does
+--          kue_core/features/tally.py), '': this script does
 -- ARGV[6]  worker id   ARGV[7] lease ms (both '' = claim nothing)
 -- Returns  {outcome, next...}: outcome 'complete', or 'refused' when the job is not active
 --          under this token (recovered and given to another worker, or moved by hand; nothing

@@ -2,7 +2,7 @@
 -- pinned, delayed, blocked, failed): fix a job's input, then retry it.
 -- KEYS[1]  <p>:job:<id>
 -- ARGV[1]  prefix   ARGV[2] id   ARGV[3] data (JSON)
--- ARGV[4]  its search words ('' = none; see kue_core/records.py)
+-- ARGV[4]  its search words ('' = none; see kue_core/features/records.py)
 -- Returns  the job's state (unchanged).
 -- Events   edited [].
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for an active or complete job.

@@ -1,4 +1,4 @@
--- feed: start or stop the feed of one job event of a type (see kue_core/feeds.py).
+-- feed: start or stop the feed of one job event of a type (see kue_core/features/feeds.py).
 -- KEYS[1]  <p>:limits
 -- ARGV[1]  prefix   ARGV[2] type   ARGV[3] event (one of FEED_EVENTS)
 -- ARGV[4]  '1': start (the type's jobs that have the event from now on go, as

@@ -1,4 +1,4 @@
--- flow: store new jobs that depend on other jobs (see kue_core/flows.py), all or nothing: a
+-- flow: store new jobs that depend on other jobs (see kue_core/features/flows.py), all or nothing: a
 -- job with dependencies, or a tree of jobs (children before their parent).
 -- KEYS[1]  <p>:ids (id counter; every other key is built from the prefix, same slot)
 -- ARGV[1]  prefix   ARGV[2] number of jobs n; then per job: the SAVE_WIDTH values save.lua

@@ -1,5 +1,5 @@
 -- heartbeat: a worker process registers under its worker id and renews the leases of the jobs
--- it runs; or leaves. One live process at a time holds an id (see kue_core/identity.py).
+-- it runs; or leaves. One live process at a time holds an id (see kue_core/worker/identity.py).
 -- KEYS[1]  <p>:leases
 -- ARGV[1]  prefix   ARGV[2] worker id   ARGV[3] instance (tells two processes with one id apart)
 -- ARGV[4]  mode:

@@ -1,4 +1,4 @@
--- limit: set or remove the limits of one type (see kue_core/limits.py).
+-- limit: set or remove the limits of one type (see kue_core/features/limits.py).
 -- KEYS[1]  <p>:limits
 -- ARGV[1]  prefix   ARGV[2] type
 -- ARGV[3]  JSON object of the limits to change: rate and group_rate ({max, per ms}),

@@ -1,4 +1,4 @@
--- pin: change which workers may run a saved job (queue.set_only; see kue_core/pins.py).
+-- pin: change which workers may run a saved job (queue.set_only; see kue_core/features/pins.py).
 -- KEYS[1]  <p>:job:<id>
 -- ARGV[1]  prefix   ARGV[2] id   ARGV[3] the workers: a JSON list of worker ids (checked by
 --          the caller: 1..MAX_PINS ids, no repeats), or '' for any worker

@@ -1,4 +1,4 @@
--- retain: the maintenance sweep of retention (see kue_core/retention.py). Finished jobs that no
+-- retain: the maintenance sweep of retention (see kue_core/features/retention.py). Finished jobs that no
 -- script of ours saw finish (a Node Kue worker's) are put in <p>:finished:<state>, at the time
 -- they were last updated; then the jobs past the retention in force are removed, as the
 -- finishing scripts do, but up to ARGV[2] of them.

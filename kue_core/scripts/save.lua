@@ -7,7 +7,7 @@
 --          due time (ms since the epoch, 0 = none): instead of the delay, wait until this time
 --          on this server's clock (not at all when it is past),
 --          records ('' = none): tags, search words, tracking, retention, group and trace
---          context, as the JSON object kue_core/records.py save_extras makes
+--          context, as the JSON object kue_core/features/records.py save_extras makes
 -- Returns  the new ids, in order.
 -- Events   enqueue [type] for every job that starts inactive (a delayed job publishes none);
 --          a delayed job's due time (ms) on <p>:promote, for promotion timers.

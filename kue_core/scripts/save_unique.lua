@@ -1,5 +1,5 @@
 -- save_unique: store one new job that has a unique key, unless a job holds the key already
--- (see kue_core/unique.py for the modes, and save_unique in lib.lua).
+-- (see kue_core/jobs/unique.py for the modes, and save_unique in lib.lua).
 -- KEYS[1]  <p>:ids
 -- ARGV[1]  prefix   ARGV[2..11] the SAVE_WIDTH values of one job, as save.lua takes them
 -- ARGV[12] unique key   ARGV[13] mode (until_done, throttle, debounce, reuse)

@@ -1,4 +1,4 @@
--- schedule: define, pause, resume or remove a schedule (see kue_core/schedules.py).
+-- schedule: define, pause, resume or remove a schedule (see kue_core/jobs/schedules.py).
 -- KEYS[1]  <p>:schedules (key -> next due ms)
 -- ARGV[1]  prefix   ARGV[2] op: set, pause, resume or remove   ARGV[3] schedule key
 -- ARGV[4]  for set and resume: the next due time (ms; -1 = none: it has ended)

@@ -1,4 +1,4 @@
--- tag: add or remove tags of a job, or track or untrack it (see kue_core/records.py).
+-- tag: add or remove tags of a job, or track or untrack it (see kue_core/features/records.py).
 -- KEYS[1]  <p>:job:<id>
 -- ARGV[1]  prefix   ARGV[2] id   ARGV[3] what: tag, untag, track or untrack
 -- ARGV[4..] for tag and untag: tag, its search words (space separated), tag, its words...

@@ -1,4 +1,4 @@
--- tick: a schedule's firing (see kue_core/schedules.py): make its jobs and move its next due
+-- tick: a schedule's firing (see kue_core/jobs/schedules.py): make its jobs and move its next due
 -- time on, in one call, so that each tick makes its jobs once whatever the number of worker
 -- processes planning it at the same moment.
 -- KEYS[1]  <p>:ids (id counter; every other key is built from the prefix, same slot)

@@ -1,4 +1,4 @@
--- unblock: the maintenance sweep of dependencies (see kue_core/flows.py). Our scripts release
+-- unblock: the maintenance sweep of dependencies (see kue_core/features/flows.py). Our scripts release
 -- a job's dependents as it ends; a job that a Node Kue worker completes or fails (Kue's own
 -- code) is found here, in <p>:awaited, and its dependents follow as if our scripts had ended it.
 -- KEYS[1]  <p>:awaited (member zid of a job others wait for, score = when last looked at)

@@ -5,7 +5,7 @@
 -- ARGV[6]  backoff (JSON, '' = none)      ARGV[7] ttl ms (0 = none)
 -- ARGV[8]  removeOnComplete ('1' or '')   ARGV[9] delay ms (0 = none)
 -- ARGV[10] due time (ms since the epoch, 0 = none): instead of the delay, due at this time
--- ARGV[11] the search words of the new data ('' = none; see kue_core/records.py)
+-- ARGV[11] the search words of the new data ('' = none; see kue_core/features/records.py)
 -- ARGV[12] keep_complete   ARGV[13] keep_failed: retention policies ('' = the queue's)
 -- Returns  the job's state. A blocked job keeps a due time as it is and a delay in ms for
 --          when it is released, as flow.lua saves them.

@@ -1,5 +1,5 @@
 """The job page's dependencies: the jobs a job depends on and those that depend on it, what it
-does when one fails, and the results of those that completed (see ``kue_core.flows``).
+does when one fails, and the results of those that completed (see ``kue_core.features.flows``).
 
 A parent of 10,000 children must not make a page of 10,000 rows: each side lists its first
 ``SHOWN`` jobs, by id, and counts the rest by state. The page names the ids it lists in

@@ -1,4 +1,5 @@
-"""The dashboard's flow control pages (``kue_core.limits``): the limits page, one row per job
+"""The dashboard's flow control pages (``kue_core.features.limits``): the limits page, one row per
+job
 type with its rate and concurrency limits, per group too, whether it is held back right now
 (and why, and for how long), its active and waiting jobs, and a form to change its limits or a
 button to remove them through the JSON API (``PUT``/``DELETE /api/limits/<type>``); and the

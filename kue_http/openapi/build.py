@@ -13,7 +13,7 @@ Schema = dict[str, Any]
 INT64 = {"type": "integer", "format": "int64", "minimum": -(2**63), "maximum": 2**63 - 1}
 COUNT = {"type": "integer", "minimum": 0}
 MS = {"type": "integer", "minimum": 0, "description": "Unix time in milliseconds"}
-#: Characters a job type may not hold (``kue_core.job.validate_type``).
+#: Characters a job type may not hold (``kue_core.jobs.job.validate_type``).
 CONTROL = r"\x00-\x1f\x7f"
 
 

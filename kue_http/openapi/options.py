@@ -8,7 +8,7 @@ from kue_core import defaults
 from .build import CONTROL, PRIORITY, Schema, obj
 
 UNIQUE_MODES = ("until_done", "throttle", "debounce", "reuse")
-#: ``options.unique`` (``_unique`` in api.py, checked by ``kue_core.job.Job.unique``).
+#: ``options.unique`` (``_unique`` in api.py, checked by ``kue_core.jobs.job.Job.unique``).
 UNIQUE: Schema = {
     **obj(
         {
@@ -45,7 +45,7 @@ UNIQUE: Schema = {
         },
     ],
 }
-#: ``POST /job`` options (``JOB_OPTIONS`` in api.py and the setters of ``kue_core.job.Job``).
+#: ``POST /job`` options (``JOB_OPTIONS`` in api.py and the setters of ``kue_core.jobs.job.Job``).
 JOB_OPTIONS: Schema = {
     "type": ["object", "null"],
     "properties": {

@@ -24,7 +24,7 @@ from kue_cli import timings
 from kue_cli.cli import cli
 from kue_cli.errors import Unavailable
 from kue_core import Queue, defaults
-from kue_core.states import STATES
+from kue_core.base.states import STATES
 from kue_http import config as http_config
 from kue_http import create_app
 from tests.conftest import finish, free_port, wait_for

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from kue_cli.cli import cli
 from kue_core import Queue
-from kue_core.states import STATES
+from kue_core.base.states import STATES
 from tests.conftest import finish
 
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 from kue_cli import doctor as doctor_cli
 from kue_cli.cli import cli
 from kue_core import Queue
-from kue_core.keys import zid
+from kue_core.base.keys import zid
 from tests.conftest import free_port
 from tests.integration.test_doctor import dump, kue_job, kue_state, now_ms
 

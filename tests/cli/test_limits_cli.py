@@ -15,7 +15,7 @@ import redis
 
 import kue_cli.cli as cli_module
 from kue_core import Queue
-from kue_core.keys import zid
+from kue_core.base.keys import zid
 from tests.cli.test_control_cli import kue, refused
 from tests.conftest import wait_for
 

@@ -19,7 +19,7 @@ from flask.testing import FlaskClient
 from markupsafe import escape
 
 from kue_core import InvalidJob, Queue
-from kue_core.states import STATES
+from kue_core.base.states import STATES
 from kue_http import ConfigError, create_app
 from kue_http.app import mount
 from kue_http.dashboard import LABELS, dashboard

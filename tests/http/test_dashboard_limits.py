@@ -169,7 +169,8 @@ def test_held_back_while_paused_or_asked_by_the_remote_side(
     queue.create_job("sms").save()
     queue.pause("email")
     seconds, _ = r.time()
-    # As a handler's RateLimited(2 min) leaves it (see kue_core.limits: the rule's "until").
+    # As a handler's RateLimited(2 min) leaves it (see kue_core.features.limits: the rule's
+    # "until").
     r.hset(queue.keys.limits, "sms", json.dumps({"until": (int(seconds) + 120) * 1000}))
     html = page(client, "/limits")
     assert cells(html, "email")["Held back now"] == "paused"

@@ -13,8 +13,9 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from kue_core import ConnectionFailed, Queue, connection, doctor, runner
-from kue_core.cluster import SlotPool, hash_tag
+from kue_core import ConnectionFailed, Queue, connection, doctor
+from kue_core.store import runner
+from kue_core.store.cluster import SlotPool, hash_tag
 from tests.clients import blocking_queue
 from tests.clients import target as unwrapped
 from tests.conftest import Producer, keys_under, wait_for

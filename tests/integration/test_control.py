@@ -15,15 +15,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import (
-    InvalidJob,
-    InvalidTransition,
-    Job,
-    JobNotFound,
-    NoRetry,
-    Queue,
-    WorkerNotFound,
-)
+from kue_core import InvalidJob, InvalidTransition, Job, JobNotFound, NoRetry, Queue, WorkerNotFound
 from tests.conftest import never, wait_for
 from tests.integration import isolated_handlers
 

@@ -5,7 +5,7 @@ lists live outside the queue's slot, and says so."""
 from __future__ import annotations
 
 from kue_core import Queue
-from kue_core.cluster import SlotPool
+from kue_core.store.cluster import SlotPool
 from kue_example import demo
 from tests.conftest import wait_for
 

@@ -1,4 +1,4 @@
-"""Dependencies and flows (``kue_core.flows``): blocked jobs, released exactly once by the
+"""Dependencies and flows (``kue_core.features.flows``): blocked jobs, released exactly once by the
 script that completes their last dependency, the failure policies, cascade removal, flows."""
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ import pytest
 import redis
 
 from kue_core import Job, Queue, doctor
+from kue_core.base.keys import Keys, zid
 from kue_core.doctor import Finding, Report
-from kue_core.keys import Keys, zid
 from tests.conftest import keys_under, wait_for
 
 HOUR = 3_600_000

@@ -7,7 +7,7 @@ from __future__ import annotations
 import redis
 
 from kue_core import Job, Queue, doctor
-from kue_core.keys import zid
+from kue_core.base.keys import zid
 from tests.conftest import finish
 from tests.integration.test_doctor import check, found, repaired
 

@@ -11,9 +11,9 @@ import pytest
 import redis
 
 from kue_core import Queue, defaults, doctor
-from kue_core.claims import PAUSED
-from kue_core.keys import Keys, zid
-from kue_core.limits import LANE
+from kue_core.base.keys import Keys, zid
+from kue_core.features.limits import LANE
+from kue_core.store.claims import PAUSED
 from tests.integration.test_doctor import check, found, repaired
 
 T = "mail"

@@ -1,4 +1,4 @@
-"""kue doctor and the places fan-out jobs offer (kue_core/doctor_runs.py): an active fan-out
+"""kue doctor and the places fan-out jobs offer (kue_core/doctor/runs.py): an active fan-out
 job whose open place no set offers is found and offered again (to any worker, or to its
 workers that may run it); members of the open and late sets that are not jobs offered there
 are found and removed; a healthy fan-out job is found healthy at every step."""
@@ -10,7 +10,7 @@ from typing import Any
 import redis
 
 from kue_core import Queue, doctor
-from kue_core.keys import zid
+from kue_core.base.keys import zid
 
 LEASE = 30_000
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import redis
 
 from kue_core import Queue, doctor
-from kue_core.schedules import fire_due
+from kue_core.jobs.schedules import fire_due
 from tests.integration.test_doctor import check, found, now_ms, repaired
 
 MINUTE = 60_000

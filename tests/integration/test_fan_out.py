@@ -1,4 +1,4 @@
-"""Fan-out jobs (``kue_core.runs``) run by real workers: three ``Queue(worker_id=...)``
+"""Fan-out jobs (``kue_core.features.runs``) run by real workers: three ``Queue(worker_id=...)``
 processing in threads each run a fan_out(3) job once; fan_out("all") reaches the live workers;
 a run failing past max_failed_runs, or a cancel, ends the others' handlers at once."""
 

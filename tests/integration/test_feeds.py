@@ -1,4 +1,5 @@
-"""Job event feeds (``kue_core.feeds``): the jobs of a fed type that complete or fail for good
+"""Job event feeds (``kue_core.features.feeds``): the jobs of a fed type that complete or fail for
+good
 go, as ``<type>/<id>``, to a list in the same script call; other types and events do not."""
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ import pytest
 import redis
 
 from kue_core import Queue, doctor
-from kue_core.claims import PAUSED
 from kue_core.doctor.functions import _libraries
-from kue_core.lua_source import SCRIPT_NAMES, function_library
+from kue_core.store.claims import PAUSED
+from kue_core.store.lua_source import SCRIPT_NAMES, function_library
 
 #: A library named as ours that no version of the save script is.
 OLD = "kue_save_0000000000000000"

@@ -10,8 +10,8 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Queue
-from kue_core.job import Job
-from kue_core.keys import zid
+from kue_core.base.keys import zid
+from kue_core.jobs.job import Job
 
 W = "worker-a"
 

@@ -1,4 +1,5 @@
-"""Flow control (``kue_core.limits``) on a real Redis: limits set, read and removed (bad input
+"""Flow control (``kue_core.features.limits``) on a real Redis: limits set, read and removed (bad
+input
 writing nothing); claims under a rate, a concurrency cap and a hold asked by ``RateLimited``;
 groups served in turn with priority kept inside each, per-group caps and rates; one pool of
 slots over several types with the three reservers; paused types with limits and groups."""
@@ -13,8 +14,8 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, InvalidLimit, Job, Queue, RateLimited, doctor
-from kue_core.claims import PAUSED, Held
-from kue_core.limits import LANE
+from kue_core.features.limits import LANE
+from kue_core.store.claims import PAUSED, Held
 from tests.conftest import snapshot, wait_for, written_since
 
 W, LEASE = "kue:test:1", 30_000

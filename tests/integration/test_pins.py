@@ -1,4 +1,4 @@
-"""Pinned jobs (``kue_core.pins``) on a real Redis: a job pinned to some workers waits in
+"""Pinned jobs (``kue_core.features.pins``) on a real Redis: a job pinned to some workers waits in
 state ``pinned`` where only they find it, goes to them first at equal priority, never holds
 up the type's other jobs, and comes back pinned whatever ends an attempt early (a retry, a
 lost lease, a release); moving, cancelling, re-prioritising and removing it keep every index
@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, InvalidTransition, Job, JobNotFound, Queue, defaults, doctor
-from kue_core.claims import PINS, Waits
+from kue_core.store.claims import PINS, Waits
 from tests.conftest import keys_under, wait_for
 
 A, B, LEASE = "gpu-1", "cpu-1", 30_000

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, JobNotFound, Queue, calls
+from kue_core import InvalidJob, JobNotFound, Queue
+from kue_core.store import calls
 from tests.conftest import finish, keys_under
 
 

@@ -1,4 +1,5 @@
-"""Tags and tracking (``kue_core.records``): kept by the saving, tagging and removing scripts,
+"""Tags and tracking (``kue_core.features.records``): kept by the saving, tagging and removing
+scripts,
 so that the tag sets, their counts and the jobs always agree. On both clients (``client``)."""
 
 from __future__ import annotations

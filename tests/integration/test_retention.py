@@ -1,4 +1,5 @@
-"""Retention (``kue_core.retention``): finished jobs past the policy in force go, whole, in the
+"""Retention (``kue_core.features.retention``): finished jobs past the policy in force go, whole,
+in the
 script that finishes the next one or in the maintenance sweep; Kue's layout stays exact."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Schedules (``kue_core.schedules``) on a real Redis, fired by real workers' promotion timers:
+"""Schedules (``kue_core.jobs.schedules``) on a real Redis, fired by real workers' promotion timers:
 definitions and upserts, bad input writing nothing, ticks on time, the catch-up policies after
 the workers were away, limit, start and end, pause, resume, trigger and remove, unique keys."""
 

@@ -1,4 +1,4 @@
-"""Search through the index (``kue_core.search``): words of types, titles, search keys and
+"""Search through the index (``kue_core.features.search``): words of types, titles, search keys and
 tags; every word must match, the last may be a prefix; filters, pages, and re-indexing when
 data changes."""
 

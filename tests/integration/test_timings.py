@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Job, Queue, defaults
-from kue_core.timings import Recorder, day_of
+from kue_core.features.timings import Recorder, day_of
 from tests.conftest import wait_for
 
 

@@ -197,7 +197,8 @@ def _durations(queue: Queue, ids: list[int]) -> list[int]:
 def test_a_killed_worker_loses_at_most_its_last_counts_never_a_job(
     queue: Queue, workers: Workers
 ) -> None:
-    """The counters of completions a worker process adds itself (kue_core.tally): killed, it
+    """The counters of completions a worker process adds itself (kue_core.features.tally): killed,
+    it
     loses those of its last second at most; every job completes once, counted or not, and
     the survivor's are all counted."""
     jobs = queue.save_many([queue.create_job("t", {"i": i}) for i in range(3_000)])

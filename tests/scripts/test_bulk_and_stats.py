@@ -6,8 +6,8 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Queue, defaults
-from kue_core.keys import zid
-from kue_core.tally import Tally
+from kue_core.base.keys import zid
+from kue_core.features.tally import Tally
 from tests.conftest import finish, free_port, snapshot, written_since
 
 

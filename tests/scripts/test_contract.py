@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from kue_core import Queue, calls, defaults
+from kue_core import Queue, defaults
 from kue_core.doctor import functions as doctor_functions
-from kue_core.lua_source import (
+from kue_core.store import calls
+from kue_core.store.lua_source import (
     LUA_CONSTANTS,
     REPAIR_WIDTH,
     SAVE_WIDTH,
@@ -23,7 +24,7 @@ from kue_core.lua_source import (
     lua_preamble,
     script_source,
 )
-from kue_core.scripts import Scripts
+from kue_core.store.scripts import Scripts
 
 FOLDER = resources.files("kue_core") / "scripts"
 
@@ -36,7 +37,7 @@ def _lua_files() -> list[Any]:
 
 def test_every_lua_file_has_a_wrapper_and_back() -> None:
     """Each script is called through a method of ``Scripts`` (the worker's transitions) or a
-    builder of ``kue_core.calls`` (what either client runs)."""
+    builder of ``kue_core.store.calls`` (what either client runs)."""
     files = {p.name[:-4] for p in FOLDER.iterdir() if p.name.endswith(".lua")}
     assert files == set(SCRIPT_NAMES)
     for name in SCRIPT_NAMES:

@@ -1,4 +1,4 @@
-"""Fan-out jobs (``kue_core.runs``) through the scripts: runs on distinct workers, their
+"""Fan-out jobs (``kue_core.features.runs``) through the scripts: runs on distinct workers, their
 places (open to any worker, or in the places of each target), at_once, failed and lost runs,
 stale tokens, fan_out("all") and late joiners, cancel; kue doctor finds nothing after each."""
 
@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Queue, doctor
-from kue_core.claims import PINS
+from kue_core.store.claims import PINS
 from tests.conftest import keys_under
 from tests.scripts.claiming import claim as _claim
 from tests.scripts.claiming import clean as _clean

@@ -1,4 +1,4 @@
-"""Fan-out jobs over their life (``kue_core.runs``), through the scripts: every way back to
+"""Fan-out jobs over their life (``kue_core.features.runs``), through the scripts: every way back to
 waiting starts a job over (no runs, none done or failed: k new runs to complete), and a
 publish by key with ``reset_runs`` gives its failed workers another go; kue doctor finds
 nothing after each."""
@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Queue
-from kue_core.claims import PINS
+from kue_core.store.claims import PINS
 from tests.conftest import keys_under
 from tests.scripts.claiming import claim as _claim
 from tests.scripts.claiming import clean as _clean

@@ -9,7 +9,7 @@ from __future__ import annotations
 import redis
 
 from kue_core import Queue
-from kue_core.keys import zid
+from kue_core.base.keys import zid
 from tests.conftest import finish
 
 

@@ -7,7 +7,7 @@ import redis
 from redis.crc import key_slot
 
 from kue_core import Queue
-from kue_core.keys import Keys
+from kue_core.base.keys import Keys
 from tests.conftest import keys_under
 
 

@@ -1,4 +1,4 @@
-"""Preferred workers (``job.prefer([...])``, see ``kue_core.pins``): a preferred job waits
+"""Preferred workers (``job.prefer([...])``, see ``kue_core.features.pins``): a preferred job waits
 inactive for any worker and in its preferred workers' places, where they find it first at
 equal priority; whoever claims it, it leaves every place; each way back to waiting puts it
 back; kue doctor finds nothing after each."""
@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Queue, doctor
-from kue_core.claims import PINS
+from kue_core.store.claims import PINS
 from tests.conftest import keys_under
 from tests.scripts.claiming import claim as _claim
 from tests.scripts.claiming import clean as _clean

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, InvalidTransition, JobNotFound, Queue
-from kue_core.keys import zid
+from kue_core.base.keys import zid
 from tests.conftest import keys_under, wait_for
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kue_core import Job, Stopped
-from kue_core.attempt import Attempt, Reason
+from kue_core.worker.attempt import Attempt, Reason
 
 
 def _attempt(ttl_ms: int = 0) -> Attempt:

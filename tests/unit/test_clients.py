@@ -1,6 +1,6 @@
 """The two clients offer the same producer and admin API: every public method of ``Queue``
 but the worker's is on ``AsyncQueue`` (awaited there), with the same parameters, so that
-the two cannot drift apart again (#41). Both run the same operations (:mod:`kue_core.ops`
+the two cannot drift apart again (#41). Both run the same operations (:mod:`kue_core.jobs.ops`
 and the modules it names); the behaviour is tested on both in tests/integration."""
 
 from __future__ import annotations

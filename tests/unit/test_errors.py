@@ -15,8 +15,8 @@ from kue_core import (
     InvalidSchedule,
     InvalidTransition,
     InvalidWorkerConfig,
-    checks,
 )
+from kue_core.base import checks
 
 
 @pytest.mark.parametrize("kind", [InvalidSchedule, InvalidLimit, InvalidWorkerConfig])

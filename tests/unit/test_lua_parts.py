@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kue_core import lua_source
+import kue_core
+from kue_core.store import lua_source
 
-LIB = Path(lua_source.__file__).parent / "scripts" / "lib"
+LIB = Path(kue_core.__file__).parent / "scripts" / "lib"
 DEFINED = re.compile(r"^local (?:function )?([A-Za-z_]\w*)", re.M)
 COMMENT = re.compile(r"--[^\n]*")
 STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")

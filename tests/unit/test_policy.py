@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 
 from kue_core import InvalidJob, JobState
-from kue_core.backoff import normalize, retry_delay
-from kue_core.job import parse_priority, parse_state, to_json, validate_type
-from kue_core.keys import Keys, job_id_from_zid, zid
+from kue_core.base.keys import Keys, job_id_from_zid, zid
+from kue_core.jobs.backoff import normalize, retry_delay
+from kue_core.jobs.job import parse_priority, parse_state, to_json, validate_type
 
 
 def test_zid_is_kues_fifo_member() -> None:

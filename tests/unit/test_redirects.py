@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from redis.exceptions import ResponseError
 
-from kue_core.cluster import SlotMap, redirected
+from kue_core.store.cluster import SlotMap, redirected
 
 
 @pytest.mark.parametrize(

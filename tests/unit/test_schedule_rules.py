@@ -1,4 +1,4 @@
-"""Schedule timetables, computed (``kue_core.schedule_rules``): cron across daylight saving
+"""Schedule timetables, computed (``kue_core.features.schedule_rules``): cron across daylight saving
 changes in Europe/Paris and America/New_York, intervals, and the plan of a firing under each
 catch-up policy, limit and end."""
 
@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from kue_core import InvalidJob, defaults
-from kue_core import schedule_rules as rules
+from kue_core.features import schedule_rules as rules
 
 
 def _ms(text: str, tz: str) -> int:

@@ -9,8 +9,8 @@ import socket
 import pytest
 
 from kue_core import InvalidJob, Queue, WorkerIdTaken
-from kue_core.identity import generated_worker_id
-from kue_core.pins import check_worker_id
+from kue_core.features.pins import check_worker_id
+from kue_core.worker.identity import generated_worker_id
 
 #: Nothing listens here: a queue that tried to reach Redis would fail.
 NOWHERE = "redis://127.0.0.1:1/0"

@@ -1,8 +1,8 @@
 -- The helpers of every kue script, in parts by topic (kue_core/scripts/lib/): the loader
--- (kue_core/lua_source.py) joins them in the order of its LIB_PARTS, then takes from them
+-- (kue_core/store/lua_source.py) joins them in the order of its LIB_PARTS, then takes from them
 -- the helpers each script uses. A comment above a helper is the end of the part's text
 -- before it, so parts carry no header: this is the only one, and LIB_PARTS says what each
--- part holds. Key names mirror kue_core/keys.py; tests/scripts/test_layout.py checks that
+-- part holds. Key names mirror kue_core/base/keys.py; tests/scripts/test_layout.py checks that
 -- they agree. Constants in capitals (HISTORY_LENGTH, DURATION_BUCKETS_MS...) are not defined
 -- here: they come from kue_core/defaults.py, in a preamble the loader puts ahead of these.
 

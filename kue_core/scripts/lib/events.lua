@@ -20,7 +20,7 @@ end
 -- A job saved waiting (inactive, or delayed) has no history key until its first transition:
 -- that key would be a third of a waiting job's memory. Its save entry follows from its hash
 -- (state delayed when it has a delay, at its creation), and the first entry written puts it
--- first. Node Kue's jobs read the same. kue_core/queue_records.py's history() reads it alike.
+-- first. Node Kue's jobs read the same. kue_core/clients/queue_records.py's history() reads it alike.
 -- `h`: the job's {created_at, delay}.
 local function saved_entry(h)
   if not h[1] then return nil end
@@ -34,7 +34,7 @@ end
 -- has a history key. The entries stand for {state active, at, worker, attempt} and {state
 -- complete, at, worker, attempt, duration}, the worker being the job's workerId (which only
 -- claims change: a claim that finds a trail writes it out first). Every other entry written
--- writes the trail out ahead of it (see history). kue_core/queue_records.py reads it alike.
+-- writes the trail out ahead of it (see history). kue_core/clients/queue_records.py reads it alike.
 local function trail_entries(trail, worker)
   local v = {}
   for x in string.gmatch(trail, '[^,]+') do v[#v + 1] = tonumber(x) end

@@ -49,7 +49,7 @@ end
 
 -- Complete active job `id` (stored at `key`; `h` as load_for_complete gives it) with
 -- `result` (JSON text): out of active, its unique key released, counted (unless `tallied`:
--- the worker process that completed it counts it, see kue_core/tally.py), its dependents
+-- the worker process that completed it counts it, see kue_core/features/tally.py), its dependents
 -- told, then stored complete (or removed, with removeOnComplete) and retention applied.
 -- Returns the job's duration (ms).
 local function complete_job(p, id, key, h, result, now, tallied)

@@ -1,4 +1,4 @@
--- Limits (see kue_core/limits.py). The starts of a rate-limited type (or group) are logged in
+-- Limits (see kue_core/features/limits.py). The starts of a rate-limited type (or group) are logged in
 -- a zset (member id:lease, score = start ms), trimmed to the window at each look.
 -- How long (ms) until a start fits under `limit` ({max, per ms}) in the log `key`, or nil.
 local function rate_wait(key, limit, now)

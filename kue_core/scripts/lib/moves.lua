@@ -65,7 +65,7 @@ local function leave_state(p, id, key, job, reason)
   end
 end
 
--- Records (see kue_core/records.py). A job's search words are those of its data (hash field
+-- Records (see kue_core/features/records.py). A job's search words are those of its data (hash field
 -- `words`, space separated) and of its tags (`tagwords`, a JSON list of space-separated words,
 -- one entry per entry of `tags`, the JSON list of its tags).
 

@@ -39,7 +39,7 @@ local function pin_rescore(p, id, jtype, priority, prefer)
   end
 end
 
--- Preferred workers (see kue_core/pins.py). A job saved with `prefer` (hash field: a JSON list
+-- Preferred workers (see kue_core/features/pins.py). A job saved with `prefer` (hash field: a JSON list
 -- of worker ids) may be run by any worker and waits inactive, in Kue's sets; it is also in
 -- <p>:places:<type>:<worker> of each preferred worker, so that their claims find it first at
 -- equal priority (see pick). Whoever claims it, it leaves them all (claim_member); every way

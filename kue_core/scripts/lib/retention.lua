@@ -39,7 +39,7 @@ local function delete_job(p, id, jtype, state)
   publish(p, id, jtype, 'remove', cjson.encode(jtype))
 end
 
--- Retention (see kue_core/retention.py). A policy is "count,age" (ms; an empty part: no bound).
+-- Retention (see kue_core/features/retention.py). A policy is "count,age" (ms; an empty part: no bound).
 -- The finished job's own (hash field keep_complete or keep_failed) wins over the queue's
 -- (<p>:retention, field complete or failed), which wins over RETAIN_COMPLETE / RETAIN_FAILED.
 local function retention(p, state, own)

@@ -8,7 +8,7 @@ local function tell_worker(p, wid, id, token, reason)
     cjson.encode({ op = 'end', id = id, lease = token or '', reason = reason }))
 end
 
--- Fan-out jobs (see kue_core/runs.py). A job with `fan_out` (k, a hash field) must succeed
+-- Fan-out jobs (see kue_core/features/runs.py). A job with `fan_out` (k, a hash field) must succeed
 -- on k distinct worker processes, each a run: <p>:job:<id>:runs maps a worker id to its run
 -- as JSON ({state = running, complete, failed or lost, token, started_at, ended_at, result or
 -- error, tries}). A run's token is the job's `lease` counter, bumped at each run's start; its

@@ -106,7 +106,7 @@ local function unique_ok(key, mode, key_ttl)
 end
 
 -- Store a new job from ARGV[b+1..b+SAVE_WIDTH] holding the unique `key` (see
--- kue_core/unique.py for the modes), unless a job holds it already; `extra` as save_job's.
+-- kue_core/jobs/unique.py for the modes), unless a job holds it already; `extra` as save_job's.
 -- Returns {id, outcome, state}: outcome 'saved', 'deduplicated' (the holder's id; nothing
 -- written), 'debounced' (the delayed or waiting holder got the new data and due time) or
 -- 'reused' (kue-unique's mode: the holder got the new data, and waits again if it had

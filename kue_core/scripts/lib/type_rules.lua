@@ -2,10 +2,10 @@
 -- the claim takes the best job of the type's set, in a group or not (no group name can be
 -- it: names have no control characters).
 local LANE = '\0'
--- The job events a type's feed may carry (see kue_core/feeds.py).
+-- The job events a type's feed may carry (see kue_core/features/feeds.py).
 local FEED_EVENTS = { complete = true, failed = true }
 
--- Flow rules (see kue_core/limits.py): <p>:limits maps a type to a JSON object: `rate`
+-- Flow rules (see kue_core/features/limits.py): <p>:limits maps a type to a JSON object: `rate`
 -- ({max, per ms}), `concurrency`, `group_rate`, `group_concurrency`, `until` (ms: held back
 -- until then, by RateLimited), `paused` (see pause.lua), `groups` (it has grouped jobs),
 -- `feeds` ({event = true}: its job events that go to <p>:feed:<event>:<type>, see feeds.py).
@@ -47,7 +47,7 @@ local function mark_rule(p, jtype, flag)
   return true
 end
 
--- Groups (see kue_core/limits.py): a job of group `g` (hash field `group`) also waits in
+-- Groups (see kue_core/features/limits.py): a job of group `g` (hash field `group`) also waits in
 -- <p>:group:<type>:<g> (zid by priority, as in Kue's sets) and runs in
 -- <p>:group-active:<type>:<g> (zid by start time); <p>:groups:<type> holds the groups with
 -- jobs waiting, scored by their turn (the least recently served first).
@@ -73,7 +73,7 @@ local function wake_one(key)
   redis.call('PEXPIRE', key, LIMIT_RECHECK_MS)
 end
 
--- Pinning (see kue_core/pins.py). A job saved with `only` (hash field: a JSON list of worker
+-- Pinning (see kue_core/features/pins.py). A job saved with `only` (hash field: a JSON list of worker
 -- ids) may be run by those workers alone. Waiting, it is in state `pinned` (indexed as Kue's
 -- states are, so that no worker that does not know pinning takes it, Node Kue's included)
 -- and in <p>:places:<type>:<worker> of each of its workers (zid by priority), which is where

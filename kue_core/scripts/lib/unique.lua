@@ -1,4 +1,4 @@
--- Unique keys (see kue_core/unique.py). A job saved with one has the hash fields `unique`
+-- Unique keys (see kue_core/jobs/unique.py). A job saved with one has the hash fields `unique`
 -- (the key) and `unique_mode`. until_done and debounce keys (<p>:unique:<key>, the holder's
 -- id) are released when the job ends (complete, failed for good, cancelled, removed); throttle
 -- keys only expire; reuse keys (kue-unique's hash <p>:unique:jobs) go with the job.
@@ -24,7 +24,7 @@ local function release_unique_of(p, id)
   return u
 end
 
--- Dependencies (see kue_core/flows.py). A job saved with dependencies has the hash fields
+-- Dependencies (see kue_core/features/flows.py). A job saved with dependencies has the hash fields
 -- `depends` (how many) and `on_dep_fail` (its policy when one fails for good: absent = wait,
 -- 'fail', 'ignore'), and <p>:job:<id>:deps, a zset of the ids it depends on: score 0 while it
 -- waits for that job, 1 once that job completed (or failed, under 'ignore'). The results of

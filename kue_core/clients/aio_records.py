@@ -1,0 +1,87 @@
+"""Tags, tracking, dependencies and pins for asyncio code: part of ``AsyncQueue``
+(:mod:`kue_core.aio`), each method running the operation ``Queue``'s runs
+(:mod:`kue_core.jobs.record_ops`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..base.keys import Keys
+from ..features import retention
+from ..features.search import Found
+from ..jobs import record_ops
+
+if TYPE_CHECKING:
+    from ..jobs.aio_job import AsyncJob
+    from ..store.aio_scripts import AsyncScripts
+
+
+class AsyncRecords:
+    """Mixed into ``AsyncQueue``; see ``Queue``'s methods of the same names."""
+
+    keys: Keys
+    scripts: AsyncScripts
+
+    if TYPE_CHECKING:
+
+        def _loaded(
+            self, job_id: int, h: dict[str, str], runs: dict[str, str] | None
+        ) -> AsyncJob: ...
+
+    # -- tags and tracking ------------------------------------------------------------------
+    async def tagged(self, tag: str, offset: int = 0, count: int = 25) -> Found:
+        return await self.scripts.drive(record_ops.tagged(self.keys, tag, offset, count))
+
+    async def tags(self, offset: int = 0, count: int = 100) -> dict[str, int]:
+        return await self.scripts.drive(record_ops.tags(self.keys, offset, count))
+
+    async def tag_count(self) -> int:
+        return await self.scripts.drive(record_ops.tag_count(self.keys))
+
+    async def tag(self, job_id: int | str, *tags: str) -> AsyncJob:
+        """Add tags to a saved job; returns it as it is now."""
+        return await self._retagged(job_id, "tag", tags)
+
+    async def untag(self, job_id: int | str, *tags: str) -> AsyncJob:
+        """Remove tags from a saved job; returns it as it is now."""
+        return await self._retagged(job_id, "untag", tags)
+
+    async def track(self, job_id: int | str, on: bool = True) -> AsyncJob:
+        """Track a job (or stop, with ``on=False``)."""
+        return await self._retagged(job_id, "track" if on else "untrack", ())
+
+    async def tracked(self) -> list[AsyncJob]:
+        return await self.scripts.drive(record_ops.tracked(self))
+
+    async def _retagged(self, job_id: int | str, what: str, tags: Iterable[str]) -> AsyncJob:
+        return await self.scripts.drive(record_ops.retagged(self, job_id, what, tags))
+
+    # -- dependencies, runs, pins -----------------------------------------------------------
+    async def dependencies(self, job_id: int | str) -> list[dict[str, Any]]:
+        return await self.scripts.drive(record_ops.dependencies(self.keys, job_id))
+
+    async def dependents(self, job_id: int | str) -> list[dict[str, Any]]:
+        return await self.scripts.drive(record_ops.dependents(self.keys, job_id))
+
+    async def children_results(self, job_id: int | str) -> dict[int, Any]:
+        return await self.scripts.drive(record_ops.children_results(self.keys, job_id))
+
+    async def runs(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The runs of a saved fan-out job (see ``Job.runs``)."""
+        return await self.scripts.drive(record_ops.job_runs(self.keys, job_id))
+
+    async def set_only(self, job_id: int | str, workers: Iterable[str] | None) -> AsyncJob:
+        """Change which workers may run a saved job (None: any worker); see
+        :func:`kue_core.jobs.record_ops.set_only`. Returns the job as it is now."""
+        return await self.scripts.drive(record_ops.set_only(self, job_id, workers))
+
+    # -- retention (see Queue.retention, set_retention, memory) ------------------------------
+    async def retention(self) -> dict[str, dict[str, Any]]:
+        return await self.scripts.drive(retention.get(self.keys))
+
+    async def set_retention(self, **policies: Any) -> dict[str, dict[str, Any]]:
+        return await self.scripts.drive(retention.put(self.keys, policies))
+
+    async def memory(self) -> dict[str, Any]:
+        return await self.scripts.drive(retention.memory())

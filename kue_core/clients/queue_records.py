@@ -1,0 +1,114 @@
+"""The queue's side of job records (see :mod:`kue_core.features.records`): search, tags, tracking,
+retention. Part of ``Queue``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from ..base.keys import Keys
+from ..features import retention, search
+from ..features.search import Found
+from ..jobs import ops, record_ops
+from ..store.scripts import Scripts
+
+if TYPE_CHECKING:
+    from ..jobs.job import Job
+
+
+class QueueRecords:
+    """Mixed into ``Queue``."""
+
+    client: redis.Redis
+    keys: Keys
+    scripts: Scripts
+
+    if TYPE_CHECKING:  # Queue's
+
+        def get_job(self, job_id: int | str) -> Job: ...
+        def get_jobs(self, ids: Sequence[int]) -> list[Job]: ...
+
+    def search(
+        self,
+        text: str,
+        *,
+        state: str | None = None,
+        job_type: str | None = None,
+        offset: int = 0,
+        count: int = 25,
+    ) -> Found:
+        """Ids of the jobs found by every word of ``text`` (the last may be a word's start),
+        newest first, from rank ``offset``: words of their type, ``data.title``, search keys
+        and tags (see :mod:`kue_core.features.search`); optionally only in ``state`` and of
+        ``job_type``. A job id typed as the text comes first. ``.total`` counts them all."""
+        return self.scripts.drive(search.query(self.keys, text, state, job_type, offset, count))
+
+    def history(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The job's recent transitions, oldest first: ``{"state", "at", ...}`` each."""
+        return self.scripts.drive(ops.history(self, job_id))  # type: ignore[arg-type]
+
+    # -- records: tags, tracking, retention (see kue_core.features.records) ------------------------
+    def tagged(self, tag: str, offset: int = 0, count: int = 25) -> Found:
+        """Ids of the jobs with ``tag``, most recently tagged first, from rank ``offset``."""
+        return self.scripts.drive(record_ops.tagged(self.keys, tag, offset, count))
+
+    def tags(self, offset: int = 0, count: int = 100) -> dict[str, int]:
+        """Tags in use and how many jobs have each, most used first, from rank ``offset``;
+        ``tag_count()`` tells how many tags there are."""
+        return self.scripts.drive(record_ops.tags(self.keys, offset, count))
+
+    def tag_count(self) -> int:
+        """How many distinct tags are in use."""
+        return self.scripts.drive(record_ops.tag_count(self.keys))
+
+    def tag(self, job_id: int | str, *tags: str) -> Job:
+        """Add tags to a saved job; returns it as it is now."""
+        return self.scripts.drive(record_ops.retagged(self, job_id, "tag", tags))  # type: ignore[arg-type]
+
+    def untag(self, job_id: int | str, *tags: str) -> Job:
+        """Remove tags from a saved job; returns it as it is now."""
+        return self.scripts.drive(record_ops.retagged(self, job_id, "untag", tags))  # type: ignore[arg-type]
+
+    def track(self, job_id: int | str, on: bool = True) -> Job:
+        """Track a job (or stop, with ``on=False``); see :meth:`Job.track`."""
+        what = "track" if on else "untrack"
+        return self.scripts.drive(record_ops.retagged(self, job_id, what))  # type: ignore[arg-type]
+
+    def tracked(self) -> list[Job]:
+        """The tracked jobs, most recently tracked first."""
+        return self.scripts.drive(record_ops.tracked(self))  # type: ignore[arg-type]
+
+    def runs(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The runs of a saved fan-out job (see ``Job.runs``)."""
+        return self.scripts.drive(record_ops.job_runs(self.keys, job_id))
+
+    # -- dependencies (see kue_core.features.flows) ------------------------------------------------
+    def dependencies(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The jobs job ``job_id`` depends on: ``{"id", "state", "done"}`` each, by id."""
+        return self.scripts.drive(record_ops.dependencies(self.keys, job_id))
+
+    def dependents(self, job_id: int | str) -> list[dict[str, Any]]:
+        """The jobs that depend on job ``job_id``: ``{"id", "state"}`` each, by id."""
+        return self.scripts.drive(record_ops.dependents(self.keys, job_id))
+
+    def children_results(self, job_id: int | str) -> dict[int, Any]:
+        """``{id: result}`` of the completed jobs that job ``job_id`` depends on."""
+        return self.scripts.drive(record_ops.children_results(self.keys, job_id))
+
+    def retention(self) -> dict[str, dict[str, Any]]:
+        """The retention in force for completed and failed jobs: ``{"complete": {"count",
+        "age", "source"}, "failed": {...}}``; count and age (ms) None for no bound, source
+        ``"queue"`` (set here) or ``"default"``. See :mod:`kue_core.features.retention`."""
+        return self.scripts.drive(retention.get(self.keys))
+
+    def set_retention(self, **policies: Any) -> dict[str, dict[str, Any]]:
+        """Set the queue's retention, for every process: ``complete=`` and ``failed=`` each
+        ``{"count": n, "age": ms}`` (either may be left out), a count, ``None`` to keep every
+        job, or ``"default"``. Returns :meth:`retention`."""
+        return self.scripts.drive(retention.put(self.keys, policies))
+
+    def memory(self) -> dict[str, Any]:
+        """Redis memory in use (see :func:`kue_core.features.retention.memory`)."""
+        return self.scripts.drive(retention.memory())

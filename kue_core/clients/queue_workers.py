@@ -1,0 +1,123 @@
+"""The worker side of a ``Queue``: ``process()`` hands handlers to this process's workers
+(:class:`kue_core.worker.workers.Workers`, made at the first call), ``run()`` serves them until
+a signal, ``shutdown()`` stops them; their middleware and worker id."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Self
+
+from .. import defaults
+from ..base.errors import InvalidWorkerConfig
+from ..worker import identity, signals
+from ..worker import middleware as mw
+from ..worker.slots import Handler
+from ..worker.workers import Workers
+
+
+class WorkerMethods:
+    """Mixed into ``Queue``: its workers in this process."""
+
+    lease_ms: int
+    stall_limit: int
+    stopped_remotely: threading.Event
+    _worker_id: str
+    _made_up_in: int | None
+    _middleware: tuple[mw.Middleware, ...]
+    _workers: Workers | None
+    _workers_lock: threading.Lock
+    _closing: Workers | None  # the last workers shut down
+
+    if TYPE_CHECKING:  # Queue's: the workers are given the queue itself
+
+        def _worker_side(self) -> Workers: ...
+
+    def process(
+        self,
+        job_type: str | Sequence[str],
+        n: int | Handler = 1,
+        handler: Handler | None = None,
+        *,
+        isolation: str = "thread",
+        reserve: str = "ordered",
+    ) -> Self:
+        """Run ``handler(job)`` on jobs of ``job_type``, ``n`` at a time, in the background.
+        Given a list of types, the ``n`` slots serve them all, claiming in the order
+        ``reserve`` says: ``ordered`` (the first type with a job waiting), ``round-robin`` or
+        ``shuffled`` (see :mod:`kue_core.worker.reserve`).
+
+        ``def`` handlers run in threads, ``async def`` ones on an event loop. The return value
+        (JSON) is the job's result; an exception fails the attempt (``NoRetry``: for good).
+        ``process(type, handler)`` means one at a time, as in Kue. With
+        ``isolation="process"`` each of the ``n`` handlers runs in a child process of its own,
+        which is killed when the job outlives its ttl (see :mod:`kue_core.worker.isolation`).
+        """
+        if handler is None and callable(n):
+            handler, n = n, 1
+        if handler is None or not isinstance(n, int):
+            raise InvalidWorkerConfig("call process(type, n, handler) or process(type, handler)")
+        self._worker_side().process(job_type, n, handler, isolation, reserve)
+        return self
+
+    def run(
+        self,
+        shutdown_timeout: float = defaults.SHUTDOWN_TIMEOUT,
+        *,
+        ready: Callable[[], Any] | None = None,
+    ) -> str | None:
+        """Serve the handlers given to :meth:`process` until SIGINT (Ctrl-C) or SIGTERM, then
+        shut down as ``kue worker`` does: no more claims, running handlers get
+        ``shutdown_timeout`` seconds, and the jobs still running then go back to the queue (a
+        second signal ends the process at once). ``ready`` is called once the signals are
+        caught (to say so: a line a supervisor waits for, a systemd notification); a signal
+        before that meets Python's own handlers. Returns the signal's name, or None when the
+        worker was stopped remotely (:meth:`stop_worker`). From the main thread only."""
+        if self._workers is None:
+            raise InvalidWorkerConfig(
+                "run() serves the handlers given to process(type, n, handler): give one first"
+            )
+        if ready is not None and not callable(ready):
+            raise InvalidWorkerConfig(f"ready must be callable, got {ready!r:.100}")
+        return signals.serve(self.stopped_remotely, self.shutdown, shutdown_timeout, ready)
+
+    def shutdown(self, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:
+        """Stop this queue's workers: no more claims; running handlers get ``timeout``
+        seconds; the jobs still running then go back to the queue at once."""
+        with self._workers_lock:
+            workers, self._workers = self._workers, None
+            if workers is not None:
+                self._closing = workers
+            closing = self._closing
+        if workers is not None:
+            workers.shutdown(timeout)
+        elif closing is not None:  # a shutdown under way (a remote stop): wait for its end
+            closing.closed.wait(max(0.0, timeout) + defaults.SHUTDOWN_TIMEOUT)
+
+    def use(self, middleware: mw.Middleware) -> Self:
+        """Wrap every handler call of this queue's workers in this process in ``middleware``
+        (``def mw(job, call_next)``, or ``async def`` for async handlers); see
+        :mod:`kue_core.worker.middleware`. Middleware added first runs outermost."""
+        mw.check(middleware)
+        with self._workers_lock:
+            if self._workers is not None:
+                self._workers.use(middleware)
+            self._middleware = (*self._middleware, middleware)
+        return self
+
+    @property
+    def middleware(self) -> tuple[mw.Middleware, ...]:
+        """The middleware added with :meth:`use`, in order."""
+        return self._middleware
+
+    @property
+    def worker_id(self) -> str:
+        """The id this process's workers register under, or will (see
+        :mod:`kue_core.worker.identity`). A made-up one is made again in a child forked after it
+        was:
+        it names its process."""
+        if self._made_up_in is not None and self._made_up_in != os.getpid():
+            self._worker_id = identity.generated_worker_id()
+            self._made_up_in = os.getpid()
+        return self._worker_id

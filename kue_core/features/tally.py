@@ -1,0 +1,71 @@
+"""The completions a worker process counts itself, added to Redis in one pipeline at a time.
+
+Every completed job adds to four counters (read by :mod:`kue_core.features.stats`): Kue's total work
+time (``<prefix>:stats:work-time``), the minute's count of completions
+(``<prefix>:stats:complete:<minute>``, kept ``MINUTE_COUNTER_TTL`` seconds), and in
+``<prefix>:stats:totals`` the completions of the type (``complete:<type>``) and of the
+duration's bucket (``le:<ms>``/``le:inf``). ``complete.lua`` adds them itself for any other
+caller; a worker's own completions it leaves to the worker, which counts them here, in
+memory, with the completion's time and duration as the script gives them back, and adds them
+every ``TALLY_FLUSH`` seconds (its keeper thread) and at shutdown. That takes four increments
+off the script of every completed job, in Redis's single thread, for a pipeline of a few
+increments a second.
+
+The counters lag a busy worker by ``TALLY_FLUSH`` at most, and a worker killed between two
+flushes loses its last completions' counts, as it loses its last wait and run figures
+(:mod:`kue_core.features.timings`): never a job, which is complete in Redis either way."""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+
+import redis
+
+from .. import defaults
+from ..base.keys import Keys
+from . import timings
+
+
+class Tally:
+    """The completions of one worker process not yet counted in Redis. A slot's
+    :meth:`add` only appends to a deque (thread-safe, no lock: it is on every job's path);
+    :meth:`flush` sums what it takes off."""
+
+    def __init__(self) -> None:
+        self._done: deque[tuple[str, int, int]] = deque()
+
+    def add(self, job_type: str, at_ms: int, duration_ms: int) -> None:
+        """One job of ``job_type`` completed at ``at_ms`` (Redis's clock), after running
+        ``duration_ms`` (as the job's ``duration`` says)."""
+        self._done.append((job_type, at_ms, duration_ms))
+
+    def flush(self, client: redis.Redis, keys: Keys) -> None:
+        """Add the pending counts to Redis; kept for the next flush if Redis fails."""
+        done = self._done
+        taken = [done.popleft() for _ in range(len(done))]  # others may append meanwhile
+        if not taken:
+            return
+        minutes: Counter[int] = Counter()
+        types: Counter[str] = Counter()
+        buckets: Counter[str] = Counter()
+        for job_type, at_ms, duration_ms in taken:
+            minutes[at_ms // 60_000] += 1
+            types[job_type] += 1
+            buckets[timings.LABELS[timings.bucket(duration_ms)]] += 1  # as lib/attempts.lua's
+        pipe = client.pipeline(transaction=False)
+        pipe.incrby(keys.work_time, sum(ms for _, _, ms in taken))
+        for minute, n in minutes.items():
+            key = keys.minute("complete", minute)
+            pipe.incrby(key, n)
+            pipe.expire(key, defaults.MINUTE_COUNTER_TTL)
+        for job_type, n in types.items():
+            pipe.hincrby(keys.totals, f"complete:{job_type}", n)
+        for label, n in buckets.items():
+            pipe.hincrby(keys.totals, f"le:{label}", n)
+        try:
+            pipe.execute()
+        except redis.RedisError:
+            # A pipeline that failed part-way may have added some: counting those twice is
+            # the lesser harm than losing them all (these are statistics, not jobs).
+            done.extend(taken)
+            raise

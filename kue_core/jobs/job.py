@@ -1,0 +1,198 @@
+"""A job of the blocking client: :class:`~kue_core.jobs.spec.JobSpec`'s options and fields, with
+its reads and writes through the ``Queue`` that made it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from ..base.keys import Keys
+from ..base.states import JobState
+from ..base.values import parse_priority, parse_state, to_json, validate_type
+from ..base.values import utf8 as _utf8
+from ..store.events import EventBus, EventStream, Receiver
+from ..store.scripts import Scripts
+from . import ops, record_ops, waiting
+from .spec import JobSpec
+
+__all__ = ["Job", "parse_priority", "parse_state", "to_json", "validate_type"]
+
+
+class Host(Protocol):
+    """What a ``Job`` uses of its ``Queue``."""
+
+    keys: Keys
+    scripts: Scripts
+    events: EventBus
+
+    def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> Job: ...
+    def get_job(self, job_id: int | str) -> Job: ...
+    def event_stream(self) -> EventStream: ...
+    def remove(self, job_id: int | str, *, cascade: bool = False) -> list[int]: ...
+    def cancel(self, job_id: int | str, reason: str = "") -> Job: ...
+    def retry(self, job_id: int | str) -> Job: ...
+    def promote(self, job_id: int | str) -> Job: ...
+    def move(self, job_id: int | str, to_type: str, *, force: bool = False) -> Job: ...
+    def update_data(self, job_id: int | str, data: Any) -> Job: ...
+    def set_only(self, job_id: int | str, workers: Iterable[str] | None) -> Job: ...
+    def history(self, job_id: int | str) -> list[dict[str, Any]]: ...
+    def runs(self, job_id: int | str) -> list[dict[str, Any]]: ...
+    def dependencies(self, job_id: int | str) -> list[dict[str, Any]]: ...
+    def dependents(self, job_id: int | str) -> list[dict[str, Any]]: ...
+    def children_results(self, job_id: int | str) -> dict[int, Any]: ...
+
+
+class Job(JobSpec):
+    """One job. Create with ``queue.create_job(type, data)``; chain options; ``save()``.
+
+    Option methods are setters when given a value (and return the job, for chaining) and
+    getters when called without one, as in Kue: ``job.priority("high")``, ``job.priority()``.
+    """
+
+    queue: Host
+    # Listeners added before the job has an id.
+    _listeners: list[tuple[str, Receiver]] | None = None
+
+    def save(self) -> Job:
+        """Store the job (or, once saved, its changes); returns it with ``id`` set. With a
+        unique key that a job holds, see :meth:`unique`: ``deduplicated`` tells."""
+        if self.id is not None:
+            return self.update()
+        plain = ops.plain_save(self.queue, self)
+        if plain is not None:
+            self._saved(self.queue.scripts.call(plain)[0])
+        else:
+            self.queue.scripts.drive(ops.save(self.queue, self))
+        return self
+
+    def update(self) -> Job:
+        """Write changed data and options of a saved job; its state is kept."""
+        self.queue.scripts.drive(ops.update(self.queue, self))
+        return self
+
+    def remove(self, *, cascade: bool = False) -> list[int]:
+        """Delete the job, its log and its history; see ``Queue.remove`` for ``cascade``."""
+        return self.queue.remove(self._saved_id(), cascade=cascade)
+
+    def cancel(self, reason: str = "") -> Job:
+        """Fail the job at once, wherever it is, with the error ``cancelled: <reason>`` and no
+        retry; a running one is stopped in its worker process (see ``Queue.cancel``)."""
+        self._reload(self.queue.cancel(self._saved_id(), reason))
+        return self
+
+    def retry(self) -> Job:
+        """Run a failed or complete job again, with its attempts anew (see ``Queue.retry``)."""
+        self._reload(self.queue.retry(self._saved_id()))
+        return self
+
+    def promote(self) -> Job:
+        """Make a delayed job wait now (see ``Queue.promote``)."""
+        self._reload(self.queue.promote(self._saved_id()))
+        return self
+
+    def move(self, to_type: str, *, force: bool = False) -> Job:
+        """Put the job under another type, keeping its id, data, priority and state; a running
+        job only with ``force``, which stops its attempt (see ``Queue.move``)."""
+        self._reload(self.queue.move(self._saved_id(), to_type, force=force))
+        return self
+
+    def update_data(self, data: Any) -> Job:
+        """Replace the data of a waiting or failed job (see ``Queue.update_data``)."""
+        self._reload(self.queue.update_data(self._saved_id(), data))
+        return self
+
+    def set_state(self, state: JobState | str) -> Job:
+        """Move the job to another state (``active`` is a worker's to give)."""
+        self.queue.scripts.drive(ops.set_state(self.queue, self, state))
+        return self
+
+    def set_priority(self, level: str | int) -> Job:
+        """Change the priority of a saved job and re-order it in its lists."""
+        self.queue.scripts.drive(ops.set_priority(self.queue, self, level))
+        return self
+
+    def log(self, fmt: Any, *args: Any) -> Job:
+        """Append a line to the job's log: ``job.log("sent %s to %s", n, to)``."""
+        self._check_running()
+        if not isinstance(fmt, str):
+            line = to_json(fmt, "log")
+        elif args:
+            try:
+                line = fmt % args
+            except (TypeError, ValueError):
+                line = " ".join([fmt, *map(str, args)])
+        else:
+            line = fmt
+        _utf8(line, "log")
+        self.queue.scripts.log(self._saved_id(), line)
+        return self
+
+    def history(self) -> list[dict[str, Any]]:
+        """The job's recent transitions, oldest first."""
+        return self.queue.history(self._saved_id())
+
+    def refresh(self) -> Job:
+        """Read the job again: its state, progress, result... as they are now."""
+        self._reload(self.queue.get_job(self._saved_id()))
+        return self
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Wait until the job ends: its result once it completes; raises ``JobFailed`` (with
+        its error) once it fails for good, ``JobNotFound`` if it is removed, ``WaitTimeout``
+        after ``timeout`` seconds (None: no bound)."""
+        return waiting.wait(self.queue, self._saved_id(), timeout)
+
+    def _saved(self, job_id: int) -> None:
+        super()._saved(job_id)
+        if self._listeners:
+            for event, fn in self._listeners:
+                self.queue.events.on_job(job_id, event, fn)
+            self._listeners = None
+
+    def on(self, event: str, fn: Receiver) -> Job:
+        """Call ``fn(*args)`` when this job emits ``event`` (``"complete"``, ``"progress"``...)."""
+        self.queue.events.job_signal(event)  # validates the name now
+        if self.id is None:
+            if self._listeners is None:
+                self._listeners = []
+            self._listeners.append((event, fn))
+        else:
+            self.queue.events.on_job(self.id, event, fn)
+        return self
+
+    def _report(self, percent: int, data_json: str) -> None:
+        self.queue.scripts.progress(self._saved_id(), percent, data_json)
+
+    def _retag(self, what: str, tags: list[str] | None = None) -> Any:
+        return self.queue.scripts.drive(
+            record_ops.retag(self.queue.keys, self._saved_id(), what, tags or ())
+        )
+
+    def _read_runs(self) -> list[dict[str, Any]]:
+        return self.queue.runs(self._saved_id())
+
+    def runs(self) -> list[dict[str, Any]]:
+        """The runs of a saved fan-out job, ordered by start: each ``{"worker", "state",
+        "started_at", "ended_at", "result", "error", "tries"}`` (keys absent when unset)."""
+        self._runs = self._read_runs()
+        return list(self._runs)
+
+    def set_only(self, workers: Iterable[str] | None) -> Job:
+        """Change which workers may run this saved job (None: any worker); see
+        ``Queue.set_only``. Returns the job, reloaded."""
+        self._reload(self.queue.set_only(self._saved_id(), workers))
+        return self
+
+    def dependencies(self) -> list[dict[str, Any]]:
+        """The jobs it depends on: ``{"id", "state", "done"}`` each, by id (state None for a
+        job removed since)."""
+        return self.queue.dependencies(self._saved_id())
+
+    def dependents(self) -> list[dict[str, Any]]:
+        """The jobs that depend on it: ``{"id", "state"}`` each, by id."""
+        return self.queue.dependents(self._saved_id())
+
+    def children_results(self) -> dict[int, Any]:
+        """``{id: result}`` of the jobs it depends on that have completed (in a flow: its
+        children), kept even once they are removed."""
+        return self.queue.children_results(self._saved_id())

@@ -1,0 +1,262 @@
+"""One connection that carries every script call of an ``AsyncQueue`` at once, pipelined.
+
+Calls made while others are under way go out together in one write, and their replies come
+back in order on the same connection: a thousand saves at once cost Redis one read of many
+commands rather than a read on each of fifty sockets, and the client one send and one
+receive per batch rather than per call (ioredis does the same for BullMQ).
+
+Each connection has the calls it owes replies to, in the order they were written, and one
+task reading them; a caller that gives up (cancelled) leaves its reply to be read and dropped,
+so the connection stays in step. When a connection fails, the calls it owed get
+``ConnectionError`` (they may have run: their replies are lost) and the next call opens a new
+connection; a call that never reached a connection (none could be opened) gets
+:class:`Unsent`, and may be sent again. An idle connection is checked before it is written
+to, so one closed by the server meanwhile (a restart, a timeout) is replaced, not failed on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import select
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio
+from redis.exceptions import ConnectionError, ResponseError
+
+from ..base.errors import ConnectionFailed
+from .cluster import Redirected
+
+
+class Unsent(Exception):
+    """A call that reached no connection: nothing was sent, so it may be sent again."""
+
+
+@dataclass
+class _Call:
+    packed: bytes
+    replies: int
+    future: asyncio.Future[list[Any]]
+    got: list[Any] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class _Line:
+    """One connection: the calls written to it whose replies are owed, and their reader."""
+
+    conn: Any
+    owed: deque[_Call] = field(default_factory=deque)
+    reader: asyncio.Task[None] | None = None
+    dropped: bool = False
+    #: Written to no more (its node no longer serves the queue): dropped once it owes nothing.
+    retired: bool = False
+
+
+def _fail(calls: list[_Call], error: Exception) -> None:
+    for call in calls:
+        if not call.future.done():
+            call.future.set_exception(error)
+
+
+class Pipe:
+    """The pipelined connection of one client (see the module's doc)."""
+
+    def __init__(self, client: redis.asyncio.Redis) -> None:
+        self._client = client
+        self._line: _Line | None = None  # where writes go
+        self._queued: deque[_Call] = deque()  # to write, in order
+        self._writing: list[_Call] = []  # taken off the queue, not yet owed by a line
+        self._writer: asyncio.Task[None] | None = None
+        self._closed = False
+        #: Lines to a node that no longer serves the queue, still owed replies.
+        self._retired: set[_Line] = set()
+
+    async def exchange(self, packed: bytes, replies: int) -> list[Any]:
+        """Send ``packed`` (commands packed by hiredis) and read its ``replies`` replies,
+        error replies as exceptions in the list."""
+        if self._closed:
+            raise ConnectionFailed("the queue is closed")
+        loop = asyncio.get_running_loop()
+        call = _Call(packed, replies, loop.create_future())
+        line = self._line
+        if self._writer is None and line is not None and self._ready(line):
+            # Nothing else is being written and the line is good: write here and now, which
+            # spares a call made alone (one at a time, say) a task and its turns of the loop.
+            line.owed.append(call)
+            if line.reader is None:
+                line.reader = loop.create_task(self._read(line))
+            try:
+                await _put(line.conn, packed)
+            except Exception as e:
+                await self._drop(line, e)
+            return await call.future
+        self._queued.append(call)
+        if self._writer is None:
+            self._writer = loop.create_task(self._write())
+        return await call.future
+
+    def _ready(self, line: _Line) -> bool:
+        """Whether ``line`` can be written to at once, without a check that waits."""
+        if self._queued or line.dropped or _stale(line.conn):
+            return False
+        return bool(line.owed) or _sound_now(line.conn) is True
+
+    async def _write(self) -> None:
+        try:
+            while self._queued and not self._closed:
+                self._writing = list(self._queued)
+                self._queued.clear()
+                try:
+                    line = await self._open()
+                except Exception as e:  # nothing was sent
+                    _fail(self._writing, Unsent(str(e)))
+                    self._writing = []
+                    continue
+                batch, self._writing = self._writing, []
+                line.owed.extend(batch)  # from here the line answers for them
+                try:
+                    # No health check: its PING's reply would come amid the calls'.
+                    await _put(line.conn, b"".join(c.packed for c in batch))
+                except Exception as e:
+                    await self._drop(line, e)  # a part may have gone: they may have run
+                    continue
+                if line.reader is None and not line.dropped:
+                    line.reader = asyncio.get_running_loop().create_task(self._read(line))
+        except BaseException as e:  # cancelled by close()
+            _fail(self._writing, ConnectionFailed(f"the queue is closed ({e!r})"))
+            self._writing = []
+            raise
+        finally:
+            self._writer = None
+
+    async def _open(self) -> _Line:
+        """The line to write to: the current one if it is still good, else a new one."""
+        line = self._line
+        if line is not None and _stale(line.conn):
+            if line.owed:
+                line.retired, self._line = True, None  # its reader drops it when done
+                self._retired.add(line)
+            else:
+                await self._drop(line, ConnectionError("its node no longer serves the queue"))
+            line = None
+        elif line is not None and not line.owed and not await _sound(line.conn):
+            await self._drop(line, ConnectionError("closed by the server while idle"))
+            line = None
+        if line is None:
+            conn = await self._client.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+            line = self._line = _Line(conn)
+        return line
+
+    async def _read(self, line: _Line) -> None:
+        try:
+            while line.owed:
+                call = line.owed[0]
+                try:
+                    reply = await line.conn.read_response()
+                except (ResponseError, Redirected) as e:  # an error reply: still in step
+                    reply = e
+                call.got.append(reply)
+                if len(call.got) == call.replies:
+                    line.owed.popleft()
+                    if not call.future.done():  # else its caller gave up: dropped
+                        call.future.set_result(call.got)
+        except BaseException as e:
+            line.reader = None  # this task: _drop must not cancel it
+            await self._drop(line, e)
+            if isinstance(e, asyncio.CancelledError):
+                raise
+        finally:
+            line.reader = None
+        if line.retired:
+            await self._drop(line, ConnectionError("retired"))  # it owes nothing now
+
+    async def _drop(self, line: _Line, error: BaseException) -> None:
+        """``line`` failed (or the pipe closes): the calls it owed get a ``ConnectionError``,
+        and the next call opens a new line. Once per line."""
+        if line.dropped:
+            return
+        line.dropped = True
+        self._retired.discard(line)
+        if self._line is line:
+            self._line = None
+        owed = list(line.owed)
+        line.owed.clear()
+        _fail(owed, ConnectionError(f"the connection to Redis was lost: {error!r}"))
+        reader, line.reader = line.reader, None
+        if reader is not None and reader is not asyncio.current_task():
+            reader.cancel()
+        try:
+            await line.conn.disconnect()
+        finally:
+            await self._client.connection_pool.release(line.conn)
+
+    async def close(self) -> None:
+        """Stop writing and reading; calls under way get ``ConnectionFailed`` (not sent) or
+        ``ConnectionError`` (sent)."""
+        self._closed = True
+        queued = list(self._queued)
+        self._queued.clear()
+        _fail(queued, ConnectionFailed("the queue is closed"))
+        writer = self._writer
+        if writer is not None:
+            writer.cancel()
+        lines = [*self._retired, *([self._line] if self._line is not None else [])]
+        readers = [line.reader for line in lines if line.reader is not None]
+        for line in lines:
+            await self._drop(line, ConnectionFailed("the queue is closed"))
+        await asyncio.gather(
+            *(t for t in (writer, *readers) if t is not None), return_exceptions=True
+        )
+
+
+def _stale(conn: Any) -> bool:
+    """Whether ``conn`` is open to a cluster node that no longer serves the queue's slot
+    (see :mod:`kue_core.store.aio_cluster`)."""
+    stale = getattr(conn, "stale", None)
+    return bool(stale is not None and stale())
+
+
+#: Bytes waiting in a connection's send buffer past which a writer waits for them to go.
+_HIGH_WATER = 1 << 20
+
+
+async def _put(conn: Any, data: bytes) -> None:
+    """Write ``data`` to ``conn``, an open connection: into its transport's buffer at once
+    (the way redis-py sends adds a task per write, for its timeout), waiting for the buffer
+    to drain only past ``_HIGH_WATER``."""
+    writer = getattr(conn, "_writer", None)
+    if writer is None or writer.transport.is_closing():
+        # Never connect again here: the calls this line owes were sent on the old socket.
+        raise ConnectionError("the connection to Redis is closed")
+    writer.write(data)
+    if writer.transport.get_write_buffer_size() > _HIGH_WATER:
+        try:
+            await asyncio.wait_for(writer.drain(), conn.socket_timeout)
+        except TimeoutError:
+            raise ConnectionError("timeout writing to Redis") from None
+
+
+def _sound_now(conn: Any) -> bool | None:
+    """Whether an idle connection is still open with nothing unread: its socket has nothing
+    to read (a server that closed it makes it readable, at once, whatever the event loop has
+    seen of it yet), as the blocking client checks before each call. None when ``select()``
+    cannot tell."""
+    reader, writer = getattr(conn, "_reader", None), getattr(conn, "_writer", None)
+    if reader is None or writer is None or reader.at_eof() or writer.transport.is_closing():
+        return False
+    sock = writer.transport.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        return not select.select([sock], [], [], 0)[0]
+    except (ValueError, OSError):  # a descriptor select() cannot watch, or a closed one
+        return None
+
+
+async def _sound(conn: Any) -> bool:
+    """:func:`_sound_now`, asking redis-py when ``select()`` cannot tell."""
+    sound = _sound_now(conn)
+    if sound is None:
+        return bool(not await conn.can_read_destructive())
+    return sound

@@ -1,0 +1,103 @@
+"""Worker ids: the id a process's workers go by, and one live process at a time with each.
+
+A queue's workers register under ``queue.worker_id`` (``heartbeat.lua``): one given with
+``Queue(worker_id=...)`` or ``kue worker --id``, which stays the same across restarts (jobs
+can be pinned to it), or else one made up, ``host:pid:hex8``. Each
+:class:`~kue_core.worker.workers.Workers` also has an ``instance`` (a uuid4), written with its
+registration, which tells two processes with one id apart:
+
+* at start (:func:`register`), an id that another instance renewed within its lease is
+  refused with :class:`WorkerIdTaken`, unless that process is dead for sure: on this host,
+  with no process of its pid, or with this process's pid (an earlier run in a container)
+  but none of this process's instances. Then the id is taken over.
+* a process whose id was taken over while it was silent past its lease (SIGSTOP, a long GC, a
+  network cut) learns so at its next heartbeat (:func:`taken_over`) and shuts down.
+* shutdown (:func:`leave`) removes the registration only while it is still this instance's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+
+from ..base.errors import WorkerIdTaken
+from ..store.claims import Holder
+from ..store.scripts import Scripts
+
+log = logging.getLogger("kue_core.worker")
+
+#: The instances registered by this process, whatever their queue: the one thing that tells a
+#: holder with this process's pid from an earlier process that had it (in a container).
+_ours: set[str] = set()
+_ours_lock = threading.Lock()
+
+
+def generated_worker_id() -> str:
+    """``host:pid:hex8``, unique among processes (not checked against the rule: a host
+    name may hold other characters)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def register(scripts: Scripts, worker_id: str, instance: str, lease_ms: int, info: str) -> None:
+    """Register ``instance`` under ``worker_id`` before its workers start; ``WorkerIdTaken``
+    when a live process holds the id (see the module docstring)."""
+    with _ours_lock:
+        _ours.add(instance)
+    holder = scripts.heartbeat(worker_id, lease_ms, info, [], instance=instance, mode="start")
+    if not isinstance(holder, Holder):
+        return
+    if not _dead(holder):
+        with _ours_lock:
+            _ours.discard(instance)
+        raise WorkerIdTaken(
+            worker_id, _name(holder), holder.now - holder.heartbeat, holder.lease_ms
+        )
+    log.warning(
+        "worker id %r: its holder, %s (last heartbeat %.1f s ago), has no process any more; "
+        "taking the id over",
+        worker_id,
+        _name(holder),
+        (holder.now - holder.heartbeat) / 1000,
+    )
+    scripts.heartbeat(worker_id, lease_ms, info, [], instance=instance, mode="force")
+
+
+def leave(scripts: Scripts, worker_id: str, instance: str, lease_ms: int) -> None:
+    """Remove the registration, unless another instance holds the id now."""
+    scripts.heartbeat(worker_id, lease_ms, "", [], instance=instance, mode="leave")
+    with _ours_lock:
+        _ours.discard(instance)
+
+
+def taken_over(worker_id: str, holder: Holder) -> str:
+    """What a process whose id another took over logs before it shuts down."""
+    return (
+        f"worker id {worker_id!r} was taken over by {_name(holder)} while this process was "
+        "silent past its lease; its running jobs are lost to it: shutting down"
+    )
+
+
+def _name(holder: Holder) -> str:
+    return f"{holder.info.get('host', '?')}:{holder.info.get('pid', '?')}"
+
+
+def _dead(holder: Holder) -> bool:
+    """Whether the holder's process is gone for sure: it ran on this host, and its pid is no
+    process's, or this process's while the instance is none of ours. On another host nothing
+    can tell."""
+    pid = holder.info.get("pid")
+    if holder.info.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        with _ours_lock:
+            return holder.instance not in _ours
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # PermissionError: a process of another user has this pid
+        return False
+    return False

@@ -1,0 +1,98 @@
+"""How a handler's run ended, as the worker reports it: :class:`Done`, :class:`Failed`, or
+:class:`Limited` (it raised ``RateLimited``).
+
+Shared by the worker's threads and by a process-isolated handler's child, which sends these
+back over its pipe (they pickle). A leaf of the worker layer: it imports nothing above the
+job model.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..base.errors import NoRetry
+from ..features.limits import RateLimited
+from ..jobs.job import to_json
+
+#: Source files of the worker machinery, whose frames a kept traceback leaves out.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_MACHINERY = frozenset(
+    os.path.join(_HERE, name)
+    for name in (
+        "worker.py",
+        "slots.py",
+        "isolation.py",
+        "attempt.py",
+        "outcome.py",
+        "middleware.py",
+    )
+)
+
+
+@dataclass(frozen=True)
+class Done:
+    """A handler returned: its result, as JSON."""
+
+    result: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A handler failed: the error's one-line message, the text kept on the job, and whether
+    the error asked not to be retried (``NoRetry``)."""
+
+    message: str
+    text: str
+    no_retry: bool
+
+
+@dataclass(frozen=True)
+class Limited:
+    """A handler raised ``RateLimited``: the job waits ``retry_in_ms``, no attempt counted,
+    and its type is held back as long."""
+
+    retry_in_ms: int
+    message: str
+
+
+Outcome = Done | Failed | Limited
+
+
+def run(call: Callable[..., Any], *args: Any) -> Outcome:
+    """``call(*args)`` (a handler's run): its JSON result, or its failure, whatever it raised."""
+    try:
+        return Done(to_json(call(*args), "result"))
+    except BaseException as e:  # the handler's failure, whatever it is, fails the attempt
+        return failure(e)
+
+
+def failure(error: BaseException) -> Failed | Limited:
+    if isinstance(error, RateLimited):
+        return Limited(error.retry_in_ms, str(error))
+    return Failed(*describe(error), isinstance(error, NoRetry))
+
+
+def describe(error: BaseException) -> tuple[str, str]:
+    """(one-line message, text kept on the job): the text starts with the message, like
+    a Kue stack, then the traceback from the handler down (the worker's frames left out)."""
+    text = str(error).strip()
+    message = f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None and _ours(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    trace = "".join(traceback.format_exception(type(error), error, tb))
+    return message, f"{message}\n{trace}"
+
+
+def _ours(filename: str) -> bool:
+    """Frames of the worker machinery (its modules, futures, a child's loop) rather than of
+    the handler."""
+    return (
+        os.path.abspath(filename) in _MACHINERY
+        or f"{os.sep}concurrent{os.sep}futures{os.sep}" in filename
+        or f"{os.sep}asyncio{os.sep}" in filename
+    )

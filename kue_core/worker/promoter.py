@@ -1,0 +1,78 @@
+"""The promotion timer of a worker process: moves due delayed jobs to inactive
+(``promote.lua``) and fires due schedules (:mod:`kue_core.jobs.schedules`). It sleeps until the next
+due time of either, and is woken at once, on the promote channel, when a job or a schedule due
+sooner is saved."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import redis
+
+from .. import defaults
+from ..base.retry import Pauses
+from ..jobs import schedules
+
+
+class Owner(schedules.Timer, Protocol):
+    """What the promotion timer uses of its queue."""
+
+
+class Promoter:
+    """Runs in a thread of its own until ``closed`` is set; errors go to ``report``."""
+
+    def __init__(
+        self, queue: Owner, closed: threading.Event, report: Callable[[Exception], None]
+    ) -> None:
+        self.queue = queue
+        self._closed = closed
+        self._report = report
+        self._clock = (0, 0.0)  # (server ms, local monotonic) of the last promotion call
+
+    def run(self) -> None:
+        pauses = Pauses()
+        while not self._closed.is_set():
+            pubsub = self.queue.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            try:
+                pubsub.subscribe(self.queue.keys.promote)
+                while not self._closed.is_set():
+                    wake = self._promote_due()
+                    while not self._closed.is_set():
+                        left = wake - time.monotonic()
+                        if left <= 0:
+                            break
+                        msg = pubsub.get_message(timeout=left)
+                        if msg is not None:
+                            wake = min(wake, self._due_at(msg["data"]))
+                    pauses.reset()
+            except redis.RedisError as e:
+                self._report(e)
+                self._closed.wait(pauses.next())
+            finally:
+                pubsub.close()
+
+    def _promote_due(self) -> float:
+        """Promote what is due; return the monotonic time of the next due job."""
+        while True:
+            moved, next_due, now, schedule = self.queue.scripts.promote(defaults.SWEEP_LIMIT)
+            if 0 <= schedule <= now:  # see kue_core.jobs.schedules
+                schedule = schedules.fire_due(self.queue, now)
+            if moved < defaults.SWEEP_LIMIT:
+                break
+        self._clock = (now, time.monotonic())  # server ms <-> local monotonic, for _due_at
+        due = [d for d in (next_due, schedule) if d >= 0]
+        if not due:
+            return time.monotonic() + defaults.PROMOTE_MAX_WAIT
+        return self._clock[1] + min(max(0, min(due) - now) / 1000, defaults.PROMOTE_MAX_WAIT)
+
+    def _due_at(self, data: str) -> float:
+        """Local monotonic time of a due time (server ms) heard on the promote channel."""
+        try:
+            due = int(data)
+        except (TypeError, ValueError):
+            return time.monotonic()
+        server_now, local_now = self._clock
+        return local_now + max(0, due - server_now) / 1000

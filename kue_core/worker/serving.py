@@ -1,0 +1,227 @@
+"""A slot's thread: claim a job, run its handler, report how it ended and claim the next one
+in the same call; wait on the type's wake-up lists when there is none. Also the control
+messages a worker process receives (a cancel, a move, a stop)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from .. import defaults, tracing
+from ..base.retry import Pauses
+from ..jobs.job import Job
+from ..store.claims import PAUSED, PINS, Claim, Held, Next, Waits
+from .attempt import Attempt, Reason
+from .outcome import Done, Failed, Limited, Outcome
+from .slots import Slot
+from .state import WorkerState
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from ..base.keys import Keys
+
+log = logging.getLogger("kue_core.worker")
+
+
+def wake_lists(keys: Keys, job_type: str, why: Any, worker_id: str) -> list[tuple[str, bool]]:
+    """The lists a slot with no job of ``job_type`` waits on, given why (a claim's answer for
+    the type: None, ``PAUSED``, ``PINS`` or ``Held``), each with whether the wait leaves its
+    token there: the type's tokens (left: claims take them), its resume list (left: every
+    paused slot sees it), its limited list (taken: each wake-up lets one slot claim again),
+    and for a type with pinned jobs this worker's own list of the type as well (taken)."""
+    if why == PAUSED:
+        return [(keys.resumed(job_type), True)]
+    if isinstance(why, Held):
+        return [(keys.limited(job_type), False)]
+    if why == PINS:
+        return [(keys.tokens(job_type), True), (keys.wake(job_type, worker_id), False)]
+    return [(keys.tokens(job_type), True)]
+
+
+def _failed(job: Job, result: str, delay: int) -> str:
+    """What became of a job whose attempt failed, for the log: ``failed attempt 1 of 3,
+    retrying (attempt 2 of 3) in 1.5 s``, or ``failed for good (attempt 3 of 3)``."""
+    if job.fan_out() is not None:  # a run failed: the job's attempts do not count runs
+        return "run failed" if result != "failed" else "failed for good (too many failed runs)"
+    made, most = job.attempts_made + 1, job.attempts()
+    if result in ("inactive", "delayed"):
+        when = f"in {delay / 1000:g} s" if result == "delayed" else "now"
+        return f"failed attempt {made} of {most}, retrying (attempt {made + 1} of {most}) {when}"
+    if result == "failed":
+        return f"failed for good (attempt {made} of {most}{', not retried' if delay < 0 else ''})"
+    return "failed, but the job was no longer this worker's"
+
+
+class Serving(WorkerState):
+    """The slots' threads of :class:`kue_core.worker.workers.Workers`."""
+
+    # -- slots ----------------------------------------------------------------------------
+    def _serve(self, slot: Slot) -> None:
+        """Start a thread serving ``slot`` (called under ``_lock``)."""
+        slot.thread = threading.Thread(target=self._work, args=(slot,), name=slot.name, daemon=True)
+        slot.thread.start()
+
+    def _work(self, slot: Slot) -> None:
+        """A slot's thread: claim, run, report, until shutdown, or until the slot goes on in
+        a new thread because this one's handler outlived its attempt."""
+        me = threading.current_thread()
+        pauses = Pauses()
+        if slot.child is not None:
+            try:
+                slot.child.start()
+            except Exception as e:  # the first job will try again, and fail if it cannot
+                self._report(e)
+        nxt: Claim = None  # a job claimed by the last report, in the same call
+        while not self._stopping.is_set() and slot.thread is me:
+            order: list[str] = []
+            if not isinstance(nxt, tuple):  # else a job claimed in the last report's call
+                order = self._order(slot)
+                if not order:  # paused in this process only
+                    held = [self._held.get(t) for t in slot.types]
+                    event = next((e for e in held if e is not None), self._stopping)
+                    event.wait(defaults.IDLE_WAIT)
+                    continue
+            try:
+                claimed = nxt if order == [] else self.scripts.claim(order, self.id, self.lease_ms)
+                nxt = None
+                if isinstance(claimed, tuple) and claimed[1].get("type") in self._held:
+                    self._give_back(claimed)  # paused here while the claim was on its way
+                elif isinstance(claimed, tuple):
+                    nxt = self._run(slot, *claimed)
+                else:
+                    self._idle(slot, order, claimed)
+                pauses.reset()
+            except Exception as e:
+                # Redis is down or restarting (or a bug): a job this slot held comes back
+                # through its lease; the slot keeps trying until Redis answers again.
+                self._report(e)
+                self._stopping.wait(pauses.next())
+        self._give_back(nxt)  # a job claimed as the slot stopped, if any
+        if slot.thread is not me:
+            with self._lock:
+                self._abandoned -= 1
+                left = self._abandoned
+            log.info("a handler left running on %s returned (%d still running)", slot.name, left)
+            self._beat_now = True
+            self._tick.set()  # a stuck slot may get a new thread now
+
+    def _give_back(self, claimed: Claim) -> None:
+        """Release a job claimed but not run (not counted as an attempt)."""
+        if isinstance(claimed, tuple):
+            job_id, fields = claimed
+            self._safely(self.scripts.release, job_id, fields.get("lease", ""))
+
+    def _order(self, slot: Slot) -> list[str]:
+        """The types the slot claims from next, in order, leaving out those paused here."""
+        order = slot.reserver.order()
+        if self._held:
+            order = [t for t in order if t not in self._held]
+        return order
+
+    def _idle(self, slot: Slot, order: list[str], claimed: Claim) -> None:
+        """No job for the slot: block until one of its types may have one, on each type's
+        wake-up lists (see ``wake_lists``), the longest ``IDLE_WAIT``."""
+        each = claimed.each if isinstance(claimed, Waits) else (claimed,)
+        keys = self.queue.keys
+        lists = [
+            pair
+            for t, w in zip(order, each, strict=True)
+            for pair in wake_lists(keys, t, w, self.id)
+        ]
+        holds = [w.wait_ms / 1000 for w in each if isinstance(w, Held)]
+        timeout = min([defaults.IDLE_WAIT, *holds])
+
+        def blocked(client_id: int) -> None:
+            slot.blocked_on = client_id
+
+        try:
+            self.scripts.wait_for_token(lists, timeout, blocked)
+        finally:
+            slot.blocked_on = None
+
+    def _run(self, slot: Slot, job_id: int, fields: dict[str, str]) -> Claim:
+        """Run the handler on one claimed job; report how it ended, unless the attempt was
+        ended elsewhere first; return the next job claimed in the same call. Traced, when
+        traces are on (see :mod:`kue_core.tracing`)."""
+        if not tracing.enabled:
+            return self._attempt(slot, job_id, fields, None)
+        with tracing.consuming(job_id, fields.get("type", ""), fields) as span:
+            return self._attempt(slot, job_id, fields, span)
+
+    def _attempt(self, slot: Slot, job_id: int, fields: dict[str, str], span: Span | None) -> Claim:
+        job = Job.from_hash(self.queue, job_id, fields)
+        grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
+        attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
+        started_at = job.started_at or 0
+        self._timings.add(job.type, "wait", int(fields.get("waited") or 0), started_at)
+        with self._lock:
+            self._attempts[job_id, attempt.token] = attempt
+            slot.attempt = attempt
+        if attempt.deadline is not None:
+            self._tick.set()  # the keeper watches the deadline
+        outcome = self._runner.call(slot, attempt, fields, self.queue.middleware)
+        with self._lock:  # the handler returned: this thread is not stuck, and it is not running
+            if slot.attempt is attempt:
+                slot.attempt, slot.held_back = None, False
+            self._attempts.pop((job_id, attempt.token), None)
+        ours = attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
+        if span is not None:
+            _traced(span, attempt, outcome)
+        if not ours:
+            return None  # ttl exceeded, lease lost or released: reported by whoever ended it
+        ran = round((time.monotonic() - attempt.began) * 1000)
+        self._timings.add(job.type, "run", ran, started_at)
+        if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
+            log.info("job %d (%s): %s", job_id, job.type, outcome.message)
+            self.scripts.release(job_id, attempt.token, outcome.retry_in_ms)
+            return None
+        order = [] if self._stopping.is_set() else self._order(slot)
+        nxt: Next | None = None
+        if order == [job.type]:
+            nxt = (self.id, self.lease_ms)  # the finished job's type, as the script assumes
+        elif order:
+            nxt = (self.id, self.lease_ms, order)
+        if isinstance(outcome, Done):
+            log.debug("job %d (%s) complete", job_id, job.type)
+            tally = functools.partial(self._tally.add, job.type)
+            _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt, tally)
+        else:
+            delay = self._retry_delay(job, outcome.no_retry)
+            result, claimed = self.scripts.fail(
+                job_id, attempt.token, outcome.message, outcome.text, delay, nxt
+            )
+            log.info(
+                "job %d (%s) %s: %s", job_id, job.type, _failed(job, result, delay), outcome.message
+            )
+        return claimed
+
+    def _on_control(self, message: dict[str, Any]) -> None:
+        """A message on this process's control channel (see :mod:`kue_core.features.control`)."""
+        if message["op"] == "stop":
+            if self._stop_asked:
+                return
+            self._stop_asked = True  # messages come one at a time, on the listener's thread
+            log.info("worker %s: asked to stop; running jobs get %g s", self.id, message["timeout"])
+            threading.Thread(target=self._stop, args=(message["timeout"],), name="kue-stop").start()
+            return
+        with self._lock:
+            attempt = self._attempts.get((message["id"], message["lease"]))
+        if attempt is None:
+            return  # ended already
+        if self._end(attempt, Reason.CANCELLED):  # Redis has it failed or moved already
+            log.info("job %d (%s): %s", attempt.job_id, attempt.job.type, message["reason"])
+            self._tick.set()  # the keeper gives a stuck thread slot a new thread now
+
+
+def _traced(span: Span, attempt: Attempt, outcome: Outcome) -> None:
+    """Tell the attempt's span how it ended (see :func:`kue_core.tracing.ended`)."""
+    if isinstance(outcome, Limited) and attempt.reason == Reason.FAILED:
+        tracing.ended(span, "limited")
+    elif isinstance(outcome, Failed) and attempt.reason == Reason.FAILED:
+        tracing.ended(span, str(attempt.reason), outcome.message, outcome.text)
+    else:
+        tracing.ended(span, str(attempt.reason))

@@ -1,0 +1,106 @@
+"""A worker slot, and how its handler runs: in the slot's own thread (``def``), on the worker
+process's event loop (``async def``), or in the slot's child process (``isolation="process"``),
+wrapped in the queue's middleware each time (:mod:`kue_core.worker.middleware`)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..jobs.job import Job
+from . import middleware as mw
+from .attempt import Attempt
+from .isolation import Child
+from .outcome import Outcome, run
+from .reserve import Reserver
+
+Handler = Callable[[Job], Any]
+
+
+@dataclass(eq=False)
+class Slot:
+    """One of the ``n`` places of a ``process()`` call, served by one thread at a time; it
+    claims jobs of its ``types`` in the order its ``reserver`` gives."""
+
+    types: tuple[str, ...]
+    reserver: Reserver
+    handler: Handler
+    is_async: bool
+    name: str
+    child: Child | None = None  # isolation="process"
+    thread: threading.Thread | None = None  # the thread serving the slot now
+    attempt: Attempt | None = None  # the attempt that thread runs
+    blocked_on: int | None = None  # Redis client id while waiting for work
+    held_back: bool = False  # a stuck handler holds the slot: too many threads left behind
+
+    @property
+    def in_thread(self) -> bool:
+        """Whether the handler runs in the slot's own thread (which cannot be stopped)."""
+        return self.child is None and not self.is_async
+
+
+class Runner:
+    """Runs the handlers of one worker process's slots; owns the event loop of its ``async
+    def`` handlers (one thread, started when first needed)."""
+
+    def __init__(self, child_started: Callable[[], Any]) -> None:
+        self._child_started = child_started  # a child began a job: its ttl counts from now
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name="kue-async", daemon=True
+                )
+                self._thread.start()
+            return self._loop
+
+    def call(
+        self,
+        slot: Slot,
+        attempt: Attempt,
+        fields: dict[str, str],
+        middleware: tuple[mw.Middleware, ...],
+    ) -> Outcome:
+        """Run the slot's handler on the attempt's job; registers with the attempt how to stop
+        it early (cancel the coroutine, kill the child)."""
+        if slot.child is not None:
+            attempt.stop_with(slot.child.kill)
+
+            def started() -> None:
+                attempt.started()  # the ttl counts from the child's start of the job
+                self._child_started()
+
+            return slot.child.run(attempt.job_id, fields, started, middleware)
+        if slot.is_async:
+            if not middleware:
+                return run(self._await, attempt, slot.handler)
+            plain, awaited = mw.split(middleware)
+            handler = mw.wrap_async(awaited, slot.handler)
+            return run(mw.wrap(plain, lambda job: self._await(attempt, handler)), attempt.job)
+        if middleware:
+            return run(mw.wrap(middleware, slot.handler), attempt.job)
+        return run(slot.handler, attempt.job)
+
+    def _await(self, attempt: Attempt, handler: Handler) -> Any:
+        future = asyncio.run_coroutine_threadsafe(handler(attempt.job), self.loop())
+        attempt.stop_with(future.cancel)
+        return future.result()
+
+    def close(self) -> None:
+        """Stop the event loop, if there is one."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        if not loop.is_running():
+            loop.close()
