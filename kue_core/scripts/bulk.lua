@@ -5,7 +5,7 @@
 -- Returns  {handled, left}: jobs moved or removed by this call, and jobs still in KEYS[1].
 -- Events   as set_state.lua for each job moved, as remove.lua for each removed.
 -- A removed job that others are blocked waiting for is a failure for them: they follow their
--- policy (see lib.lua dep_failed).
+-- policy (see lib/deps.lua dep_failed).
 -- Errors   KUE_INVALID for an unknown state or action, for moving active jobs (only a
 --          worker's claim or a worker's end changes an active job in bulk), for moving jobs
 --          to pinned (only a job's own workers pin it) and pinned jobs to inactive (a job with

@@ -6,7 +6,7 @@
 --          'cancelled: <reason>', also kept as the job's error). A job that was active is out
 --          of its worker's hands: its lease ends here (complete and fail are refused by the
 --          token) and its worker process is told on <p>:control:<worker id> to stop it. A
---          fan-out job's running runs all stop so (see lib.lua stop_runs): each is lost.
+--          fan-out job's running runs all stop so (see lib/runs.lua stop_runs): each is lost.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a complete job.
 -- The jobs blocked waiting for it follow their policy, as for any job failed for good.
 -- Its unique key is released (until_done, debounce). The job is counted as failed, unless it

@@ -14,11 +14,11 @@
 --          removes; start [type] for the claim; unblocked, then enqueue [type] (or nothing
 --          more when delayed), for each job that waited only for this one.
 -- The job's unique key is released (until_done, debounce); retention removes at most
--- RETIRE_BATCH older completed jobs (see lib.lua retire).
--- The jobs that depend on it no longer wait for it, and get its result (see lib.lua
+-- RETIRE_BATCH older completed jobs (see lib/retention.lua retire).
+-- The jobs that depend on it no longer wait for it, and get its result (see lib/deps.lua
 -- deps_complete): those that wait for no other are unblocked here, once.
 -- The completion counts as an attempt (as in Kue), up to max_attempts and never past it.
--- A fan-out job (see lib.lua runs_of): the token is one of its running runs', which completes
+-- A fan-out job (see lib/runs.lua runs_of): the token is one of its running runs', which completes
 -- (event run complete [worker]); the job completes as above once k runs have, with the
 -- result {worker: result, ...}; 'refused' when no running run has the token.
 local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]

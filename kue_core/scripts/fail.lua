@@ -11,9 +11,9 @@
 -- Events   error [message]; then failed attempt [message, attempts made] and enqueue [type]
 --          (or nothing more when delayed), or failed [message]; start [type] for the claim;
 --          remove [type] for the job when it fails for good with remove_on_fail(True), and
---          for each finished job retention removes (at most RETIRE_BATCH; see lib.lua retire).
+--          for each finished job retention removes (at most RETIRE_BATCH; see lib/retention.lua retire).
 -- The attempt counts up to max_attempts and never past it (Kue's Job#attempt).
--- A fan-out job (see lib.lua runs_of): the token is one of its running runs', which fails;
+-- A fan-out job (see lib/runs.lua runs_of): the token is one of its running runs', which fails;
 -- outcome 'inactive' when its place opens again, 'failed' past max_failed_runs failed runs
 -- (error 'run on <worker> failed: <message>'; its other running runs stop, their workers are
 -- told on their control channels), 'refused' when no running run has the token. The retry

@@ -10,7 +10,7 @@
 --          when its policy is 'fail' and a dependency had failed already).
 -- Events   as save.lua for each job that starts inactive or delayed; a job that waits for a
 --          dependency starts blocked and publishes nothing; then, for each dependency failed
---          already, what its policy does (see lib.lua dep_failed).
+--          already, what its policy does (see lib/deps.lua dep_failed).
 -- Errors   KUE_INVALID when a value is malformed or a dependency does not exist (nothing is
 --          written).
 -- A job starts blocked unless every job it depends on is complete. Each dependency gets the

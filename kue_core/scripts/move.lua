@@ -9,7 +9,7 @@
 --          and fail are refused by the token), its worker process is told on
 --          <p>:control:<worker id> to stop it, and it waits (inactive, or pinned) under the new type; the
 --          attempt is not counted. A fan-out job's running runs stop so; unfinished, it starts
---          over (no runs, none done or failed: see lib.lua runs_reset).
+--          over (no runs, none done or failed: see lib/runs.lua runs_reset).
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a running job without force.
 local p, id, to, force = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local job = load_job(KEYS[1])

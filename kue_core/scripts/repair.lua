@@ -18,7 +18,7 @@
 --          unlog    id, part ('log', 'history', 'deps', 'dependents', 'results' or 'runs'): delete
 --                   that key of a job that does not exist.
 --          unblock  id: a job blocked that waits for no job (no member of its deps zset
---                   scored 0, or none) goes on as lib.lua's unblock moves it: inactive, or
+--                   scored 0, or none) goes on as lib/deps.lua's unblock moves it: inactive, or
 --                   delayed while its due time is ahead.
 --          sweep    member: what the dependencies sweep (unblock.lua) does for one member of
 --                   <p>:awaited whose job has ended or is gone: its dependents follow it. A
@@ -68,7 +68,7 @@
 --          unrunlease member: drop <id>@<worker> from <p>:run-leases unless that run runs.
 --          runlease id, worker: a running run without a lease gets an expired one (recover.lua
 --                   then finds it lost and opens its place again).
---          offer    id: an active fan-out job offers its open places again (lib.lua
+--          offer    id: an active fan-out job offers its open places again (lib/runs.lua
 --                   runs_offer: into the open set or its eligible workers' places, waking them).
 --          unopen   set, member: remove the member from <p>:open:<type> unless it is an active
 --                   fan-out job of that type without workers of its own, or from
@@ -311,7 +311,7 @@ local function unlog(id, part)
   return redis.call('DEL', PARTS[part](p, id))
 end
 
--- (Not named unblock: lib.lua's unblock does the move.)
+-- (Not named unblock: lib/deps.lua's unblock does the move.)
 local function release(id)
   local j = job_of(id)
   if not j or j.state ~= 'blocked' then return 0 end

@@ -1,5 +1,5 @@
 -- save_unique: store one new job that has a unique key, unless a job holds the key already
--- (see kue_core/jobs/unique.py for the modes, and save_unique in lib.lua).
+-- (see kue_core/jobs/unique.py for the modes, and save_unique in lib/saving.lua).
 -- KEYS[1]  <p>:ids
 -- ARGV[1]  prefix   ARGV[2..11] the SAVE_WIDTH values of one job, as save.lua takes them
 -- ARGV[12] unique key   ARGV[13] mode (until_done, throttle, debounce, reuse)
@@ -13,9 +13,9 @@
 -- Fan-out holders: with `reset` = 1 in the records object (job.fan_out(..., reset_runs=True),
 --          stored nowhere), a save deduplicated (or reused) onto an active fan-out holder
 --          drops its failed runs, sets runs_failed to 0 and offers its open places again
---          (lib.lua runs_retry); its complete and running runs stay. Without it a dedup
+--          (lib/runs.lua runs_retry); its complete and running runs stay. Without it a dedup
 --          changes no run. A reuse that makes a finished fan-out holder wait again starts it
---          over: no runs, none done or failed (lib.lua runs_reset).
+--          over: no runs, none done or failed (lib/runs.lua runs_reset).
 -- Errors   KUE_INVALID for malformed values (nothing is written).
 local key_ttl = tonumber(ARGV[14])
 if #ARGV ~= 1 + SAVE_WIDTH + 3 or not save_row_ok(1) or not unique_ok(ARGV[12], ARGV[13], key_ttl)

@@ -15,7 +15,7 @@
 --          'job:<id>:dependents' (members: ids): those still in the set whose job is gone or
 --            does not list <id> in its deps.
 --          'blocked' (no such set; members '01|7' of jobs seen blocked): those still blocked
---            that wait for no job (no member of their deps zset scored 0, as lib.lua counts).
+--            that wait for no job (no member of their deps zset scored 0, as lib/deps.lua counts).
 -- Events   none.
 local p, name, s = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not s or (#ARGV - 3 - s) % 2 ~= 0 then

@@ -15,7 +15,7 @@
 -- complete.lua and fail.lua do.
 -- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).
 -- A fan-out job moved to inactive, pinned or delayed starts over: its running runs stop, and
--- its runs, runs_done and runs_failed are cleared (see lib.lua runs_reset).
+-- its runs, runs_done and runs_failed are cleared (see lib/runs.lua runs_reset).
 local p, id, state, from = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if not STATES[state] then
   return redis.error_reply('KUE_INVALID unknown state ' .. state)

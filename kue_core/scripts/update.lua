@@ -46,7 +46,7 @@ if delay > 0 or due_at > 0 then
     delay = math.max(0, due_at - base)  -- Kue's reading: promote_at = base + delay
     promote_at = due_at
   elseif job.state == 'blocked' then
-    promote_at = 0  -- a blocked job's delay counts from its release (see lib.lua unblock)
+    promote_at = 0  -- a blocked job's delay counts from its release (see lib/deps.lua unblock)
   else
     promote_at = base + delay
   end
