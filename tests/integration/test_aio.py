@@ -352,3 +352,12 @@ def test_a_new_async_job_takes_tags_and_tracking(client: Any) -> None:
     if not isinstance(client, Queue):  # a saved AsyncJob's tags change through its queue
         with pytest.raises(InvalidJob, match=r"await queue\.tag\(job\.id"):
             got.tag("more")
+        with pytest.raises(InvalidJob, match=r"await queue\.track\(job\.id, on=False\)"):
+            got.untrack()
+        # Progress and log lines are a worker's to write, on its own Job: refused, not a
+        # coroutine left unawaited.
+        with pytest.raises(InvalidJob, match="a worker's to report"):
+            got.progress(1, 2)
+        with pytest.raises(InvalidJob, match="a worker's to write"):
+            got.log("a line")
+        assert got.progress() == 0  # reading it is anyone's
