@@ -20,6 +20,7 @@ from .base.errors import (
     KueError,
     NoRetry,
     NotReplicated,
+    RateLimited,
     ScheduleNotFound,
     Stopped,
     WaitTimeout,
@@ -30,7 +31,6 @@ from .base.keys import Keys
 from .base.states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
 from .features.feeds import FEED_EVENTS
 from .features.flows import POLICIES as DEPENDENCY_POLICIES
-from .features.limits import RateLimited
 from .features.pins import WORKER_ID_RULE
 from .features.runs import apply_json as apply_fan_out
 from .features.schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from datetime import timedelta
+
+from ..defaults import MAX_LIMIT_MS
+
 
 class KueError(Exception):
     """Base class of every error raised by kue_core."""
@@ -112,6 +117,28 @@ class WaitTimeout(KueError, TimeoutError):
 
 class NoRetry(KueError):
     """Raise from a handler to fail the job at once, whatever attempts it has left."""
+
+
+class RateLimited(KueError):
+    """Raise from a handler when the remote side limits the rate (an HTTP 429, say): the job
+    waits ``retry_in_ms`` and runs again, without counting an attempt, and no worker process
+    starts a job of its type for as long (see :mod:`kue_core.features.limits`)."""
+
+    def __init__(self, retry_in_ms: int | float | timedelta, message: str = "") -> None:
+        if isinstance(retry_in_ms, timedelta):
+            retry_in_ms = retry_in_ms.total_seconds() * 1000
+        if (
+            isinstance(retry_in_ms, bool)
+            or not isinstance(retry_in_ms, int | float)
+            or not math.isfinite(retry_in_ms)
+            or not 1 <= retry_in_ms <= MAX_LIMIT_MS
+        ):
+            # As checks.number words it (checks is built on this module).
+            raise InvalidJob(
+                f"retry_in_ms must be a number from 1 to {MAX_LIMIT_MS}, got {retry_in_ms!r}"
+            )
+        self.retry_in_ms = int(retry_in_ms)
+        super().__init__(message or f"rate limited: retry in {self.retry_in_ms} ms")
 
 
 class Stopped(KueError):

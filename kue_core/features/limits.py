@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import defaults
 from ..base import checks
-from ..base.errors import InvalidJob, InvalidLimit, KueError
+from ..base.errors import InvalidJob, InvalidLimit
 from ..base.keys import job_id_from_zid
 from ..base.values import validate_type
 from ..store import calls
@@ -48,18 +48,6 @@ _UNSET: Any = object()
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: The rotation member of the jobs in no group (see LANE in lib/type_rules.lua); not a group.
 LANE = "\0"
-
-
-class RateLimited(KueError):
-    """Raise from a handler when the remote side limits the rate (an HTTP 429, say): the job
-    waits ``retry_in_ms`` and runs again, without counting an attempt, and no worker process
-    starts a job of its type for as long."""
-
-    def __init__(self, retry_in_ms: int | float | timedelta, message: str = "") -> None:
-        if isinstance(retry_in_ms, timedelta):
-            retry_in_ms = retry_in_ms.total_seconds() * 1000
-        self.retry_in_ms = int(checks.number(retry_in_ms, "retry_in_ms", 1, defaults.MAX_LIMIT_MS))
-        super().__init__(message or f"rate limited: retry in {self.retry_in_ms} ms")
 
 
 def group_name(value: object) -> str:

@@ -14,8 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..base.errors import NoRetry
-from ..features.limits import RateLimited
+from ..base.errors import NoRetry, RateLimited
 from ..jobs.job import to_json
 
 #: Source files of the worker machinery, whose frames a kept traceback leaves out.
