@@ -236,7 +236,8 @@ RETENTION_SWEEP = 30.0
 DEPS_SWEEP = 1.0
 
 #: Seconds between a worker process's additions of its completions to the counters of work
-#: time, throughput and totals (see kue_core.features.tally): how far those may lag behind its jobs.
+#: time, throughput and totals (see kue_core.features.tally), and of its jobs' waits and runs
+#: to the timings (kue_core.features.timings): how far those may lag behind its jobs.
 TALLY_FLUSH = 1.0
 
 #: Schedules (see kue_core.jobs.schedules). After an outage, a schedule with ``catch_up="all"``

@@ -2,7 +2,8 @@
 the process under its worker id (``heartbeat.lua``, :mod:`kue_core.worker.identity`), returns jobs
 whose lease expired to the queue (``recover.lua``), applies retention and unblocks dependents
 (their sweeps), fails attempts that outlive their ``ttl``, gives a new thread to a slot whose
-handler outlived its attempt, and adds the slots' completions to the counters."""
+handler outlived its attempt, and adds the slots' completions, waits and runs to the
+statistics once a second."""
 
 from __future__ import annotations
 
@@ -54,8 +55,9 @@ class Keeper(WorkerState):
                 if now >= next_deps:  # see kue_core.features.flows
                     self.scripts.unblock(defaults.SWEEP_LIMIT)
                     next_deps = now + defaults.DEPS_SWEEP
-                if now >= next_tally:
+                if now >= next_tally:  # the slots' completions, waits and runs
                     self._tally.flush(self.queue.client, self.queue.keys)
+                    self._timings.flush(self.queue.client, self.queue.keys)
                     next_tally = now + defaults.TALLY_FLUSH
                 pauses.reset()
             except redis.RedisError as e:
@@ -84,7 +86,6 @@ class Keeper(WorkerState):
             if (attempt.job_id, attempt.token) in lost:
                 # Recovered, moved or removed meanwhile: its result will be dropped.
                 self._end(attempt, Reason.LEASE_LOST)
-        self._timings.flush(self.queue.client, self.queue.keys)
 
     def _expire(self, now: float) -> float | None:
         """Fail attempts past their ttl; return the next deadline, if any."""

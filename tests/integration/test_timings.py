@@ -44,7 +44,7 @@ def test_waits_and_runs_are_counted_per_type(wq: Queue, r: redis.Redis) -> None:
     queue.process("a", 2, handler)
     go.set()
     wait_for(lambda: queue.count("complete", "a") == 3 and queue.count("failed", "a") == 1)
-    # Added to Redis with the worker's next heartbeat (every 200 ms with these leases).
+    # Added to Redis by the worker's next flush (every defaults.TALLY_FLUSH).
     wait_for(lambda: queue.timings("a")["run"]["count"] == 4)
     a = queue.timings("a")
     assert a["type"] == "a" and a["day"] == _today(r)
@@ -67,6 +67,23 @@ def test_waits_and_runs_are_counted_per_type(wq: Queue, r: redis.Redis) -> None:
     }
     key = queue.keys.timings("a", a["day"], "run")
     assert 0 < r.ttl(key) <= defaults.TIMINGS_TTL
+
+
+def test_they_reach_redis_within_a_second_whatever_the_lease(redis_url: str, prefix: str) -> None:
+    """As the completion counters do: not with the heartbeat, which a long lease spaces out
+    (every 20 s here)."""
+    queue = Queue(redis_url, prefix=prefix, lease_ms=60_000)
+    try:
+        queue.process("a", lambda job: None)
+        for n in (1, 2):
+            job = queue.create_job("a").save()
+            wait_for(lambda: queue.get_job(job.id).state == "complete")  # type: ignore[arg-type]  # noqa: B023
+            # The first may come with the heartbeats of the worker's start; the second comes
+            # long before the next heartbeat could bring it.
+            wait_for(lambda: queue.timings("a")["run"]["count"] == n, timeout=10)  # noqa: B023
+        assert queue.timings("a")["wait"]["count"] == 2
+    finally:
+        queue.close()
 
 
 def test_a_past_day_and_bad_input(queue: Queue) -> None:
