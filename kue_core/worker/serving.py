@@ -5,6 +5,7 @@ messages a worker process receives (a cancel, a move, a stop)."""
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import threading
 import time
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import defaults, tracing
 from ..base.retry import Pauses
 from ..jobs.job import Job
-from ..store.claims import PAUSED, PINS, Claim, Held, Next, Waits
+from ..store.claims import PAUSED, PINS, Claim, Held, Holder, Next, Waits
 from .attempt import Attempt, Reason
 from .outcome import Done, Failed, Limited, Outcome
 from .slots import Slot
@@ -86,6 +87,8 @@ class Serving(WorkerState):
                     event.wait(defaults.IDLE_WAIT)
                     continue
             try:
+                if order:
+                    slot.asked = _clock()
                 claimed = nxt if order == [] else self.scripts.claim(order, self.id, self.lease_ms)
                 nxt = None
                 if isinstance(claimed, tuple) and claimed[1].get("type") in self._held:
@@ -147,10 +150,38 @@ class Serving(WorkerState):
         """Run the handler on one claimed job; report how it ended, unless the attempt was
         ended elsewhere first; return the next job claimed in the same call. Traced, when
         traces are on (see :mod:`kue_core.tracing`)."""
+        if self._stale(slot, job_id, fields):
+            return None
         if not tracing.enabled:
             return self._attempt(slot, job_id, fields, None)
         with tracing.consuming(job_id, fields.get("type", ""), fields) as span:
             return self._attempt(slot, job_id, fields, span)
+
+    def _stale(self, slot: Slot, job_id: int, fields: dict[str, str]) -> bool:
+        """Whether a job claimed for ``slot`` is another worker's by now: this process was held
+        up (SIGSTOP, a long pause, a suspended machine) between the claim and now, past the
+        lease, and the job was recovered meanwhile; its handler must not start here. Redis is
+        asked only when that long has passed (a third of the lease, as the heartbeat's
+        period): a heartbeat of this job alone, which renews its lease while it is ours."""
+        mono, wall = slot.asked
+        away = max(time.monotonic() - mono, time.time() - wall)
+        if away * 1000 < self.lease_ms / 3:
+            return False
+        token = fields.get("lease", "")
+        info = json.dumps(self.info(), separators=(",", ":"))
+        lost = self.scripts.heartbeat(
+            self.id, self.lease_ms, info, [(job_id, token)], instance=self.instance
+        )
+        if not isinstance(lost, Holder) and (job_id, token) not in lost:
+            return False
+        log.warning(
+            "job %d (%s): claimed %.1f s ago, and this process was held up past its lease "
+            "since; another worker has the job now: not run here",
+            job_id,
+            fields.get("type", ""),
+            away,
+        )
+        return True
 
     def _attempt(self, slot: Slot, job_id: int, fields: dict[str, str], span: Span | None) -> Claim:
         job = Job.from_hash(self.queue, job_id, fields)
@@ -185,6 +216,7 @@ class Serving(WorkerState):
             nxt = (self.id, self.lease_ms)  # the finished job's type, as the script assumes
         elif order:
             nxt = (self.id, self.lease_ms, order)
+        slot.asked = _clock()  # the report claims the slot's next job in the same call
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
             tally = functools.partial(self._tally.add, job.type)
@@ -215,6 +247,12 @@ class Serving(WorkerState):
         if self._end(attempt, Reason.CANCELLED):  # Redis has it failed or moved already
             log.info("job %d (%s): %s", attempt.job_id, attempt.job.type, message["reason"])
             self._tick.set()  # the keeper gives a stuck thread slot a new thread now
+
+
+def _clock() -> tuple[float, float]:
+    """Now on both clocks: a process frozen then resumed shows on the monotonic one, a machine
+    suspended then resumed on the wall clock."""
+    return time.monotonic(), time.time()
 
 
 def _traced(span: Span, attempt: Attempt, outcome: Outcome) -> None:

@@ -35,6 +35,8 @@ class Slot:
     attempt: Attempt | None = None  # the attempt that thread runs
     blocked_on: int | None = None  # Redis client id while waiting for work
     held_back: bool = False  # a stuck handler holds the slot: too many threads left behind
+    #: When the slot last asked for a job (monotonic and wall clock, s): see Serving._stale.
+    asked: tuple[float, float] = (0.0, 0.0)
 
     @property
     def in_thread(self) -> bool:
