@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from ..base.keys import zid
 from . import checker
+from .judging import job_of_member
 
 if TYPE_CHECKING:
     pass
@@ -73,19 +74,11 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
         yield items[i : i + size]
 
 
-def _member_id(member: str) -> int | None:
-    """The job id of a zset member (``"01|7" -> 7``), or None when it is not a job's."""
-    digits = member.partition("|")[2]
-    if not (digits.isascii() and digits.isdigit()):
-        return None
-    return int(digits) if zid(int(digits)) == member else None
-
-
 def _blocked(c: Checker) -> None:
     for chunk in _chunks(sorted(set(c.blocked)), c.batch):
         suspects, _ = c.scripts.screen("blocked", [zid(i) for i in chunk], [])
         for member in suspects:
-            job_id = cast(int, _member_id(member))
+            job_id = cast(int, job_of_member(member))
             c.add(
                 "stuck-blocked",
                 c.keys.job(job_id),
@@ -157,7 +150,7 @@ def _judge_awaited(c: Checker, key: str, members: list[str]) -> None:
         return
     suspects, _ = c.scripts.screen("awaited", members, [])
     for member in suspects:
-        job_id = _member_id(member)
+        job_id = job_of_member(member)
         if job_id is None:
             c.add(
                 "stale-awaited",
