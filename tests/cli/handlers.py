@@ -21,10 +21,12 @@ def sleepy(job: Job) -> dict[str, Any]:
 
 
 def whoami(job: Job) -> dict[str, Any]:
-    """For fan-out jobs: runs for ``data.seconds`` (default 0), ending early once its attempt
-    is stopped, prints ``finished job <id> on <worker>`` (and `` (stopped)`` when its attempt
+    """For fan-out jobs: prints ``started job <id> on <worker>``, runs for ``data.seconds``
+    (default 0), ending early once its attempt is stopped, prints ``finished job <id> on
+    <worker>`` (and `` (stopped)`` when its attempt
     was) and returns the worker id the claim
     gave the run (``job.worker_id``) and this process's pid."""
+    print(f"started job {job.id} on {job.worker_id}", flush=True)
     deadline = time.monotonic() + job.data.get("seconds", 0)
     while time.monotonic() < deadline and not job.stopping:
         time.sleep(0.01)

@@ -222,6 +222,9 @@ def test_a_stale_runs_late_result_is_refused(
     workers = _start_all(run, redis_url, prefix)
     jid = _id(queue.create_job("job", {"seconds": 1.0}).fan_out(2).save())
     victim = _running(queue, jid, 2)[0]
+    # Running once claimed, stopped only once its handler runs (a run claimed before a process
+    # was held up past its lease is not started at all).
+    workers[victim].wait_for_line(rf"^started job {jid} on {victim}$", 10)
     workers[victim].send(signal.SIGSTOP)
     try:
         assert wait_for(lambda: _runs(queue, jid)[victim]["state"] == "lost", timeout=10)

@@ -2,8 +2,9 @@
 ``python -m tests.integration.control_worker URL PREFIX KIND N TYPE...``.
 
 KIND is how its handlers run: ``thread``, ``async`` or ``process`` (isolated). A job whose data
-has ``block`` runs until stopped (a thread handler polls ``job.stopping`` and then records
-``<id>`` in ``<prefix>:late``; the others are cancelled or killed); any other job (after
+has ``block`` runs until stopped (a thread handler records ``<id>`` in ``<prefix>:started``,
+polls ``job.stopping`` and then records ``<id>`` in ``<prefix>:late``; the others are cancelled
+or killed); any other job (after
 ``sleep`` seconds, when its data has it) records ``<id>:<pid>`` in ``<prefix>:ran`` and returns
 the pid. Prints ``ready`` once serving, and exits
 0 on SIGTERM or once stopped remotely (``queue.stop_worker``).
@@ -30,6 +31,7 @@ def _done(job: Job) -> int:
 
 def thread_handler(job: Job) -> int | None:
     if job.data.get("block"):
+        job.queue.client.rpush(f"{job.queue.prefix}:started", str(job.id))
         while not job.stopping:
             time.sleep(0.005)
         job.queue.client.rpush(f"{job.queue.prefix}:late", str(job.id))

@@ -88,7 +88,10 @@ def test_cancel_a_running_handler_from_another_process(
 def test_a_cancel_reaches_a_worker_paused_past_its_lease(queue: Queue, workers: Workers) -> None:
     proc = workers.start("thread")
     job = queue.create_job("t", {"block": True}).save()
-    wait_for(lambda: _state(queue, job) == "active", timeout=10)
+    # Active once claimed, but stopped only once its handler runs: a job claimed before a
+    # process was held up past its lease is not started at all (test_frozen_claims.py).
+    started = f"{queue.prefix}:started"
+    wait_for(lambda: queue.client.lrange(started, 0, -1) == [str(job.id)], timeout=10)
     proc.send_signal(signal.SIGSTOP)
     try:
         queue.cancel(job.id, "while it slept")  # type: ignore[arg-type]

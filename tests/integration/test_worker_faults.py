@@ -13,14 +13,14 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from kue_core import Queue, doctor
+from kue_core import Job, Queue, doctor
 from tests.conftest import REDIS_SERVER, free_port, wait_for
 
 LEASE_MS = 500
 
 # A worker process: runs jobs of type "t" until SIGTERM. What a job does is in its data:
-# "block" hangs until the process is killed, "poison" kills the process, anything else
-# records "<id>:<pid>" in <prefix>:ran and returns the pid.
+# "block" records "<id>" in <prefix>:started and hangs until the process is killed, "poison"
+# kills the process, anything else records "<id>:<pid>" in <prefix>:ran and returns the pid.
 WORKER = f"""
 import os, signal, sys, threading, time
 from kue_core import Queue
@@ -34,6 +34,7 @@ def handler(job):
         ready.wait()  # dies once it has said ready: its starter reads that line first
         os._exit(3)
     if job.data.get("block"):
+        queue.client.rpush(prefix + ":started", str(job.id))
         threading.Event().wait()
     queue.client.rpush(prefix + ":ran", f"{{job.id}}:{{os.getpid()}}")
     return os.getpid()
@@ -83,6 +84,13 @@ def _ran(queue: Queue) -> list[str]:
     return queue.client.lrange(f"{queue.prefix}:ran", 0, -1)  # type: ignore[return-value]
 
 
+def _started(queue: Queue, job: Job) -> None:
+    """Wait until the handler of a blocking job runs: active once claimed is not enough, as a
+    job claimed before its process was held up past its lease is not started at all."""
+    started = f"{queue.prefix}:started"
+    wait_for(lambda: queue.client.lrange(started, 0, -1) == [str(job.id)])
+
+
 def test_a_killed_workers_job_is_completed_by_another(queue: Queue, workers: Workers) -> None:
     doomed = workers.start()
     job = queue.create_job("t", {"block": True}).save()
@@ -99,7 +107,7 @@ def test_a_killed_workers_job_is_completed_by_another(queue: Queue, workers: Wor
 def test_a_paused_worker_cannot_complete_a_job_taken_over(queue: Queue, workers: Workers) -> None:
     sleepy = workers.start()
     job = queue.create_job("t", {"block": True}).save()
-    wait_for(lambda: queue.get_job(job.id).state == "active")  # type: ignore[arg-type]
+    _started(queue, job)
     sleepy.send_signal(signal.SIGSTOP)
     try:
         queue.client.hset(queue.keys.job(job.id), "data", "{}")  # type: ignore[arg-type]
@@ -118,7 +126,7 @@ def test_a_worker_woken_past_its_lease_leaves_its_stuck_handler_and_works_on(
 ) -> None:
     stuck = workers.start()
     job = queue.create_job("t", {"block": True}).save()
-    wait_for(lambda: queue.get_job(job.id).state == "active")  # type: ignore[arg-type]
+    _started(queue, job)
     stuck.send_signal(signal.SIGSTOP)
     try:
         queue.client.hset(queue.keys.job(job.id), "data", "{}")  # type: ignore[arg-type]
