@@ -4,12 +4,13 @@
 -- ARGV[5]  '1': the caller counts the completion (work time, outcome counters; see
 --          kue_core/features/tally.py), '': this script does
 -- ARGV[6]  worker id   ARGV[7] lease ms (both '' = claim nothing)
--- Returns  {outcome, next...}: outcome 'complete', or 'refused' when the job is not active
---          under this token (recovered and given to another worker, or moved by hand; nothing
---          is written); then the next job of the same type claimed for this worker, as
---          claim.lua returns it (empty when none or not asked). With ARGV[5] '1' the outcome is
---          followed by the completion's time and duration (ms), both '' when there is nothing
---          for the caller to count (refused, or a fan-out job: counted here).
+-- Returns  {next..., outcome}: the next job of the same type claimed for this worker, as
+--          claim.lua returns it (nothing when none or not asked); last the outcome, 'complete',
+--          or 'refused' when the job is not active under this token (recovered and given to
+--          another worker, or moved by hand; nothing is written). With ARGV[5] '1' the outcome
+--          follows the completion's time and duration (ms), both '' when there is nothing for
+--          the caller to count (refused, or a fan-out job: counted here). (Last, not first:
+--          a reply put together at its end is not moved in memory.)
 -- Events   complete [result]; remove [type] when removeOnComplete, and for each job retention
 --          removes; start [type] for the claim; unblocked, then enqueue [type] (or nothing
 --          more when delayed), for each job that waited only for this one.
@@ -25,7 +26,7 @@ local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local tallied = ARGV[5] == '1'
 local h = load_for_complete(KEYS[1])
 local jtype = h[3]
-if not jtype then return tallied and { 'refused', '', '' } or { 'refused' } end
+if not jtype then return tallied and { '', '', 'refused' } or { 'refused' } end
 local now = now_ms()
 local outcome, duration = 'refused', ''
 if h[15] then
@@ -36,8 +37,8 @@ elseif h[1] == 'active' and h[2] == token then
 end
 local out = claim_after(p, jtype, 6, now, h[15])
 if tallied then
-  table.insert(out, 1, duration)
-  table.insert(out, 1, duration == '' and '' or now)
+  out[#out + 1] = duration == '' and '' or now
+  out[#out + 1] = duration
 end
-table.insert(out, 1, outcome)
+out[#out + 1] = outcome
 return out

@@ -4,10 +4,10 @@
 -- ARGV[4]  error message (one line)   ARGV[5] error text kept on the job (message, traceback)
 -- ARGV[6]  retry delay ms: 0 = retry at once, > 0 = after this backoff, -1 = never retry
 -- ARGV[7]  worker id   ARGV[8] lease ms (both '' = claim nothing)
--- Returns  {outcome, next...}: outcome 'inactive' (retry now), 'delayed' (retry after the
---          delay), 'failed' (no attempts left, or never retry), or 'refused' when the job is
---          not active under this token (nothing is written); then the next job claimed, as
---          complete.lua returns it.
+-- Returns  {next..., outcome}: the next job claimed, as complete.lua returns it; last the
+--          outcome, 'inactive' (retry now), 'delayed' (retry after the delay), 'failed' (no
+--          attempts left, or never retry), or 'refused' when the job is not active under this
+--          token (nothing is written).
 -- Events   error [message]; then failed attempt [message, attempts made] and enqueue [type]
 --          (or nothing more when delayed), or failed [message]; start [type] for the claim;
 --          remove [type] for the job when it fails for good with remove_on_fail(True), and
@@ -45,5 +45,5 @@ elseif h[1] == 'active' and h[2] == token then
   }, outcome, now)
 end
 local out = claim_after(p, jtype, 7, now, h[10])
-table.insert(out, 1, outcome)
+out[#out + 1] = outcome
 return out

@@ -60,12 +60,13 @@ def claimed(reply: Sequence[Any]) -> Claim:
 
 
 def completed(reply: Sequence[Any], tally: Callable[[int, int], None] | None) -> tuple[str, Claim]:
-    """``complete.lua``'s reply -> (outcome, next job), telling ``tally`` what to count."""
+    """``complete.lua``'s reply (the next job, with ``tally`` the time and duration to count,
+    the outcome last) -> (outcome, next job), telling ``tally`` what to count."""
     if tally is None:
-        return reply[0], claimed(reply[1:])
-    if reply[1] != "":
-        tally(int(reply[1]), int(reply[2]))
-    return reply[0], claimed(reply[3:])
+        return reply[-1], claimed(reply[:-1])
+    if reply[-3] != "":
+        tally(int(reply[-3]), int(reply[-2]))
+    return reply[-1], claimed(reply[:-3])
 
 
 def _wait(why: str) -> Literal["paused", "pins"] | Held | None:

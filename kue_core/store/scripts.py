@@ -110,7 +110,7 @@ class Scripts(Runner):
         reply = self._run(
             "fail", self._keys.job(job_id), job_id, token, message, text, retry_delay, *nxt
         )
-        return reply[0], claimed(reply[1:])
+        return reply[-1], claimed(reply[:-1])
 
     def release(self, job_id: int, token: str, rate_limited_ms: int | None = None) -> bool:
         """Give an unfinished job back, no attempt counted: to inactive (worker shutdown), or

@@ -12,9 +12,25 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Integers as plain decimal text (Lua would print large numbers in exponent form).
+-- Integers as plain decimal text (Lua would print large numbers in exponent form), each
+-- written once per call: formatting a number is among the dearest steps of a script (a
+-- number given to redis.call is formatted too, by Redis: see score). `ints_made` is emptied
+-- by the code every call runs first (lib/fence.lua).
+local ints_made
 local function int(n)
-  return string.format('%d', n)
+  local s = ints_made[n]
+  if not s then
+    s = string.format('%d', n)
+    if n == n then ints_made[n] = s end  -- NaN is no table key
+  end
+  return s
+end
+
+-- A zset score for redis.call: an integer as int text (formatted once per call), any other
+-- number as it is.
+local function score(n)
+  if n % 1 == 0 and n > -2 ^ 53 and n < 2 ^ 53 then return int(n) end
+  return n
 end
 
 local STATES = { inactive = true, active = true, complete = true, failed = true, delayed = true,

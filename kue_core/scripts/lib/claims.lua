@@ -1,14 +1,16 @@
--- Put `changes` (field -> value) of a claimed job into `out` (its hash as claim_member read
--- it; `at`: field -> index there, appended when absent); returns them as HSET arguments
--- (all but `run`, which goes in the reply only).
+-- Put `changes` (field, value, field, value...) of a claimed job into `out` (its hash as
+-- claim_member read it; `at`: field -> index there, appended when absent); returns them as
+-- HSET arguments (all but `run`, which goes in the reply only).
 local function claim_changes(out, at, changes)
   local fields = {}
-  for field, value in pairs(changes) do
+  for i = 1, #changes, 2 do
+    local field, value = changes[i], changes[i + 1]
     if field ~= 'run' then
       fields[#fields + 1] = field; fields[#fields + 1] = value
     end
-    if at[field] then
-      out[at[field]] = value
+    local j = at[field]
+    if j then
+      out[j] = value
     else
       out[#out + 1] = field; out[#out + 1] = value
     end
@@ -34,7 +36,7 @@ local function run_claim(p, jtype, id, out, at, worker, lease_ms, now, r)
   end
   local waiting_since = tonumber(out[at.updated_at or 0]) or now
   local token = int((tonumber(out[at.lease or 0]) or 0) + 1)
-  local changes = { updated_at = int(now), workerId = worker, lease = token, run = worker }
+  local changes = { 'updated_at', int(now), 'workerId', worker, 'lease', token, 'run', worker }
   local fields = claim_changes(out, at, changes)
   redis.call('HSET', k_job(p, id), unpack(fields))
   run_begin(p, id, jtype, worker, token, lease_ms, now)
@@ -90,13 +92,14 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
   local waiting_since = tonumber(out[at.updated_at or 0]) or now
   local group = at.group and out[at.group]
   local lease = int((tonumber(out[at.lease or 0]) or 0) + 1)
-  local changes = { state = 'active', started_at = int(now), updated_at = int(now),
-    workerId = worker, lease = lease }
+  local changes = { 'state', 'active', 'started_at', int(now), 'updated_at', int(now),
+    'workerId', worker, 'lease', lease }
   if at.fan_out then
-    changes.run = worker
+    changes[11] = 'run'; changes[12] = worker
   else
     if at.trail then history(p, id, nil) end  -- left by a claim the job's history missed
-    changes.trail = int(now) .. ',' .. int(attempts + 1)  -- its entry (see trail_entries)
+    changes[11] = 'trail'  -- its entry (see trail_entries)
+    changes[12] = int(now) .. ',' .. int(attempts + 1)
   end
   local fields = claim_changes(out, at, changes)
   if from == 'pinned' then
@@ -117,7 +120,7 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
     run_begin(p, id, jtype, worker, lease, lease_ms, now)
     runs_offer(p, id)
   else
-    redis.call('ZADD', k_leases(p), now + lease_ms, member)
+    redis.call('ZADD', k_leases(p), int(now + lease_ms), member)
     publish(p, id, jtype, 'start', cjson.encode(jtype))
   end
   -- Not stored: how long it waited, from its last change while waiting (for statistics).

@@ -6,3 +6,4 @@
 redis.call('EXISTS', k_fence(ARGV[1]))
 -- What one call learns, for that call only.
 rules_read = {}
+ints_made = {}

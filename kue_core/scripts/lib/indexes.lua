@@ -4,20 +4,21 @@
 -- hash then, for a type that has preferred jobs).
 local function index_add(p, id, jtype, state, priority, promote_at, ttl, now, group, prefer)
   local member = zid(id)
-  redis.call('ZADD', k_state(p, state), state_score(state, priority, promote_at, ttl, now), member)
-  redis.call('ZADD', k_type_state(p, jtype, state), priority, member)
+  redis.call('ZADD', k_state(p, state), score(state_score(state, priority, promote_at, ttl, now)),
+    member)
+  redis.call('ZADD', k_type_state(p, jtype, state), score(priority), member)
   if group then group_add(p, member, jtype, state, priority, group, now) end
   if state == 'pinned' then
     pin_add(p, member, jtype, priority, redis.call('HGET', k_job(p, id), 'only'))
   elseif state == 'inactive' then
-    redis.call('LPUSH', k_tokens(p, jtype), 1)
+    redis.call('LPUSH', k_tokens(p, jtype), '1')
     if prefer == nil then
       local r = rule_of(p, jtype)
       prefer = r and r.prefer and redis.call('HGET', k_job(p, id), 'prefer')
     end
     if prefer then pin_add(p, member, jtype, priority, prefer) end
   elseif state == 'complete' or state == 'failed' then
-    redis.call('ZADD', k_finished(p, state), now, member)  -- by finish time, for retention
+    redis.call('ZADD', k_finished(p, state), int(now), member)  -- by finish time, for retention
   end
 end
 

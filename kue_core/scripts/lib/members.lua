@@ -1,7 +1,9 @@
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
+local ZID_HEADS = { '01|', '02|', '03|', '04|', '05|', '06|', '07|', '08|', '09|', '10|',
+  '11|', '12|', '13|', '14|', '15|', '16|', '17|', '18|', '19|', '20|' }
 local function zid(id)
   local s = tostring(id)
-  return string.format('%02d|%s', #s, s)
+  return (ZID_HEADS[#s] or string.format('%02d|', #s)) .. s
 end
 
 -- The id in a zid ("01|7" -> "7").

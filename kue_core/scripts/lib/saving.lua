@@ -80,7 +80,7 @@ local function save_job(p, ids_key, b, now, extra, blocked)
     mark_fanout(p, jtype, rec.late)
   end
   redis.call('HSET', k_job(p, id), unpack(fields))
-  redis.call('ZADD', k_jobs(p), priority, zid(id))
+  redis.call('ZADD', k_jobs(p), score(priority), zid(id))
   index_add(p, id, jtype, state, priority, promote_at, ttl, now, group, prefer)
   redis.call('SADD', k_types(p), jtype)
   if rec then save_records(p, id, rec, now) end
