@@ -1,14 +1,20 @@
 """A worker held up between a claim and its handler's start (frozen by SIGSTOP, a long pause,
 a suspended machine) past its lease: the job went back to the queue and another worker ran
-it; the held-up worker must not start the handler a second time (#42)."""
+it; the held-up worker must not start the handler a second time (#42). In a thread held up
+on purpose, and in a worker process stopped by SIGSTOP right after the call that claimed."""
 
 from __future__ import annotations
 
 import logging
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Iterator
 from typing import Any
 
+import psutil
 import pytest
 
 from kue_core import Job, Queue, doctor
@@ -100,3 +106,105 @@ def test_a_claim_held_up_within_its_lease_runs(
     job = frozen.create_job("t").save()
     wait_for(lambda: frozen.get_job(job.id).state == "complete")  # type: ignore[arg-type]
     assert ran == [job.id]
+
+
+# A worker process of one slot: a job whose data has "hold" runs until <prefix>:go exists;
+# every job records "<id>:<pid>" in <prefix>:ran and returns the pid. With "freeze" as its
+# fourth argument, the process stops itself (SIGSTOP) as soon as a report of a finished job
+# has claimed a job whose data has "freeze": between that claim and the handler's start. The
+# thread that stopped it goes on only once SIGCONT came (every thread blocks SIGCONT, and
+# that one waits for it): a stop takes effect a moment after the kill that asked for it.
+FREEZING_WORKER = """
+import os, signal, sys, threading, time
+from kue_core import Queue
+from kue_core.store.scripts import Scripts
+
+url, prefix, lease, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if mode == "freeze":
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCONT})  # before any thread starts
+    real = Scripts.complete
+
+    def complete_then_stop(self, *args, **kwargs):
+        outcome, claimed = real(self, *args, **kwargs)
+        if isinstance(claimed, tuple) and "freeze" in claimed[1].get("data", ""):
+            os.kill(os.getpid(), signal.SIGSTOP)
+            signal.sigwait({signal.SIGCONT})
+        return outcome, claimed
+
+    Scripts.complete = complete_then_stop
+queue = Queue(url, prefix=prefix, lease_ms=lease)
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *a: stop.set())
+
+def handler(job):
+    while job.data.get("hold") and not queue.client.exists(prefix + ":go"):
+        time.sleep(0.005)
+    queue.client.rpush(prefix + ":ran", f"{job.id}:{os.getpid()}")
+    return os.getpid()
+
+queue.process("t", 1, handler)
+print("ready", flush=True)
+stop.wait()
+queue.shutdown(timeout=5)
+queue.close()
+"""
+
+
+class _Worker:
+    """A worker subprocess whose stderr is read as it comes."""
+
+    def __init__(self, redis_url: str, prefix: str, mode: str) -> None:
+        argv = [sys.executable, "-c", textwrap.dedent(FREEZING_WORKER), redis_url, prefix]
+        argv += [str(LEASE_MS * 2), mode]
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.err: list[str] = []
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "ready"
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.err.append(line)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_a_process_stopped_between_its_claim_and_the_handler_does_not_run_the_job(
+    redis_url: str, prefix: str, queue: Queue
+) -> None:
+    ran = f"{prefix}:ran"
+    frozen = _Worker(redis_url, prefix, "freeze")
+    workers = [frozen]
+    try:
+        first = queue.create_job("t", {"hold": True}).save()
+        wait_for(lambda: queue.get_job(first.id).state == "active")  # type: ignore[arg-type]
+        job = queue.create_job("t", {"freeze": True}).save()  # waits: the only slot is busy
+        queue.client.set(f"{prefix}:go", 1)  # the first ends; its report claims the second
+        wait_for(lambda: psutil.Process(frozen.proc.pid).status() == psutil.STATUS_STOPPED)
+        assert queue.get_job(job.id).state == "active"  # type: ignore[arg-type]
+        # Past its lease the job goes back to the queue, and another worker runs it.
+        other = _Worker(redis_url, prefix, "plain")
+        workers.append(other)
+        wait_for(lambda: queue.get_job(job.id).state == "complete", timeout=20)  # type: ignore[arg-type]
+        assert queue.get_job(job.id).result == other.proc.pid  # type: ignore[arg-type]
+        frozen.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: any("not run here" in line for line in frozen.err))
+        assert f"job {job.id} (t): claimed" in "".join(frozen.err)
+        after = queue.create_job("t").save()  # and both go on working
+        wait_for(lambda: queue.get_job(after.id).state == "complete")  # type: ignore[arg-type]
+        runs = queue.client.lrange(ran, 0, -1)
+        assert [r for r in runs if r.startswith(f"{job.id}:")] == [f"{job.id}:{other.proc.pid}"]
+        assert f"{first.id}:{frozen.proc.pid}" in runs
+        for w in workers:
+            w.proc.send_signal(signal.SIGTERM)
+            assert w.proc.wait(timeout=15) == 0
+        assert doctor.check(queue).findings == []
+    finally:
+        for w in workers:
+            w.close()
