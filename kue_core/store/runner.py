@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 import hiredis
 import redis
 from redis.commands.core import Script
-from redis.connection import AbstractConnection
+from redis.connection import AbstractConnection, Connection
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
 from ..base.errors import SCRIPT_ERRORS, HasDependents, JobNotFound, KueError, NotReplicated
@@ -98,13 +98,13 @@ _TCP_INFO: int | None = getattr(socket, "TCP_INFO", None)
 
 def _stale(conn: AbstractConnection) -> bool:
     """Whether the connection must not be used: the server closed it (restart, timeout,
-    CLIENT KILL), or it is readable before we asked anything (a stray reply). A plain TCP
-    connection on Linux is asked its TCP state, which a close changes: a call that keeps the
+    CLIENT KILL), or it is readable before we asked anything (a stray reply). A TCP connection
+    without TLS, on Linux, is asked its TCP state, which a close changes: a call that keeps the
     interpreter's lock, where select() lets it go and, with many slots' threads, costs each
     call a wait to take it back (a sixth of a worker's CPU per job with 16 slots). A stray
     reply cannot be left there: a call that fails before it read its reply disconnects."""
     sock = getattr(conn, "_sock", None)
-    if type(sock) is socket.socket and _TCP_INFO is not None and sock.family != socket.AF_UNIX:
+    if _TCP_INFO is not None and type(sock) is socket.socket and isinstance(conn, Connection):
         try:
             return sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, 1)[0] != _ESTABLISHED
         except OSError:
