@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import select
 import socket
+import struct
+import sys
 import threading
 import time
 import weakref
@@ -20,7 +22,7 @@ import hiredis
 import redis
 from redis.commands.core import Script
 from redis.connection import AbstractConnection, Connection
-from redis.exceptions import ConnectionError, NoScriptError, ResponseError
+from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 
 from ..base.errors import SCRIPT_ERRORS, HasDependents, JobNotFound, KueError, NotReplicated
 from ..base.keys import Keys
@@ -124,12 +126,57 @@ def _stale(conn: AbstractConnection) -> bool:
         return True
 
 
+def _kernel_timeouts(conn: AbstractConnection) -> None:
+    """Have the kernel keep the socket timeout of a thread's own TCP connection (Linux): the
+    socket blocks, with SO_RCVTIMEO and SO_SNDTIMEO set to the timeout. Python keeps a timeout
+    by a poll() before each send and each receive, and each lets the interpreter's lock go: with
+    16 slots' threads, taking it back cost a worker about a fifth of its CPU per job. A timeout
+    then ends a read or a write with EAGAIN, which ``Runner`` reports as the TimeoutError it
+    was."""
+    sock = getattr(conn, "_sock", None)
+    if type(sock) is not socket.socket or not sys.platform.startswith("linux"):
+        return
+    timeout = sock.gettimeout()
+    if not timeout:  # None: blocking already (done, or no timeout asked); 0: non-blocking
+        return
+    seconds = int(timeout)
+    value = struct.pack("ll", seconds, int((timeout - seconds) * 1_000_000))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+    sock.settimeout(None)
+
+
+def read_reply(conn: AbstractConnection) -> Any:
+    """The next reply on a thread's connection. A read the kernel's timeout ended (see
+    :func:`_kernel_timeouts`) raises the TimeoutError Python's own timeout raises."""
+    try:
+        return conn.read_response()
+    except ConnectionError as e:
+        if isinstance(e.__context__, BlockingIOError):
+            raise TimeoutError("Timeout reading from socket") from e
+        raise
+
+
+def _give_back(pool: redis.ConnectionPool, conn: Connection) -> None:
+    """Return a thread's connection to the pool with Python's own socket timeout again, as
+    the pool's other users expect it (see :func:`_kernel_timeouts`)."""
+    sock = getattr(conn, "_sock", None)
+    timeout = getattr(conn, "socket_timeout", None)
+    if type(sock) is socket.socket and timeout:
+        try:
+            sock.settimeout(timeout)
+        except OSError:  # closed meanwhile: the pool connects it again
+            conn.disconnect()  # type: ignore[no-untyped-call]
+    pool.release(conn)
+
+
 class _Held:
     """A connection held by one thread; given back to the pool when the thread ends."""
 
     def __init__(self, pool: redis.ConnectionPool) -> None:
-        self.conn: AbstractConnection = pool.get_connection()
-        weakref.finalize(self, pool.release, self.conn)
+        conn = pool.get_connection()
+        self.conn: AbstractConnection = conn
+        weakref.finalize(self, _give_back, pool, conn)
 
 
 class Redirects:
@@ -219,7 +266,13 @@ class Runner:
             # Connect through connect(), not send's shortcut to the last address: Sentinel
             # finds the current primary there.
             conn.connect()  # type: ignore[no-untyped-call]
-        conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
+        _kernel_timeouts(conn)
+        try:
+            conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
+        except ConnectionError as e:
+            if isinstance(e.__context__, BlockingIOError):  # as read_reply's
+                raise TimeoutError("Timeout writing to socket") from e
+            raise
 
     def _run(self, name: str, key: str, *args: Any, replicated: bool = False) -> Any:
         """Run script ``name``; with ``replicated``, return only once ``self.replicas``
@@ -241,11 +294,11 @@ class Runner:
                     raise
                 continue
             try:
-                reply = conn.read_response()
+                reply = read_reply(conn)
                 if replicated and self.replicas:
                     # WAIT counts the replicas that have this connection's writes so far.
                     self._send(conn, pack("WAIT", self.replicas, REPLICA_TIMEOUT_MS))
-                    confirmed(conn.read_response(), self.replicas)
+                    confirmed(read_reply(conn), self.replicas)
                 return reply
             except NoScriptError:
                 # The server lost its script cache (restart, SCRIPT FLUSH): load and resend.
@@ -366,7 +419,7 @@ class Runner:
             self._send(conn, packed)
             for _ in range(len(batch) + waits):
                 try:
-                    results.append(conn.read_response())
+                    results.append(read_reply(conn))
                 except (ResponseError, Redirected) as e:  # one error reply: still in step
                     results.append(e)
         except BaseException:

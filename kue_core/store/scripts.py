@@ -10,7 +10,7 @@ from typing import Any
 
 from . import calls
 from .claims import Claim, Holder, Next, claimed, completed, next_args
-from .runner import Runner, pack
+from .runner import Runner, pack, read_reply
 
 
 class Scripts(Runner):
@@ -56,8 +56,8 @@ class Scripts(Runner):
             wait = pack("BLPOP", *(key for key, _ in lists), seconds)
         try:
             self._send(conn, pack("CLIENT", "ID") + wait)
-            blocked(int(conn.read_response()))
-            reply = conn.read_response()
+            blocked(int(read_reply(conn)))
+            reply = read_reply(conn)
         except BaseException:
             conn.disconnect()  # type: ignore[no-untyped-call]
             raise

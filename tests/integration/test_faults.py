@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
 import redis
 
 from kue_core import Queue
+from kue_core.connection import from_url
 from tests.conftest import wait_for
 
 
@@ -35,3 +39,26 @@ def test_event_listener_resubscribes(queue: Queue, r: redis.Redis) -> None:
     wait_for(lambda: queue.events.listening)  # ...and subscribes again
     job = queue.create_job("t").save()
     wait_for(lambda: job.id in heard)
+
+
+@pytest.mark.single_node
+def test_a_call_redis_does_not_answer_in_time_times_out(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """The thread's own connection keeps its socket timeout in the kernel (a poll() before
+    each read would let the interpreter's lock go): a read the timeout ends raises
+    redis.TimeoutError all the same, and the next call, once Redis answers, goes through."""
+    client = from_url(redis_url, socket_timeout=0.3)
+    q = Queue(prefix=prefix, client=client)
+    try:
+        q.create_job("t").save()  # the thread's connection, now with the kernel's timeout
+        r.execute_command("CLIENT", "PAUSE", 1500, "ALL")  # Redis answers no one for 1.5 s
+        started = time.monotonic()
+        with pytest.raises(redis.TimeoutError):
+            q.create_job("t").save()
+        assert time.monotonic() - started < 1.2
+        wait_for(lambda: r.ping())  # the pause is over
+        q.create_job("t").save()
+        assert q.count("inactive") >= 2  # the save that timed out may have run once Redis woke
+    finally:
+        q.close()
