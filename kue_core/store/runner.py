@@ -103,7 +103,7 @@ def _stale(conn: AbstractConnection) -> bool:
     CLIENT KILL), or it is readable before we asked anything (a stray reply). A TCP connection
     without TLS, on Linux, is asked its TCP state, which a close changes: a call that keeps the
     interpreter's lock, where select() lets it go and, with many slots' threads, costs each
-    call a wait to take it back (a sixth of a worker's CPU per job with 16 slots). A stray
+    call a wait to take it back (a tenth of a worker's CPU per job with 16 slots). A stray
     reply cannot be left there: a call that fails before it read its reply disconnects."""
     sock = getattr(conn, "_sock", None)
     if _TCP_INFO is not None and type(sock) is socket.socket and isinstance(conn, Connection):
@@ -127,8 +127,9 @@ def _stale(conn: AbstractConnection) -> bool:
 
 
 def _kernel_timeouts(conn: AbstractConnection) -> None:
-    """Have the kernel keep the socket timeout of a thread's own TCP connection (Linux): the
-    socket blocks, with SO_RCVTIMEO and SO_SNDTIMEO set to the timeout. Python keeps a timeout
+    """Have the kernel keep the socket timeout of a thread's own connection (Linux; TCP or a
+    Unix socket, not TLS): the socket blocks, with SO_RCVTIMEO and SO_SNDTIMEO set to the
+    timeout. Python keeps a timeout
     by a poll() before each send and each receive, and each lets the interpreter's lock go: with
     16 slots' threads, taking it back cost a worker about a fifth of its CPU per job. A timeout
     then ends a read or a write with EAGAIN, which ``Runner`` reports as the TimeoutError it
