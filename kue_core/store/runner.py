@@ -129,11 +129,10 @@ def _stale(conn: AbstractConnection) -> bool:
 def _kernel_timeouts(conn: AbstractConnection) -> None:
     """Have the kernel keep the socket timeout of a thread's own connection (Linux; TCP or a
     Unix socket, not TLS): the socket blocks, with SO_RCVTIMEO and SO_SNDTIMEO set to the
-    timeout. Python keeps a timeout
-    by a poll() before each send and each receive, and each lets the interpreter's lock go: with
-    16 slots' threads, taking it back cost a worker about a fifth of its CPU per job. A timeout
-    then ends a read or a write with EAGAIN, which ``Runner`` reports as the TimeoutError it
-    was."""
+    timeout. Python keeps a timeout by a poll() before each send and each receive, and each
+    lets the interpreter's lock go: with 16 slots' threads, taking it back cost a worker about
+    a fifth of its CPU per job. A timeout then ends a read or a write with EAGAIN, which
+    ``Runner`` reports as the TimeoutError it was."""
     sock = getattr(conn, "_sock", None)
     if type(sock) is not socket.socket or not sys.platform.startswith("linux"):
         return
