@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import redis
 
@@ -53,10 +51,8 @@ def test_a_call_redis_does_not_answer_in_time_times_out(
     try:
         q.create_job("t").save()  # the thread's connection, now with the kernel's timeout
         r.execute_command("CLIENT", "PAUSE", 1500, "ALL")  # Redis answers no one for 1.5 s
-        started = time.monotonic()
-        with pytest.raises(redis.TimeoutError):
+        with pytest.raises(redis.TimeoutError):  # not an answer 1.5 s later
             q.create_job("t").save()
-        assert time.monotonic() - started < 1.2
         wait_for(lambda: r.ping())  # the pause is over
         q.create_job("t").save()
         assert q.count("inactive") >= 2  # the save that timed out may have run once Redis woke
