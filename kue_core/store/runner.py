@@ -4,25 +4,21 @@ first missing) or, before Redis 7 or where functions are not allowed, as a scrip
 redirect or a lost script, with ``WAIT`` for replicas when asked. Error replies starting with
 a ``KUE_*`` code become the matching :mod:`kue_core.base.errors` exception. The wrappers of each
 script are :class:`kue_core.store.scripts.Scripts`; the asyncio twin is
-:mod:`kue_core.store.aio_scripts`, which shares the helpers here."""
+:mod:`kue_core.store.aio_scripts`, which shares the helpers here. How each thread's connection
+is kept and checked is :mod:`kue_core.store.connections`."""
 
 from __future__ import annotations
 
-import select
-import socket
-import struct
-import sys
 import threading
 import time
-import weakref
 from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
 import hiredis
 import redis
 from redis.commands.core import Script
-from redis.connection import AbstractConnection, Connection
-from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
+from redis.connection import AbstractConnection
+from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
 from ..base.errors import SCRIPT_ERRORS, HasDependents, JobNotFound, KueError, NotReplicated
 from ..base.keys import Keys
@@ -31,6 +27,7 @@ from ..defaults import REDIRECT_PATIENCE, REPLICA_TIMEOUT_MS
 from . import calls
 from .calls import Call, Op, Read
 from .cluster import Redirected
+from .connections import Held, read_reply, send, stale
 from .lua_source import SCRIPT_NAMES, Library, function_library, script_source
 
 T = TypeVar("T")
@@ -90,93 +87,6 @@ def confirmed(replicas: Any, wanted: int) -> None:
             f"only {replicas} of {wanted} replicas confirmed the save within "
             f"{REPLICA_TIMEOUT_MS} ms: the jobs are not acknowledged"
         )
-
-
-#: TCP's state of a connection both ends keep open (``tcpi_state`` of Linux's TCP_INFO).
-_ESTABLISHED = 1
-#: Where the kernel tells a TCP connection's state (Linux); elsewhere select() is asked.
-_TCP_INFO: int | None = getattr(socket, "TCP_INFO", None)
-
-
-def _stale(conn: AbstractConnection) -> bool:
-    """Whether the connection must not be used: the server closed it (restart, timeout,
-    CLIENT KILL), or it is readable before we asked anything (a stray reply). A TCP connection
-    without TLS, on Linux, is asked its TCP state, which a close changes: a call that keeps the
-    interpreter's lock, where select() lets it go and, with many slots' threads, costs each
-    call a wait to take it back (a tenth of a worker's CPU per job with 16 slots). A stray
-    reply cannot be left there: a call that fails before it read its reply disconnects."""
-    sock = getattr(conn, "_sock", None)
-    if _TCP_INFO is not None and type(sock) is socket.socket and isinstance(conn, Connection):
-        try:
-            return sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, 1)[0] != _ESTABLISHED
-        except OSError:
-            return True
-    if sock is not None:
-        try:
-            # One syscall: the usual answer, "nothing to read", costs a microsecond.
-            if not select.select([sock], [], [], 0)[0]:
-                return False
-        except ValueError:
-            pass  # a descriptor select() cannot watch (above FD_SETSIZE): ask redis-py
-        except OSError:
-            return True
-    try:
-        return bool(conn.can_read(timeout=0))
-    except ConnectionError:
-        return True
-
-
-def _kernel_timeouts(conn: AbstractConnection) -> None:
-    """Have the kernel keep the socket timeout of a thread's own connection (Linux; TCP or a
-    Unix socket, not TLS): the socket blocks, with SO_RCVTIMEO and SO_SNDTIMEO set to the
-    timeout. Python keeps a timeout by a poll() before each send and each receive, and each
-    lets the interpreter's lock go: with 16 slots' threads, taking it back cost a worker about
-    a fifth of its CPU per job. A timeout then ends a read or a write with EAGAIN, which
-    ``Runner`` reports as the TimeoutError it was."""
-    sock = getattr(conn, "_sock", None)
-    if type(sock) is not socket.socket or not sys.platform.startswith("linux"):
-        return
-    timeout = sock.gettimeout()
-    if not timeout:  # None: blocking already (done, or no timeout asked); 0: non-blocking
-        return
-    seconds = int(timeout)
-    value = struct.pack("ll", seconds, int((timeout - seconds) * 1_000_000))
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
-    sock.settimeout(None)
-
-
-def read_reply(conn: AbstractConnection) -> Any:
-    """The next reply on a thread's connection. A read the kernel's timeout ended (see
-    :func:`_kernel_timeouts`) raises the TimeoutError Python's own timeout raises."""
-    try:
-        return conn.read_response()
-    except ConnectionError as e:
-        if isinstance(e.__context__, BlockingIOError):
-            raise TimeoutError("Timeout reading from socket") from e
-        raise
-
-
-def _give_back(pool: redis.ConnectionPool, conn: Connection) -> None:
-    """Return a thread's connection to the pool with Python's own socket timeout again, as
-    the pool's other users expect it (see :func:`_kernel_timeouts`)."""
-    sock = getattr(conn, "_sock", None)
-    timeout = getattr(conn, "socket_timeout", None)
-    if type(sock) is socket.socket and timeout:
-        try:
-            sock.settimeout(timeout)
-        except OSError:  # closed meanwhile: the pool connects it again
-            conn.disconnect()  # type: ignore[no-untyped-call]
-    pool.release(conn)
-
-
-class _Held:
-    """A connection held by one thread; given back to the pool when the thread ends."""
-
-    def __init__(self, pool: redis.ConnectionPool) -> None:
-        conn = pool.get_connection()
-        self.conn: AbstractConnection = conn
-        weakref.finalize(self, _give_back, pool, conn)
 
 
 class Redirects:
@@ -252,27 +162,15 @@ class Runner:
         return True
 
     def _connection(self) -> AbstractConnection:
-        held: _Held | None = getattr(self._local, "held", None)
+        held: Held | None = getattr(self._local, "held", None)
         if held is None:
-            held = self._local.held = _Held(self._client.connection_pool)
+            held = self._local.held = Held(self._client.connection_pool)
         conn = held.conn
-        if _stale(conn):
+        if stale(conn):
             conn.disconnect()  # type: ignore[no-untyped-call]
         return conn
 
-    @staticmethod
-    def _send(conn: AbstractConnection, packed: bytes) -> None:
-        if getattr(conn, "_sock", None) is None:
-            # Connect through connect(), not send's shortcut to the last address: Sentinel
-            # finds the current primary there.
-            conn.connect()  # type: ignore[no-untyped-call]
-        _kernel_timeouts(conn)
-        try:
-            conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
-        except ConnectionError as e:
-            if isinstance(e.__context__, BlockingIOError):  # as read_reply's
-                raise TimeoutError("Timeout writing to socket") from e
-            raise
+    _send = staticmethod(send)
 
     def _run(self, name: str, key: str, *args: Any, replicated: bool = False) -> Any:
         """Run script ``name``; with ``replicated``, return only once ``self.replicas``

@@ -10,7 +10,8 @@ from typing import Any
 
 from . import calls
 from .claims import Claim, Holder, Next, claimed, completed, next_args
-from .runner import Runner, pack, read_reply
+from .connections import read_reply
+from .runner import Runner, pack
 
 
 class Scripts(Runner):
