@@ -7,7 +7,6 @@ statistics once a second."""
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -72,9 +71,7 @@ class Keeper(WorkerState):
     def _heartbeat(self) -> None:
         with self._lock:
             running = [a for a in self._attempts.values() if not a.over]
-        info = json.dumps(self.info(), separators=(",", ":"))
-        held = [(a.job_id, a.token) for a in running]
-        reply = self.scripts.heartbeat(self.id, self.lease_ms, info, held, instance=self.instance)
+        reply = self._beat([(a.job_id, a.token) for a in running])
         if isinstance(reply, Holder):  # another process has the id now
             if not self._stop_asked:
                 self._stop_asked = True

@@ -5,7 +5,6 @@ messages a worker process receives (a cancel, a move, a stop)."""
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 import time
@@ -168,10 +167,7 @@ class Serving(WorkerState):
         if away * 1000 < self.lease_ms / 3:
             return False
         token = fields.get("lease", "")
-        info = json.dumps(self.info(), separators=(",", ":"))
-        lost = self.scripts.heartbeat(
-            self.id, self.lease_ms, info, [(job_id, token)], instance=self.instance
-        )
+        lost = self._beat([(job_id, token)])
         if not isinstance(lost, Holder) and (job_id, token) not in lost:
             return False
         log.warning(

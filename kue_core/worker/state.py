@@ -5,6 +5,7 @@ threads are :mod:`kue_core.worker.serving` (a slot's loop) and :mod:`kue_core.wo
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -21,6 +22,7 @@ from ..features.tally import Tally
 from ..features.timings import Recorder
 from ..jobs import backoff as backoff_policy
 from ..jobs.job import Job
+from ..store.claims import Holder
 from . import identity, isolation, promoter
 from . import middleware as mw
 from .attempt import Attempt, Reason
@@ -99,6 +101,12 @@ class WorkerState:
             "paused": sorted(self._held),
             "stopping": self._stopping.is_set(),
         }
+
+    def _beat(self, held: Sequence[tuple[int, str]]) -> list[tuple[int, str]] | Holder:
+        """Register this process (``heartbeat.lua``) and renew the leases of ``held`` (job id,
+        token): the pairs whose lease is lost, or the ``Holder`` that took the worker id over."""
+        info = json.dumps(self.info(), separators=(",", ":"))
+        return self.scripts.heartbeat(self.id, self.lease_ms, info, held, instance=self.instance)
 
     def _end(self, attempt: Attempt, reason: Reason) -> bool:
         """End ``attempt`` (see :meth:`Attempt.end`) and forget it; True for the caller that
