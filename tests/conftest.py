@@ -292,6 +292,17 @@ def client(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> Itera
         yield aq
 
 
+def own_clients(r: redis.Redis) -> list[dict[str, Any]]:
+    """The server's clients (CLIENT LIST entries) that are connections of this process, but
+    ``r``'s own: a test that kills connections kills these only, never those of the tests
+    other processes run on the same server at the same time."""
+    proc = psutil.Process()
+    listed = getattr(proc, "net_connections", None) or proc.connections  # psutil < 6
+    mine = {f"{c.laddr.ip}:{c.laddr.port}" for c in listed(kind="inet") if c.laddr}
+    me = r.client_id()
+    return [c for c in r.client_list() if c.get("addr") in mine and int(c["id"]) != me]
+
+
 def wait_for(predicate, timeout: float = 15.0, interval: float = 0.01):  # type: ignore[no-untyped-def]
     """Poll ``predicate`` until it returns something truthy, or fail after ``timeout``: a
     deadline, not an expected time (the suite runs tests in parallel on two cores, where a

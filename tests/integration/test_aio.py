@@ -27,7 +27,7 @@ from kue_core import (
 )
 from kue_core.aio import AsyncJob, AsyncQueue
 from tests.clients import run
-from tests.conftest import on_cluster
+from tests.conftest import on_cluster, own_clients
 
 pytestmark = pytest.mark.single_node
 
@@ -297,7 +297,7 @@ def test_a_killed_connection_fails_only_the_calls_it_owed(
     async def main() -> tuple[list[int], int]:
         async with AsyncQueue(url, prefix) as queue:
             await queue.create_job("t").save()  # the pipe's connection is open
-            mine = [c["id"] for c in r.client_list() if c.get("cmd") in ("fcall", "evalsha")]
+            mine = [c["id"] for c in own_clients(r) if c.get("cmd") in ("fcall", "evalsha")]
             assert mine
             saves = [asyncio.ensure_future(queue.create_job("t").save()) for _ in range(300)]
             await asyncio.sleep(0)
@@ -336,7 +336,7 @@ def test_a_connection_closed_while_idle_is_replaced_not_failed_on(
     async def main() -> None:
         async with AsyncQueue(url, prefix) as queue:
             await queue.create_job("t").save()
-            for c in r.client_list():
+            for c in own_clients(r):
                 if c.get("cmd") in ("fcall", "evalsha"):
                     r.client_kill_filter(_id=c["id"])  # as a restart or a timeout would
             again = await queue.create_job("t").save()  # no error: a new connection

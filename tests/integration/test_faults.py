@@ -7,14 +7,12 @@ import redis
 
 from kue_core import Queue
 from kue_core.connection import from_url
-from tests.conftest import wait_for
+from tests.conftest import own_clients, wait_for
 
 
 def _kill_other_clients(r: redis.Redis) -> None:
-    me = r.client_id()
-    for c in r.client_list():
-        if int(c["id"]) != me:
-            r.client_kill_filter(_id=c["id"])
+    for c in own_clients(r):
+        r.client_kill_filter(_id=c["id"])
 
 
 def test_save_after_the_server_dropped_the_connection(queue: Queue, r: redis.Redis) -> None:
