@@ -18,6 +18,7 @@ from .base.errors import (
     JobFailed,
     JobNotFound,
     KueError,
+    NoCurrentJob,
     NoRetry,
     NotReplicated,
     RateLimited,
@@ -29,6 +30,7 @@ from .base.errors import (
 )
 from .base.keys import Keys
 from .base.states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
+from .clients.tasks import TASK_OPTIONS, AsyncTask, Task
 from .features.feeds import FEED_EVENTS
 from .features.flows import POLICIES as DEPENDENCY_POLICIES
 from .features.pins import WORKER_ID_RULE
@@ -36,6 +38,7 @@ from .features.runs import apply_json as apply_fan_out
 from .features.schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
 from .features.schedule_rules import LATEST as SCHEDULE_LATEST
 from .features.search import Found
+from .jobs.current import current_job
 from .jobs.flow_ops import Node as FlowNode
 from .jobs.job import Job, parse_priority, parse_state, validate_type
 from .jobs.schedules import OPTIONS as JOB_OPTIONS
@@ -53,7 +56,9 @@ __all__ = [
     "SCHEDULE_CATCH_UP",
     "SCHEDULE_LATEST",
     "STATES",
+    "TASK_OPTIONS",
     "WORKER_ID_RULE",
+    "AsyncTask",
     "ConnectionFailed",
     "Event",
     "EventStream",
@@ -71,18 +76,21 @@ __all__ = [
     "JobState",
     "Keys",
     "KueError",
+    "NoCurrentJob",
     "NoRetry",
     "NotReplicated",
     "Queue",
     "RateLimited",
     "ScheduleNotFound",
     "Stopped",
+    "Task",
     "WaitTimeout",
     "WorkerIdTaken",
     "WorkerNotFound",
     "apply_fan_out",
     "apply_job_options",
     "connection",
+    "current_job",
     "defaults",
     "parse_priority",
     "parse_state",

@@ -28,6 +28,8 @@ from .base.states import PROMOTABLE, RETRYABLE
 from .base.values import validate_type
 from .clients.aio_plans import AsyncPlans
 from .clients.aio_records import AsyncRecords
+from .clients.queue_tasks import AsyncTaskMethods
+from .clients.tasks import AioAsyncTask, AioTask
 from .features import control, pins, search, stats
 from .features import feeds as feed_ops
 from .features.search import Found
@@ -39,7 +41,7 @@ from .store.aio_events import AsyncEvents
 from .store.aio_scripts import AsyncScripts
 from .store.events import wanted_events
 
-__all__ = ["AsyncEvents", "AsyncJob", "AsyncQueue"]
+__all__ = ["AioAsyncTask", "AioTask", "AsyncEvents", "AsyncJob", "AsyncQueue"]
 
 
 def _client(
@@ -69,7 +71,7 @@ def _client(
     return client
 
 
-class AsyncQueue(AsyncRecords, AsyncPlans):
+class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
     """A Kue-compatible queue for asyncio code: producing, reading, control and events.
 
     Arguments as :class:`kue_core.Queue`'s (``redis_url`` and ``prefix`` default to
@@ -89,6 +91,7 @@ class AsyncQueue(AsyncRecords, AsyncPlans):
     ) -> None:
         self.prefix = connection.queue_prefix(prefix)
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
+        self._tasks = {}  # the typed tasks defined on it, by type (see clients/queue_tasks.py)
         self._owns_client = client is None
         self.client = client if client is not None else _client(url, data_dir, self.prefix)
         if replicas is None:

@@ -17,6 +17,7 @@ from .base.keys import Keys
 from .base.states import PROMOTABLE, RETRYABLE
 from .clients.queue_records import QueueRecords
 from .clients.queue_schedules import ScheduleMethods
+from .clients.queue_tasks import TaskMethods
 from .clients.queue_workers import WorkerMethods
 from .features import feeds as feed_ops
 from .features import pins, stats
@@ -41,7 +42,7 @@ def _flag(value: object, name: str) -> bool:
     return value
 
 
-class Queue(WorkerMethods, QueueRecords, ScheduleMethods, LimitMethods):
+class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMethods):
     """A Kue-compatible job queue on one Redis and one key prefix.
 
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its
@@ -81,6 +82,7 @@ class Queue(WorkerMethods, QueueRecords, ScheduleMethods, LimitMethods):
         self._workers: Workers | None = None
         self._workers_lock = threading.Lock()
         self._closing: Workers | None = None  # the last workers shut down
+        self._tasks = {}  # the typed tasks defined on it, by type (see clients/queue_tasks.py)
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
         # Only a client made from a URL is ours to close: the embedded one is shared by every
         # queue of this process, and a client passed in belongs to the caller.

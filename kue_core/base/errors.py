@@ -119,6 +119,10 @@ class NoRetry(KueError):
     """Raise from a handler to fail the job at once, whatever attempts it has left."""
 
 
+class NoCurrentJob(KueError, LookupError):
+    """``current_job()`` was called outside a task's run on a worker."""
+
+
 class RateLimited(KueError):
     """Raise from a handler when the remote side limits the rate (an HTTP 429, say): the job
     waits ``retry_in_ms`` and runs again, without counting an attempt, and no worker process

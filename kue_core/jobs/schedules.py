@@ -48,7 +48,7 @@ OPTIONS = (
     "only",
     "fan_out",
 )
-_LISTS = ("tags", "search_keys")  # given as a list, applied as arguments
+_LISTS = ("tags", "search_keys", "depends_on")  # given as a list, applied as arguments
 
 
 @checks.refused_as(InvalidSchedule)
@@ -66,11 +66,12 @@ def _key(key: object) -> str:
     return key
 
 
-def apply_options(job: _J, options: dict[str, Any]) -> _J:
-    """Apply a schedule's job options (names of :data:`OPTIONS`) to ``job``."""
+def apply_options(job: _J, options: dict[str, Any], names: tuple[str, ...] = OPTIONS) -> _J:
+    """Apply job options to ``job``: a schedule's (names of :data:`OPTIONS`), or those of
+    ``names`` (each the name of a Job setter; a list for one that takes several)."""
     for name, value in options.items():
-        if name not in OPTIONS:
-            raise InvalidJob(f"unknown job option {name!r}; options are: {', '.join(OPTIONS)}")
+        if name not in names:
+            raise InvalidJob(f"unknown job option {name!r}; options are: {', '.join(names)}")
         if name == "track":
             if not isinstance(value, bool):
                 raise InvalidJob(f"track is true or false, got {value!r}")

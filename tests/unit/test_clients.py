@@ -12,13 +12,22 @@ from kue_core.aio import AsyncQueue
 
 #: The worker's side, in the blocking client only (an asyncio program runs ``kue worker``
 #: processes, or a Queue in a thread).
-WORKER_ONLY = {"process", "run", "shutdown", "use", "middleware", "worker_id"}
+WORKER_ONLY = {
+    "process",
+    "run",
+    "shutdown",
+    "use",
+    "middleware",
+    "worker_id",
+    "process_tasks",
+    "run_tasks",
+}
 #: Listening to events: callbacks on the blocking client, an async iterator on the other.
 LISTENING = {"on", "off", "event_stream"}
 #: Parameters about this process's workers, which the async client has none of.
 WORKER_PARAMETERS = {("pause", "local"), ("resume", "local")}
-#: Not awaited on either client: a new job, and the iterator of events.
-PLAIN = {"create_job", "events"}
+#: Not awaited on either client: a new job, the iterator of events, and defining a task.
+PLAIN = {"create_job", "events", "task"}
 
 
 def _public(cls: type) -> set[str]:

@@ -1,0 +1,27 @@
+"""Tasks at the top level of a module, for the tests of typed tasks that need one: a child
+process (``isolation="process"``) finds its task by module and name, as it does a function.
+
+The queue they are defined on is never reached (redis-py connects on first use): the tests
+enqueue their calls on their own queue (``task.on(queue)``) and serve them there."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from kue_core import Queue, current_job
+
+queue = Queue("redis://127.0.0.1:1/0", prefix="unused")
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
+
+
+@queue.task("isolated-shift", isolation="process")
+def shift(p: Point, by: int = 1) -> Point:
+    job = current_job()
+    job.log("child %d", os.getpid())
+    return Point(p.x + by, p.y + by)
