@@ -112,12 +112,22 @@ def connect(
     return queue, url
 
 
-def load_handler(spec: str) -> Callable[..., Any]:
+def load_handler(spec: str, modules: bool = False) -> Any:
     """The function named by ``MODULE:FUNC`` (FUNC may be dotted: ``module:obj.method``),
-    imported as Python would from the current directory (``pkgutil.resolve_name``)."""
+    imported as Python would from the current directory (``pkgutil.resolve_name``); with
+    ``modules``, a ``MODULE`` alone too (its module)."""
     module_name, colon, attr = spec.partition(":")
+    if modules and not colon and module_name:
+        return _import(module_name, module_name)
     if not colon or not module_name or not attr:
         raise BadUsage(f"the handler must be given as MODULE:FUNC, got {spec!r}")
+    obj = _import(spec, module_name)
+    if not callable(obj):
+        raise BadUsage(f"{spec} is not a function: it is of type {type(obj).__name__}")
+    return obj
+
+
+def _import(spec: str, module_name: str) -> Any:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
@@ -138,12 +148,11 @@ def load_handler(spec: str) -> Callable[..., Any]:
     except AttributeError:
         if module_name not in sys.modules:  # the module raised it as it was imported
             raise BadUsage(f"importing {module_name!r} failed:\n{traceback.format_exc()}") from None
+        attr = spec.partition(":")[2]
         raise BadUsage(f"{module_name!r} has no attribute {attr!r}") from None
     except Exception:  # the module itself raised (a syntax error, a failing import...)
         raise BadUsage(f"importing {module_name!r} failed:\n{traceback.format_exc()}") from None
-    if not callable(obj):
-        raise BadUsage(f"{spec} is not a function: it is of type {type(obj).__name__}")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def _raised_by_resolve_name(error: BaseException) -> bool:

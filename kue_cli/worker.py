@@ -6,28 +6,37 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from types import ModuleType
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from kue_core import connection, tracing, validate_type
 from kue_core import defaults as core_defaults
 from kue_core.features.pins import check_worker_id
 
 from . import cli as main
-from . import supervisor
+from . import supervisor, task_list
 from .errors import BadUsage
 
 
 @main.cli.command()
-@click.argument("handler", metavar="MODULE:FUNC")
+@click.argument("handler", metavar="MODULE:FUNC|MODULE")
 @click.option(
     "-t",
     "--type",
     "types",
     multiple=True,
-    required=True,
-    help="Job type to process (repeat for several types, all run by this handler).",
+    help="Job type to process (repeat for several types, all run by this handler). With a "
+    "MODULE of tasks: the tasks to serve (default: all of them).",
+)
+@click.option(
+    "--list",
+    "list_only",
+    is_flag=True,
+    help="List the tasks MODULE defines (type, function, concurrency, isolation, options), "
+    "and exit.",
 )
 @click.option(
     "-n",
@@ -36,7 +45,8 @@ from .errors import BadUsage
     default=1,
     show_default=True,
     type=click.IntRange(1, 10_000),
-    help="Jobs of each type run at once (with --shared: of all the types together).",
+    help="Jobs of each type run at once (with --shared: of all the types together). With a "
+    "MODULE of tasks: each task's own concurrency unless given.",
 )
 @click.option(
     "--shared",
@@ -107,6 +117,7 @@ from .errors import BadUsage
 def worker(
     handler: str,
     types: tuple[str, ...],
+    list_only: bool,
     concurrency: int,
     shared: bool,
     reserve: str | None,
@@ -121,12 +132,31 @@ def worker(
     prefix: str,
 ) -> None:
     """Run HANDLER on jobs of each --type until SIGTERM, SIGINT or kue stop-worker, then shut
-    down gracefully: claim nothing more, let running jobs finish, give back the rest."""
+    down gracefully: claim nothing more, let running jobs finish, give back the rest.
+
+    HANDLER is MODULE:FUNC, or a MODULE whose typed tasks (@queue.task) to serve."""
     if reserve is not None and not shared:
         raise BadUsage("--reserve goes with --shared")
     if otel:
         tracing.enable()  # KueError (exit 2) when OpenTelemetry is not installed
-    fn = main.load_handler(handler)
+    fn = main.load_handler(handler, modules=True)
+    tasks = None
+    if isinstance(fn, ModuleType):
+        tasks = task_list.of_module(fn, types)
+        if list_only:
+            click.echo(task_list.describe(tasks))
+            return
+        given = click.get_current_context().get_parameter_source
+        for option, flag in (("shared", "--shared"), ("isolation", "--isolation")):
+            if given(option) is ParameterSource.COMMANDLINE:
+                raise BadUsage(f"{flag} is for a MODULE:FUNC handler: each task has its own")
+        if given("concurrency") is not ParameterSource.COMMANDLINE:
+            concurrency = 0  # each task's own
+        types = tuple(tasks)
+    elif list_only:
+        raise BadUsage("--list lists the tasks of a MODULE, not a MODULE:FUNC handler")
+    elif not types:
+        raise BadUsage("give the job types to process with --type (-t)")
     for job_type in types:
         validate_type(job_type)  # all of them, before any worker starts
     if worker_id is not None and processes > 1:
@@ -142,7 +172,10 @@ def worker(
         queue.close()  # the children connect for themselves
         argv = [sys.executable, "-m", "kue_cli", "worker", handler]
         argv += [f"--type={t}" for t in types]
-        argv += [f"--concurrency={concurrency}", f"--isolation={isolation}"]
+        if tasks is None:
+            argv += [f"--concurrency={concurrency}", f"--isolation={isolation}"]
+        elif concurrency:
+            argv += [f"--concurrency={concurrency}"]
         argv += [f"--shutdown-timeout={shutdown_timeout}", f"--lease={lease}"]
         argv += [f"--stall-limit={stall_limit}"]
         if shared:
@@ -164,7 +197,10 @@ def worker(
     # Caught before the first process() registers this worker: a SIGTERM that comes as soon as
     # it is listed in queue.workers() still shuts it down gracefully, and it leaves the list.
     caught = main.catch_signals(on_stop)
-    if shared:
+    if tasks is not None:
+        queue.include_tasks(*tasks.values())
+        queue.process_tasks(types, concurrency=concurrency or None)
+    elif shared:
         queue.process(
             list(types), concurrency, fn, isolation=isolation, reserve=reserve or "ordered"
         )
@@ -173,12 +209,12 @@ def worker(
             queue.process(job_type, concurrency, fn, isolation=isolation)
     log = logging.getLogger("kue_cli")
     log.info(
-        "worker pid %d, id %s: %s x %d (%s) on %s, prefix %s",
+        "worker pid %d, id %s: %s x %s (%s) on %s, prefix %s",
         os.getpid(),
         queue.worker_id,
         f"{', '.join(types)} (shared, {reserve or 'ordered'})" if shared else ", ".join(types),
-        concurrency,
-        isolation,
+        concurrency or "each task's",
+        isolation if tasks is None else "each task's",
         connection.redact(url),
         prefix,
     )

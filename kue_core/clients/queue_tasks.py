@@ -153,10 +153,19 @@ class TaskMethods(Tasks):
         argument without a default."""
         return self._define(job_type, concurrency, isolation, cron, every, tz, options)
 
-    def process_tasks(self, types: Iterable[str] | None = None) -> Self:
+    def include_tasks(self, *tasks: AnyTask) -> None:
+        """Add tasks defined on another queue to this one's, for its workers to serve them
+        (``kue worker MODULE`` does, with the tasks the module defines)."""
+        for task in tasks:
+            self._add(task, task.schedule)
+
+    def process_tasks(
+        self, types: Iterable[str] | None = None, *, concurrency: int | None = None
+    ) -> Self:
         """Serve the tasks defined on this queue (or those of ``types``) in this process, in
-        the background, each with its concurrency and isolation; make the schedules of
-        those that have one. Every task is checked before any is served."""
+        the background, each with its concurrency (or ``concurrency`` slots each) and
+        isolation; make the schedules of those that have one. Every task is checked before
+        any is served."""
         chosen = list(self._tasks) if types is None else list(types)
         unknown = [t for t in chosen if t not in self._tasks]
         if unknown:
@@ -168,15 +177,18 @@ class TaskMethods(Tasks):
                 check_handler(self._tasks[job_type].handle)
         for job_type in chosen:
             task = self._tasks[job_type]
-            self.process(job_type, task.concurrency, task.handle, isolation=task.isolation)
+            n = task.concurrency if concurrency is None else concurrency
+            self.process(job_type, n, task.handle, isolation=task.isolation)
         for job_type in chosen:
             self._schedule(self._tasks[job_type])
         return self
 
-    def run_tasks(self, types: Iterable[str] | None = None) -> str | None:
+    def run_tasks(
+        self, types: Iterable[str] | None = None, *, concurrency: int | None = None
+    ) -> str | None:
         """Serve the tasks (see :meth:`process_tasks`) until SIGINT or SIGTERM, as
         ``queue.run()`` does; returns the signal's name. From the main thread only."""
-        self.process_tasks(types)
+        self.process_tasks(types, concurrency=concurrency)
         return self.run()
 
     def _schedule(self, task: AnyTask) -> None:
@@ -184,7 +196,7 @@ class TaskMethods(Tasks):
         if definition is None:
             return
         data = task.signature.data((), {})
-        options = task._options
+        options = task.job_options
         if definition["kind"] == "cron":
             expression, tz = definition["cron"], definition["tz"]
             self.cron(task.type, expression, task.type, data, tz=tz, **options)

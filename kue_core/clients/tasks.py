@@ -144,6 +144,11 @@ class _Calling(Generic[P, R]):
         self.host = host
         self._options = dict(options)
 
+    @property
+    def job_options(self) -> dict[str, Any]:
+        """The job options these calls give their jobs (see :meth:`options`)."""
+        return dict(self._options)
+
     def _checked(self, options: Mapping[str, Any]) -> dict[str, Any]:
         merged = {**self._options, **options}
         apply_options(self.host.create_job(self.task.type, {}), merged, TASK_OPTIONS)

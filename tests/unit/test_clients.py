@@ -21,6 +21,7 @@ WORKER_ONLY = {
     "worker_id",
     "process_tasks",
     "run_tasks",
+    "include_tasks",
 }
 #: Listening to events: callbacks on the blocking client, an async iterator on the other.
 LISTENING = {"on", "off", "event_stream"}
