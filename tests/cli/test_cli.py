@@ -317,10 +317,13 @@ def worker(handler: str, *args: str) -> Result:
     return invoke("worker", handler, "-t", "email", *args, "--redis", unreachable())
 
 
-def test_handler_without_a_colon() -> None:
+def test_handler_without_a_colon_is_a_module_of_tasks() -> None:
     result = worker("nocolon")
     assert result.exit_code == 2
-    assert "the handler must be given as MODULE:FUNC, got 'nocolon'" in result.stderr
+    assert "cannot import 'nocolon': there is no module 'nocolon'" in result.stderr
+    result = worker("json")  # a module, with no tasks
+    assert result.exit_code == 2
+    assert "json defines no task: define them with @queue.task" in result.stderr
 
 
 def test_handler_module_missing() -> None:
@@ -403,7 +406,7 @@ def test_handler_given_by_a_dotted_path(module: Callable[[str], str]) -> None:
 def test_worker_needs_a_type() -> None:
     result = invoke("worker", "json:dumps", "--redis", unreachable())
     assert result.exit_code == 2
-    assert "Missing option '-t' / '--type'" in result.stderr
+    assert "give the job types to process with --type (-t)" in result.stderr
 
 
 def test_worker_concurrency_zero() -> None:
