@@ -8,8 +8,9 @@ then :func:`enable`).
 * The worker opens a CONSUMER span ``process <type>`` for each attempt, in that trace (its
   parent is the producer span), current while the handler runs, so the handler's own spans
   join the trace. Its attributes: the job's id, type and attempt, and ``kue.job.outcome``
-  (``done``, ``failed``, ``ttl``, ``lease lost``, ``released``, ``cancelled`` or
-  ``limited``); a failure is recorded as an exception event and an error status.
+  (``complete`` or ``failed``, the job's state words, else ``ttl``, ``lease lost``,
+  ``released``, ``cancelled`` or ``limited``); a failure is recorded as an exception event
+  and an error status.
 
 Spans go to the globally configured tracer provider, as every OpenTelemetry
 instrumentation's do. Off (the default), nothing here runs: a save and an attempt check one
@@ -157,8 +158,9 @@ def consuming(job_id: int, job_type: str, fields: dict[str, str]) -> Iterator[Sp
 
 
 def ended(span: Span, reason: str, message: str | None = None, text: str | None = None) -> None:
-    """Record how an attempt ended: ``reason`` (see :class:`kue_core.worker.attempt.Reason`, or
-    ``limited``), and a failure's one-line ``message`` and kept ``text``."""
+    """Record how an attempt ended: ``reason`` (``complete``, or one of
+    :class:`kue_core.worker.attempt.Reason`, or ``limited``), and a failure's one-line
+    ``message`` and kept ``text``."""
     span.set_attribute("kue.job.outcome", reason)
     if message is None:
         return

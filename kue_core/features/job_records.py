@@ -119,12 +119,15 @@ class RecordOptions:
     @overload
     def search_keys(self) -> list[str]: ...
     @overload
-    def search_keys(self: _J, *names: str) -> _J: ...
+    def search_keys(self: _J, *names: str | list[str]) -> _J: ...
     def search_keys(self, *names: Any) -> Any:
         """Data fields whose words find the job in ``queue.search`` (Kue's ``searchKeys``),
-        besides ``data.title`` and its tags; given before the save."""
+        besides ``data.title`` and its tags; given before the save, as arguments or as one
+        list (``search_keys(["email"])``, as Kue's ``searchKeys([...])``)."""
         if not names:
             return list(self._search_keys or ())
+        if len(names) == 1 and isinstance(names[0], list | tuple):
+            names = tuple(names[0])  # empty: refused below, as no names at all
         if self.id is not None:
             raise InvalidJob("search keys are given before the job is saved")
         self._search_keys = records.search_keys(names)

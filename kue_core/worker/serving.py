@@ -257,5 +257,7 @@ def _traced(span: Span, attempt: Attempt, outcome: Outcome) -> None:
         tracing.ended(span, "limited")
     elif isinstance(outcome, Failed) and attempt.reason == Reason.FAILED:
         tracing.ended(span, str(attempt.reason), outcome.message, outcome.text)
+    elif attempt.reason == Reason.DONE:
+        tracing.ended(span, "complete")  # the job's state word, as "failed" is
     else:
         tracing.ended(span, str(attempt.reason))

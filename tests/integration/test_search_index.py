@@ -153,3 +153,13 @@ def _find_the_needle(queue: Queue, r: redis.Redis, old: int) -> None:
                 commands.append(command)
     assert len(commands) < 20
     assert not any(c.startswith(("HGET", "ZUNIONSTORE")) for c in commands), commands
+
+
+def test_search_keys_as_one_list_as_kues_searchkeys(queue: Queue) -> None:
+    job = queue.create_job("mail", {"to": "zed@example.com", "city": "Lyon"})
+    job = job.search_keys(["to", "city"])  # the job, for chaining
+    assert job.search_keys() == ["to", "city"]
+    job.save()
+    assert queue.search("lyon") == [job.id] and queue.search("zed") == [job.id]
+    with pytest.raises(InvalidJob, match="give at least one search key"):
+        queue.create_job("mail", {}).search_keys([])

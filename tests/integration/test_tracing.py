@@ -121,7 +121,7 @@ def test_each_attempt_is_a_consumer_span_in_the_producers_trace(queue: Queue, sp
     (event,) = first.events
     assert event.name == "exception" and event.attributes["exception.type"] == "ValueError"
     assert "first try fails" in event.attributes["exception.stacktrace"]
-    assert second.attributes["kue.job.outcome"] == "done"
+    assert second.attributes["kue.job.outcome"] == "complete"
     assert second.status.status_code == trace.StatusCode.UNSET
     inner = sorted(_named(spans, "inner"), key=lambda s: s.start_time)
     assert [s.parent.span_id for s in inner] == [first.context.span_id, second.context.span_id]
@@ -187,7 +187,7 @@ def test_one_trace_from_the_producer_to_a_worker_process(
     assert process["parent"] == send.context.span_id
     assert process["attributes"]["messaging.message.id"] == str(job.id)
     assert process["attributes"]["kue.job.attempt"] == 1
-    assert process["attributes"]["kue.job.outcome"] == "done"
+    assert process["attributes"]["kue.job.outcome"] == "complete"
 
 
 def test_the_worker_command_without_opentelemetry_says_how_to_get_it(
