@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
 _EMPTY = inspect.Parameter.empty
+_POSITIONAL_ONLY = inspect.Parameter.POSITIONAL_ONLY
+_POSITIONAL = (_POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _REFUSED = {
     inspect.Parameter.VAR_POSITIONAL: "*args",
     inspect.Parameter.VAR_KEYWORD: "**kwargs",
@@ -42,14 +45,33 @@ def _pydantic() -> Any:
     return pydantic
 
 
-def _first_error(error: Any) -> str:
-    """pydantic's first complaint, in one line: where (inside the argument) and what."""
-    found = error.errors(include_url=False)
+def _first_error(error: Any, argument: bool = True) -> str:
+    """pydantic's first complaint, in one line: which argument (when ``argument``: the first
+    part of where), where inside it, and what."""
+    found = error.errors(include_url=False) if hasattr(error, "errors") else []
     if not found:
         return str(error)
     first = found[0]
-    where = ".".join(str(part) for part in first.get("loc", ()))
-    return f"{first['msg']}" + (f" (at {where})" if where else "")
+    loc = [str(part) for part in first.get("loc", ())]
+    name = f"argument {loc.pop(0)!r}: " if argument and loc else ""
+    return f"{name}{first['msg']}" + (f" (at {'.'.join(loc)})" if loc else "")
+
+
+#: Annotations whose checked values are JSON's own (and so need no writing as JSON).
+_JSON_TYPES = (str, int, float, bool, type(None))
+
+
+def _native(annotation: Any) -> bool:
+    """Whether values checked by ``annotation`` are JSON's own: a str, int, float, bool or
+    None, lists and string-keyed dicts of those, unions of those (``Any``: as given)."""
+    if annotation is Any or annotation in _JSON_TYPES:
+        return True
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (list, typing.Union, types.UnionType):
+        return bool(args) and all(_native(a) for a in args)
+    if origin is dict:
+        return len(args) == 2 and args[0] is str and _native(args[1])
+    return False
 
 
 class Signature:
@@ -69,17 +91,23 @@ class Signature:
                     f"task {name}: a task's arguments are its job's data, by name, so "
                     f"{_REFUSED[p.kind]} ({p.name}) cannot be one"
                 )
+        params = list(self._sig.parameters.values())
+        self._names = tuple(p.name for p in params)
+        self._defaults = {p.name: p.default for p in params if p.default is not _EMPTY}
+        self._positional = tuple(p.name for p in params if p.kind in _POSITIONAL)
+        self._only_positional = frozenset(p.name for p in params if p.kind is _POSITIONAL_ONLY)
         self._lock = threading.Lock()
-        self._adapters: dict[str, TypeAdapter[Any]] | None = None
+        self._args: TypeAdapter[Any] | None = None  # of the arguments by name, as a TypedDict
+        self._native = False  # every annotation checks for values JSON has as they are
         self._result: TypeAdapter[Any] | None = None
 
     # -- the annotations, read once, on first use -----------------------------------------
-    def _read(self) -> dict[str, TypeAdapter[Any]]:
-        adapters = self._adapters
-        if adapters is not None:
-            return adapters
+    def _read(self) -> TypeAdapter[Any]:
+        adapter = self._args
+        if adapter is not None:
+            return adapter
         with self._lock:
-            if self._adapters is None:
+            if self._args is None:
                 pydantic = _pydantic()
                 try:
                     hints = typing.get_type_hints(self.fn, include_extras=True)
@@ -87,13 +115,17 @@ class Signature:
                     raise InvalidJob(
                         f"task {self.name}: its annotations cannot be read: {e}"
                     ) from None
-                made: dict[str, TypeAdapter[Any]] = {}
-                for p in self._sig.parameters.values():
-                    made[p.name] = self._adapter(pydantic, hints.get(p.name, Any), p.name)
-                returns = hints.get("return", Any)
-                self._result = self._adapter(pydantic, returns, "return value")
-                self._adapters = made
-            return self._adapters
+                fields = {name: hints.get(name, Any) for name in self._names}
+                for name, annotation in fields.items():  # each alone: an error names it
+                    self._adapter(pydantic, annotation, repr(name))
+                self._result = self._adapter(pydantic, hints.get("return", Any), "return value")
+                import typing_extensions  # pydantic's own dependency; its TypedDict it reads
+
+                made = typing_extensions.TypedDict  # a class made at run time, from fields
+                shape = made(f"{self.name} arguments", fields)  # type: ignore[operator]
+                self._native = all(_native(annotation) for annotation in fields.values())
+                self._args = self._adapter(pydantic, shape, "the arguments")
+            return self._args
 
     def _adapter(self, pydantic: Any, annotation: Any, what: str) -> TypeAdapter[Any]:
         try:
@@ -105,34 +137,56 @@ class Signature:
             ) from None
         return adapter
 
-    def _check(self, name: str, value: Any) -> Any:
-        """``value`` of parameter ``name``, validated (and coerced) by its annotation."""
-        pydantic = _pydantic()
+    def _check(self, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` (every parameter by name), validated and coerced by the annotations:
+        raises ``InvalidJob`` naming the first argument that does not fit."""
+        adapter = self._read()
         try:
-            return self._read()[name].validate_python(value)
-        except pydantic.ValidationError as e:
-            raise InvalidJob(f"task {self.name}: argument {name!r}: {_first_error(e)}") from None
+            checked: dict[str, Any] = adapter.validate_python(values)
+        except Exception as e:
+            raise InvalidJob(f"task {self.name}: {_first_error(e)}") from None
+        return checked
+
+    def _bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The call's arguments by name, defaults filled in. A call Python would refuse is
+        refused with Python's words (``inspect``'s binding says them)."""
+        if len(args) <= len(self._positional):
+            out = dict(zip(self._positional, args, strict=False))
+            for name, value in kwargs.items():
+                if name in out or name in self._only_positional or name not in self._names:
+                    break
+                out[name] = value
+            else:
+                if len(out) == len(self._names):
+                    return out
+                for name in self._names:
+                    if name not in out:
+                        if name not in self._defaults:
+                            break
+                        out[name] = self._defaults[name]
+                else:
+                    return out
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise InvalidJob(f"task {self.name}: {e}") from None
+        bound.apply_defaults()  # not reached for a call Python takes, but to be whole
+        return dict(bound.arguments)
 
     # -- a call, as a job's data ----------------------------------------------------------
     def data(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The job's data for the call ``fn(*args, **kwargs)``: every parameter by name,
         defaults filled in, each checked by its annotation and given as JSON. Raises
         ``InvalidJob`` naming the parameter (missing, unknown, or not fitting)."""
+        checked = self._check(self._bind(args, kwargs))
+        if self._native:  # checked, they are JSON's own values (save() says if one is not)
+            return checked
         try:
-            bound = self._sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise InvalidJob(f"task {self.name}: {e}") from None
-        bound.apply_defaults()
-        adapters = self._read()
-        out: dict[str, Any] = {}
-        for name, value in bound.arguments.items():
-            checked = self._check(name, value)
-            try:
-                out[name] = adapters[name].dump_python(checked, mode="json")
-            except Exception as e:  # a value pydantic accepts but cannot write as JSON
-                raise InvalidJob(
-                    f"task {self.name}: argument {name!r} cannot be written as JSON: {e}"
-                ) from None
+            out: dict[str, Any] = self._read().dump_python(checked, mode="json")
+        except Exception as e:  # a value pydantic accepts but cannot write as JSON
+            raise InvalidJob(
+                f"task {self.name}: an argument cannot be written as JSON: {e}"
+            ) from None
         return out
 
     def call(self, data: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -144,24 +198,20 @@ class Signature:
                 f"task {self.name}: the job's data must be an object of its arguments by "
                 f"name, got {type(data).__name__}"
             )
-        params = self._sig.parameters
-        unknown = sorted(set(data) - set(params))
+        unknown = sorted(set(data) - set(self._names))
         if unknown:
             raise InvalidJob(f"task {self.name}: unknown field {unknown[0]!r} in the job's data")
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        for name, p in params.items():
+        values = {}
+        for name in self._names:
             if name in data:
-                value = self._check(name, data[name])
-            elif p.default is not _EMPTY:
-                value = p.default
+                values[name] = data[name]
+            elif name in self._defaults:
+                values[name] = self._defaults[name]
             else:
                 raise InvalidJob(f"task {self.name}: the job's data has no field {name!r}")
-            if p.kind is inspect.Parameter.POSITIONAL_ONLY:
-                args.append(value)
-            else:
-                kwargs[name] = value
-        return args, kwargs
+        checked = self._check(values)
+        args = [checked.pop(name) for name in self._positional if name in self._only_positional]
+        return args, checked
 
     # -- the return value -----------------------------------------------------------------
     def result(self, value: Any) -> Any:
@@ -181,5 +231,5 @@ class Signature:
         except pydantic.ValidationError as e:
             raise InvalidJob(
                 f"task {self.name}: the job's result does not fit the return annotation: "
-                f"{_first_error(e)}"
+                f"{_first_error(e, argument=False)}"
             ) from None
