@@ -1,6 +1,6 @@
-"""The demo: workers for every example job type, a listener and a producer on one queue,
-schedules, limits and the rules of kue_example/rules.hjson (``kue example`` runs this beside
-the dashboard, so that every page of it has something live)."""
+"""The demo: workers for every example job type and typed task, a listener and a producer on
+one queue, schedules, limits and the rules of kue_example/rules.hjson (``kue example`` runs
+this beside the dashboard, so that every page of it has something live)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from kue_core import Queue
 from kue_core.store.cluster import SlotPool
 
 from . import handlers, listener, producer
+from .tasks import DemoTasks
 
 #: Job type -> (handlers running at once, handler).
 WORKERS: dict[str, tuple[int, Callable[..., Any]]] = {
@@ -42,6 +43,8 @@ def start(
     plan(queue)
     for job_type, (n, handler) in WORKERS.items():
         queue.process(job_type, n, handler)
+    tasks = DemoTasks(queue)  # typed tasks, beside Kue's handlers above
+    queue.process_tasks()
     listener.print_outcomes(queue, echo)
     rules = None
     if isinstance(queue.client.connection_pool, SlotPool):  # Redis Cluster
@@ -51,7 +54,7 @@ def start(
     stopping = threading.Event()
     thread = threading.Thread(
         target=producer.produce,
-        args=(queue, stopping, rounds_per_second, rules is not None),
+        args=(queue, stopping, rounds_per_second, rules is not None, tasks),
         name="kue-producer",
     )
     thread.start()

@@ -7,6 +7,9 @@ import threading
 
 from kue_core import Job, Queue
 
+from .tasks import DemoTasks
+from .tasks import a_few as typed_calls
+
 USERS = ("ada", "grace", "linus", "margaret", "ken", "barbara", "dennis", "frances")
 
 
@@ -98,10 +101,15 @@ def signup(queue: Queue, user: str) -> None:
 
 
 def produce(
-    queue: Queue, stop: threading.Event, rounds_per_second: float = 2.0, signups: bool = True
+    queue: Queue,
+    stop: threading.Event,
+    rounds_per_second: float = 2.0,
+    signups: bool = True,
+    tasks: DemoTasks | None = None,
 ) -> None:
     """Create jobs until ``stop`` is set. A first burst fills every state at once; now and
-    then a flow of reports, a pinned transcode and (with ``signups``) a signup."""
+    then a flow of reports, a pinned transcode and (with ``signups``) a signup; calls of the
+    typed ``tasks`` when given."""
     rng = random.Random()
     burst = [email(queue, f"{u}@example.com") for u in USERS]
     burst += [webhook(queue, f"https://hooks.example.com/{u}") for u in USERS[:4]]
@@ -116,6 +124,8 @@ def produce(
     rounds = 0
     while not stop.wait(1 / rounds_per_second):
         a_few(queue, rng)
+        if tasks is not None:
+            typed_calls(tasks, rng, rng.choice(USERS))
         rounds += 1
         if rounds % 20 == 0:
             monthly_report(queue, rng.choice(("October", "December")))

@@ -16,6 +16,15 @@ def test_the_demo_runs_and_stops(queue: Queue) -> None:
     try:
         assert wait_for(lambda: queue.count("complete", "email") >= 3, timeout=30)
         assert wait_for(lambda: queue.count("complete", "report") >= 1, timeout=30)
+        # Its typed tasks too: an invoice's data is the call's arguments, its result the
+        # function's Invoice written as JSON.
+        assert wait_for(lambda: queue.count("complete", "invoice") >= 1, timeout=30)
+        invoice = queue.range_by_type("invoice", "complete", 0, 0)[0]
+        assert set(invoice.data) == {"customer", "lines", "currency"}
+        assert invoice.result["number"] == f"INV-{invoice.id}"
+        assert invoice.result["total_cents"] == sum(
+            line["qty"] * line["cents"] for line in invoice.data["lines"]
+        )
     finally:
         stop(10)
     assert queue.count("active") == 0 and queue.workers() == []
