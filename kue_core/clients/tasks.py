@@ -30,6 +30,7 @@ import pickle
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload
 
+from ..base import checks
 from ..base.errors import InvalidJob, NoRetry
 from ..jobs import current
 from ..jobs.aio_job import AsyncJob
@@ -95,10 +96,7 @@ class Definition(Generic[P, R]):
         self.fn = fn
         self.type = task_type(fn, job_type)
         self.signature = Signature(fn, self.type)
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise InvalidJob(
-                f"task {self.type}: concurrency must be 1 or more, got {concurrency!r}"
-            )
+        checks.integer(concurrency, "concurrency", 1)
         if isolation not in ISOLATIONS:
             raise InvalidJob(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
         self.concurrency = concurrency
