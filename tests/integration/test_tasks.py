@@ -437,3 +437,19 @@ def test_a_task_of_the_blocking_client_enqueued_on_the_async_one(
         {"name": "ada"},
         3,
     )
+
+
+def test_flow_and_record_options_of_a_call(wq: Queue) -> None:
+    @wq.task("step")
+    def step(name: str) -> str:
+        return name
+
+    first = step.options(unique="daily-step").enqueue("first")
+    again = step.options(unique="daily-step").enqueue("again")
+    assert again.deduplicated and again.id == first.id
+    after = step.options(depends_on=[first], tags=["flow-1"], search_keys=["name"]).enqueue("b")
+    assert wq.get_job(after.id).state == "blocked"  # type: ignore[arg-type]
+    assert wq.tagged("flow-1") == [after.id] and wq.search("b") == [after.id]
+    wq.process_tasks()
+    assert after.wait(20) == "b"
+    assert wq.get_job(first.id).result == "first"  # type: ignore[arg-type]
