@@ -43,6 +43,7 @@ PAGES = [
     ("blocked", "Blocked jobs, waiting for their dependencies", "/jobs/blocked"),
     ("job-failed", "A failed job: facts, timeline, errors per attempt, log", "/job/{failed}"),
     ("job-flow", "A job of a flow: what it depends on and what depends on it", "/job/{flow}"),
+    ("flow-tree", "A whole flow as a tree, each job above those it depends on", "/flow/{flow}"),
     ("search", "Search: the jobs some words find", "/search?q=welcome"),
     ("tags", "Tags, most used first", "/tags"),
     ("schedules", "Schedules: cron and interval, next ticks, last job", "/schedules"),

@@ -40,6 +40,10 @@ from .features.schedule_rules import LATEST as SCHEDULE_LATEST
 from .features.search import Found
 from .jobs.current import current_job
 from .jobs.flow_ops import Node as FlowNode
+from .jobs.flow_tree import CHILDREN as FLOW_TREE_CHILDREN
+from .jobs.flow_tree import LIMIT as FLOW_TREE_LIMIT
+from .jobs.flow_tree import MAX_CHILDREN as FLOW_TREE_MAX_CHILDREN
+from .jobs.flow_tree import MAX_LIMIT as FLOW_TREE_MAX_LIMIT
 from .jobs.job import Job, parse_priority, parse_state, validate_type
 from .jobs.schedules import OPTIONS as JOB_OPTIONS
 from .jobs.schedules import apply_options as apply_job_options
@@ -50,6 +54,10 @@ __all__ = [
     "DEPENDENCY_POLICIES",
     "EVENTS",
     "FEED_EVENTS",
+    "FLOW_TREE_CHILDREN",
+    "FLOW_TREE_LIMIT",
+    "FLOW_TREE_MAX_CHILDREN",
+    "FLOW_TREE_MAX_LIMIT",
     "JOB_OPTIONS",
     "PRIORITIES",
     "PRIORITY_LIMIT",

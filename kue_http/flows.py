@@ -1,9 +1,9 @@
-"""Dependencies and flows on the API blueprint (``kue_core.features.flows``): ``POST /flows`` saves
-a
-tree of new jobs in one call, all or nothing, each parent blocked until its children complete;
-``GET /job/<id>/dependencies`` tells what a job waits for, what waits for it and the results
-it was handed. ``POST /job`` takes the ``depends`` and ``onDependencyFailure`` options and
-``DELETE /job/<id>`` takes ``cascade`` (``api.py``)."""
+"""Dependencies and flows on the API blueprint (``kue_core.features.flows``): ``POST /flows``
+saves a tree of new jobs in one call, all or nothing, each parent blocked until its children
+complete; ``GET /job/<id>/dependencies`` tells what a job waits for, what waits for it and the
+results it was handed; ``GET /flow/<id>`` gives the whole flow of a job as a tree. ``POST /job``
+takes the ``depends`` and ``onDependencyFailure`` options and ``DELETE /job/<id>`` takes
+``cascade`` (``api.py``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any, NamedTuple
 
 from flask import Response, jsonify, request
 
+from kue_core import FLOW_TREE_CHILDREN, FLOW_TREE_LIMIT, InvalidJob, Job, Queue
 from kue_core import FlowNode as Node
-from kue_core import InvalidJob, Job, Queue
 
-from .api import _build, api, queue
+from .api import _build, api, int_arg, queue
 
 #: Most jobs one flow saves: the flow is one script call, which blocks Redis while it runs.
 MAX_FLOW_NODES = 10_000
@@ -92,3 +92,19 @@ def dependencies(job_id: str) -> Response:
             "results": {str(k): v for k, v in results.items()},
         }
     )
+
+
+@api.get("/flow/<job_id>")
+def flow_tree(job_id: str) -> Response:
+    """The whole flow of a job as a tree, from its root (or ``start``) down, breadth first, in
+    pages of ``limit`` nodes and ``children`` children a node (``offset``: into the start's
+    children); see ``kue_core.jobs.flow_tree``."""
+    start = request.args.get("start")
+    tree = queue().flow_tree(
+        job_id,
+        start=start,
+        offset=int_arg("offset", 0),
+        limit=int_arg("limit", FLOW_TREE_LIMIT),
+        children=int_arg("children", FLOW_TREE_CHILDREN),
+    )
+    return jsonify(tree)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.keys import Keys
 from ..features import retention
 from ..features.search import Found
+from ..jobs import flow_tree as trees
 from ..jobs import record_ops
 
 if TYPE_CHECKING:
@@ -66,6 +67,17 @@ class AsyncRecords:
 
     async def children_results(self, job_id: int | str) -> dict[int, Any]:
         return await self.scripts.drive(record_ops.children_results(self.keys, job_id))
+
+    async def flow_tree(
+        self,
+        job_id: int | str,
+        start: int | str | None = None,
+        offset: int = 0,
+        limit: int = trees.LIMIT,
+        children: int = trees.CHILDREN,
+    ) -> dict[str, Any]:
+        op = trees.flow_tree(self.keys, job_id, start, offset, limit, children)
+        return await self.scripts.drive(op)
 
     async def runs(self, job_id: int | str) -> list[dict[str, Any]]:
         """The runs of a saved fan-out job (see ``Job.runs``)."""

@@ -11,6 +11,7 @@ import redis
 from ..base.keys import Keys
 from ..features import retention, search
 from ..features.search import Found
+from ..jobs import flow_tree as trees
 from ..jobs import ops, record_ops
 from ..store.scripts import Scripts
 
@@ -96,6 +97,20 @@ class QueueRecords:
     def children_results(self, job_id: int | str) -> dict[int, Any]:
         """``{id: result}`` of the completed jobs that job ``job_id`` depends on."""
         return self.scripts.drive(record_ops.children_results(self.keys, job_id))
+
+    def flow_tree(
+        self,
+        job_id: int | str,
+        start: int | str | None = None,
+        offset: int = 0,
+        limit: int = trees.LIMIT,
+        children: int = trees.CHILDREN,
+    ) -> dict[str, Any]:
+        """The whole flow of job ``job_id`` as a tree, from its root (or from job ``start``
+        of it) down, in pages of ``limit`` nodes and ``children`` children a node (see
+        :func:`kue_core.jobs.flow_tree.flow_tree`)."""
+        op = trees.flow_tree(self.keys, job_id, start, offset, limit, children)
+        return self.scripts.drive(op)
 
     def retention(self) -> dict[str, dict[str, Any]]:
         """The retention in force for completed and failed jobs: ``{"complete": {"count",

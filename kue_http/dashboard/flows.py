@@ -118,3 +118,78 @@ def _side(linked: list[Linked]) -> Side:
         states=[(s, counts[s]) for s in order if counts[s]],
         done=sum(item.done for item in linked),
     )
+
+
+# -- the flow page: a whole flow as a tree ------------------------------------------------------
+#: Nodes read for one page of a tree, and children listed per node.
+TREE_NODES = 300
+TREE_CHILDREN = 100
+#: Up to this many nodes, every branch of the tree is open; beyond, only those above this
+#: depth (the top's own: depth 0).
+ALL_OPEN = 60
+OPEN_DEPTH = 1
+
+
+@dataclass
+class TreeNode:
+    """A node of the flow page: its job's fields as ``flow_tree`` reads them, the nodes under
+    it in this page, the ids it depends on that are shown under another node (a job two jobs
+    depend on), and how many of its children this page leaves out."""
+
+    fields: dict[str, Any]
+    below: list[TreeNode]
+    elsewhere: list[int]
+    left_out: int
+
+    @property
+    def id(self) -> int:
+        return int(self.fields["id"])
+
+
+@dataclass
+class Tree:
+    """The flow page's ``tree``: the top node, the job asked for, the root, counts by state,
+    whether the page holds every job under its top, and the ids it refreshes for."""
+
+    top: TreeNode
+    job: int
+    root: int
+    states: list[tuple[str, int]]
+    size: int
+    complete: bool
+    offset: int
+    watch: str
+
+    def open(self, node: TreeNode) -> bool:
+        return self.size <= ALL_OPEN or int(node.fields["depth"]) < OPEN_DEPTH
+
+
+def flow_tree(q: Queue, job_id: str, start: str | None, offset: int) -> Tree:
+    """One page of the tree of ``job_id``'s flow (from ``start``, its children from
+    ``offset``), laid out for the template."""
+    found = q.flow_tree(job_id, start, offset, TREE_NODES, TREE_CHILDREN)
+    nodes = {int(n["id"]): n for n in found["nodes"]}
+    made: dict[int, TreeNode] = {}
+    for n in found["nodes"]:  # breadth first: a parent comes before its children
+        node = TreeNode(n, [], [], 0)
+        made[int(n["id"])] = node
+        if n["parent"] is not None:
+            made[int(n["parent"])].below.append(node)
+    for node in made.values():
+        under = {c.id for c in node.below}
+        node.elsewhere = [c for c in node.fields["children"] if c in nodes and c not in under]
+        # The children in the page come first in the list (breadth first, in its order).
+        listed = [c for c in node.fields["children"] if c in nodes]
+        skipped = offset if node.id == found["start"] else 0
+        node.left_out = int(node.fields["children_total"]) - len(listed) - skipped
+    counts = Counter(n["state"] or "removed" for n in found["nodes"])
+    return Tree(
+        top=made[int(found["start"])],
+        job=int(found["job"]),
+        root=int(found["root"]),
+        states=[(s, counts[s]) for s in (*STATES, "removed") if counts[s]],
+        size=len(nodes),
+        complete=bool(found["complete"]),
+        offset=offset,
+        watch=" ".join(str(i) for i in nodes),
+    )

@@ -14,7 +14,7 @@ from kue_core import STATES, Job, defaults, validate_type
 from ..api import queue
 from . import records
 from .base import PAGE_SIZES, choice, dashboard, int_arg, render_page
-from .flows import job_dependencies
+from .flows import flow_tree, job_dependencies
 
 #: Chart windows offered on the overview, in minutes; each chart has at most _BARS bars.
 CHART_WINDOWS = (60, 360, 1440)
@@ -133,6 +133,17 @@ def job(job_id: str) -> str:
         log=q.get_log(job_id),
         trace_url=_trace_url(found.trace_id),
     )
+
+
+@dashboard.get("/flow/<job_id>")
+def flow(job_id: str) -> str:
+    """The whole flow of a job as a tree (``?start=`` a node to page from, ``?offset=`` into
+    its children)."""
+    if not re.fullmatch(r"[1-9]\d{0,17}", job_id):
+        abort(404)
+    start = request.args.get("start") or None
+    tree = flow_tree(queue(), job_id, start, int_arg("offset", 0))  # JobNotFound: 404
+    return render_page("flow.html", url_for("kue_api.events"), tree=tree)
 
 
 def _trace_url(trace_id: str | None) -> str | None:

@@ -4,7 +4,13 @@
 from __future__ import annotations
 
 from kue_core import DEPENDENCY_POLICIES as POLICIES
-from kue_core import STATES
+from kue_core import (
+    FLOW_TREE_CHILDREN,
+    FLOW_TREE_LIMIT,
+    FLOW_TREE_MAX_CHILDREN,
+    FLOW_TREE_MAX_LIMIT,
+    STATES,
+)
 
 from ..flows import MAX_FLOW_DEPTH, MAX_FLOW_NODES
 from .build import (
@@ -44,6 +50,39 @@ def paths() -> Schema:
                     "a refusal names the node (as a JSON path: $.children[0]).",
                 ),
             )
+        },
+        "/flow/{id}": {
+            "parameters": [JOB_ID],
+            "get": read(
+                "flows",
+                "The whole flow of a job as a tree: found from any job of it, from its root (or "
+                "start) down, breadth first, in pages",
+                ok(ref("FlowTree")),
+                400,
+                404,
+                parameters=[
+                    query_param(
+                        "start",
+                        {"type": "string", "pattern": "^[1-9][0-9]{0,17}$"},
+                        "The job of the flow to start the page from (default: the root).",
+                    ),
+                    query_param(
+                        "offset",
+                        {"type": "integer", "minimum": 0, "maximum": 10**17},
+                        "Into the start job's children: the first to list (default 0).",
+                    ),
+                    query_param(
+                        "limit",
+                        {"type": "integer", "minimum": 1, "maximum": FLOW_TREE_MAX_LIMIT},
+                        f"Most nodes in the page (default {FLOW_TREE_LIMIT}).",
+                    ),
+                    query_param(
+                        "children",
+                        {"type": "integer", "minimum": 1, "maximum": FLOW_TREE_MAX_CHILDREN},
+                        f"Most children listed per node (default {FLOW_TREE_CHILDREN}).",
+                    ),
+                ],
+            ),
         },
         "/job/{id}/dependencies": {
             "parameters": [JOB_ID],
@@ -135,6 +174,37 @@ def schemas(new_job: Schema) -> Schema:
                 "children": array(ref("FlowJob"), "Where the node had children"),
             },
             optional="children",
+        ),
+        "FlowTree": obj(
+            {
+                "job": _ID,
+                "root": {**_ID, "description": "The flow's root: the job nothing depends on"},
+                "start": {**_ID, "description": "The node the page starts from"},
+                "complete": {
+                    "type": "boolean",
+                    "description": "Whether every job under start is in the page",
+                },
+                "nodes": array(
+                    obj(
+                        {
+                            "id": _ID,
+                            "parent": {"anyOf": [_ID, {"type": "null"}]},
+                            "depth": {"type": "integer", "minimum": 0},
+                            "type": {"type": ["string", "null"]},
+                            "state": {"type": ["string", "null"]},
+                            "progress": {"type": "number"},
+                            "priority": {"type": ["integer", "null"]},
+                            "created_at": {"type": ["integer", "null"]},
+                            "started_at": {"type": ["integer", "null"]},
+                            "duration": {"type": ["integer", "null"]},
+                            "children": array(_ID, "The ids listed: what it depends on"),
+                            "children_total": {"type": "integer", "minimum": 0},
+                        }
+                    ),
+                    "Breadth first from start, each job once; type and state null for a job "
+                    "removed since.",
+                ),
+            }
         ),
         "Dependencies": obj(
             {

@@ -121,3 +121,34 @@ def test_doctor_repair_releases_a_job_that_waits_for_nothing(
     assert result.exit_code == 0, result.output
     assert chain.get_job(3).state == "inactive"
     assert kue(chain, redis_url, "doctor").exit_code == 0
+
+
+def test_flow_shows_the_whole_flow_as_a_tree(queue: Queue, redis_url: str) -> None:
+    report = queue.create_job("report")
+    a, b = queue.create_job("fetch"), queue.create_job("fetch")
+    p1, p2 = queue.create_job("page"), queue.create_job("page")
+    queue.flow(report, [a, (b, [p1, p2])])
+    finish(queue, "page", True)  # the first page completes
+    result = kue(queue, redis_url, "flow", str(p2.id))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f" {report.id} report blocked"
+    assert lines[1] == f" ├─ {a.id} fetch inactive"
+    assert lines[2] == f" └─ {b.id} fetch blocked"
+    # Under a job, those it still waits for first.
+    assert lines[3] == f"*   ├─ {p2.id} page inactive"
+    assert lines[4].startswith(f"    └─ {p1.id} page complete ") and lines[4].endswith(" ms")
+    as_json = json.loads(kue(queue, redis_url, "flow", str(a.id), "--json").output)
+    assert as_json["root"] == report.id and len(as_json["nodes"]) == 5
+    short = kue(queue, redis_url, "flow", str(report.id), "--limit", "2").output.splitlines()
+    assert short == [
+        f"*{report.id} report blocked",
+        f" ├─ {a.id} fetch inactive",
+        f" └─ … 1 more (kue flow {report.id} --start {report.id} --offset 1)",
+    ]
+    rest = kue(queue, redis_url, "flow", str(report.id), "--start", str(report.id), "--offset", "1")
+    assert rest.output.splitlines()[:2] == [
+        f"*{report.id} report blocked",
+        f" └─ {b.id} fetch blocked",
+    ]
+    refused(kue(queue, redis_url, "flow", "999999999"), 2, "999999999")
