@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kue_cli.rules_text import stats_lines
+from kue_cli.rules_text import rule_line, stats_lines
 from kue_core import Queue
 from tests.cli.test_cli import invoke, on
 from tests.http.test_rules_api import handled, lists, push, rules_running
@@ -28,15 +28,29 @@ def _watcher(label: str, running: bool, lengths: dict[str, Any]) -> dict[str, An
 
 def test_the_lines() -> None:
     assert stats_lines([]) == []
+    orders = _watcher("orders", False, {"input": 5, "taken": 0, "failed": None})
+    orders["rules"] = [
+        {
+            "name": "paid",
+            "counts": {
+                "matched": 9,
+                "tasks": 4,
+                "jobs": 3,
+                "duplicates": 2,
+                "fetch_errors": 1,
+                "make_errors": 1,
+            },
+        },
+        {"name": "refunded", "counts": {}},
+    ]
     assert stats_lines(
-        [
-            _watcher("complete of email", True, {"input": 0, "taken": 1, "failed": 2}),
-            _watcher("orders", False, {"input": 5, "taken": 0, "failed": None}),
-        ]
+        [_watcher("complete of email", True, {"input": 0, "taken": 1, "failed": 2}), orders]
     ) == [
         "rules:",
         "  complete of email: running, 12 events, 2 failed; lists: input 0, taken 1, failed 2",
         "  orders: stopped, 12 events, 2 failed; lists: input 5, taken 0, failed ?",
+        "    rule paid: 9 matched, 7 made, 2 duplicates, 2 failed",
+        "    rule refunded: 0 matched, 0 made, 0 duplicates, 0 failed",
     ]
 
 
@@ -60,5 +74,9 @@ def test_stats_shows_each_watcher(redis_url: str, queue: Queue) -> None:
         report = json.loads(invoke("stats", "--json", *on(redis_url, queue.prefix)).stdout)
     [w] = report["rules"]
     assert w["input"] == names["input"] and w["running"] is True
+    # Each rule under its watcher, with the counts the Rules page shows.
+    assert "    rule greet: 1 matched, 1 made, 0 duplicates, 0 failed" in result.stdout
+    for rule in w["rules"]:
+        assert rule_line(rule) in result.stdout.splitlines()
     assert w["counts"] == {"events": 3, "replayed": 0, "unmatched": 1, "failed": 1}
     assert w["lengths"] == {"input": 0, "taken": 0, "failed": 1}
