@@ -263,3 +263,8 @@ OPEN_SCAN = 8
 #: How many of a type's unfinished ``fan_out("all", late_joiners=True)`` jobs a claim by a
 #: worker not among their targets looks at to join (each claim of a type with any).
 LATE_SCAN = 8
+
+#: The audit log (kue_core.features.audit): entries kept at most, and for how long (ms). The
+#: count is held roughly (Redis trims a stream by whole nodes of entries), the age exactly.
+AUDIT_MAX_ENTRIES = 10_000
+AUDIT_MAX_AGE_MS = 30 * 24 * 3600 * 1000

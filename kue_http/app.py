@@ -26,8 +26,8 @@ from kue_core import (
     connection,
 )
 
-from . import config as settings
 from . import (
+    audit,
     control,
     flows,
     limits,
@@ -39,6 +39,7 @@ from . import (
     security,
     stream,
 )
+from . import config as settings
 from .api import api
 from .dashboard import dashboard
 from .metrics import metrics
@@ -48,6 +49,7 @@ log = logging.getLogger("kue_http")
 # Modules whose routes join the API blueprint when imported (the dashboard's package
 # imports its own).
 _ROUTES = (
+    audit,
     operations,
     control,
     records,

@@ -80,6 +80,9 @@ class Keys:
         #: zset of the runs of fan-out jobs held under a lease: member ``<id>@<worker id>``,
         #: score = lease expiry (ms) (see kue_core/features/runs.py).
         self.run_leases = f"{prefix}:run-leases"
+        #: stream of the changes made through the HTTP API and the dashboard, oldest first:
+        #: entry id = when (ms), fields of kue_core/features/audit.py (bounded: count, age).
+        self.audit = f"{prefix}:audit"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..base.keys import Keys
-from ..features import retention
+from ..features import audit, retention
 from ..features.search import Found
 from ..jobs import flow_tree as trees
 from ..jobs import record_ops
@@ -67,6 +67,20 @@ class AsyncRecords:
 
     async def children_results(self, job_id: int | str) -> dict[int, Any]:
         return await self.scripts.drive(record_ops.children_results(self.keys, job_id))
+
+    async def audit(
+        self,
+        count: int = 100,
+        before: str | None = None,
+        action: str | None = None,
+        who: str | None = None,
+        since: int | None = None,
+    ) -> list[dict[str, Any]]:
+        op = audit.entries(self.keys, count, before, action, who, since)
+        return await self.scripts.drive(op)
+
+    async def add_audit(self, entry: dict[str, Any]) -> str:
+        return await self.scripts.drive(audit.add(self.keys, entry))
 
     async def flow_tree(
         self,

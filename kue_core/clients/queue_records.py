@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from ..base.keys import Keys
-from ..features import retention, search
+from ..features import audit, retention, search
 from ..features.search import Found
 from ..jobs import flow_tree as trees
 from ..jobs import ops, record_ops
@@ -111,6 +111,25 @@ class QueueRecords:
         :func:`kue_core.jobs.flow_tree.flow_tree`)."""
         op = trees.flow_tree(self.keys, job_id, start, offset, limit, children)
         return self.scripts.drive(op)
+
+    # -- the audit log (see kue_core.features.audit) --------------------------------------------
+    def audit(
+        self,
+        count: int = 100,
+        before: str | None = None,
+        action: str | None = None,
+        who: str | None = None,
+        since: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The latest ``count`` entries of the audit log, newest first (older than entry
+        ``before``; of ``action``; by ``who``, a user or an address; none before ``since``,
+        ms): the changes made through the HTTP API and the dashboard."""
+        return self.scripts.drive(audit.entries(self.keys, count, before, action, who, since))
+
+    def add_audit(self, entry: dict[str, Any]) -> str:
+        """Record a change in the audit log (``kue_http`` does, for every write it serves);
+        the entry's id."""
+        return self.scripts.drive(audit.add(self.keys, entry))
 
     def retention(self) -> dict[str, dict[str, Any]]:
         """The retention in force for completed and failed jobs: ``{"complete": {"count",

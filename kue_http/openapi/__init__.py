@@ -20,7 +20,7 @@ from typing import Any
 from flask import Response, current_app, jsonify, request
 
 from ..api import api
-from . import control, flows, jobs, limits, records, rules, runs, schedules
+from . import audit, control, flows, jobs, limits, records, rules, runs, schedules
 from .build import ERRORS, Schema, error_response
 from .schemas import schemas
 
@@ -49,7 +49,8 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
                 "and routes Kue lacks: history, job control, bulk actions, pausing, workers, "
                 "throughput, wait and run timings, search through an index, tags, tracking, "
                 "retention, dependencies and flows, schedules, flow control (limits, groups), "
-                "kue rules (watchers, their counters and failed events), events, health. "
+                "kue rules (watchers, their counters and failed events), events, an audit log, "
+                "health. "
                 'Every error answer is {"error": "..."}.'
             ),
         },
@@ -65,6 +66,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
                 "schedules",
                 "limits",
                 "rules",
+                "audit",
                 "listing",
                 "bulk",
                 "pausing",
@@ -80,6 +82,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
             **schedules.paths(),
             **limits.paths(),
             **rules.paths(),
+            **audit.paths(),
         },
         "components": {
             "schemas": schemas(),
