@@ -532,6 +532,7 @@ def test_help_lists_the_commands_and_exit_codes() -> None:
         "deps",
         "doctor",
         "example",
+        "flow",
         "groups",
         "job",
         "limit",
