@@ -8,7 +8,6 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, Self, TypeVar, overload
 
 from ..base.errors import InvalidJob
-from ..jobs.job import Job
 from ..jobs.schedules import cron_definition, every_definition
 from ..worker.isolation import check_handler
 from ..worker.slots import Handler
@@ -95,8 +94,6 @@ class TaskMethods(Tasks):
 
     if TYPE_CHECKING:  # Queue's
 
-        def create_job(self, job_type: str, data: Any = None) -> Job: ...
-        def save_many(self, jobs: Iterable[Job]) -> list[Job]: ...
         def process(
             self,
             job_type: str,
