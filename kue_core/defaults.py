@@ -268,3 +268,8 @@ LATE_SCAN = 8
 #: count is held roughly (Redis trims a stream by whole nodes of entries), the age exactly.
 AUDIT_MAX_ENTRIES = 10_000
 AUDIT_MAX_AGE_MS = 30 * 24 * 3600 * 1000
+
+#: The statistics' history (kue_core.features.history): how often a worker's keeper looks
+#: whether the minute's sample is due (s); the most changes of versions kept per type.
+HISTORY_CHECK = 5.0
+HISTORY_DEPLOYS = 500

@@ -69,8 +69,11 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
         stall_limit: int = defaults.STALL_LIMIT,
         replicas: int | None = None,
         worker_id: str | None = None,
+        version: str | None = None,
     ) -> None:
         prefix = connection.queue_prefix(prefix)
+        #: The version this process's workers say they run (deploy markers in the history).
+        self.version = identity.check_version(version)
         checks.integer(lease_ms, "lease_ms", 10)
         checks.integer(stall_limit, "stall_limit", 0)
         self._worker_id = (

@@ -83,6 +83,12 @@ class Keys:
         #: stream of the changes made through the HTTP API and the dashboard, oldest first:
         #: entry id = when (ms), fields of kue_core/features/audit.py (bounded: count, age).
         self.audit = f"{prefix}:audit"
+        #: the minute (since the epoch) of the last sample of the statistics' history
+        #: (kue_core/features/history.py): the sample of a minute is written once.
+        self.series_minute = f"{prefix}:history:minute"
+        #: hash: per type (and ``*`` for all), the cumulative figures the last sample read
+        #: (JSON), from which the next one takes the difference.
+        self.series_last = f"{prefix}:history:last"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"
@@ -150,6 +156,19 @@ class Keys:
         """Wait or run statistics (``kind``) of a type on a UTC day (``YYYY-MM-DD``): a hash
         of ``count``, ``sum`` and ``sumsq`` (ms) and ``le:<ms>``/``le:inf`` bucket counts."""
         return f"{self.prefix}:stats:{job_type}:{day}:{kind}"
+
+    def series(self, step: str, chunk: int, job_type: str | None) -> str:
+        """hash of the history's points of a step (``m``, ``h``, ``d``) in one chunk of time
+        (an hour of minutes, a day of hours, 30 days), of a type or (``None``) of all: field =
+        the point's index in the chunk, value = the point (see kue_core/features/history.py)."""
+        key = f"{self.prefix}:history:{step}:{chunk}"
+        return key if job_type is None else f"{key}:{job_type}"
+
+    def deploys(self, job_type: str | None) -> str:
+        """zset of the changes of the versions serving a type (or any, ``None``): member =
+        JSON (at, versions, was), score = when (ms)."""
+        key = f"{self.prefix}:history:deploys"
+        return key if job_type is None else f"{key}:{job_type}"
 
     def minute(self, outcome: str, minute: int) -> str:
         """Jobs that ended ``outcome`` (complete, failed) in one minute since the epoch;

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from ..base.keys import Keys
-from ..features import audit, retention, search
+from ..features import audit, history, retention, search
 from ..features.search import Found
 from ..jobs import flow_tree as trees
 from ..jobs import ops, record_ops
@@ -111,6 +111,14 @@ class QueueRecords:
         :func:`kue_core.jobs.flow_tree.flow_tree`)."""
         op = trees.flow_tree(self.keys, job_id, start, offset, limit, children)
         return self.scripts.drive(op)
+
+    def stats_history(self, job_type: str | None = None, span: str = "24h") -> dict[str, Any]:
+        """The statistics' history of ``job_type`` (or of all types) over ``span`` (``1h``,
+        ``24h``: a point a minute; ``7d``: an hour; ``30d``: a day): per point, jobs
+        completed and failed, the backlog (waiting, delayed) and the wait and run times
+        (count, mean, p50, p95, p99 in ms); with the changes of the versions serving it
+        (``deploys``) and the whole span's ``total`` (see :mod:`kue_core.features.history`)."""
+        return self.scripts.drive(history.series(self.keys, job_type, span))
 
     # -- the audit log (see kue_core.features.audit) --------------------------------------------
     def audit(

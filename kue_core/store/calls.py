@@ -263,3 +263,15 @@ def server_now() -> Op[int]:
     (see ``connection.server_ms``)."""
     ((seconds, micros),) = yield read(("TIME",))
     return int(seconds) * 1000 + int(micros) // 1000
+
+
+# -- the statistics' history ----------------------------------------------------------------
+def sample(keys: Keys, seen: str, minute: int, args: Sequence[Any]) -> Call[bool]:
+    """Write a sample of the history (``args`` as ``sample.lua`` takes them after the minute)
+    unless another process wrote one since ``<p>:history:minute`` held ``seen``: whether
+    it was written."""
+    return Call("sample", keys.series_minute, (seen, minute, *args), _written)
+
+
+def _written(reply: Any) -> bool:
+    return int(reply) == 1

@@ -49,6 +49,7 @@ SCRIPT_NAMES = (
     "unblock",
     "schedule",
     "tick",
+    "sample",
 )
 
 #: The parts of the scripts' helpers (``scripts/lib/<part>.lua``), in the order they are

@@ -17,13 +17,15 @@ registration, which tells two processes with one id apart:
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import os
+import re
 import socket
 import threading
 import uuid
 
-from ..base.errors import WorkerIdTaken
+from ..base.errors import InvalidJob, WorkerIdTaken
 from ..store.claims import Holder
 from ..store.scripts import Scripts
 
@@ -33,6 +35,34 @@ log = logging.getLogger("kue_core.worker")
 #: holder with this process's pid from an earlier process that had it (in a container).
 _ours: set[str] = set()
 _ours_lock = threading.Lock()
+
+
+#: A version string: printable, without spaces, at most 100 characters.
+_VERSION = re.compile(r"[!-~]{1,100}")
+
+
+def installed_version(module: str = "kue_core") -> str:
+    """The version of the installed distribution that provides ``module``'s top package
+    (kue's own by default), or kue's when none does."""
+    top = module.partition(".")[0]
+    for name in [*importlib.metadata.packages_distributions().get(top, []), "kue"]:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+def check_version(version: object) -> str:
+    """The version a worker process registers (deploy markers): ``version``, checked, or the
+    installed kue's when None."""
+    if version is None:
+        return installed_version()
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        raise InvalidJob(
+            f"a version must be 1 to 100 printable characters without spaces, got {version!r}"
+        )
+    return version
 
 
 def generated_worker_id() -> str:

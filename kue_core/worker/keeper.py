@@ -2,8 +2,9 @@
 the process under its worker id (``heartbeat.lua``, :mod:`kue_core.worker.identity`), returns jobs
 whose lease expired to the queue (``recover.lua``), applies retention and unblocks dependents
 (their sweeps), fails attempts that outlive their ``ttl``, gives a new thread to a slot whose
-handler outlived its attempt, and adds the slots' completions, waits and runs to the
-statistics once a second."""
+handler outlived its attempt, adds the slots' completions, waits and runs to the
+statistics once a second, and samples the statistics' history once a minute (whichever
+keeper of the queue comes first)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import redis
 
 from .. import defaults
 from ..base.retry import Pauses
+from ..features import history
 from ..store.claims import Holder
 from . import identity
 from .attempt import Reason
@@ -32,7 +34,7 @@ class Keeper(WorkerState):
         # short lease does not expire while Redis is back.
         pauses = Pauses(last=min(defaults.RETRY_PAUSE[1], beat_every))
         sweep_every = min(self.lease_ms / 2000, 5.0)
-        next_beat = next_sweep = next_retain = next_deps = next_tally = 0.0
+        next_beat = next_sweep = next_retain = next_deps = next_tally = next_sample = 0.0
         while not self._closed.is_set():
             try:
                 now = time.monotonic()
@@ -58,15 +60,28 @@ class Keeper(WorkerState):
                     self._tally.flush(self.queue.client, self.queue.keys)
                     self._timings.flush(self.queue.client, self.queue.keys)
                     next_tally = now + defaults.TALLY_FLUSH
+                if now >= next_sample:
+                    self._sample()
+                    next_sample = now + defaults.HISTORY_CHECK
                 pauses.reset()
             except redis.RedisError as e:
                 self._report(e)
                 self._closed.wait(pauses.next())
                 continue
-            until = min(next_beat, next_sweep, next_deps, next_tally)
+            until = min(next_beat, next_sweep, next_deps, next_tally, next_sample)
             if wake is not None:
                 until = min(until, wake)
             self._tick.wait(max(0.0, until - time.monotonic()))
+
+    def _sample(self) -> None:
+        """The history's sample of the minute, if due (see kue_core.features.history): a
+        failure other than Redis's is logged, never let stop the keeper's other work."""
+        try:
+            self.scripts.drive(history.sample(self.queue.keys))
+        except redis.RedisError:
+            raise
+        except Exception:
+            log.exception("worker %s: the statistics' history could not be sampled", self.id)
 
     def _heartbeat(self) -> None:
         with self._lock:

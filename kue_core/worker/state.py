@@ -38,6 +38,7 @@ class Owner(isolation.Owner, promoter.Owner, Protocol):
     """What the worker side uses of its ``Queue``."""
 
     events: EventBus
+    version: str
     #: Set once the workers stopped on another process's request (``stop_worker``).
     stopped_remotely: threading.Event
 
@@ -94,6 +95,7 @@ class WorkerState:
             "id": self.id,
             "host": socket.gethostname(),
             "pid": os.getpid(),
+            "version": self.queue.version,
             "types": types,
             "started_at": self.started_at,
             "lease_ms": self.lease_ms,
