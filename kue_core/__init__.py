@@ -33,6 +33,7 @@ from .base.states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_
 from .clients.tasks import TASK_OPTIONS, AsyncTask, Task
 from .features.feeds import FEED_EVENTS
 from .features.flows import POLICIES as DEPENDENCY_POLICIES
+from .features.history import RANGES as HISTORY_RANGES
 from .features.pins import WORKER_ID_RULE
 from .features.runs import apply_json as apply_fan_out
 from .features.schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
@@ -58,6 +59,7 @@ __all__ = [
     "FLOW_TREE_LIMIT",
     "FLOW_TREE_MAX_CHILDREN",
     "FLOW_TREE_MAX_LIMIT",
+    "HISTORY_RANGES",
     "JOB_OPTIONS",
     "PRIORITIES",
     "PRIORITY_LIMIT",

@@ -1,6 +1,6 @@
 """Routes Kue lacks, on the same blueprint and in the same style: a job's history and runs,
 bulk actions on a state, pausing a type, the live workers, per-minute counts for charts, how
-long jobs waited and ran, a health check."""
+long jobs waited and ran, the statistics' history, a health check."""
 
 from __future__ import annotations
 
@@ -93,6 +93,14 @@ def timings() -> Response:
 def type_timings(job_type: str) -> Response:
     """The same for one type."""
     return jsonify(queue().timings(job_type, day=request.args.get("day")))
+
+
+@api.get("/history")
+def stats_history() -> Response:
+    """A type's (``?type=``, else all types') history over ``?range=`` (1h, 24h, 7d, 30d;
+    default 24h): jobs completed and failed, the backlog, wait and run percentiles, and the
+    changes of the versions serving it."""
+    return jsonify(queue().stats_history(_type_arg(), request.args.get("range", "24h")))
 
 
 @api.get("/health")

@@ -8,10 +8,20 @@ API, which checks them (read-only mode, CSRF) as it checks any client: retry, re
 priority, pause, and job control (cancel, move, edit a job's data, stop a worker process).
 The package: ``base`` (the blueprint, shared helpers), ``filters``, ``pages`` (overview,
 lists, a job), and one module per part: ``flows`` (a job's dependencies), ``records``
-(tags, search), ``limits``, ``schedules``, ``rules``, ``audit``.
+(tags, search), ``limits``, ``schedules``, ``rules``, ``audit``, ``history`` (charts of
+the statistics' history).
 """
 
-from . import audit, filters, limits, pages, records, rules, schedules  # routes and filters
+from . import (
+    audit,
+    filters,
+    history,
+    limits,
+    pages,
+    records,
+    rules,
+    schedules,
+)  # routes and filters
 from .base import LABELS, dashboard
 
 __all__ = [
@@ -19,6 +29,7 @@ __all__ = [
     "audit",
     "dashboard",
     "filters",
+    "history",
     "limits",
     "pages",
     "records",

@@ -9,7 +9,7 @@ from typing import Any
 
 from flask import abort, current_app, request, url_for
 
-from kue_core import STATES, Job, defaults, validate_type
+from kue_core import STATES, Job, Queue, defaults, validate_type
 
 from ..api import queue
 from . import records
@@ -17,7 +17,9 @@ from .base import PAGE_SIZES, choice, dashboard, int_arg, render_page
 from .flows import flow_tree, job_dependencies
 
 #: Chart windows offered on the overview, in minutes; each chart has at most _BARS bars.
-CHART_WINDOWS = (60, 360, 1440)
+#: Up to a day the per-minute counters draw it; beyond, the history (with its deploys).
+CHART_WINDOWS = (60, 360, 1440, 10080, 43200)
+_HISTORY_WINDOWS = {10080: "7d", 43200: "30d"}
 _BARS = 60
 #: Active jobs read to show what each worker runs.
 _RUNNING_SHOWN = 500
@@ -63,7 +65,7 @@ def overview() -> str:
         pinned=pinned,
         pinned_elsewhere={w: ids for w, ids in sorted(pinned.items()) if w not in live},
         stop_timeout=defaults.SHUTDOWN_TIMEOUT,
-        chart=_chart(q.throughput(minutes)),
+        chart=_overview_chart(q, minutes),
         minutes=minutes,
         windows=CHART_WINDOWS,
         durations=_durations(q.totals()["durations"]),
@@ -154,8 +156,27 @@ def _trace_url(trace_id: str | None) -> str | None:
     return str(template).replace("{trace_id}", trace_id)
 
 
-def _chart(points: list[dict[str, int]]) -> dict[str, Any]:
-    """Per-minute counts folded into at most ``_BARS`` bars, laid out in a 0..100 SVG box."""
+def _overview_chart(q: Queue, minutes: int) -> dict[str, Any]:
+    """The throughput chart of the last ``minutes``: from the per-minute counters, or from
+    the history past a day (its points an hour or a day long, with deploy markers)."""
+    span = _HISTORY_WINDOWS.get(minutes)
+    if span is None:
+        return _chart(q.throughput(minutes), 1)
+    found = q.stats_history(None, span)
+    step = found["step_ms"] // 60_000
+    chart = _chart(found["points"], step)
+    start = found["points"][0]["at"]
+    chart["markers"] = [
+        {**d, "x": round((d["at"] - start) / (minutes * 60_000) * 100, 3)}
+        for d in found["deploys"]
+        if d["at"] >= start
+    ]
+    return chart
+
+
+def _chart(points: list[dict[str, Any]], step: int) -> dict[str, Any]:
+    """Counts per ``step`` minutes folded into at most ``_BARS`` bars, laid out in a 0..100
+    SVG box."""
     per_bar = max(1, math.ceil(len(points) / _BARS))
     bars: list[dict[str, Any]] = []
     for i in range(0, len(points), per_bar):
@@ -170,7 +191,8 @@ def _chart(points: list[dict[str, int]]) -> dict[str, Any]:
     return {
         "bars": bars,
         "top": _layout(bars, ("complete", "failed")),
-        "minutes_per_bar": per_bar,
+        "minutes_per_bar": per_bar * step,
+        "markers": [],
         "complete": sum(b["complete"] for b in bars),
         "failed": sum(b["failed"] for b in bars),
     }

@@ -20,7 +20,7 @@ from typing import Any
 from flask import Response, current_app, jsonify, request
 
 from ..api import api
-from . import audit, control, flows, jobs, limits, records, rules, runs, schedules
+from . import audit, control, flows, history, jobs, limits, records, rules, runs, schedules
 from .build import ERRORS, Schema, error_response
 from .schemas import schemas
 
@@ -47,8 +47,9 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
             "description": (
                 "Kue's JSON API (same routes, field names and shapes) with real status codes, "
                 "and routes Kue lacks: history, job control, bulk actions, pausing, workers, "
-                "throughput, wait and run timings, search through an index, tags, tracking, "
-                "retention, dependencies and flows, schedules, flow control (limits, groups), "
+                "throughput, wait and run timings, 30 days of history with deploy markers, "
+                "search through an index, tags, tracking, retention, dependencies and flows, "
+                "schedules, flow control (limits, groups), "
                 "kue rules (watchers, their counters and failed events), events, an audit log, "
                 "health. "
                 'Every error answer is {"error": "..."}.'
@@ -83,6 +84,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
             **limits.paths(),
             **rules.paths(),
             **audit.paths(),
+            **history.paths(),
         },
         "components": {
             "schemas": schemas(),
