@@ -24,7 +24,7 @@ import click
 import redis
 from flask import Flask
 
-from kue_core import STATES, KueError, Queue, connection
+from kue_core import HISTORY_RANGES, STATES, KueError, Queue, connection
 from kue_core import defaults as core_defaults
 from kue_core.worker.signals import Signals
 from kue_example import demo
@@ -32,7 +32,7 @@ from kue_http import ConfigError, create_app
 from kue_http.rules import report as rules_report
 
 from . import doctor as doctor_cli
-from . import records_text, rules_text, serve, timings
+from . import history_text, records_text, rules_text, serve, timings
 from .errors import BadUsage, Unavailable
 
 EPILOG = """\b
@@ -306,12 +306,34 @@ def dashboard(
 @cli.command()
 @redis_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option(
+    "--history",
+    "span",
+    type=click.Choice(list(HISTORY_RANGES)),
+    help="Instead: the history over this range (completed, failed, most waiting, wait and "
+    "run percentiles, per type; with -t, point by point) and the deploys in it.",
+)
+@click.option("-t", "--type", "job_type", help="With --history: of this type only.")
 @failing
-def stats(redis_url: str | None, prefix: str, as_json: bool) -> None:
+def stats(
+    redis_url: str | None, prefix: str, as_json: bool, span: str | None, job_type: str | None
+) -> None:
     """Jobs per state, for every job type and in all; paused types; live workers; the
     retention of finished jobs and the Redis memory used; the watchers of kue rules; how
-    long jobs of each type waited and ran today (UTC)."""
+    long jobs of each type waited and ran today (UTC). With --history, the statistics'
+    history instead."""
+    if job_type is not None and span is None:
+        raise BadUsage("--type goes with --history")
     queue, _ = connect(redis_url, prefix, reads_only=True)
+    if span is not None:
+        try:
+            found = history_text.report(queue, job_type, span)
+        except (redis.RedisError, OSError) as e:
+            raise Unavailable(f"Redis stopped answering: {e}") from None
+        finally:
+            queue.close()
+        click.echo(json.dumps(found, indent=2) if as_json else "\n".join(history_text.lines(found)))
+        return
     try:
         total, by_type = queue.counts(), queue.counts_by_type()
         paused, workers = queue.paused(), len(queue.workers())

@@ -12,7 +12,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from kue_core import connection, tracing, validate_type
+from kue_core import connection, installed_version, tracing, validate_type
 from kue_core import defaults as core_defaults
 from kue_core.features.pins import check_worker_id
 
@@ -106,6 +106,15 @@ from .errors import BadUsage
     "--processes N, process k is ID-k. [env: KUE_WORKER_ID; default: host:pid:random]",
 )
 @click.option(
+    "--version-tag",
+    "version",
+    envvar="KUE_VERSION_TAG",
+    metavar="VERSION",
+    help="The version this worker runs, for the history's deploy markers (printable, no "
+    "spaces, up to 100 characters). [env: KUE_VERSION_TAG; default: the version of the "
+    "installed package that provides HANDLER's module, else kue's]",
+)
+@click.option(
     "--otel",
     is_flag=True,
     envvar="KUE_OTEL",
@@ -127,6 +136,7 @@ def worker(
     stall_limit: int,
     processes: int,
     worker_id: str | None,
+    version: str | None,
     otel: bool,
     redis_url: str | None,
     prefix: str,
@@ -162,10 +172,13 @@ def worker(
     if worker_id is not None and processes > 1:
         check_worker_id(f"{worker_id}-{processes}")  # the longest a child gets
     own_id = worker_id if processes == 1 else None
+    if version is None:
+        version = installed_version(handler.partition(":")[0])
     options: dict[str, Any] = {
         "lease_ms": round(lease * 1000),
         "stall_limit": stall_limit,
         "worker_id": own_id,
+        "version": version,
     }
     queue, url = main.connect(redis_url, prefix, **options)
     if processes > 1:
@@ -177,7 +190,7 @@ def worker(
         elif concurrency:
             argv += [f"--concurrency={concurrency}"]
         argv += [f"--shutdown-timeout={shutdown_timeout}", f"--lease={lease}"]
-        argv += [f"--stall-limit={stall_limit}"]
+        argv += [f"--stall-limit={stall_limit}", f"--version-tag={version}"]
         if shared:
             argv += ["--shared", f"--reserve={reserve or 'ordered'}"]
         if otel:

@@ -50,6 +50,7 @@ from .jobs.schedules import OPTIONS as JOB_OPTIONS
 from .jobs.schedules import apply_options as apply_job_options
 from .queue import Queue
 from .store.events import EVENTS, Event, EventStream
+from .worker.identity import installed_version
 
 __all__ = [
     "DEPENDENCY_POLICIES",
@@ -102,6 +103,7 @@ __all__ = [
     "connection",
     "current_job",
     "defaults",
+    "installed_version",
     "parse_priority",
     "parse_state",
     "priority_name",
