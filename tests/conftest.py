@@ -342,8 +342,11 @@ def redis_servers_in(directory: Path) -> list[int]:
     return found
 
 
-def keys_under(r: redis.Redis, prefix: str) -> set[str]:
-    return set(r.scan_iter(match=f"{prefix}:*", count=1000))
+def keys_under(r: redis.Redis, prefix: str, history: bool = False) -> set[str]:
+    """The keys under ``prefix``; without those of the statistics' history unless asked: a
+    worker's keeper samples it in the background, once a minute, whatever a test does."""
+    found = set(r.scan_iter(match=f"{prefix}:*", count=1000))
+    return found if history else {k for k in found if not k.startswith(f"{prefix}:history:")}
 
 
 Snapshot = dict[str, tuple[Any, float | None]]

@@ -65,6 +65,12 @@ What is checked (the finding kinds):
     ended, or an entry of kue-unique's ``<p>:unique:jobs`` naming a job that is gone: Node Kue
     ends and removes jobs without releasing them. They block nothing (a save takes such a key
     over) but stay in Redis. Repair: delete them.
+``unbounded-history``
+    a key of the statistics' history (``<p>:history:m|h|d:...``) without an expiry. Repair:
+    give it the expiry its kind of point has.
+``long-audit``
+    the audit log ``<p>:audit`` more than twice as long as ``AUDIT_MAX_ENTRIES``. Repair:
+    trim it to about that.
 ``stale-record``, ``tag-count``, ``word-list``
     the job records' sets disagree with the jobs: see :mod:`kue_core.doctor.records`.
 ``stuck-blocked``, ``orphan-deps``, ``stale-dependent``, ``stale-awaited``
@@ -156,6 +162,7 @@ def _run(c: Check) -> Report:
     housekeeping.workers(c)
     housekeeping.ids(c, max_id)
     housekeeping.unique_keys(c)
+    housekeeping.bounds(c)
     records.check(c)
     deps.check(c)
     schedules.check(c)

@@ -24,6 +24,7 @@ REPAIR_ORDER = (
     "unlog",
     "undepend",
     "unworker",
+    "bound",
     "ids",
     "ununique",
     "unrecord",

@@ -1,5 +1,6 @@
 """The doctor's checks beyond a job's own sets: wake-up tokens per type, workers whose
-registration expired, the id counter, and unique keys left by Node Kue."""
+registration expired, the id counter, unique keys left by Node Kue, and the bounds of the
+statistics' history and of the audit log."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterable
 from typing import cast
 
 from .. import defaults
+from ..features import history
 from .core import Check
 from .findings import plural
 from .judging import ago, lua_number, score_text, type_of
@@ -134,3 +136,36 @@ def unique_keys(c: Check) -> None:
                 int(holder),
                 ("ununique", "", str(holder), str(name)),
             )
+
+
+def bounds(c: Check) -> None:
+    """Keys of the statistics' history without an expiry (they would stay for good: every
+    one is written with one) and an audit log far past its bound (it is trimmed as entries
+    are added)."""
+    keep = {code: step.keep_s for code, step in history.STEPS.items()}
+    for code, seconds in keep.items():
+        match = c.keys.match(f"history:{code}:*")
+        for key in c.client.scan_iter(match=match, count=defaults.DOCTOR_SCAN_COUNT):
+            if c.client.ttl(key) != -1:
+                continue
+            c.add(
+                "unbounded-history",
+                key,
+                f"{key}, points of the statistics' history, has no expiry: it would stay",
+                f"expire it in {seconds} s, as the history's keys do",
+                None,
+                ("bound", c.keys.name(key), str(seconds), ""),
+            )
+    key = c.keys.audit
+    if key in c.skip or c.client.type(key) != "stream":
+        return
+    length, most = int(c.client.xlen(key)), defaults.AUDIT_MAX_ENTRIES
+    if length > 2 * most:
+        c.add(
+            "long-audit",
+            key,
+            f"{key} holds {length} entries, past its bound of about {most}",
+            f"trim it to about {most}",
+            None,
+            ("bound", c.keys.name(key), str(most), ""),
+        )

@@ -26,6 +26,9 @@
 --          undepend id, dependent: remove the dependent from <p>:job:<id>:dependents when its
 --                   job is gone or does not list id in its deps.
 --          unworker worker id: drop a worker from <p>:workers when its registration is gone.
+--          bound    key (without '<p>:'), limit: a key of the statistics' history
+--                   ('history:m|h|d:...') without an expiry gets one of limit seconds; the
+--                   audit log ('audit') longer than limit entries is trimmed to about that.
 --          ids      id: raise <p>:ids to the id of an existing job above it.
 --          ununique key, id: delete the unique key <p>:unique:<key> (or kue-unique's entry
 --                   for it, when the key is 'jobs' and id its field) while it still names id
@@ -94,7 +97,7 @@ local ACTIONS = { unindex = true, index = true, types = true, tokens = true, req
   undepend = true, unschedule = true, reschedule = true, unlimit = true, hold = true,
   lane = true, group = true, group_active = true, ungroup = true, ungroup_active = true,
   unturn = true, pin = true, unpin = true, unrunlease = true, runlease = true, offer = true,
-  unopen = true }
+  unopen = true, bound = true }
 local function set_name(name)
   return name == 'jobs' or name == 'leases' or string.sub(name, 1, 5) == 'jobs:'
 end
@@ -353,6 +356,22 @@ end
 local function unworker(wid)
   if redis.call('EXISTS', k_worker(p, wid)) == 1 then return 0 end
   return redis.call('ZREM', k_workers(p), wid)
+end
+
+local function bound(name, limit)
+  local key, most = p .. ':' .. name, tonumber(limit)
+  if not most or most < 1 then return 0 end
+  if name == 'audit' then
+    if key_type(key) ~= 'stream' or redis.call('XLEN', key) <= most then return 0 end
+    redis.call('XTRIM', key, 'MAXLEN', '~', most)
+    return 1
+  end
+  local step = string.sub(name, 9, 10)
+  if string.sub(name, 1, 8) ~= 'history:' or (step ~= 'm:' and step ~= 'h:' and step ~= 'd:') then
+    return 0
+  end
+  if redis.call('TTL', key) ~= -1 then return 0 end
+  return redis.call('EXPIRE', key, most)
 end
 
 local function ids(id)
@@ -680,6 +699,8 @@ for i = 0, n - 1 do
     r = unworker(a)
   elseif action == 'ids' then
     r = ids(a)
+  elseif action == 'bound' then
+    r = bound(a, x)
   elseif action == 'ununique' then
     r = ununique(a, x, y)
   elseif action == 'unrecord' then

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, Queue, defaults
+from kue_core import InvalidJob, Queue, defaults, doctor
 from kue_core.base.errors import KueError
 from kue_core.features import history
 from kue_core.features.history import STEPS, Point, quantile
@@ -215,3 +215,26 @@ def test_a_job_pays_nothing(queue: Queue, r: redis.Redis) -> None:
     queue.create_job("email").save()
     finish(queue, "email", True)
     assert not list(r.scan_iter(f"{queue.prefix}:history:*"))
+
+
+def test_the_doctor_bounds_the_history_and_the_audit_log(queue: Queue, r: redis.Redis) -> None:
+    queue.create_job("email").save()
+    assert _sample(queue)
+    finish(queue, "email", True)
+    assert _next_minute(queue, r)
+    assert doctor.check(queue).healthy  # as the sampler writes them
+    (hour,) = r.scan_iter(f"{queue.prefix}:history:h:*:email")
+    r.persist(hour)
+    pipe = r.pipeline(transaction=False)
+    for _ in range(2 * defaults.AUDIT_MAX_ENTRIES + 1):
+        pipe.xadd(queue.keys.audit, {"action": "create"})
+    pipe.execute()
+    report = doctor.check(queue)
+    assert sorted((f.kind, f.key) for f in report.findings) == [
+        ("long-audit", queue.keys.audit),
+        ("unbounded-history", hour),
+    ]
+    assert [o.status for o in doctor.repair(queue, report.findings)] == ["repaired"] * 2
+    assert 0 < r.ttl(hour) <= STEPS["h"].keep_s
+    assert r.xlen(queue.keys.audit) < 2 * defaults.AUDIT_MAX_ENTRIES
+    assert doctor.check(queue).healthy
