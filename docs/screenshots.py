@@ -50,6 +50,7 @@ PAGES = [
     ("limits", "Limits: rate and concurrency per type, and what holds a type back", "/limits"),
     ("groups", "Groups of a type, in their turn", "/groups/webhook"),
     ("rules", "Rules: watchers, their lists, events handled and failed", "/rules"),
+    ("workers", "Workers: each process, its version, slots, limits and running jobs", "/workers"),
     ("history", "History: throughput, backlog, wait and run times, deploys", "/history?range=1h"),
     ("audit", "Audit: the changes made through the API and the dashboard", "/audit"),
 ]

@@ -9,7 +9,7 @@ priority, pause, and job control (cancel, move, edit a job's data, stop a worker
 The package: ``base`` (the blueprint, shared helpers), ``filters``, ``pages`` (overview,
 lists, a job), and one module per part: ``flows`` (a job's dependencies), ``records``
 (tags, search), ``limits``, ``schedules``, ``rules``, ``audit``, ``history`` (charts of
-the statistics' history).
+the statistics' history), ``workers`` (the live worker processes).
 """
 
 from . import (
@@ -35,4 +35,5 @@ __all__ = [
     "records",
     "rules",
     "schedules",
+    "workers",
 ]

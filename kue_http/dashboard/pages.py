@@ -9,20 +9,19 @@ from typing import Any
 
 from flask import abort, current_app, request, url_for
 
-from kue_core import STATES, Job, Queue, defaults, validate_type
+from kue_core import STATES, Queue, defaults, validate_type
 
 from ..api import queue
 from . import records
 from .base import PAGE_SIZES, choice, dashboard, int_arg, render_page
 from .flows import flow_tree, job_dependencies
+from .workers import live
 
 #: Chart windows offered on the overview, in minutes; each chart has at most _BARS bars.
 #: Up to a day the per-minute counters draw it; beyond, the history (with its deploys).
 CHART_WINDOWS = (60, 360, 1440, 10080, 43200)
 _HISTORY_WINDOWS = {10080: "7d", 43200: "30d"}
 _BARS = 60
-#: Active jobs read to show what each worker runs.
-_RUNNING_SHOWN = 500
 #: Bulk actions per state besides "Remove all": (label, method, API endpoint). Blocked jobs
 #: have none: they move on by themselves when their dependencies complete.
 BULK = {
@@ -47,24 +46,12 @@ def overview() -> str:
     minutes = choice("minutes", CHART_WINDOWS)
     by_type = q.counts_by_type()
     paused = q.paused()
-    workers = q.workers()
-    # From the active jobs themselves: a worker's own list is only as fresh as its heartbeat.
-    running: dict[str, list[Job]] = {}
-    for j in q.page("active", count=_RUNNING_SHOWN):
-        for holder in j.running_on() if j.fan_out() else [j.worker_id or ""]:
-            running.setdefault(holder, []).append(j)
-    pinned = q.pinned_waits(_RUNNING_SHOWN)  # worker id -> jobs pinned to it, waiting
-    live = {w["id"] for w in workers}
     return render_page(
         "overview.html",
         url_for("kue_api.events"),
         by_type=by_type,
         paused=paused,
-        workers=workers,
-        running=running,
-        pinned=pinned,
-        pinned_elsewhere={w: ids for w, ids in sorted(pinned.items()) if w not in live},
-        stop_timeout=defaults.SHUTDOWN_TIMEOUT,
+        **live(q),
         chart=_overview_chart(q, minutes),
         minutes=minutes,
         windows=CHART_WINDOWS,

@@ -115,6 +115,11 @@ def schemas() -> Schema:
                 "id": {"type": "string"},
                 "host": {"type": "string"},
                 "pid": {"type": "integer", "minimum": 1},
+                "version": {
+                    "type": "string",
+                    "description": "The version it runs (Queue(version=), kue worker "
+                    "--version-tag): the history's deploy markers",
+                },
                 "types": {
                     "type": "object",
                     "additionalProperties": {"type": "integer", "minimum": 1},
@@ -137,7 +142,7 @@ def schemas() -> Schema:
                     "description": "Shutting down (a signal or a remote stop): claims nothing",
                 },
             },
-            optional="abandoned_threads paused stopping",
+            optional="abandoned_threads paused stopping version",
         ),
         "Timing": obj(
             {
