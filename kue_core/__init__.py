@@ -8,6 +8,7 @@ is ``kue_core.aio.AsyncQueue``.
 
 from . import connection, defaults, tracing
 from .base.errors import (
+    BulkNotFound,
     ConnectionFailed,
     HasDependents,
     InvalidJob,
@@ -31,6 +32,7 @@ from .base.errors import (
 from .base.keys import Keys
 from .base.states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
 from .clients.tasks import TASK_OPTIONS, AsyncTask, Task
+from .features.bulk import ACTIONS as BULK_ACTIONS
 from .features.feeds import FEED_EVENTS
 from .features.flows import POLICIES as DEPENDENCY_POLICIES
 from .features.history import RANGES as HISTORY_RANGES
@@ -53,6 +55,7 @@ from .store.events import EVENTS, Event, EventStream
 from .worker.identity import installed_version
 
 __all__ = [
+    "BULK_ACTIONS",
     "DEPENDENCY_POLICIES",
     "EVENTS",
     "FEED_EVENTS",
@@ -70,6 +73,7 @@ __all__ = [
     "TASK_OPTIONS",
     "WORKER_ID_RULE",
     "AsyncTask",
+    "BulkNotFound",
     "ConnectionFailed",
     "Event",
     "EventStream",

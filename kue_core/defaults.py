@@ -273,3 +273,8 @@ AUDIT_MAX_AGE_MS = 30 * 24 * 3600 * 1000
 #: whether the minute's sample is due (s); the most changes of versions kept per type.
 HISTORY_CHECK = 5.0
 HISTORY_DEPLOYS = 500
+
+#: Bulk actions on a filter (kue_core.features.bulk): how long a run's progress is kept (ms),
+#: and how long a running one may go without a batch before it reads as interrupted (ms).
+BULK_KEEP_MS = 86_400_000
+BULK_STALE_MS = 60_000

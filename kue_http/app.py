@@ -14,6 +14,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from kue_core import (
+    BulkNotFound,
     ConnectionFailed,
     HasDependents,
     InvalidJob,
@@ -28,6 +29,7 @@ from kue_core import (
 
 from . import (
     audit,
+    bulk,
     control,
     flows,
     limits,
@@ -50,6 +52,7 @@ log = logging.getLogger("kue_http")
 # imports its own).
 _ROUTES = (
     audit,
+    bulk,
     operations,
     control,
     records,
@@ -65,6 +68,7 @@ _ROUTES = (
 _STATUS: tuple[tuple[type[Exception], int], ...] = (
     (JobNotFound, 404),
     (WorkerNotFound, 404),
+    (BulkNotFound, 404),
     (ScheduleNotFound, 404),
     (InvalidJob, 400),
     (InvalidTransition, 409),

@@ -55,6 +55,14 @@ class WorkerNotFound(KueError, LookupError):
         self.worker_id = worker_id
 
 
+class BulkNotFound(KueError, LookupError):
+    """No bulk action was recorded under this id (or it was more than a day ago)."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"no bulk action {run_id!r}")
+        self.run_id = run_id
+
+
 class WorkerIdTaken(KueError):
     """Another live process holds this worker id: it renewed its registration within its
     lease. ``holder`` is that process as ``host:pid``; ``ago_ms``, how long ago it renewed;

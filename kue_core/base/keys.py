@@ -164,6 +164,11 @@ class Keys:
         key = f"{self.prefix}:history:{step}:{chunk}"
         return key if job_type is None else f"{key}:{job_type}"
 
+    def bulk(self, run_id: str) -> str:
+        """hash: the progress of a bulk action on a filter (kue_core/features/bulk.py): action,
+        filter (JSON), matched, done, state, started_at, updated_at, stop; kept a day."""
+        return f"{self.prefix}:bulk:{run_id}"
+
     def deploys(self, job_type: str | None) -> str:
         """zset of the changes of the versions serving a type (or any, ``None``): member =
         JSON (at, versions, was), score = when (ms)."""

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..base.keys import Keys
-from ..features import audit, history, retention
+from ..features import audit, bulk, history, retention
 from ..features.search import Found
 from ..jobs import flow_tree as trees
 from ..jobs import record_ops
@@ -67,6 +67,25 @@ class AsyncRecords:
 
     async def children_results(self, job_id: int | str) -> dict[int, Any]:
         return await self.scripts.drive(record_ops.children_results(self.keys, job_id))
+
+    async def bulk_count(self, filter: dict[str, Any]) -> int:
+        return await self.scripts.drive(bulk.count(self.keys, filter))
+
+    async def bulk(
+        self,
+        action: str,
+        filter: dict[str, Any],
+        *,
+        reason: str = "",
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        return await self.scripts.drive(bulk.run(self.keys, action, filter, run_id, reason))
+
+    async def bulk_status(self, run_id: str) -> dict[str, Any]:
+        return await self.scripts.drive(bulk.status(self.keys, run_id))
+
+    async def stop_bulk(self, run_id: str) -> dict[str, Any]:
+        return await self.scripts.drive(bulk.stop(self.keys, run_id))
 
     async def stats_history(self, job_type: str | None = None, span: str = "24h") -> dict[str, Any]:
         return await self.scripts.drive(history.series(self.keys, job_type, span))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from ..base.keys import Keys
-from ..features import audit, history, retention, search
+from ..features import audit, bulk, history, retention, search
 from ..features.search import Found
 from ..jobs import flow_tree as trees
 from ..jobs import ops, record_ops
@@ -111,6 +111,36 @@ class QueueRecords:
         :func:`kue_core.jobs.flow_tree.flow_tree`)."""
         op = trees.flow_tree(self.keys, job_id, start, offset, limit, children)
         return self.scripts.drive(op)
+
+    # -- bulk actions on a filter (see kue_core.features.bulk) ----------------------------------
+    def bulk_count(self, filter: dict[str, Any]) -> int:
+        """How many jobs ``filter`` matches: ``{"state": ..., "type": ..., "tag": ...,
+        "words": "...", "min_age_ms": ...}``, the state required."""
+        return self.scripts.drive(bulk.count(self.keys, filter))
+
+    def bulk(
+        self,
+        action: str,
+        filter: dict[str, Any],
+        *,
+        reason: str = "",
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """``retry``, ``remove``, ``promote`` or ``cancel`` (with ``reason``) every job
+        ``filter`` matches (see :meth:`bulk_count`), in batches; what it did: ``matched``,
+        ``done``, ``state`` (``done``, or ``stopped`` on :meth:`stop_bulk`). With ``run_id``
+        (32 hex digits) its progress is recorded for :meth:`bulk_status`."""
+        return self.scripts.drive(bulk.run(self.keys, action, filter, run_id, reason))
+
+    def bulk_status(self, run_id: str) -> dict[str, Any]:
+        """The progress of a recorded bulk action: ``action``, ``filter``, ``matched``,
+        ``done``, ``state`` (``running``, ``done``, ``stopped``, or ``interrupted`` when its
+        process went silent), ``started_at``, ``updated_at``; ``BulkNotFound`` if none."""
+        return self.scripts.drive(bulk.status(self.keys, run_id))
+
+    def stop_bulk(self, run_id: str) -> dict[str, Any]:
+        """Ask a running bulk action to stop after its batch; its status."""
+        return self.scripts.drive(bulk.stop(self.keys, run_id))
 
     def stats_history(self, job_type: str | None = None, span: str = "24h") -> dict[str, Any]:
         """The statistics' history of ``job_type`` (or of all types) over ``span`` (``1h``,

@@ -2,6 +2,8 @@
 -- KEYS[1]  <p>:jobs:<state> or <p>:jobs:<type>:<state>
 -- ARGV[1]  prefix   ARGV[2] state   ARGV[3] action: a state to move the jobs to (not active),
 --          or 'remove'   ARGV[4] most jobs to handle in this call
+-- ARGV[5..] members of KEYS[1] (optional): these jobs only (those still in the state), as
+--          many as ARGV[4] at most, instead of the first of the set (a filter chose them).
 -- Returns  {handled, left}: jobs moved or removed by this call, and jobs still in KEYS[1].
 -- Events   as set_state.lua for each job moved, as remove.lua for each removed.
 -- A removed job that others are blocked waiting for is a failure for them: they follow their
@@ -24,7 +26,14 @@ end
 if not limit or limit < 1 then return redis.error_reply('KUE_INVALID limit must be positive') end
 local now = now_ms()
 local handled = 0
-for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, limit - 1)) do
+local members = {}
+if #ARGV > 4 then
+  if #ARGV - 4 > limit then return redis.error_reply('KUE_INVALID more jobs than the limit') end
+  for i = 5, #ARGV do members[#members + 1] = ARGV[i] end
+else
+  members = redis.call('ZRANGE', KEYS[1], 0, limit - 1)
+end
+for _, member in ipairs(members) do
   local id = zid_id(member)
   local key = k_job(p, id)
   local job = load_job(key)

@@ -20,7 +20,7 @@ from typing import Any
 from flask import Response, current_app, jsonify, request
 
 from ..api import api
-from . import audit, control, flows, history, jobs, limits, records, rules, runs, schedules
+from . import audit, bulk, control, flows, history, jobs, limits, records, rules, runs, schedules
 from .build import ERRORS, Schema, error_response
 from .schemas import schemas
 
@@ -85,6 +85,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
             **rules.paths(),
             **audit.paths(),
             **history.paths(),
+            **bulk.paths(),
         },
         "components": {
             "schemas": schemas(),

@@ -1,0 +1,255 @@
+"""Bulk actions on a filter: retry, remove, promote or cancel every job a filter matches
+(a state; optionally a type, a tag, search words and a least age), not only jobs picked one
+by one.
+
+The filter walks the state's set (of the type, when given) with ``ZSCAN``, a batch at a time,
+keeps the jobs of each batch that have the tag and every word and are old enough (one round
+trip a batch), and acts on them at once: ``bulk.lua`` moves or removes a batch in one call
+(as ``retry_all`` does a state), ``cancel.lua`` cancels each (a running one is stopped in its
+worker). Between batches other clients run: no call holds Redis for long, and the action can
+stop after any batch, having done what it says.
+
+A run may record its progress (``Keys.bulk``: a hash of the action, the filter, jobs matched
+and done so far, the state) so that another process can follow it, or ask it to stop after
+its batch. A run whose recorder went silent (its process died) reads as ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .. import defaults
+from ..base import checks
+from ..base.errors import BulkNotFound, InvalidJob, KueError
+from ..base.keys import Keys, job_id_from_zid
+from ..base.states import STATES
+from ..base.values import validate_type
+from ..store import calls
+from ..store.calls import Op, hash_reply, read
+from . import control, records
+
+#: What each action does, and to which states it applies.
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "retry": ("failed",),
+    "promote": ("delayed",),
+    "remove": tuple(s for s in STATES if s != "active"),
+    "cancel": ("inactive", "delayed", "active", "blocked", "pinned"),
+}
+#: The filter's fields.
+FIELDS = ("state", "type", "tag", "words", "min_age_ms")
+#: What a recorded run's ``state`` may be.
+RUN_STATES = ("running", "done", "stopped", "interrupted")
+_MOVES = {"retry": "inactive", "promote": "inactive", "remove": "remove"}
+_ZID = re.compile(r"[0-9]{2}\|[1-9][0-9]*")
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which jobs: of ``state``; of ``type``, with ``tag``, found by every one of ``words``
+    (whole words, as the search index holds them), created ``min_age_ms`` ago or more."""
+
+    state: str
+    type: str | None = None
+    tag: str | None = None
+    words: tuple[str, ...] = ()
+    min_age_ms: int | None = None
+
+    @property
+    def narrow(self) -> bool:
+        """Whether it looks at more than the state and type (then each job is checked)."""
+        return bool(self.tag or self.words or self.min_age_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["words"] = " ".join(self.words) or None
+        return out
+
+
+def parse_filter(raw: object) -> Filter:
+    """A filter from its JSON form (an object of :data:`FIELDS`); ``InvalidJob`` naming what
+    is wrong."""
+    if not isinstance(raw, Mapping):
+        raise InvalidJob("a filter must be an object with a state")
+    unknown = sorted(set(raw) - set(FIELDS))
+    if unknown:
+        raise InvalidJob(f"a filter has no field {unknown[0]!r} (it has {', '.join(FIELDS)})")
+    state = raw.get("state")
+    if state not in STATES:
+        raise InvalidJob(f"a filter's state must be one of {', '.join(STATES)}, got {state!r}")
+    job_type = raw.get("type")
+    if job_type is not None:
+        validate_type(job_type)
+    tag = raw.get("tag")
+    if tag is not None:
+        records.tag(tag)
+    text = raw.get("words")
+    if text is not None and not isinstance(text, str):
+        raise InvalidJob(f"a filter's words must be a string, got {text!r}")
+    words = tuple(records.words(text or ""))
+    if text and text.strip() and not words:
+        raise InvalidJob("a filter's words must hold a letter or a digit")
+    age = raw.get("min_age_ms")
+    if age is not None:
+        checks.integer(age, "min_age_ms", 0, defaults.MAX_MS)
+    return Filter(str(state), job_type, tag, words, age or None)
+
+
+def _check_action(action: object, f: Filter) -> str:
+    if action not in ACTIONS:
+        raise InvalidJob(f"a bulk action must be one of {', '.join(ACTIONS)}, got {action!r}")
+    if f.state not in ACTIONS[action]:
+        raise InvalidJob(f"{action} applies to jobs {' or '.join(ACTIONS[action])}, not {f.state}")
+    return str(action)
+
+
+def _members(reply: Any) -> tuple[int, list[str]]:
+    """A ZSCAN reply, as either client parses it: (next cursor, members)."""
+    cursor, page = reply
+    if page and isinstance(page[0], (list, tuple)):
+        return int(cursor), [str(m) for m, _ in page]
+    return int(cursor), [str(m) for m in page[::2]]
+
+
+def _matching(keys: Keys, f: Filter, members: list[str], now: int) -> Op[list[str]]:
+    """The members (of the state's set) whose jobs have the filter's tag and words and are
+    old enough: one round trip."""
+    if not members or not f.narrow:
+        return members
+    sets: list[tuple[Any, ...]] = [("ZMSCORE", keys.tag(f.tag), *members)] if f.tag else []
+    sets += [("ZMSCORE", keys.word(word), *members) for word in f.words]
+    rows = [("HMGET", keys.job(job_id_from_zid(m)), "created_at", "type") for m in members]
+    replies = yield read(*sets, *rows)
+    found, fields = replies[: len(sets)], replies[len(sets) :]
+    type_words: dict[str, set[str]] = {}
+    kept = []
+    for i, member in enumerate(members):
+        created, job_type = fields[i]
+        if f.tag and found[0][i] is None:
+            continue
+        if f.words:
+            mine = type_words.setdefault(job_type or "", set(records.words(job_type or "")))
+            scores = found[1 if f.tag else 0 :]
+            if any(s[i] is None and w not in mine for s, w in zip(scores, f.words, strict=True)):
+                continue
+        if f.min_age_ms and (created is None or int(created) > now - f.min_age_ms):
+            continue
+        kept.append(member)
+    return kept
+
+
+def _walk(keys: Keys, f: Filter, now: int, cursor: int) -> Op[tuple[int, list[str]]]:
+    """One batch of the walk through the state's set from ``cursor``: the next cursor (0 at
+    the end) and the members the filter matches."""
+    key = keys.type_state(f.type, f.state) if f.type else keys.state(f.state)
+    (reply,) = yield read(("ZSCAN", key, cursor, "COUNT", defaults.BULK_BATCH))
+    cursor, members = _members(reply)
+    members = [m for m in members if _ZID.fullmatch(m)]
+    return cursor, (yield from _matching(keys, f, members, now))
+
+
+def count(keys: Keys, raw_filter: object) -> Op[int]:
+    """See ``Queue.bulk_count``."""
+    f = parse_filter(raw_filter)
+    if not f.narrow:
+        key = keys.type_state(f.type, f.state) if f.type else keys.state(f.state)
+        (n,) = yield read(("ZCARD", key))
+        return int(n)
+    now = yield from calls.server_now()
+    cursor, seen = 0, set()
+    while True:
+        cursor, members = yield from _walk(keys, f, now, cursor)
+        seen.update(members)
+        if cursor == 0:
+            return len(seen)
+
+
+def _act(keys: Keys, action: str, f: Filter, members: list[str], reason: str) -> Op[int]:
+    """Do ``action`` on the jobs of ``members``: how many it did (a job that left the state
+    meanwhile is left as it is)."""
+    if action != "cancel":
+        key = keys.type_state(f.type, f.state) if f.type else keys.state(f.state)
+        handled, _ = yield calls.bulk(keys, key, f.state, _MOVES[action], len(members), members)
+        return int(handled)
+    ids = [job_id_from_zid(m) for m in members]
+    before = yield read(*(("HGET", keys.job(i), "state") for i in ids))
+    todo = [i for i, state in zip(ids, before, strict=True) if state == f.state]
+    with contextlib.suppress(KueError):  # a job that completed or went meanwhile
+        yield [calls.cancel(keys, i, reason) for i in todo]  # the others are cancelled
+    after = yield read(*(("HGET", keys.job(i), "state") for i in todo))
+    return sum(1 for state in after if state == "failed")
+
+
+def run(
+    keys: Keys, action: object, raw_filter: object, run_id: str | None = None, reason: str = ""
+) -> Op[dict[str, Any]]:
+    """See ``Queue.bulk``."""
+    f = parse_filter(raw_filter)
+    action = _check_action(action, f)
+    reason = control.reason_text(reason)
+    now = yield from calls.server_now()
+    status: dict[str, Any] = {"id": run_id, "action": action, "filter": f.to_dict()}
+    status.update(matched=0, done=0, state="running", started_at=now, updated_at=now)
+    record = keys.bulk(run_id) if run_id else None
+    if record:
+        yield read(("HSET", record, *_fields(status)), ("PEXPIRE", record, defaults.BULK_KEEP_MS))
+    cursor, seen = 0, set()
+    while True:
+        cursor, members = yield from _walk(keys, f, now, cursor)
+        members = [m for m in members if m not in seen]
+        seen.update(members)
+        for start in range(0, len(members), defaults.BULK_BATCH):
+            chunk = members[start : start + defaults.BULK_BATCH]
+            status["matched"] += len(chunk)
+            status["done"] += yield from _act(keys, action, f, chunk, reason)
+        if cursor == 0:
+            status["state"] = "done"
+        if record:
+            status["updated_at"] = yield from calls.server_now()
+            _, stop = yield read(("HSET", record, *_fields(status)), ("HGET", record, "stop"))
+            if stop and cursor:
+                status["state"] = "stopped"
+                yield read(("HSET", record, "state", "stopped"))
+        if status["state"] != "running":
+            return status
+
+
+def _fields(status: dict[str, Any]) -> list[Any]:
+    out: list[Any] = []
+    for name in ("action", "matched", "done", "state", "started_at", "updated_at"):
+        out += [name, status[name]]
+    return [*out, "filter", json.dumps(status["filter"])]
+
+
+def status(keys: Keys, run_id: object) -> Op[dict[str, Any]]:
+    """See ``Queue.bulk_status``."""
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+        raise BulkNotFound(str(run_id))
+    (raw,) = yield read(("HGETALL", keys.bulk(run_id)))
+    got = hash_reply(raw)
+    if not got:
+        raise BulkNotFound(run_id)
+    now = yield from calls.server_now()
+    out: dict[str, Any] = {"id": run_id, "action": got.get("action")}
+    out["filter"] = json.loads(got.get("filter") or "{}")
+    for name in ("matched", "done", "started_at", "updated_at"):
+        out[name] = int(got.get(name) or 0)
+    out["state"] = got.get("state", "running")
+    if out["state"] == "running" and now - out["updated_at"] > defaults.BULK_STALE_MS:
+        out["state"] = "interrupted"  # its process went silent: it will not go on
+    out["stopping"] = bool(got.get("stop")) and out["state"] == "running"
+    return out
+
+
+def stop(keys: Keys, run_id: object) -> Op[dict[str, Any]]:
+    """See ``Queue.stop_bulk``."""
+    found = yield from status(keys, run_id)
+    if found["state"] == "running":
+        yield read(("HSET", keys.bulk(found["id"]), "stop", "1"))
+        found["stopping"] = True
+    return found

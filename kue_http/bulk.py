@@ -1,0 +1,109 @@
+"""Bulk actions on a filter over the API (``kue_core.features.bulk``): ``GET /jobs/match``
+counts what a filter matches (for a confirmation); ``POST /jobs/bulk`` retries, removes,
+promotes or cancels every job it matches, in batches, in a thread of this process, answering
+when done (200) or after ``ANSWER_WAIT`` seconds with the progress so far and where to follow
+it (202); ``GET /jobs/bulk/<id>`` follows it and ``DELETE /jobs/bulk/<id>`` stops it after its
+batch. The audit log records the POST (with the jobs done by the answer's time)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Any
+
+from flask import Response, jsonify, request, url_for
+
+from kue_core import BulkNotFound, InvalidJob, KueError, Queue
+
+from .api import api, queue
+
+log = logging.getLogger("kue_http")
+
+#: Seconds a POST waits for its action to end before it answers 202 with its progress.
+ANSWER_WAIT = 1.0
+#: The filter's fields as query arguments of GET /jobs/match.
+_FIELDS = ("state", "type", "tag", "words", "min_age_ms")
+
+
+def _query_filter() -> dict[str, Any]:
+    found: dict[str, Any] = {k: v for k in _FIELDS if (v := request.args.get(k)) is not None}
+    if "min_age_ms" in found:
+        if not found["min_age_ms"].isdigit() or len(found["min_age_ms"]) > 15:
+            raise InvalidJob(
+                f"min_age_ms must be a whole number of ms, got {found['min_age_ms']!r}"
+            )
+        found["min_age_ms"] = int(found["min_age_ms"])
+    return found
+
+
+@api.get("/jobs/match")
+def bulk_match() -> Response:
+    """How many jobs a filter (query arguments) matches."""
+    given = _query_filter()
+    return jsonify({"matched": queue().bulk_count(given), "filter": given})
+
+
+class _Run:
+    """A bulk action run in a thread: its outcome, once it has one."""
+
+    def __init__(self, q: Queue, body: dict[str, Any], run_id: str) -> None:
+        self.done = threading.Event()
+        self.result: dict[str, Any] | None = None
+        self.error: Exception | None = None
+        self._args = (q, body, run_id)
+        threading.Thread(target=self._run, name=f"kue-bulk-{run_id[:8]}", daemon=True).start()
+
+    def _run(self) -> None:
+        q, body, run_id = self._args
+        action: Any = body.get("action")
+        given: Any = body.get("filter")
+        try:
+            self.result = q.bulk(action, given, reason=body.get("reason", ""), run_id=run_id)
+        except KueError as e:  # refused before anything was done, or Redis failed
+            self.error = e
+        except Exception as e:  # reported, never lost in a thread
+            log.exception("bulk action %s failed", run_id)
+            self.error = e
+        finally:
+            self.done.set()
+
+
+@api.post("/jobs/bulk")
+def bulk_start() -> tuple[Response, int]:
+    """Retry, remove, promote or cancel every job a filter matches: ``{"action", "filter",
+    "reason"}``."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise InvalidJob('give a JSON object: {"action": ..., "filter": {...}}')
+    unknown = sorted(set(body) - {"action", "filter", "reason"})
+    if unknown:
+        raise InvalidJob(f"a bulk action has no field {unknown[0]!r}")
+    run_id = uuid.uuid4().hex
+    run = _Run(queue(), body, run_id)
+    wait = ANSWER_WAIT
+    while not run.done.wait(wait):
+        try:  # recorded once its filter was checked, before its first batch
+            status = queue().bulk_status(run_id)
+        except BulkNotFound:
+            wait = 0.01
+            continue
+        follow = url_for("kue_api.bulk_progress", run_id=run_id)
+        answer = jsonify({**status, "follow": follow})
+        answer.headers["Location"] = follow
+        return answer, 202
+    if run.error is not None:
+        raise run.error
+    assert run.result is not None
+    return jsonify(run.result), 200
+
+
+@api.get("/jobs/bulk/<run_id>")
+def bulk_progress(run_id: str) -> Response:
+    return jsonify(queue().bulk_status(run_id))
+
+
+@api.delete("/jobs/bulk/<run_id>")
+def bulk_stop(run_id: str) -> Response:
+    """Stop a running bulk action after its batch (what it did stays done)."""
+    return jsonify(queue().stop_bulk(run_id))

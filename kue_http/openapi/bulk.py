@@ -1,0 +1,107 @@
+"""Bulk actions on a filter in the OpenAPI document (``kue_http/bulk.py``)."""
+
+from __future__ import annotations
+
+from kue_core import BULK_ACTIONS, STATES, defaults
+
+from .build import (
+    Schema,
+    job_type,
+    json_answer,
+    json_body,
+    obj,
+    ok,
+    path_param,
+    query_param,
+    read,
+    write,
+)
+
+_COUNT = {"type": "integer", "minimum": 0}
+_TAG = {"type": "string", "minLength": 1, "maxLength": defaults.MAX_TAG}
+_WORDS = {"type": "string", "maxLength": 1000, "description": "Whole words, all of them"}
+_AGE = {"type": "integer", "minimum": 0, "maximum": defaults.MAX_MS}
+_FILTER = obj(
+    {
+        "state": {"enum": list(STATES)},
+        "type": job_type(),
+        "tag": _TAG,
+        "words": _WORDS,
+        "min_age_ms": {**_AGE, "description": "Created at least this long ago (ms)"},
+    },
+    optional="type tag words min_age_ms",
+)
+_NULLABLE = {"type": ["string", "null"]}
+_RUN = obj(
+    {
+        "id": {"type": ["string", "null"]},
+        "action": {"enum": list(BULK_ACTIONS)},
+        "filter": obj(
+            {
+                "state": {"enum": list(STATES)},
+                "type": _NULLABLE,
+                "tag": _NULLABLE,
+                "words": _NULLABLE,
+                "min_age_ms": {"type": ["integer", "null"]},
+            }
+        ),
+        "matched": {**_COUNT, "description": "Jobs the filter matched so far"},
+        "done": {**_COUNT, "description": "Jobs acted on so far"},
+        "state": {"enum": ["running", "done", "stopped", "interrupted"]},
+        "started_at": {"type": "integer"},
+        "updated_at": {"type": "integer"},
+        "stopping": {"type": "boolean"},
+        "follow": {"type": "string", "description": "Where to follow it while it runs"},
+    },
+    optional="stopping follow",
+)
+_RUN_ID = path_param("run_id", {"type": "string", "pattern": "^[0-9a-f]{32}$"})
+
+
+def paths() -> Schema:
+    return {
+        "/jobs/match": {
+            "get": read(
+                "bulk",
+                "How many jobs a filter matches (of a state; of a type, with a tag, found by "
+                "words, old enough)",
+                ok(obj({"matched": _COUNT, "filter": obj({}, closed=False)})),
+                400,
+                parameters=[
+                    query_param("state", {"enum": list(STATES)}, required=True),
+                    query_param("type", job_type()),
+                    query_param("tag", _TAG),
+                    query_param("words", _WORDS),
+                    query_param("min_age_ms", _AGE),
+                ],
+            )
+        },
+        "/jobs/bulk": {
+            "post": write(
+                "bulk",
+                "Retry, remove, promote or cancel every job a filter matches, in batches: the "
+                "outcome (200), or the progress so far and where to follow it (202)",
+                {
+                    "200": json_answer("Done", _RUN),
+                    "202": json_answer("Still running: follow it", _RUN),
+                },
+                400,
+                body=json_body(
+                    obj(
+                        {
+                            "action": {"enum": list(BULK_ACTIONS)},
+                            "filter": _FILTER,
+                            "reason": {"type": "string", "maxLength": defaults.MAX_REASON},
+                        },
+                        optional="reason",
+                    ),
+                    "The action, the filter, and for cancel a reason",
+                ),
+            )
+        },
+        "/jobs/bulk/{run_id}": {
+            "parameters": [_RUN_ID],
+            "get": read("bulk", "A bulk action's progress", ok(_RUN), 404),
+            "delete": write("bulk", "Stop a running bulk action after its batch", ok(_RUN), 404),
+        },
+    }

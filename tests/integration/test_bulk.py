@@ -1,0 +1,150 @@
+"""Bulk actions on a filter (kue_core.features.bulk): count and act on every job of a state
+that also has a type, a tag, words and an age; in batches; recorded, followed and stopped; a
+run SIGKILLed part-way leaves what it did done, reads as interrupted, and the doctor finds
+nothing."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import redis
+
+from kue_core import BulkNotFound, InvalidJob, Queue, defaults, doctor
+from tests.conftest import server_ms, wait_for
+
+RUN = "b" * 32
+
+
+def _failed(queue: Queue, n: int) -> list[int]:
+    """``n`` failed jobs: email and sms in turn, tagged tenant-0..2 in turn, titled with the
+    tenant's word."""
+    ids = []
+    for i in range(n):
+        job = queue.create_job("email" if i % 2 else "sms", {"title": f"invoice t{i % 3}"})
+        ids.append(job.tags(f"tenant-{i % 3}").save().id)
+    for jid in ids:
+        queue.scripts.set_state(jid, "failed")
+    return ids
+
+
+def test_count_and_retry_what_a_filter_matches(client: Any, queue: Queue) -> None:
+    ids = _failed(queue, 600)
+    assert client.bulk_count({"state": "failed"}) == 600
+    assert client.bulk_count({"state": "failed", "type": "email"}) == 300
+    assert client.bulk_count({"state": "failed", "tag": "tenant-1"}) == 200
+    assert client.bulk_count({"state": "failed", "type": "email", "words": "invoice t1"}) == 100
+    assert client.bulk_count({"state": "failed", "words": "sms t2"}) == 100  # a type's word
+    assert client.bulk_count({"state": "failed", "min_age_ms": 3_600_000}) == 0
+    got = client.bulk("retry", {"state": "failed", "type": "email", "tag": "tenant-1"})
+    assert (got["matched"], got["done"], got["state"]) == (100, 100, "done")
+    assert got["filter"] == {
+        "state": "failed", "type": "email", "tag": "tenant-1", "words": None, "min_age_ms": None,
+    }  # fmt: skip
+    retried = {j.id for j in queue.page("inactive", count=1000)}
+    assert retried == {jid for i, jid in enumerate(ids) if i % 2 and i % 3 == 1}
+    assert queue.count("failed") == 500
+
+
+def test_remove_promote_and_cancel(queue: Queue) -> None:
+    delayed = [queue.create_job("email").delay(600_000).save().id for _ in range(3)]
+    old = server_ms(queue.client)
+    waiting = [queue.create_job("email", {"title": "old news"}).save().id for _ in range(4)]
+    got = queue.bulk("promote", {"state": "delayed", "type": "email"})
+    assert got["done"] == 3 and queue.count("delayed") == 0
+    assert queue.bulk_count({"state": "inactive", "min_age_ms": 0}) == 7
+    cut = server_ms(queue.client) - old
+    assert queue.bulk_count({"state": "inactive", "min_age_ms": cut + 60_000}) == 0
+    got = queue.bulk("cancel", {"state": "inactive", "words": "news"}, reason="spam")
+    assert got["done"] == 4
+    assert {queue.get_job(j).error for j in waiting} == {"cancelled: spam"}
+    got = queue.bulk("remove", {"state": "failed"})
+    assert got["done"] == 4 and queue.count("failed") == 0
+    assert [queue.get_job(j).state for j in delayed] == ["inactive"] * 3
+
+
+@pytest.mark.parametrize(
+    ("action", "given", "error"),
+    [
+        ("retry", {"state": "complete"}, "retry applies to jobs failed, not complete"),
+        ("remove", {"state": "active"}, "remove applies to jobs inactive or"),
+        ("explode", {"state": "failed"}, "a bulk action must be one of retry"),
+        ("retry", {"type": "email"}, "a filter's state must be one of"),
+        ("retry", {"state": "failed", "colour": "red"}, "a filter has no field 'colour'"),
+        ("retry", {"state": "failed", "words": "!!"}, "must hold a letter or a digit"),
+        ("retry", {"state": "failed", "min_age_ms": -1}, "min_age_ms"),
+        ("retry", {"state": "failed", "type": ""}, "type must not be empty"),
+        ("retry", ["failed"], "a filter must be an object"),
+    ],
+)
+def test_bad_input_changes_nothing(
+    queue: Queue, r: redis.Redis, action: str, given: Any, error: str
+) -> None:
+    _failed(queue, 4)
+    before = queue.count("failed")
+    with pytest.raises(InvalidJob, match=error):
+        queue.bulk(action, given, run_id=RUN)
+    assert queue.count("failed") == before and not r.exists(queue.keys.bulk(RUN))
+    with pytest.raises(BulkNotFound):
+        queue.bulk_status(RUN)
+    with pytest.raises(BulkNotFound):
+        queue.bulk_status("../etc")
+
+
+def test_a_recorded_run_and_its_stop(queue: Queue, r: redis.Redis) -> None:
+    _failed(queue, 2 * defaults.BULK_BATCH + 10)
+    done = queue.bulk("retry", {"state": "failed", "type": "sms"}, run_id=RUN)
+    status = queue.bulk_status(RUN)
+    assert status["state"] == "done" and status["done"] == done["done"] == defaults.BULK_BATCH + 5
+    assert 0 < r.pttl(queue.keys.bulk(RUN)) <= defaults.BULK_KEEP_MS
+    # A stop asked while it runs ends it after its batch: what it did is done.
+    other = "c" * 32
+    r.hset(queue.keys.bulk(other), mapping={"state": "running", "updated_at": server_ms(r)})
+    assert queue.stop_bulk(other)["stopping"] is True
+    got = queue.bulk("remove", {"state": "failed"}, run_id=other)
+    assert got["state"] == "stopped" and 0 < got["done"] < 2 * defaults.BULK_BATCH + 10
+    assert queue.count("failed") == 2 * defaults.BULK_BATCH + 10 - (done["done"] + got["done"])
+    assert queue.bulk_status(other)["state"] == "stopped"
+
+
+_KILLED = """
+import sys
+from kue_core import Queue
+q = Queue(sys.argv[1], prefix=sys.argv[2])
+q.bulk("remove", {"state": "inactive", "tag": "doomed"}, run_id=sys.argv[3])
+"""
+
+
+def test_a_run_killed_part_way(
+    queue: Queue, r: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL while it removes: the jobs it removed are gone whole, the others whole; its
+    record reads interrupted once silent; the doctor finds nothing."""
+    n = 40 * defaults.BULK_BATCH
+    for _ in range(0, n, 1000):
+        queue.save_many([queue.create_job("t").tags("doomed") for _i in range(1000)])
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED, redis_url, queue.prefix, RUN])
+    try:
+        wait_for(
+            lambda: int(r.hget(queue.keys.bulk(RUN), "done") or 0) >= 2 * defaults.BULK_BATCH,
+            timeout=30,
+        )
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        proc.kill()
+    left = queue.count("inactive")
+    assert 0 < left < n, "killed before the end"
+    assert queue.bulk_status(RUN)["state"] == "running"  # not silent for long yet
+    monkeypatch.setattr(defaults, "BULK_STALE_MS", 0)
+    wait_for(lambda: queue.bulk_status(RUN)["state"] == "interrupted")
+    assert (
+        queue.count("inactive", "t")
+        == left
+        == len(queue.tagged("doomed", count=1).__class__([], 0)) + left
+    )  # every job left is whole and still indexed
+    report = doctor.check(queue)
+    assert report.healthy, [f.problem for f in report.findings]
