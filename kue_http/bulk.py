@@ -1,7 +1,7 @@
 """Bulk actions on a filter over the API (``kue_core.features.bulk``): ``GET /jobs/match``
 counts what a filter matches (for a confirmation); ``POST /jobs/bulk`` retries, removes,
 promotes or cancels every job it matches, in batches, in a thread of this process, answering
-when done (200) or after ``ANSWER_WAIT`` seconds with the progress so far and where to follow
+when done (200) or after ``KUE_BULK_WAIT`` seconds with the progress so far and where to follow
 it (202); ``GET /jobs/bulk/<id>`` follows it and ``DELETE /jobs/bulk/<id>`` stops it after its
 batch. The audit log records the POST (with the jobs done by the answer's time)."""
 
@@ -12,7 +12,7 @@ import threading
 import uuid
 from typing import Any
 
-from flask import Response, jsonify, request, url_for
+from flask import Response, current_app, jsonify, request, url_for
 
 from kue_core import BulkNotFound, InvalidJob, KueError, Queue
 
@@ -20,8 +20,6 @@ from .api import api, queue
 
 log = logging.getLogger("kue_http")
 
-#: Seconds a POST waits for its action to end before it answers 202 with its progress.
-ANSWER_WAIT = 1.0
 #: The filter's fields as query arguments of GET /jobs/match.
 _FIELDS = ("state", "type", "tag", "words", "min_age_ms")
 
@@ -81,7 +79,7 @@ def bulk_start() -> tuple[Response, int]:
         raise InvalidJob(f"a bulk action has no field {unknown[0]!r}")
     run_id = uuid.uuid4().hex
     run = _Run(queue(), body, run_id)
-    wait = ANSWER_WAIT
+    wait = float(current_app.config["KUE_BULK_WAIT"])
     while not run.done.wait(wait):
         try:  # recorded once its filter was checked, before its first batch
             status = queue().bulk_status(run_id)

@@ -29,6 +29,9 @@ DEFAULTS: dict[str, Any] = {
     # Who may use the app: "basic:<user>:<password>" (HTTP basic auth), "bearer:<token>"
     # (Authorization: Bearer <token>), or None for no authentication.
     "KUE_AUTH": None,
+    # Seconds POST /jobs/bulk waits for its action to end before it answers 202, with the
+    # progress so far and where to follow it (the action goes on in the server process).
+    "KUE_BULK_WAIT": 1.0,
     # Seconds between keep-alive comments on an idle event stream.
     "KUE_SSE_KEEPALIVE": 15.0,
     # Where the job page links a job's trace: an http(s) URL with {trace_id} in it (Jaeger:

@@ -459,12 +459,103 @@
     true // toggle does not bubble
   );
 
+  // -- bulk actions on a filter (jobs lists) ------------------------------------------------
+  // Count what the filter matches, ask with that count, then act server-side: a long action
+  // is followed (its progress shown, a Stop button) until it ends.
+  function bulkFilter(form) {
+    const f = form.elements;
+    const filter = { state: form.dataset.state };
+    if (form.dataset.type) filter.type = form.dataset.type;
+    if (f.tag.value.trim()) filter.tag = f.tag.value.trim();
+    if (f.words.value.trim()) filter.words = f.words.value.trim();
+    if (Number(f.min_age_ms.value)) filter.min_age_ms = Number(f.min_age_ms.value);
+    return filter;
+  }
+
+  function bulkQuestion(action, matched, filter, form) {
+    const parts = [`${matched} ${filter.state} job${matched === 1 ? "" : "s"}`];
+    if (filter.type) parts.push(`of type ${filter.type}`);
+    if (filter.tag) parts.push(`tagged ${filter.tag}`);
+    if (filter.words) parts.push(`found by "${filter.words}"`);
+    const age = form.elements.min_age_ms;
+    if (filter.min_age_ms) parts.push(`created ${age.options[age.selectedIndex].text}`);
+    const undo = action === "remove" ? " This deletes them and cannot be undone." : "";
+    return `${action[0].toUpperCase()}${action.slice(1)} ${parts.join(" ")}?${undo}`;
+  }
+
+  async function bulkApply(form) {
+    const filter = bulkFilter(form);
+    const action = form.elements.action.value;
+    const query = new URLSearchParams(filter);
+    let matched;
+    try {
+      const response = await fetch(`${form.dataset.match}?${query}`, {
+        credentials: "same-origin",
+        headers: { Accept: "application/json" },
+      });
+      const answer = await response.json();
+      if (!response.ok) return show(answer.error || `Failed (${response.status})`, true);
+      matched = answer.matched;
+    } catch (error) {
+      return show("The server is unreachable", true);
+    }
+    if (!matched) return show("No job matches this filter.", false);
+    const question = bulkQuestion(action, matched, filter, form);
+    const ok = `${action[0].toUpperCase()}${action.slice(1)} ${matched}`;
+    if ((await confirmed(question, { ok, back: "Cancel" })) === null) return;
+    const body = { action, filter };
+    if (action === "cancel" && form.elements.reason.value.trim())
+      body.reason = form.elements.reason.value.trim();
+    const applied = document.getElementById("bulk-apply");
+    applied.disabled = true;
+    if (await send("POST", form.dataset.url, body)) await bulkFollow(send.answer);
+    applied.disabled = false;
+    refreshNow();
+  }
+
+  async function bulkFollow(status) {
+    const box = document.getElementById("bulk-progress");
+    const bar = box.querySelector("progress");
+    const text = box.querySelector(".bulk-text");
+    const stop = document.getElementById("bulk-stop");
+    box.hidden = false;
+    stop.onclick = async () => {
+      stop.disabled = true;
+      await send("DELETE", status.follow);
+    };
+    for (;;) {
+      const matched = status.matched || 0;
+      bar.value = status.state === "done" ? 100 : matched ? Math.min(99, (status.done / matched) * 100) : 0;
+      const verb = status.state === "running" ? "so far" : status.state;
+      text.textContent = `${status.done} of ${matched} matched jobs: ${status.action} ${verb}`;
+      stop.hidden = status.state !== "running" || !status.follow;
+      if (status.state !== "running" || !status.follow) break;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      try {
+        const response = await fetch(status.follow, { credentials: "same-origin" });
+        if (!response.ok) break;
+        status = { ...(await response.json()), follow: status.follow };
+      } catch (error) {
+        break;
+      }
+    }
+    stop.disabled = false;
+    show(`${status.action}: ${status.done} of ${status.matched} jobs (${status.state})`, false);
+  }
+
+  document.addEventListener("change", (event) => {
+    const form = event.target.closest("form.bulk-filter");
+    if (form && event.target.name === "action")
+      form.querySelector(".bulk-reason").hidden = event.target.value !== "cancel";
+  });
+
   document.addEventListener("submit", async (event) => {
     const form = event.target.closest(
-      "form.priority, form.move, form.only, form.edit-data, form.add-tag, form.limits"
+      "form.priority, form.move, form.only, form.edit-data, form.add-tag, form.limits, form.bulk-filter"
     );
     if (!form) return;
     event.preventDefault();
+    if (form.matches(".bulk-filter")) return bulkApply(form);
     if (form.matches(".limits")) return saveLimits(form);
     if (form.matches(".move")) return move(form);
     if (form.matches(".only")) return setOnly(form);

@@ -9,7 +9,7 @@ from typing import Any
 
 from flask import abort, current_app, request, url_for
 
-from kue_core import STATES, Queue, defaults, validate_type
+from kue_core import BULK_ACTIONS, STATES, Queue, defaults, validate_type
 
 from ..api import queue
 from . import records
@@ -28,6 +28,14 @@ BULK = {
     "failed": [("Retry all", "POST", "kue_api.retry_all")],
     "delayed": [("Promote all", "POST", "kue_api.promote_all")],
 }
+#: The ages a bulk action's filter offers: (least age in ms, label); 0: any.
+BULK_AGES = (
+    (0, "any time"),
+    (3_600_000, "over an hour ago"),
+    (86_400_000, "over a day ago"),
+    (7 * 86_400_000, "over a week ago"),
+    (30 * 86_400_000, "over 30 days ago"),
+)
 #: The orders of a list (``?order=``: its label), the first the default. Finished jobs are
 #: shown newest first, by when they finished; the others as workers take them.
 _PRIORITY_ORDERS = {"asc": "Priority, then oldest first", "desc": "Lowest priority, newest first"}
@@ -97,6 +105,9 @@ def jobs(state: str) -> str:
         orders=orders,
         args=args,
         bulk=BULK.get(state, []),
+        bulk_actions=[a for a, states in BULK_ACTIONS.items() if state in states],
+        bulk_given={k: request.args.get(k) for k in ("tag", "words") if request.args.get(k)},
+        ages=BULK_AGES,
     )
 
 

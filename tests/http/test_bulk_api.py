@@ -10,7 +10,6 @@ import redis
 from flask.testing import FlaskClient
 
 from kue_core import Queue
-from kue_http import bulk as bulk_routes
 from tests.conftest import wait_for
 
 
@@ -43,7 +42,7 @@ def test_a_long_action_answers_202_and_is_followed(
     client: FlaskClient, queue: Queue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _failed(queue, 1200)
-    monkeypatch.setattr(bulk_routes, "ANSWER_WAIT", 0.0)
+    monkeypatch.setitem(client.application.config, "KUE_BULK_WAIT", 0.0)
     res = client.post("/api/jobs/bulk", json={"action": "remove", "filter": {"state": "failed"}})
     assert res.status_code == 202, res.json
     follow = res.json["follow"]  # type: ignore[index]

@@ -1,0 +1,95 @@
+"""``kue bulk ACTION``: retry, remove, promote or cancel every job a filter matches (a state;
+a type, a tag, words, a least age), as ``POST /api/jobs/bulk`` and the lists' bulk form do
+(``kue_core.features.bulk``). It says how many match and asks first (``--yes`` does not ask;
+``--count`` only counts), then acts in batches, showing its progress; Ctrl-C stops it after
+its batch, what it did staying done."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from typing import Any
+
+import click
+
+from kue_core import BULK_ACTIONS, STATES
+
+from . import cli as main
+from .control import _queue
+from .records_text import age_ms
+
+
+@main.cli.command(short_help="Retry, remove, promote or cancel every job a filter matches.")
+@click.argument("action", type=click.Choice(list(BULK_ACTIONS)))
+@click.option(
+    "-s", "--state", required=True, type=click.Choice(list(STATES)), help="Of this state."
+)
+@click.option("-t", "--type", "job_type", help="Of this type.")
+@click.option("--tag", help="With this tag.")
+@click.option("--words", help="Found by every one of these whole words.")
+@click.option("--min-age", metavar="AGE", help="Created at least this long ago: 90m, 12h, 7d.")
+@click.option("--reason", default="", help="For cancel: the jobs' error is 'cancelled: REASON'.")
+@click.option("--count", "count_only", is_flag=True, help="Only say how many match.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask first.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@main.redis_options
+def bulk(
+    action: str,
+    state: str,
+    job_type: str | None,
+    tag: str | None,
+    words: str | None,
+    min_age: str | None,
+    reason: str,
+    count_only: bool,
+    yes: bool,
+    as_json: bool,
+    redis_url: str | None,
+    prefix: str,
+) -> None:
+    """ACTION every job of --state that the other options also match, in batches."""
+    given: dict[str, Any] = {"state": state}
+    for name, value in (("type", job_type), ("tag", tag), ("words", words)):
+        if value is not None:
+            given[name] = value
+    if min_age is not None:
+        given["min_age_ms"] = age_ms(min_age)  # BadUsage when it is no age
+    with _queue(redis_url, prefix) as queue:
+        matched = queue.bulk_count(given)
+        if count_only:
+            click.echo(json.dumps({"matched": matched}) if as_json else f"{matched} jobs match")
+            return
+        if not yes and not click.confirm(f"{action} {matched} jobs?", err=True):
+            raise click.exceptions.Exit(1)
+        run_id = uuid.uuid4().hex
+        outcome: dict[str, Any] = {}
+        failed: list[Exception] = []
+
+        def run() -> None:
+            try:
+                outcome.update(queue.bulk(action, given, reason=reason, run_id=run_id))
+            except Exception as e:  # raised again below, where its exit code is chosen
+                failed.append(e)
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.5)
+                if worker.is_alive() and not as_json:
+                    status = queue.bulk_status(run_id)
+                    click.echo(
+                        f"\r{status['done']} of {status['matched']} so far", err=True, nl=False
+                    )
+        except KeyboardInterrupt:
+            queue.stop_bulk(run_id)
+            worker.join()
+        if failed:
+            raise failed[0]
+    if as_json:
+        click.echo(json.dumps(outcome, indent=2))
+        return
+    click.echo(
+        f"{action}: {outcome['done']} of {outcome['matched']} matched jobs ({outcome['state']})"
+    )

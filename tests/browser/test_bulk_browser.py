@@ -1,0 +1,73 @@
+"""Bulk actions on a filter in a real browser: from a list, count what a filter matches, ask
+with that count, act, and show the outcome; a long action is followed with its progress and
+can be stopped; hostile tags and words are shown as text."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Browser, expect
+
+from kue_core import Queue
+from tests.browser.conftest import ARTIFACTS, HOST_APP, MOUNT, Server, Watched, watched
+
+XSS = "<img/src=x/onerror=window.__xss=1>"
+
+
+def _failed(queue: Queue, n: int, tagged: int) -> None:
+    for i in range(n):
+        job = queue.create_job("email").tags("tenant-7" if i < tagged else "other").save()
+        queue.scripts.set_state(job.id, "failed")  # type: ignore[arg-type]
+
+
+def test_retry_every_failed_job_with_a_tag(ui: Watched, queue: Queue) -> None:
+    _failed(queue, 9, 4)
+    page = ui.goto("/tags/tenant-7")
+    page.locator("a.bulk-link", has_text="failed").click()  # the filter comes filled
+    expect(page.locator("#bulk-filter input[name=tag]")).to_have_value("tenant-7")
+    page.select_option("#bulk-filter select[name=action]", "retry")
+    page.locator("#bulk-apply").click()
+    dialog = page.locator("dialog#confirm")
+    expect(dialog).to_contain_text("Retry 4 failed jobs tagged tenant-7?")
+    dialog.get_by_role("button", name="Retry 4").click()
+    expect(page.locator('nav [data-count="failed"]')).to_have_text("5")
+    assert queue.count("inactive") == 4
+    # Nothing matches: said so, and nothing asked.
+    page.fill("#bulk-filter input[name=tag]", XSS)
+    page.locator("#bulk-apply").click()
+    expect(page.locator("#toast")).to_have_text("No job matches this filter.")
+    assert page.evaluate("window.__xss") is None
+    (entry,) = queue.audit(action="bulk_start")
+    assert entry["jobs"] == 4
+
+
+def test_a_long_action_shows_its_progress_and_stops(
+    browser: Browser, redis_url: str, prefix: str, queue: Queue
+) -> None:
+    """A server that answers at once (202, KUE_BULK_WAIT): the page follows the run to its
+    end."""
+    _failed(queue, 1500, 1500)
+    server = Server(redis_url, prefix, HOST_APP, MOUNT, KUE_BULK_WAIT="0.001")
+    server.start()
+    ui = watched(browser, server)
+    try:
+        _follow(ui, queue)
+    finally:
+        ui.context.close()
+        server.kill()
+    ui.check()
+
+
+def _follow(ui: Watched, queue: Queue) -> None:
+    page = ui.goto("/jobs/failed")
+    page.locator("#bulk-filter summary").click()
+    page.fill("#bulk-filter input[name=words]", "email")
+    page.select_option("#bulk-filter select[name=action]", "remove")
+    page.locator("#bulk-apply").click()
+    dialog = page.locator("dialog#confirm")
+    expect(dialog).to_contain_text('Remove 1500 failed jobs found by "email"? This deletes them')
+    dialog.get_by_role("button", name="Remove 1500").click()
+    text = page.locator("#bulk-progress .bulk-text")
+    expect(text).to_have_text("1500 of 1500 matched jobs: remove done", timeout=20_000)
+    expect(page.locator("#bulk-progress progress")).to_have_attribute("value", "100")
+    assert queue.count("failed") == 0
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "bulk-done.png"), full_page=True)
