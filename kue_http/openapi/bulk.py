@@ -55,7 +55,9 @@ _RUN = obj(
     },
     optional="stopping follow",
 )
-_RUN_ID = path_param("run_id", {"type": "string", "pattern": "^[0-9a-f]{32}$"})
+_RUN_ID = path_param(
+    "run_id", {"type": "string", "pattern": "^[0-9a-f]{32}$"}, example="0123456789abcdef" * 2
+)
 
 
 def paths() -> Schema:

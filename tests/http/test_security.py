@@ -44,6 +44,7 @@ def _write_routes(app: Flask, jid: int) -> list[tuple[str, str]]:
         "worker_id": "host:1:0a1b2c3d",
         "tag": "vip",
         "key": "nightly",
+        "run_id": "0123456789abcdef" * 2,
     }
     out = []
     for rule in app.url_map.iter_rules():

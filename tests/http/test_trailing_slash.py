@@ -20,6 +20,8 @@ from kue_http import close, create_app
 from kue_http.api import api
 from tests.conftest import wait_for
 
+#: A bulk action each app recorded (``_seed``): one that matched nothing.
+RUN = "0123456789abcdef" * 2
 #: Stands for the id of the worker process each app runs (``seeded``), in paths and answers.
 WORKER = "{worker}"
 #: A value for each path argument of the routes; a listing (``rest``) in each of its forms.
@@ -32,6 +34,7 @@ ARGUMENTS: dict[str, list[str]] = {
     "worker_id": [WORKER],
     "tag": ["vip"],
     "key": ["nightly"],
+    "run_id": [RUN],
     "rest": [
         "0..9",
         "0..9/desc",
@@ -46,12 +49,17 @@ ARGUMENTS: dict[str, list[str]] = {
 #: be refused (see ``_seed``).
 JOB_FOR = {"/job/1/retry": "2", "/job/1/promote": "3"}
 #: Query strings a route needs to answer 200.
-QUERIES = {"/api/job/search": "q=email", "/api/search": "q=email"}
+QUERIES = {
+    "/api/job/search": "q=email",
+    "/api/search": "q=email",
+    "/api/jobs/match": "state=failed",
+}
 #: What a POST sends (the bulk actions ignore it, but a POST must carry JSON).
 BODY = {"type": "email"}
 #: What the routes that read a body send, by the end of their path.
 BODIES = {
     "/cancel": {"reason": "by hand"},
+    "/jobs/bulk": {"action": "retry", "filter": {"state": "failed", "type": "nobody"}},
     "/job/2/retry": {},
     "/job/3/promote": {},
     "/data": {"title": "edited"},
@@ -94,6 +102,7 @@ def _seed(queue: Queue) -> None:
     queue.get_job(2).set_state("failed")
     queue.create_job("email").delay(60_000).save()
     queue.every("nightly", 3_600_000, "email", offset=3_600_000)  # due in an hour
+    queue.bulk("retry", {"state": "failed", "type": "nobody"}, run_id=RUN)
     # A kue rules watcher known as "rules-in", its lists in the prefix's slot (a cluster's).
     lists = {name: f"{queue.prefix}:rules/{name}" for name in ("input", "taken", "failed")}
     record = {"label": "rules-in", **lists, "events": None, "rules": [], "holder": "", "seen": 1}
@@ -147,6 +156,9 @@ def _comparable(data: bytes, worker: str) -> bytes:
     data = data.replace(worker.encode(), WORKER.encode())
     if data.startswith(b'{"complete"'):  # the retention, and Redis memory, which moves
         return json.dumps({**json.loads(data), "memory": None}).encode()
+    if data.startswith(b'{"id"') and b'"matched"' in data:  # a bulk action: its id, times
+        times = ("id", "started_at", "updated_at")
+        return json.dumps({k: v for k, v in json.loads(data).items() if k not in times}).encode()
     if data.startswith(b'{"key"'):  # a schedule
         return json.dumps(_timeless(json.loads(data))).encode()
     if not data.startswith(b'{"message"'):
