@@ -6,7 +6,7 @@
 ``python -m kue_cli`` runs it too."""
 
 # Their commands join the cli group as they are imported.
-from . import bulk, control, deps, jobs, limits, records, rules, runs, schedules, worker  # noqa: F401
+from . import audit, bulk, control, deps, jobs, limits, records, rules, runs, schedules, worker  # noqa: F401
 from .cli import main
 
 __all__ = ["main"]

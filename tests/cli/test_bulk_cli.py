@@ -51,3 +51,17 @@ def test_bad_usage_changes_nothing(queue: Queue, redis_url: str) -> None:
     ):
         assert invoke("bulk", *args, *where).exit_code == 2, args
     assert queue.count("failed") == 3
+
+
+def test_kue_audit_lists_the_changes(queue: Queue, redis_url: str) -> None:
+    where = on(redis_url, queue.prefix)
+    assert invoke("audit", *where).stdout.strip() == "no change recorded"
+    for action in ("create", "bulk_start"):
+        queue.add_audit({"action": action, "method": "POST", "path": "/api/x", "who": "ada",
+                         "from": "10.0.0.1", "status": "200", "jobs": "3"})  # fmt: skip
+    lines = invoke("audit", *where).stdout.splitlines()
+    assert [line.split()[2] for line in lines] == ["bulk_start", "create"]
+    assert lines[0].endswith("POST /api/x  by ada from 10.0.0.1  3 jobs")
+    only = json.loads(invoke("audit", "--action", "create", "--json", *where).stdout)
+    assert [e["action"] for e in only] == ["create"]
+    assert invoke("audit", "-n", "0", *where).exit_code == 2

@@ -527,6 +527,7 @@ def test_help_lists_the_commands_and_exit_codes() -> None:
     assert result.exit_code == 0
     commands = result.stdout.split("Commands:")[1].split("Exit codes:")[0]
     assert [line.split()[0] for line in commands.strip().splitlines()] == [
+        "audit",
         "bulk",
         "cancel",
         "dashboard",
