@@ -70,11 +70,6 @@ def charts(found: dict[str, Any]) -> dict[str, Any]:
         b["h_failed"] = round(b["failed"] / top * 100, 3)
         b["y_complete"] = round(100 - b["h_complete"], 3)
         b["y_failed"] = round(b["y_complete"] - b["h_failed"], 3)
-    markers = [
-        {**d, "x": round((d["at"] - start) / (end - start) * 100, 3)}
-        for d in found["deploys"]
-        if start <= d["at"] <= end
-    ]
     return {
         "bars": bars,
         "top": top,
@@ -83,8 +78,18 @@ def charts(found: dict[str, Any]) -> dict[str, Any]:
         "backlog": _lines(columns, (("waiting", "waiting"), ("delayed", "delayed"))),
         "wait": _lines(columns, tuple((f"wait.{f}", n) for f, n in QUANTILES)),
         "run": _lines(columns, tuple((f"run.{f}", n) for f, n in QUANTILES)),
-        "markers": markers,
+        "markers": placed(found["deploys"], start, end),
     }
+
+
+def placed(deploys: list[dict[str, Any]], start: int, end: int) -> list[dict[str, Any]]:
+    """The deploys between ``start`` and ``end`` (ms), each with its ``x`` in a 0..100 box."""
+    span = max(1, end - start)
+    return [
+        {**d, "x": round((d["at"] - start) / span * 100, 3)}
+        for d in deploys
+        if start <= d["at"] <= end
+    ]
 
 
 def _fold(points: list[dict[str, Any]]) -> dict[str, Any]:

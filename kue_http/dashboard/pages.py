@@ -15,6 +15,7 @@ from ..api import queue
 from . import records
 from .base import PAGE_SIZES, choice, dashboard, int_arg, render_page
 from .flows import flow_tree, job_dependencies
+from .history import placed
 from .workers import live
 
 #: Chart windows offered on the overview, in minutes; each chart has at most _BARS bars.
@@ -164,11 +165,7 @@ def _overview_chart(q: Queue, minutes: int) -> dict[str, Any]:
     step = found["step_ms"] // 60_000
     chart = _chart(found["points"], step)
     start = found["points"][0]["at"]
-    chart["markers"] = [
-        {**d, "x": round((d["at"] - start) / (minutes * 60_000) * 100, 3)}
-        for d in found["deploys"]
-        if d["at"] >= start
-    ]
+    chart["markers"] = placed(found["deploys"], start, start + minutes * 60_000)
     return chart
 
 

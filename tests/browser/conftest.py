@@ -7,6 +7,7 @@ Without Chromium or Playwright these tests are skipped with a message, except un
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -113,6 +114,25 @@ def _expected(text: str) -> bool:
 def watched(browser: Browser, server: Server, **options: Any) -> Watched:
     options.setdefault("viewport", {"width": 1280, "height": 900})
     return Watched(browser.new_context(**options), server)
+
+
+@contextlib.contextmanager
+def phone_dark(browser: Browser, server: Server) -> Iterator[Watched]:
+    """A page 390 px wide in the dark scheme, checked at the end as :func:`ui`'s."""
+    w = watched(browser, server, viewport={"width": 390, "height": 844}, color_scheme="dark")
+    try:
+        yield w
+    finally:
+        w.context.close()
+    w.check()
+
+
+def fits_phone(page: Page, shot: str) -> None:
+    """The page does not scroll sideways at a phone's width; its picture is kept as ``shot``."""
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the page scrolls sideways: {width}px"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
 
 
 @pytest.fixture

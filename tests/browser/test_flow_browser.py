@@ -8,7 +8,7 @@ from playwright.sync_api import Browser, expect
 
 from kue_core import Queue
 from kue_http.dashboard.flows import TREE_CHILDREN
-from tests.browser.conftest import ARTIFACTS, Server, Watched, watched
+from tests.browser.conftest import ARTIFACTS, Server, Watched, fits_phone, phone_dark
 
 XSS = "<img src=x onerror=\"window.__xss = 'flow'\">"
 
@@ -85,14 +85,7 @@ def test_the_flow_page_in_dark_mode_at_a_phones_width(
     browser: Browser, server: Server, queue: Queue
 ) -> None:
     ids = _flow(queue)
-    w = watched(browser, server, viewport={"width": 390, "height": 844}, color_scheme="dark")
-    try:
+    with phone_dark(browser, server) as w:
         page = w.goto(f"/flow/{ids['report']}")
         expect(page.locator("#flow-tree li.flow-node")).to_have_count(5)
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= 390, f"the page scrolls sideways: {width}px"
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "flow-tree-phone-dark.png"), full_page=True)
-    finally:
-        w.context.close()
-    w.check()
+        fits_phone(page, "flow-tree-phone-dark.png")

@@ -9,7 +9,7 @@ from playwright.sync_api import Browser, expect
 
 from kue_core import Queue
 from kue_core.features import history
-from tests.browser.conftest import ARTIFACTS, Server, Watched, watched
+from tests.browser.conftest import Server, Watched, fits_phone, phone_dark
 from tests.conftest import finish, wait_for
 
 TYPE = "<b>mail</b>"
@@ -65,14 +65,7 @@ def test_the_history_page_in_dark_mode_at_a_phones_width(
     browser: Browser, server: Server, queue: Queue, r: redis.Redis, redis_url: str
 ) -> None:
     _filled(queue, r, redis_url)
-    w = watched(browser, server, viewport={"width": 390, "height": 844}, color_scheme="dark")
-    try:
+    with phone_dark(browser, server) as w:
         page = w.goto("/history?range=1h")
         expect(page.locator("#history-types tbody tr")).to_have_count(1)
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= 390, f"the page scrolls sideways: {width}px"
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "history-phone-dark.png"), full_page=True)
-    finally:
-        w.context.close()
-    w.check()
+        fits_phone(page, "history-phone-dark.png")

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from kue_core import Job, Queue
-from tests.browser.conftest import ARTIFACTS, Server, Watched, watched
+from tests.browser.conftest import Server, Watched, fits_phone, phone_dark
 from tests.conftest import wait_for
 
 VERSION = "<img/src=x/onerror=window.__xss=1>"
@@ -61,14 +61,7 @@ def test_the_workers_page(ui: Watched, queue: Queue, worker: tuple[Queue, thread
 def test_the_workers_page_in_dark_mode_at_a_phones_width(
     browser: Browser, server: Server, worker: tuple[Queue, threading.Event]
 ) -> None:
-    ui = watched(browser, server, viewport={"width": 390, "height": 844}, color_scheme="dark")
-    try:
+    with phone_dark(browser, server) as ui:
         page = ui.goto("/workers")
         expect(page.locator("table.workers tbody tr")).to_have_count(1)
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= 390, f"the page scrolls sideways: {width}px"
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "workers-phone-dark.png"), full_page=True)
-    finally:
-        ui.context.close()
-    ui.check()
+        fits_phone(page, "workers-phone-dark.png")
