@@ -42,8 +42,6 @@ ACTIONS: dict[str, tuple[str, ...]] = {
 }
 #: The filter's fields.
 FIELDS = ("state", "type", "tag", "words", "min_age_ms")
-#: What a recorded run's ``state`` may be.
-RUN_STATES = ("running", "done", "stopped", "interrupted")
 _MOVES = {"retry": "inactive", "promote": "inactive", "remove": "remove"}
 _ZID = re.compile(r"[0-9]{2}\|[1-9][0-9]*")
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
