@@ -105,6 +105,7 @@ def _expected(text: str) -> bool:
             "ERR_CONNECTION_REFUSED",
             "ERR_CONNECTION_RESET",
             "ERR_INCOMPLETE_CHUNKED",
+            "ERR_CONTENT_LENGTH_MISMATCH",  # a page cut short as the server is killed
             "405",
             "409",
         )
