@@ -2,7 +2,7 @@
 (``kue example``'s workers, producer, schedules, limits and rules), in the light and the dark
 scheme, at 1280 x 860, in Debian's Chromium (Playwright drives it; no browser is downloaded).
 
-    .venv/bin/python docs/screenshots.py            # about a minute; writes docs/screenshots/
+    .venv/bin/python docs/screenshots.py            # two minutes; writes docs/screenshots/
 
 It runs on an embedded Redis of its own in a temporary folder, so it touches no queue of
 yours, and writes docs/screenshots/README.md, the page that shows them.
@@ -29,6 +29,8 @@ from kue_http import close, create_app
 OUT = Path(__file__).with_name("screenshots")
 #: Most seconds the demo runs before the pictures, while some list is still empty.
 WARM_UP = 60
+#: Most seconds to wait, after that, for the history's first minute of points.
+HISTORY_WAIT = 90
 #: The states whose lists must hold jobs first.
 FILLED = ("inactive", "active", "complete", "failed", "delayed", "blocked")
 WIDTH, HEIGHT = 1280, 860
@@ -91,6 +93,13 @@ def main() -> None:
             n > 0 for s, n in queue.counts().items() if s in FILLED
         ):
             time.sleep(0.5)
+        # The history's first sample is where it starts from: its points come a minute after.
+        deadline = time.monotonic() + HISTORY_WAIT
+        while (
+            time.monotonic() < deadline
+            and not queue.stats_history(None, "1h")["total"]["run"]["count"]
+        ):
+            time.sleep(1)
         ids = _ids(queue)
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
