@@ -32,6 +32,16 @@ def _next_minute(queue: Queue, r: redis.Redis) -> bool:
     return _sample(queue)
 
 
+def sampled(queue: Queue, job_type: str | None, span: str) -> dict[str, Any]:
+    """The point of ``span`` that holds the minute the last sample wrote (the minute before
+    it was taken): not always the last point, as the clock may have turned since."""
+    minute = int(queue.client.get(queue.keys.series_minute) or 0) - 1
+    found = queue.stats_history(job_type, span)
+    at = minute * 60_000 // found["step_ms"] * found["step_ms"]
+    (point,) = [p for p in found["points"] if p["at"] == at]
+    return point  # type: ignore[no-any-return]
+
+
 def _timing(queue: Queue, job_type: str, kind: str, *ms: int) -> None:
     recorder = Recorder()
     now = server_ms(queue.client)
@@ -60,22 +70,22 @@ def test_a_minute_s_completions_failures_backlog_and_times(queue: Queue, r: redi
     email = queue.stats_history("email", "1h")
     assert email["type"] == "email" and email["range"] == "1h" and email["step_ms"] == 60_000
     assert len(email["points"]) == 60
-    last = email["points"][-1]
-    assert last["at"] == (server_ms(r) // 60_000 - 1) * 60_000  # the minute that just ended
+    last = sampled(queue, "email", "1h")
+    assert last["at"] == (int(r.get(queue.keys.series_minute) or 0) - 1) * 60_000
     assert (last["complete"], last["failed"]) == (3, 1)
     assert (last["waiting"], last["delayed"]) == (1, 0)  # one email left waiting
     assert last["wait"]["count"] == 4 and last["wait"]["mean_ms"] == 14.2
     # 4 runs: 200 in (100, 250], 300 twice in (250, 500], 2000 in (1000, 2500].
     assert last["run"]["p50_ms"] == 375.0 and last["run"]["p99_ms"] == 2440.0
-    video = queue.stats_history("video", "1h")["points"][-1]
+    video = sampled(queue, "video", "1h")
     assert (video["complete"], video["waiting"], video["delayed"]) == (0, 0, 1)
     every = queue.stats_history(None, "1h")
     assert every["type"] is None
-    assert every["points"][-1]["delayed"] == 1 and every["points"][-1]["waiting"] == 1
+    assert sampled(queue, None, "1h")["delayed"] == 1 and sampled(queue, None, "1h")["waiting"] == 1
     assert every["total"]["complete"] == 3 and every["total"]["failed"] == 1
     # The hour and the day grow by the minute; the backlog is the highest of their minutes.
     for span in ("7d", "30d"):
-        point = queue.stats_history("email", span)["points"][-1]
+        point = sampled(queue, "email", span)
         assert (point["complete"], point["failed"], point["waiting"]) == (3, 1, 5)
         assert point["run"]["count"] == 4
 
@@ -115,7 +125,7 @@ def test_an_idle_type_writes_nothing(queue: Queue, r: redis.Redis) -> None:
     assert len(written) == 1
     assert _next_minute(queue, r)  # nothing done, nothing waiting: the point stays
     assert r.hgetall(minute_keys[0]) == written
-    assert queue.stats_history("email", "1h")["points"][-1]["complete"] == 1
+    assert sampled(queue, "email", "1h")["complete"] == 1
 
 
 def test_points_expire_with_their_range(queue: Queue, r: redis.Redis) -> None:
@@ -148,7 +158,7 @@ def test_the_day_turning_keeps_the_last_day_s_times(queue: Queue, r: redis.Redis
     r.hset(queue.keys.series_last, "email", json.dumps(last))
     _timing(queue, "email", "run", 30)
     assert _next_minute(queue, r)
-    run = queue.stats_history("email", "1h")["points"][-1]["run"]
+    run = sampled(queue, "email", "1h")["run"]
     assert run["count"] == 3 and run["mean_ms"] == pytest.approx(50 / 3, abs=0.1)
 
 
