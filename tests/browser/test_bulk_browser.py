@@ -22,6 +22,9 @@ def test_retry_every_failed_job_with_a_tag(ui: Watched, queue: Queue) -> None:
     _failed(queue, 9, 4)
     page = ui.goto("/tags/tenant-7")
     page.locator("a.bulk-link", has_text="failed").click()  # the filter comes filled
+    # Until the page has loaded, its script may not handle the form yet (a click would send it
+    # as a plain GET, which reloads the page): wait for the load, not only for the field.
+    page.wait_for_url("**/jobs/failed?*tag=tenant-7*")
     expect(page.locator("#bulk-filter input[name=tag]")).to_have_value("tenant-7")
     page.select_option("#bulk-filter select[name=action]", "retry")
     page.locator("#bulk-apply").click()
