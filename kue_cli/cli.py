@@ -326,14 +326,7 @@ def stats(
         raise BadUsage("--type goes with --history")
     queue, _ = connect(redis_url, prefix, reads_only=True)
     if span is not None:
-        try:
-            found = history_text.report(queue, job_type, span)
-        except (redis.RedisError, OSError) as e:
-            raise Unavailable(f"Redis stopped answering: {e}") from None
-        finally:
-            queue.close()
-        click.echo(json.dumps(found, indent=2) if as_json else "\n".join(history_text.lines(found)))
-        return
+        return history_text.print_report(queue, job_type, span, as_json)
     try:
         total, by_type = queue.counts(), queue.counts_by_type()
         paused, workers = queue.paused(), len(queue.workers())

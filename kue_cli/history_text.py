@@ -3,13 +3,30 @@ figures per type (or of one type, point by point), and the deploys in it."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
+import click
+import redis
+
 from kue_core import Queue
+
+from .errors import Unavailable
 
 #: Points of one type's table at most (the latest): a 24 h range has 1,440.
 POINTS_SHOWN = 60
+
+
+def print_report(queue: Queue, job_type: str | None, span: str, as_json: bool) -> None:
+    """Print the report (as JSON or as :func:`lines`), then close ``queue``."""
+    try:
+        found = report(queue, job_type, span)
+    except (redis.RedisError, OSError) as e:
+        raise Unavailable(f"Redis stopped answering: {e}") from None
+    finally:
+        queue.close()
+    click.echo(json.dumps(found, indent=2) if as_json else "\n".join(lines(found)))
 
 
 def report(queue: Queue, job_type: str | None, span: str) -> dict[str, Any]:

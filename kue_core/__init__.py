@@ -33,6 +33,7 @@ from .base.keys import Keys
 from .base.states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_name
 from .clients.tasks import TASK_OPTIONS, AsyncTask, Task
 from .features.bulk import ACTIONS as BULK_ACTIONS
+from .features.bulk import FIELDS as BULK_FILTER_FIELDS
 from .features.feeds import FEED_EVENTS
 from .features.flows import POLICIES as DEPENDENCY_POLICIES
 from .features.history import RANGES as HISTORY_RANGES
@@ -56,6 +57,7 @@ from .worker.identity import installed_version
 
 __all__ = [
     "BULK_ACTIONS",
+    "BULK_FILTER_FIELDS",
     "DEPENDENCY_POLICIES",
     "EVENTS",
     "FEED_EVENTS",

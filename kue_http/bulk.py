@@ -14,18 +14,16 @@ from typing import Any
 
 from flask import Response, current_app, jsonify, request, url_for
 
-from kue_core import BulkNotFound, InvalidJob, KueError, Queue
+from kue_core import BULK_FILTER_FIELDS, BulkNotFound, InvalidJob, KueError, Queue
 
 from .api import api, queue
 
 log = logging.getLogger("kue_http")
 
-#: The filter's fields as query arguments of GET /jobs/match.
-_FIELDS = ("state", "type", "tag", "words", "min_age_ms")
-
 
 def _query_filter() -> dict[str, Any]:
-    found: dict[str, Any] = {k: v for k in _FIELDS if (v := request.args.get(k)) is not None}
+    args = request.args
+    found: dict[str, Any] = {k: args[k] for k in BULK_FILTER_FIELDS if k in args}
     if "min_age_ms" in found:
         if not found["min_age_ms"].isdigit() or len(found["min_age_ms"]) > 15:
             raise InvalidJob(
