@@ -4,10 +4,10 @@ by one.
 
 The filter walks the state's set (of the type, when given) with ``ZSCAN``, a batch at a time,
 keeps the jobs of each batch that have the tag and every word and are old enough (one round
-trip a batch), and acts on them at once: ``bulk.lua`` moves or removes a batch in one call
-(as ``retry_all`` does a state), ``cancel.lua`` cancels each (a running one is stopped in its
-worker). Between batches other clients run: no call holds Redis for long, and the action can
-stop after any batch, having done what it says.
+trip a batch), and acts on them at once: ``bulk.lua`` moves, removes or cancels a batch in one
+call (as ``retry_all`` does a state; a running job cancelled is stopped in its worker).
+Between batches other clients run: no call holds Redis for long, and the action can stop
+after any batch, having done what it says.
 
 A run may record its progress (``Keys.bulk``: a hash of the action, the filter, jobs matched
 and done so far, the state) so that another process can follow it, or ask it to stop after
@@ -16,7 +16,6 @@ its batch. A run whose recorder went silent (its process died) reads as ``interr
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Mapping
@@ -25,7 +24,7 @@ from typing import Any
 
 from .. import defaults
 from ..base import checks
-from ..base.errors import BulkNotFound, InvalidJob, KueError
+from ..base.errors import BulkNotFound, InvalidJob
 from ..base.keys import Keys, job_id_from_zid
 from ..base.states import STATES
 from ..base.values import validate_type
@@ -42,7 +41,7 @@ ACTIONS: dict[str, tuple[str, ...]] = {
 }
 #: The filter's fields.
 FIELDS = ("state", "type", "tag", "words", "min_age_ms")
-_MOVES = {"retry": "inactive", "promote": "inactive", "remove": "remove"}
+_MOVES = {"retry": "inactive", "promote": "inactive", "remove": "remove", "cancel": "cancel"}
 _ZID = re.compile(r"[0-9]{2}\|[1-9][0-9]*")
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -168,19 +167,12 @@ def count(keys: Keys, raw_filter: object) -> Op[int]:
 
 
 def _act(keys: Keys, action: str, f: Filter, members: list[str], reason: str) -> Op[int]:
-    """Do ``action`` on the jobs of ``members``: how many it did (a job that left the state
-    meanwhile is left as it is)."""
-    if action != "cancel":
-        key = keys.type_state(f.type, f.state) if f.type else keys.state(f.state)
-        handled, _ = yield calls.bulk(keys, key, f.state, _MOVES[action], len(members), members)
-        return int(handled)
-    ids = [job_id_from_zid(m) for m in members]
-    before = yield read(*(("HGET", keys.job(i), "state") for i in ids))
-    todo = [i for i, state in zip(ids, before, strict=True) if state == f.state]
-    with contextlib.suppress(KueError):  # a job that completed or went meanwhile
-        yield [calls.cancel(keys, i, reason) for i in todo]  # the others are cancelled
-    after = yield read(*(("HGET", keys.job(i), "state") for i in todo))
-    return sum(1 for state in after if state == "failed")
+    """Do ``action`` on the jobs of ``members``, in one call: how many it did (a job that
+    left the state meanwhile is left as it is)."""
+    key = keys.type_state(f.type, f.state) if f.type else keys.state(f.state)
+    todo = _MOVES[action]
+    handled, _ = yield calls.bulk(keys, key, f.state, todo, len(members), members, reason)
+    return int(handled)
 
 
 def run(

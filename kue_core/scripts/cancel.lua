@@ -20,21 +20,5 @@ if job.state == 'complete' then
   return redis.error_reply('KUE_INVALID_TRANSITION job ' .. id .. ' is complete: only a job '
     .. 'that has not completed can be cancelled')
 end
-local now = now_ms()
-local message = 'cancelled'
-if reason ~= '' then message = message .. ': ' .. reason end
-leave_state(p, id, KEYS[1], job, message)
-redis.call('HSET', KEYS[1], 'state', 'failed', 'error', message, 'failed_at', int(now),
-  'updated_at', int(now))
-index_add(p, id, job.type, 'failed', job.priority, 0, 0, now)
-history(p, id, { state = 'failed', at = now, from = job.state, cancelled = reason })
-if job.state ~= 'failed' then count_outcome(p, job.type, 'failed', now, nil) end
-local u = release_unique_of(p, id)
-local own = u[3]
-publish(p, id, job.type, 'cancelled', cjson.encode(reason))
-publish(p, id, job.type, 'failed', cjson.encode(message))
-if u[4] then deps_failed(p, id, now) end
-if own ~= 'remove' then  -- the cancelled job is kept: the caller reads it back
-  retire(p, 'failed', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
-end
+cancel_job(p, id, KEYS[1], job, reason, now_ms())
 return job.state

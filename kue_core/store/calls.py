@@ -180,12 +180,18 @@ def pin(keys: Keys, job_id: int, workers_json: str) -> Call[str]:
 
 # -- types ----------------------------------------------------------------------------------
 def bulk(
-    keys: Keys, key: str, state: str, action: str, limit: int, members: Sequence[str] = ()
+    keys: Keys,
+    key: str,
+    state: str,
+    action: str,
+    limit: int,
+    members: Sequence[str] = (),
+    reason: str = "",
 ) -> Call[tuple[int, int]]:
-    """One batch of ``action`` (a state to move to, or ``remove``) on the jobs of ``state``
-    in the set ``key`` (those of ``members`` only, when given): (jobs handled, jobs left in
-    the set)."""
-    return Call("bulk", key, (state, action, limit, *members), _pair)
+    """One batch of ``action`` (a state to move to, ``remove`` or ``cancel`` with its
+    ``reason``) on the jobs of ``state`` in the set ``key`` (those of ``members`` only, when
+    given): (jobs handled, jobs left in the set)."""
+    return Call("bulk", key, (state, action, limit, reason, *members), _pair)
 
 
 def _pair(reply: Any) -> tuple[int, int]:

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import BulkNotFound, InvalidJob, Queue, defaults, doctor
+from kue_core import BulkNotFound, InvalidJob, KueError, Queue, defaults, doctor
+from kue_core.store import calls
 from tests.conftest import server_ms, wait_for
 
 RUN = "b" * 32
@@ -64,6 +65,42 @@ def test_remove_promote_and_cancel(queue: Queue) -> None:
     got = queue.bulk("remove", {"state": "failed"})
     assert got["done"] == 4 and queue.count("failed") == 0
     assert [queue.get_job(j).state for j in delayed] == ["inactive"] * 3
+
+
+def test_cancel_running_and_blocked_jobs_in_one_batch(queue: Queue, redis_url: str) -> None:
+    """A cancelled batch does all a cancel does: running jobs are stopped in their worker and
+    their late results refused, and the jobs blocked on a cancelled one follow their policy;
+    a filter that counts ended jobs is refused by the script as by the library."""
+    worker = Queue(redis_url, prefix=queue.prefix, lease_ms=2000)
+    stopped: list[int] = []
+
+    def handler(job: Any) -> str:
+        wait_for(lambda: job.stopping, timeout=20)
+        stopped.append(job.id)
+        return "late result"
+
+    running = [queue.create_job("slow").tags("batch-9").save().id for _ in range(3)]
+    blocker = queue.create_job("a").tags("batch-9").save()
+    waiting = queue.create_job("b").depends_on(blocker).on_dependency_failure("fail").save()
+    try:
+        worker.process("slow", 3, handler)
+        wait_for(lambda: queue.count("active") == 3)
+        got = queue.bulk("cancel", {"state": "active", "tag": "batch-9"}, reason="recall")
+        assert (got["matched"], got["done"]) == (3, 3)
+        wait_for(lambda: sorted(stopped) == sorted(running))
+        got = queue.bulk("cancel", {"state": "inactive", "tag": "batch-9"})
+        assert (got["matched"], got["done"]) == (1, 1)
+    finally:
+        worker.shutdown(5)
+    assert {queue.get_job(j).error for j in running} == {"cancelled: recall"}
+    assert all("result" not in queue.get_job(j).to_dict() for j in running)
+    assert queue.get_job(blocker.id).error == "cancelled"  # type: ignore[arg-type]
+    assert queue.get_job(waiting.id).state == "failed"  # type: ignore[arg-type]
+    ended = calls.bulk(queue.keys, queue.keys.state("complete"), "complete", "cancel", 1)
+    with pytest.raises(KueError, match="not complete ones"):
+        queue.scripts.call(ended)
+    report = doctor.check(queue)
+    assert report.healthy, [f.problem for f in report.findings]
 
 
 @pytest.mark.parametrize(

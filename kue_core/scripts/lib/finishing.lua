@@ -230,3 +230,25 @@ local function mark_fanout(p, jtype, late)
   if late then mark_rule(p, jtype, 'late') end
 end
 
+
+-- An operator cancels a job that is not complete (`job` as load_job read it): it fails at
+-- once, for good, with 'cancelled' or 'cancelled: <reason>' as its error. See cancel.lua's
+-- header for all it does; bulk.lua cancels a batch with it.
+local function cancel_job(p, id, key, job, reason, now)
+  local message = 'cancelled'
+  if reason ~= '' then message = message .. ': ' .. reason end
+  leave_state(p, id, key, job, message)
+  redis.call('HSET', key, 'state', 'failed', 'error', message, 'failed_at', int(now),
+    'updated_at', int(now))
+  index_add(p, id, job.type, 'failed', job.priority, 0, 0, now)
+  history(p, id, { state = 'failed', at = now, from = job.state, cancelled = reason })
+  if job.state ~= 'failed' then count_outcome(p, job.type, 'failed', now, nil) end
+  local u = release_unique_of(p, id)
+  local own = u[3]
+  publish(p, id, job.type, 'cancelled', cjson.encode(reason))
+  publish(p, id, job.type, 'failed', cjson.encode(message))
+  if u[4] then deps_failed(p, id, now) end
+  if own ~= 'remove' then  -- the cancelled job is kept: the caller reads it back
+    retire(p, 'failed', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
+  end
+end
