@@ -45,6 +45,7 @@ from . import config as settings
 from .api import api
 from .dashboard import dashboard
 from .metrics import metrics
+from .sampler import Sampler
 
 log = logging.getLogger("kue_http")
 
@@ -120,6 +121,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     replicas = connection.url_options(url).get("replicas", 0) if url else 0
     app.extensions["kue"] = Queue(prefix=app.config["KUE_PREFIX"], client=client, replicas=replicas)
     app.extensions["kue_streams"] = stream.Streams()
+    if app.config["KUE_HISTORY_SAMPLE"] and not app.config["KUE_READONLY"]:
+        sampler = app.extensions["kue_sampler"] = Sampler(app.extensions["kue"])
+        sampler.ensure()
+        app.before_request(sampler.ensure)  # again in a process forked from this one
     app.register_blueprint(api, url_prefix=app.config["KUE_API_PREFIX"])
     app.register_blueprint(metrics)
     app.register_blueprint(dashboard)
@@ -143,8 +148,10 @@ def mount(host: Flask, path: str, config: Mapping[str, Any] | None = None) -> Fl
 
 def close(app: Flask, timeout: float = 2.0) -> None:
     """For a server that stops: end the app's open event streams (waiting up to ``timeout``
-    seconds), then close its Redis connections."""
+    seconds) and its history sampler, then close its Redis connections."""
     app.extensions["kue_streams"].close(timeout)
+    if "kue_sampler" in app.extensions:
+        app.extensions["kue_sampler"].close()
     app.extensions["kue"].client.connection_pool.disconnect()
 
 

@@ -32,6 +32,10 @@ DEFAULTS: dict[str, Any] = {
     # Seconds POST /jobs/bulk waits for its action to end before it answers 202, with the
     # progress so far and where to follow it (the action goes on in the server process).
     "KUE_BULK_WAIT": 1.0,
+    # Sample the statistics' history in the server process too (each minute once, whichever
+    # process of the queue comes first), so that it is kept while no kue worker runs; never
+    # in read-only mode.
+    "KUE_HISTORY_SAMPLE": True,
     # Seconds between keep-alive comments on an idle event stream.
     "KUE_SSE_KEEPALIVE": 15.0,
     # Where the job page links a job's trace: an http(s) URL with {trace_id} in it (Jaeger:

@@ -35,6 +35,12 @@ from kue_core import KueError, Queue, connection
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
 
+# The dashboard's servers sample the statistics' history in the background (KUE_HISTORY_SAMPLE):
+# in the suite only where a test asks for it (tests/http/test_history_sampler.py), so that the
+# history's tests decide which process samples each minute. The servers the suite starts as
+# processes inherit it.
+os.environ["KUE_HISTORY_SAMPLE"] = "0"
+
 
 def free_port() -> int:
     with socket.socket() as s:

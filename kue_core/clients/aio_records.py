@@ -90,6 +90,9 @@ class AsyncRecords:
     async def stats_history(self, job_type: str | None = None, span: str = "24h") -> dict[str, Any]:
         return await self.scripts.drive(history.series(self.keys, job_type, span))
 
+    async def sample_history(self) -> bool:
+        return await self.scripts.drive(history.sample(self.keys))
+
     async def audit(
         self,
         count: int = 100,

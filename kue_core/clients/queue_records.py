@@ -150,6 +150,13 @@ class QueueRecords:
         (``deploys``) and the whole span's ``total`` (see :mod:`kue_core.features.history`)."""
         return self.scripts.drive(history.series(self.keys, job_type, span))
 
+    def sample_history(self) -> bool:
+        """Write the history's sample of the minute that just ended, unless another process
+        did: whether this call wrote it. Workers' keepers call it every few seconds, and so
+        does the dashboard's server (so that the backlog is kept while no worker runs); a
+        process of its own may too."""
+        return self.scripts.drive(history.sample(self.keys))
+
     # -- the audit log (see kue_core.features.audit) --------------------------------------------
     def audit(
         self,
