@@ -102,7 +102,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=30)
     args = ap.parse_args()
     q = Queue(args.redis_url, prefix="scale")
-    app = create_app({"KUE_REDIS_URL": args.redis_url, "KUE_PREFIX": "scale"})
+    # No background sampling of the history: the pages' times alone.
+    app = create_app(
+        {"KUE_REDIS_URL": args.redis_url, "KUE_PREFIX": "scale", "KUE_HISTORY_SAMPLE": False}
+    )
     client = app.test_client()
     q.client.flushall()
     if q.scripts.functions:

@@ -41,7 +41,8 @@ ROWS = r"""
 @pytest.fixture
 def filled(queue: Queue) -> Iterator[dict[str, Any]]:
     """Data on every page: jobs in every state with long titles and errors, tags, a flow,
-    a pinned job, schedules, limits with groups, a worker running a job, a rules watcher."""
+    a pinned job, schedules, limits with groups, a worker running a job, a rules watcher, an
+    audit entry with a long path, a minute of history."""
     for n, who in enumerate(("ada", "grace", "linus", "margaret", "barbara")):
         queue.create_job("email", {"title": f"welcome {who}@example.com", "to": who}).tag(
             f"tenant-{n}", "newsletter"
@@ -68,6 +69,11 @@ def filled(queue: Queue) -> Iterator[dict[str, Any]]:
     queue.limit("email", rate=(20, 1000), concurrency=3)
     queue.limit("webhook", concurrency=2, group_concurrency=1, group_rate=(5, 60_000))
 
+    long_path = "/kue/api/jobs/bulk?" + "&".join(f"tag=tenant-{n}" for n in range(40))
+    queue.add_audit(
+        {"action": "bulk_start", "method": "POST", "path": long_path, "jobs": 1200,
+         "who": "margaret.hamilton@example.com", "from": "203.0.113.7", "status": 202}
+    )  # fmt: skip
     release = threading.Event()
     queue.create_job("video", {"title": "transcode intro.mov"}).save()
     queue.process("video", 1, lambda job: release.wait(600))  # running while pages are measured
@@ -75,6 +81,7 @@ def filled(queue: Queue) -> Iterator[dict[str, Any]]:
     with rules_running(queue):
         push(queue, "hello ada")
         handled(queue, 1)
+        queue.sample_history()  # the History pages' charts and tables have a point
         yield {"failed": failed, "blocked": last.id, "first": first.id}
         assert queue.count("active") == 1  # the pages were measured with a job running
         release.set()
@@ -89,6 +96,7 @@ def _pages(ids: dict[str, Any]) -> list[str]:
         f"/job/{ids['failed']}",
         f"/job/{ids['blocked']}",
         f"/job/{ids['first']}",
+        f"/flow/{ids['first']}",
         "/search?q=email",
         "/tags",
         "/tags/newsletter",
@@ -96,6 +104,10 @@ def _pages(ids: dict[str, Any]) -> list[str]:
         "/limits",
         "/groups/webhook",
         "/rules",
+        "/history",
+        "/history/email",
+        "/workers",
+        "/audit",
     ]
 
 

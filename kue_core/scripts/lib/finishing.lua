@@ -230,7 +230,6 @@ local function mark_fanout(p, jtype, late)
   if late then mark_rule(p, jtype, 'late') end
 end
 
-
 -- An operator cancels a job that is not complete (`job` as load_job read it): it fails at
 -- once, for good, with 'cancelled' or 'cancelled: <reason>' as its error. See cancel.lua's
 -- header for all it does; bulk.lua cancels a batch with it.
