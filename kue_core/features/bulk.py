@@ -113,12 +113,28 @@ def _members(reply: Any) -> tuple[int, list[str]]:
     return int(cursor), [str(m) for m in page[::2]]
 
 
-def _matching(keys: Keys, f: Filter, members: list[str], now: int) -> Op[list[str]]:
-    """The members (of the state's set) whose jobs have the filter's tag and words and are
-    old enough: one round trip."""
-    if not members or not f.narrow:
+def _state_key(keys: Keys, f: Filter) -> str:
+    return keys.type_state(f.type, f.state) if f.type else keys.state(f.state)
+
+
+def _source(keys: Keys, f: Filter) -> Op[str]:
+    """The set to walk: the state's, or the tag's when it holds fewer jobs (a tag of a few
+    jobs in a state of millions is a walk of a few)."""
+    key = _state_key(keys, f)
+    if not f.tag:
+        return key
+    in_state, tagged = yield read(("ZCARD", key), ("ZCARD", keys.tag(f.tag)))
+    return keys.tag(f.tag) if int(tagged) < int(in_state) else key
+
+
+def _matching(keys: Keys, f: Filter, source: str, members: list[str], now: int) -> Op[list[str]]:
+    """The members (of ``source``) whose jobs are in the state, have the filter's tag and
+    words and are old enough: one round trip."""
+    key = _state_key(keys, f)
+    if not members or (source == key and not f.narrow):
         return members
-    sets: list[tuple[Any, ...]] = [("ZMSCORE", keys.tag(f.tag), *members)] if f.tag else []
+    sets: list[tuple[Any, ...]] = [] if source == key else [("ZMSCORE", key, *members)]
+    sets += [("ZMSCORE", keys.tag(f.tag), *members)] if f.tag else []
     sets += [("ZMSCORE", keys.word(word), *members) for word in f.words]
     rows = [("HMGET", keys.job(job_id_from_zid(m)), "created_at", "type") for m in members]
     replies = yield read(*sets, *rows)
@@ -127,11 +143,13 @@ def _matching(keys: Keys, f: Filter, members: list[str], now: int) -> Op[list[st
     kept = []
     for i, member in enumerate(members):
         created, job_type = fields[i]
-        if f.tag and found[0][i] is None:
+        scores = iter(found)
+        if source != key and next(scores)[i] is None:  # not in the state
+            continue
+        if f.tag and next(scores)[i] is None:
             continue
         if f.words:
             mine = type_words.setdefault(job_type or "", set(records.words(job_type or "")))
-            scores = found[1 if f.tag else 0 :]
             if any(s[i] is None and w not in mine for s, w in zip(scores, f.words, strict=True)):
                 continue
         if f.min_age_ms and (created is None or int(created) > now - f.min_age_ms):
@@ -140,27 +158,26 @@ def _matching(keys: Keys, f: Filter, members: list[str], now: int) -> Op[list[st
     return kept
 
 
-def _walk(keys: Keys, f: Filter, now: int, cursor: int) -> Op[tuple[int, list[str]]]:
-    """One batch of the walk through the state's set from ``cursor``: the next cursor (0 at
-    the end) and the members the filter matches."""
-    key = keys.type_state(f.type, f.state) if f.type else keys.state(f.state)
-    (reply,) = yield read(("ZSCAN", key, cursor, "COUNT", defaults.BULK_BATCH))
+def _walk(keys: Keys, f: Filter, source: str, now: int, cursor: int) -> Op[tuple[int, list[str]]]:
+    """One batch of the walk through ``source`` from ``cursor``: the next cursor (0 at the
+    end) and the members the filter matches."""
+    (reply,) = yield read(("ZSCAN", source, cursor, "COUNT", defaults.BULK_BATCH))
     cursor, members = _members(reply)
     members = [m for m in members if _ZID.fullmatch(m)]
-    return cursor, (yield from _matching(keys, f, members, now))
+    return cursor, (yield from _matching(keys, f, source, members, now))
 
 
 def count(keys: Keys, raw_filter: object) -> Op[int]:
     """See ``Queue.bulk_count``."""
     f = parse_filter(raw_filter)
     if not f.narrow:
-        key = keys.type_state(f.type, f.state) if f.type else keys.state(f.state)
-        (n,) = yield read(("ZCARD", key))
+        (n,) = yield read(("ZCARD", _state_key(keys, f)))
         return int(n)
     now = yield from calls.server_now()
+    source = yield from _source(keys, f)
     cursor, seen = 0, set()
     while True:
-        cursor, members = yield from _walk(keys, f, now, cursor)
+        cursor, members = yield from _walk(keys, f, source, now, cursor)
         seen.update(members)
         if cursor == 0:
             return len(seen)
@@ -169,8 +186,7 @@ def count(keys: Keys, raw_filter: object) -> Op[int]:
 def _act(keys: Keys, action: str, f: Filter, members: list[str], reason: str) -> Op[int]:
     """Do ``action`` on the jobs of ``members``, in one call: how many it did (a job that
     left the state meanwhile is left as it is)."""
-    key = keys.type_state(f.type, f.state) if f.type else keys.state(f.state)
-    todo = _MOVES[action]
+    key, todo = _state_key(keys, f), _MOVES[action]
     handled, _ = yield calls.bulk(keys, key, f.state, todo, len(members), members, reason)
     return int(handled)
 
@@ -188,9 +204,10 @@ def run(
     record = keys.bulk(run_id) if run_id else None
     if record:
         yield read(("HSET", record, *_fields(status)), ("PEXPIRE", record, defaults.BULK_KEEP_MS))
+    source = yield from _source(keys, f)
     cursor, seen = 0, set()
     while True:
-        cursor, members = yield from _walk(keys, f, now, cursor)
+        cursor, members = yield from _walk(keys, f, source, now, cursor)
         members = [m for m in members if m not in seen]
         seen.update(members)
         for start in range(0, len(members), defaults.BULK_BATCH):

@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from kue_core import BulkNotFound, InvalidJob, KueError, Queue, defaults, doctor
+from kue_core.features import bulk
 from kue_core.store import calls
 from tests.conftest import server_ms, wait_for
 
@@ -48,6 +49,48 @@ def test_count_and_retry_what_a_filter_matches(client: Any, queue: Queue) -> Non
     retried = {j.id for j in queue.page("inactive", count=1000)}
     assert retried == {jid for i, jid in enumerate(ids) if i % 2 and i % 3 == 1}
     assert queue.count("failed") == 500
+
+
+def _recorded(op: Any, steps: list[Any]) -> Any:
+    """``op``, keeping each step it sends to Redis in ``steps``."""
+    reply = None
+    while True:
+        try:
+            step = op.send(reply)
+        except StopIteration as done:
+            return done.value
+        steps.append(step)
+        reply = yield step
+
+
+def _scans(steps: list[Any]) -> list[str]:
+    """The keys the steps walked (a ZSCAN each)."""
+    commands = [c for s in steps if isinstance(s, calls.Read) for c in s.commands]
+    return [c[1] for c in commands if c[0] == "ZSCAN"]
+
+
+def test_a_rare_tag_is_walked_instead_of_its_state(queue: Queue) -> None:
+    """A tag of a few jobs in a large state: the walk reads the tag's jobs, not the state's
+    (a batch, not one per BULK_BATCH jobs of the state); a tag on more jobs than the state
+    holds: the state's."""
+    many = 4 * defaults.BULK_BATCH
+    queue.save_many([queue.create_job("email") for _ in range(many)])
+    rare = [queue.create_job("email").tags("rare").save().id for _ in range(3)]
+    queue.scripts.set_state(rare[0], "failed")  # tagged, not in the state
+    f = {"state": "inactive", "tag": "rare"}
+    steps: list[Any] = []
+    assert queue.scripts.drive(_recorded(bulk.count(queue.keys, f), steps)) == 2
+    assert _scans(steps) == [queue.keys.tag("rare")]
+    steps.clear()
+    got = queue.scripts.drive(_recorded(bulk.run(queue.keys, "remove", f), steps))
+    assert (got["matched"], got["done"]) == (2, 2) and _scans(steps) == [queue.keys.tag("rare")]
+    assert queue.count("inactive") == many and queue.get_job(rare[0]).state == "failed"
+    # A tag every job has, in a state of few: the state is walked.
+    queue.save_many([queue.create_job("sms").tags("rare").delay(60_000) for _ in range(2)])
+    steps.clear()
+    f = {"state": "delayed", "tag": "rare"}
+    assert queue.scripts.drive(_recorded(bulk.count(queue.keys, f), steps)) == 2
+    assert _scans(steps) == [queue.keys.state("delayed")]
 
 
 def test_remove_promote_and_cancel(queue: Queue) -> None:
