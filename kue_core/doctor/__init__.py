@@ -68,6 +68,9 @@ What is checked (the finding kinds):
 ``unbounded-history``
     a key of the statistics' history (``<p>:history:m|h|d:...``) without an expiry. Repair:
     give it the expiry its kind of point has.
+``unbounded-bulk``
+    a bulk action's record (``<p>:bulk:<run id>``) without an expiry. Repair: give it the
+    expiry a record has (``BULK_KEEP_MS``).
 ``long-audit``
     the audit log ``<p>:audit`` more than twice as long as ``AUDIT_MAX_ENTRIES``. Repair:
     trim it to about that.

@@ -1,9 +1,10 @@
 """The doctor's checks beyond a job's own sets: wake-up tokens per type, workers whose
 registration expired, the id counter, unique keys left by Node Kue, and the bounds of the
-statistics' history and of the audit log."""
+statistics' history, of bulk actions' records and of the audit log."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import cast
 
@@ -12,6 +13,9 @@ from ..features import history
 from .core import Check
 from .findings import plural
 from .judging import ago, lua_number, score_text, type_of
+
+#: A bulk action's record, named without the prefix (see ``Keys.bulk``).
+_RUN_RECORD = re.compile(r"bulk:[0-9a-f]{32}")
 
 
 def tokens(c: Check, sets: Iterable[str]) -> None:
@@ -139,9 +143,9 @@ def unique_keys(c: Check) -> None:
 
 
 def bounds(c: Check) -> None:
-    """Keys of the statistics' history without an expiry (they would stay for good: every
-    one is written with one) and an audit log far past its bound (it is trimmed as entries
-    are added)."""
+    """Keys of the statistics' history and bulk actions' records without an expiry (they
+    would stay for good: every one is written with one) and an audit log far past its bound
+    (it is trimmed as entries are added)."""
     keep = {code: step.keep_s for code, step in history.STEPS.items()}
     for code, seconds in keep.items():
         match = c.keys.match(f"history:{code}:*")
@@ -156,6 +160,19 @@ def bounds(c: Check) -> None:
                 None,
                 ("bound", c.keys.name(key), str(seconds), ""),
             )
+    seconds = defaults.BULK_KEEP_MS // 1000
+    for key in c.client.scan_iter(match=c.keys.match("bulk:*"), count=defaults.DOCTOR_SCAN_COUNT):
+        name = c.keys.name(key)
+        if not _RUN_RECORD.fullmatch(name) or c.client.ttl(key) != -1:
+            continue
+        c.add(
+            "unbounded-bulk",
+            key,
+            f"{key}, the record of a bulk action, has no expiry: it would stay",
+            f"expire it in {seconds} s, as a bulk action's record does",
+            None,
+            ("bound", name, str(seconds), ""),
+        )
     key = c.keys.audit
     if key in c.skip or c.client.type(key) != "stream":
         return

@@ -27,8 +27,9 @@
 --                   job is gone or does not list id in its deps.
 --          unworker worker id: drop a worker from <p>:workers when its registration is gone.
 --          bound    key (without '<p>:'), limit: a key of the statistics' history
---                   ('history:m|h|d:...') without an expiry gets one of limit seconds; the
---                   audit log ('audit') longer than limit entries is trimmed to about that.
+--                   ('history:m|h|d:...') or a bulk action's record ('bulk:<32 hex>')
+--                   without an expiry gets one of limit seconds; the audit log ('audit')
+--                   longer than limit entries is trimmed to about that.
 --          ids      id: raise <p>:ids to the id of an existing job above it.
 --          ununique key, id: delete the unique key <p>:unique:<key> (or kue-unique's entry
 --                   for it, when the key is 'jobs' and id its field) while it still names id
@@ -367,7 +368,9 @@ local function bound(name, limit)
     return 1
   end
   local step = string.sub(name, 9, 10)
-  if string.sub(name, 1, 8) ~= 'history:' or (step ~= 'm:' and step ~= 'h:' and step ~= 'd:') then
+  local series = string.sub(name, 1, 8) == 'history:' and (step == 'm:' or step == 'h:'
+    or step == 'd:')
+  if not series and not string.match(name, '^bulk:' .. string.rep('[0-9a-f]', 32) .. '$') then
     return 0
   end
   if redis.call('TTL', key) ~= -1 then return 0 end

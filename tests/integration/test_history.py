@@ -227,7 +227,7 @@ def test_a_job_pays_nothing(queue: Queue, r: redis.Redis) -> None:
     assert not list(r.scan_iter(f"{queue.prefix}:history:*"))
 
 
-def test_the_doctor_bounds_the_history_and_the_audit_log(queue: Queue, r: redis.Redis) -> None:
+def test_the_doctor_bounds_the_history_bulk_records_and_the_audit_log(queue: Queue, r: redis.Redis) -> None:
     queue.create_job("email").save()
     assert _sample(queue)
     finish(queue, "email", True)
@@ -235,6 +235,9 @@ def test_the_doctor_bounds_the_history_and_the_audit_log(queue: Queue, r: redis.
     assert doctor.check(queue).healthy  # as the sampler writes them
     (hour,) = r.scan_iter(f"{queue.prefix}:history:h:*:email")
     r.persist(hour)
+    run = queue.keys.bulk("f" * 32)
+    r.hset(run, mapping={"action": "retry", "state": "done"})  # as if its expiry was lost
+    r.set(queue.keys.bulk("not-a-run"), "x")  # not a record: not the doctor's to bound
     pipe = r.pipeline(transaction=False)
     for _ in range(2 * defaults.AUDIT_MAX_ENTRIES + 1):
         pipe.xadd(queue.keys.audit, {"action": "create"})
@@ -242,9 +245,12 @@ def test_the_doctor_bounds_the_history_and_the_audit_log(queue: Queue, r: redis.
     report = doctor.check(queue)
     assert sorted((f.kind, f.key) for f in report.findings) == [
         ("long-audit", queue.keys.audit),
+        ("unbounded-bulk", run),
         ("unbounded-history", hour),
     ]
-    assert [o.status for o in doctor.repair(queue, report.findings)] == ["repaired"] * 2
+    assert [o.status for o in doctor.repair(queue, report.findings)] == ["repaired"] * 3
     assert 0 < r.ttl(hour) <= STEPS["h"].keep_s
+    assert 0 < r.ttl(run) * 1000 <= defaults.BULK_KEEP_MS
+    assert r.ttl(queue.keys.bulk("not-a-run")) == -1
     assert r.xlen(queue.keys.audit) < 2 * defaults.AUDIT_MAX_ENTRIES
     assert doctor.check(queue).healthy
