@@ -56,11 +56,12 @@ def bulk(
     if min_age is not None:
         given["min_age_ms"] = age_ms(min_age)  # BadUsage when it is no age
     with _queue(redis_url, prefix) as queue:
-        matched = queue.bulk_count(given)
+        found = queue.bulk_match(given)
+        matched = found["matched"]
         if count_only:
-            click.echo(json.dumps({"matched": matched}) if as_json else f"{matched} jobs match")
+            click.echo(json.dumps(found) if as_json else f"{matched} jobs match")
             return
-        if not yes and not click.confirm(f"{action} {matched} jobs?", err=True):
+        if not yes and not click.confirm(f"{action} {_which(found)}?", err=True):
             raise click.exceptions.Exit(1)
         run_id = uuid.uuid4().hex
         outcome: dict[str, Any] = {}
@@ -93,3 +94,12 @@ def bulk(
     click.echo(
         f"{action}: {outcome['done']} of {outcome['matched']} matched jobs ({outcome['state']})"
     )
+
+
+def _which(found: dict[str, Any]) -> str:
+    """``4 jobs (3, 5, 7, 9)``, ``1,500 jobs (12, 13, 14, 15, 16 and 1,495 more)``."""
+    ids, matched = found["examples"], found["matched"]
+    if not ids:
+        return f"{matched:,} jobs"
+    more = f" and {matched - len(ids):,} more" if matched > len(ids) else ""
+    return f"{matched:,} job{'s' if matched != 1 else ''} ({', '.join(map(str, ids))}{more})"

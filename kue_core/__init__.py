@@ -34,6 +34,7 @@ from .base.states import PRIORITIES, PRIORITY_LIMIT, STATES, JobState, priority_
 from .clients.tasks import TASK_OPTIONS, AsyncTask, Task
 from .features.bulk import ACTIONS as BULK_ACTIONS
 from .features.bulk import FIELDS as BULK_FILTER_FIELDS
+from .features.bulk import MAX_EXAMPLES as BULK_MAX_EXAMPLES
 from .features.feeds import FEED_EVENTS
 from .features.flows import POLICIES as DEPENDENCY_POLICIES
 from .features.history import RANGES as HISTORY_RANGES
@@ -58,6 +59,7 @@ from .worker.identity import installed_version
 __all__ = [
     "BULK_ACTIONS",
     "BULK_FILTER_FIELDS",
+    "BULK_MAX_EXAMPLES",
     "DEPENDENCY_POLICIES",
     "EVENTS",
     "FEED_EVENTS",

@@ -35,9 +35,23 @@ def _query_filter() -> dict[str, Any]:
 
 @api.get("/jobs/match")
 def bulk_match() -> Response:
-    """How many jobs a filter (query arguments) matches."""
+    """How many jobs a filter (query arguments) matches, and ``examples`` of them (5 unless
+    given): their ids, types and titles."""
     given = _query_filter()
-    return jsonify({"matched": queue().bulk_count(given), "filter": given})
+    examples = request.args.get("examples", "5")
+    if not examples.isdigit() or len(examples) > 3:
+        raise InvalidJob(f"examples must be a whole number, got {examples!r}")
+    q = queue()
+    found = q.bulk_match(given, int(examples))
+    shown = []
+    for job in q.get_jobs(found["examples"]):
+        title = job.data.get("title") if isinstance(job.data, dict) else None
+        shown.append({"id": job.id, "type": job.type, "title": _text(title)})
+    return jsonify({"matched": found["matched"], "filter": given, "examples": shown})
+
+
+def _text(title: object) -> str | None:
+    return title[:200] if isinstance(title, str) else None
 
 
 class _Run:

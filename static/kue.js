@@ -218,10 +218,23 @@
 
   // Ask `question` in the confirmation dialog, with a reason field when `withReason`; the
   // buttons say `ok` and `back`. Resolves to null when declined, else to the reason given.
-  function confirmed(question, { withReason = false, ok = "Confirm", back = "Cancel" } = {}) {
+  // `items`: lines shown under the question (some of the jobs it is about), as text.
+  function confirmed(
+    question,
+    { withReason = false, ok = "Confirm", back = "Cancel", items = [] } = {}
+  ) {
     const dialog = document.getElementById("confirm");
     const reason = document.getElementById("confirm-reason-text");
+    const list = document.getElementById("confirm-list");
     document.getElementById("confirm-text").textContent = question;
+    list.replaceChildren(
+      ...items.map((text) => {
+        const item = document.createElement("li");
+        item.textContent = text;
+        return item;
+      })
+    );
+    list.hidden = !items.length;
     document.getElementById("confirm-ok").textContent = ok;
     document.getElementById("confirm-back").textContent = back;
     document.getElementById("confirm-reason").hidden = !withReason;
@@ -487,7 +500,7 @@
     const filter = bulkFilter(form);
     const action = form.elements.action.value;
     const query = new URLSearchParams(filter);
-    let matched;
+    let matched, examples;
     try {
       const response = await fetch(`${form.dataset.match}?${query}`, {
         credentials: "same-origin",
@@ -496,13 +509,15 @@
       const answer = await response.json();
       if (!response.ok) return show(answer.error || `Failed (${response.status})`, true);
       matched = answer.matched;
+      examples = answer.examples.map((e) => `#${e.id} ${e.type}${e.title ? ` · ${e.title}` : ""}`);
     } catch (error) {
       return show("The server is unreachable", true);
     }
     if (!matched) return show("No job matches this filter.", false);
+    if (matched > examples.length) examples.push(`and ${matched - examples.length} more`);
     const question = bulkQuestion(action, matched, filter, form);
     const ok = `${action[0].toUpperCase()}${action.slice(1)} ${matched}`;
-    if ((await confirmed(question, { ok, back: "Cancel" })) === null) return;
+    if ((await confirmed(question, { ok, back: "Cancel", items: examples })) === null) return;
     const body = { action, filter };
     if (action === "cancel" && form.elements.reason.value.trim())
       body.reason = form.elements.reason.value.trim();

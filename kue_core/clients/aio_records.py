@@ -71,6 +71,10 @@ class AsyncRecords:
     async def bulk_count(self, filter: dict[str, Any]) -> int:
         return await self.scripts.drive(bulk.count(self.keys, filter))
 
+    async def bulk_match(self, filter: dict[str, Any], examples: int = 5) -> dict[str, Any]:
+        matched, ids = await self.scripts.drive(bulk.match(self.keys, filter, examples))
+        return {"matched": matched, "examples": ids}
+
     async def bulk(
         self,
         action: str,

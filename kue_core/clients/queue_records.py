@@ -118,6 +118,13 @@ class QueueRecords:
         "words": "...", "min_age_ms": ...}``, the state required."""
         return self.scripts.drive(bulk.count(self.keys, filter))
 
+    def bulk_match(self, filter: dict[str, Any], examples: int = 5) -> dict[str, Any]:
+        """As :meth:`bulk_count`, with some of the jobs: ``{"matched": n, "examples": [ids of
+        up to examples (at most 100) of them]}``, in the one walk counting takes; what an
+        operator is shown before an action."""
+        matched, ids = self.scripts.drive(bulk.match(self.keys, filter, examples))
+        return {"matched": matched, "examples": ids}
+
     def bulk(
         self,
         action: str,

@@ -41,6 +41,8 @@ ACTIONS: dict[str, tuple[str, ...]] = {
 }
 #: The filter's fields.
 FIELDS = ("state", "type", "tag", "words", "min_age_ms")
+#: Most example jobs ``Queue.bulk_match`` gives.
+MAX_EXAMPLES = 100
 _MOVES = {"retry": "inactive", "promote": "inactive", "remove": "remove", "cancel": "cancel"}
 _ZID = re.compile(r"[0-9]{2}\|[1-9][0-9]*")
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
@@ -169,18 +171,32 @@ def _walk(keys: Keys, f: Filter, source: str, now: int, cursor: int) -> Op[tuple
 
 def count(keys: Keys, raw_filter: object) -> Op[int]:
     """See ``Queue.bulk_count``."""
+    matched, _ = yield from match(keys, raw_filter, 0)
+    return matched
+
+
+def match(keys: Keys, raw_filter: object, examples: int) -> Op[tuple[int, list[int]]]:
+    """See ``Queue.bulk_match``: how many jobs match, and the ids of ``examples`` of them at
+    most (the first found), in one walk."""
     f = parse_filter(raw_filter)
+    checks.integer(examples, "examples", 0, MAX_EXAMPLES)
     if not f.narrow:
-        (n,) = yield read(("ZCARD", _state_key(keys, f)))
-        return int(n)
+        key = _state_key(keys, f)
+        if not examples:
+            (n,) = yield read(("ZCARD", key))
+            return int(n), []
+        n, first = yield read(("ZCARD", key), ("ZRANGE", key, 0, examples - 1))
+        return int(n), [job_id_from_zid(str(m)) for m in first]
     now = yield from calls.server_now()
     source = yield from _source(keys, f)
     cursor, seen = 0, set()
+    found: list[str] = []
     while True:
         cursor, members = yield from _walk(keys, f, source, now, cursor)
+        found += [m for m in members if m not in seen][: examples - len(found)]
         seen.update(members)
         if cursor == 0:
-            return len(seen)
+            return len(seen), [job_id_from_zid(m) for m in found]
 
 
 def _act(keys: Keys, action: str, f: Filter, members: list[str], reason: str) -> Op[int]:

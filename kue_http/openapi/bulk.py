@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from kue_core import BULK_ACTIONS, STATES, defaults
+from kue_core import BULK_MAX_EXAMPLES as MAX_EXAMPLES
 
 from .build import (
     Schema,
+    array,
     job_type,
     json_answer,
     json_body,
@@ -67,7 +69,28 @@ def paths() -> Schema:
                 "bulk",
                 "How many jobs a filter matches (of a state; of a type, with a tag, found by "
                 "words, old enough)",
-                ok(obj({"matched": _COUNT, "filter": obj({}, closed=False)})),
+                ok(
+                    obj(
+                        {
+                            "matched": _COUNT,
+                            "filter": obj({}, closed=False),
+                            "examples": array(
+                                obj(
+                                    {
+                                        "id": {"type": "integer", "minimum": 1},
+                                        "type": {"type": "string"},
+                                        "title": {
+                                            "type": ["string", "null"],
+                                            "description": "data.title, its first 200 characters",
+                                        },
+                                    }
+                                ),
+                                "Some of the jobs matched (the first found)",
+                                max_items=MAX_EXAMPLES,
+                            ),
+                        }
+                    )
+                ),
                 400,
                 parameters=[
                     query_param("state", {"enum": list(STATES)}, required=True),
@@ -75,6 +98,10 @@ def paths() -> Schema:
                     query_param("tag", _TAG),
                     query_param("words", _WORDS),
                     query_param("min_age_ms", _AGE),
+                    query_param(
+                        "examples",
+                        {"type": "integer", "minimum": 0, "maximum": MAX_EXAMPLES, "default": 5},
+                    ),
                 ],
             )
         },

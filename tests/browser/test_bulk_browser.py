@@ -12,14 +12,17 @@ from tests.browser.conftest import ARTIFACTS, HOST_APP, MOUNT, Server, Watched, 
 XSS = "<img/src=x/onerror=window.__xss=1>"
 
 
-def _failed(queue: Queue, n: int, tagged: int) -> None:
+def _failed(queue: Queue, n: int, tagged: int) -> list[int]:
+    ids = []
     for i in range(n):
-        job = queue.create_job("email").tags("tenant-7" if i < tagged else "other").save()
-        queue.scripts.set_state(job.id, "failed")  # type: ignore[arg-type]
+        job = queue.create_job("email", {"title": f"{XSS} {i}"})
+        ids.append(job.tags("tenant-7" if i < tagged else "other").save().id)
+        queue.scripts.set_state(ids[-1], "failed")  # type: ignore[arg-type]
+    return ids
 
 
 def test_retry_every_failed_job_with_a_tag(ui: Watched, queue: Queue) -> None:
-    _failed(queue, 9, 4)
+    ids = _failed(queue, 9, 4)
     page = ui.goto("/tags/tenant-7")
     page.locator("a.bulk-link", has_text="failed").click()  # the filter comes filled
     # Until the page has loaded, its script may not handle the form yet (a click would send it
@@ -30,6 +33,11 @@ def test_retry_every_failed_job_with_a_tag(ui: Watched, queue: Queue) -> None:
     page.locator("#bulk-apply").click()
     dialog = page.locator("dialog#confirm")
     expect(dialog).to_contain_text("Retry 4 failed jobs tagged tenant-7?")
+    shown = dialog.locator("#confirm-list li")  # some of them, titles as text
+    expect(shown).to_have_count(4)
+    assert sorted(shown.all_text_contents()) == sorted(
+        f"#{jid} email · {XSS} {i}" for i, jid in enumerate(ids[:4])
+    )
     dialog.get_by_role("button", name="Retry 4").click()
     expect(page.locator('nav [data-count="failed"]')).to_have_text("5")
     assert queue.count("inactive") == 4
@@ -67,6 +75,8 @@ def _follow(ui: Watched, queue: Queue) -> None:
     page.locator("#bulk-apply").click()
     dialog = page.locator("dialog#confirm")
     expect(dialog).to_contain_text('Remove 1500 failed jobs found by "email"? This deletes them')
+    expect(dialog.locator("#confirm-list li")).to_have_count(6)  # five, and how many more
+    expect(dialog.locator("#confirm-list li").last).to_have_text("and 1495 more")
     dialog.get_by_role("button", name="Remove 1500").click()
     text = page.locator("#bulk-progress .bulk-text")
     expect(text).to_have_text("1500 of 1500 matched jobs: remove done", timeout=20_000)

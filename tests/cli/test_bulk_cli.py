@@ -30,6 +30,9 @@ def test_count_ask_and_retry(queue: Queue, redis_url: str) -> None:
     assert counted.exit_code == 0 and counted.stdout.strip() == "4 jobs match"
     declined = answered("n\n", "bulk", "retry", "-s", "failed", "--tag", "vip", *where)
     assert declined.exit_code == 1 and queue.count("failed") == 10
+    assert "retry 4 jobs (1, 2, 3, 4)?" in declined.stderr  # the jobs, in id order
+    raw = invoke("bulk", "retry", "-s", "failed", "--count", "--json", *where)
+    assert json.loads(raw.stdout) == {"matched": 10, "examples": [1, 2, 3, 4, 5]}
     done = answered("y\n", "bulk", "retry", "-s", "failed", "--tag", "vip", "-t", "email", *where)
     assert done.exit_code == 0, done.output
     assert done.stdout.strip().endswith("retry: 2 of 2 matched jobs (done)")

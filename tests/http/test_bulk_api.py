@@ -38,6 +38,23 @@ def test_count_then_retry_what_matches(client: FlaskClient, queue: Queue) -> Non
     assert entry["jobs"] == 10 and entry["path"] == "/api/jobs/bulk"
 
 
+def test_the_count_comes_with_some_of_the_jobs(client: FlaskClient, queue: Queue) -> None:
+    hostile = "<script>alert(1)</script>" + "x" * 300
+    jobs = [queue.create_job("email", {"title": hostile}).tags("t").save() for _ in range(3)]
+    queue.create_job("email", ["not", "an", "object"]).tags("t").save()
+    res = client.get("/api/jobs/match?state=inactive&tag=t&examples=10")
+    assert res.status_code == 200, res.json
+    body = res.json
+    assert body["matched"] == 4 and len(body["examples"]) == 4  # type: ignore[index]
+    titled = [e for e in body["examples"] if e["title"]]  # type: ignore[index]
+    assert {e["id"] for e in titled} == {j.id for j in jobs}
+    assert all(e["type"] == "email" and e["title"] == hostile[:200] for e in titled)
+    res = client.get("/api/jobs/match?state=inactive")  # five unless asked: here all four
+    assert res.json["matched"] == 4 and len(res.json["examples"]) == 4  # type: ignore[index]
+    none = client.get("/api/jobs/match?state=inactive&examples=0").json
+    assert none["matched"] == 4 and none["examples"] == []  # type: ignore[index]
+
+
 def test_a_long_action_answers_202_and_is_followed(
     client: FlaskClient, queue: Queue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -76,7 +93,9 @@ def test_bad_input_is_a_400_that_changes_nothing(
 
 
 def test_bad_queries_and_unknown_runs(client: FlaskClient) -> None:
-    for query in ("", "?state=nope", "?state=failed&min_age_ms=-1", "?state=failed&tag="):
+    bad = ("", "?state=nope", "?state=failed&min_age_ms=-1", "?state=failed&tag=")
+    bad += ("?state=failed&examples=-1", "?state=failed&examples=101", "?state=failed&examples=x")
+    for query in bad:
         assert client.get(f"/api/jobs/match{query}").status_code == 400, query
     assert client.get(f"/api/jobs/bulk/{'a' * 32}").status_code == 404
     assert client.get("/api/jobs/bulk/nope").status_code == 404

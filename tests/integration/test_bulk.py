@@ -41,6 +41,14 @@ def test_count_and_retry_what_a_filter_matches(client: Any, queue: Queue) -> Non
     assert client.bulk_count({"state": "failed", "type": "email", "words": "invoice t1"}) == 100
     assert client.bulk_count({"state": "failed", "words": "sms t2"}) == 100  # a type's word
     assert client.bulk_count({"state": "failed", "min_age_ms": 3_600_000}) == 0
+    some = client.bulk_match({"state": "failed", "tag": "tenant-1"}, 3)
+    assert some["matched"] == 200 and len(some["examples"]) == 3
+    assert set(some["examples"]) <= {jid for i, jid in enumerate(ids) if i % 3 == 1}
+    first = client.bulk_match({"state": "failed", "type": "email"})  # 5, in the set's order
+    assert first == {"matched": 300, "examples": sorted(ids[1::2])[:5]}
+    assert client.bulk_match({"state": "failed", "words": "t9"}) == {"matched": 0, "examples": []}
+    with pytest.raises(InvalidJob, match="examples must be"):
+        client.bulk_match({"state": "failed"}, defaults.BULK_BATCH)
     got = client.bulk("retry", {"state": "failed", "type": "email", "tag": "tenant-1"})
     assert (got["matched"], got["done"], got["state"]) == (100, 100, "done")
     assert got["filter"] == {

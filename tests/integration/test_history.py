@@ -227,7 +227,9 @@ def test_a_job_pays_nothing(queue: Queue, r: redis.Redis) -> None:
     assert not list(r.scan_iter(f"{queue.prefix}:history:*"))
 
 
-def test_the_doctor_bounds_the_history_bulk_records_and_the_audit_log(queue: Queue, r: redis.Redis) -> None:
+def test_the_doctor_bounds_the_history_bulk_records_and_the_audit_log(
+    queue: Queue, r: redis.Redis
+) -> None:
     queue.create_job("email").save()
     assert _sample(queue)
     finish(queue, "email", True)
