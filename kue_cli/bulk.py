@@ -99,7 +99,8 @@ def bulk(
 def _which(found: dict[str, Any]) -> str:
     """``4 jobs (3, 5, 7, 9)``, ``1,500 jobs (12, 13, 14, 15, 16 and 1,495 more)``."""
     ids, matched = found["examples"], found["matched"]
+    jobs = f"{matched:,} job{'' if matched == 1 else 's'}"
     if not ids:
-        return f"{matched:,} jobs"
+        return jobs
     more = f" and {matched - len(ids):,} more" if matched > len(ids) else ""
-    return f"{matched:,} job{'s' if matched != 1 else ''} ({', '.join(map(str, ids))}{more})"
+    return f"{jobs} ({', '.join(map(str, ids))}{more})"

@@ -46,12 +46,9 @@ def bulk_match() -> Response:
     shown = []
     for job in q.get_jobs(found["examples"]):
         title = job.data.get("title") if isinstance(job.data, dict) else None
-        shown.append({"id": job.id, "type": job.type, "title": _text(title)})
+        title = title[:200] if isinstance(title, str) else None
+        shown.append({"id": job.id, "type": job.type, "title": title})
     return jsonify({"matched": found["matched"], "filter": given, "examples": shown})
-
-
-def _text(title: object) -> str | None:
-    return title[:200] if isinstance(title, str) else None
 
 
 class _Run:

@@ -2,12 +2,13 @@
 (a state; optionally a type, a tag, search words and a least age), not only jobs picked one
 by one.
 
-The filter walks the state's set (of the type, when given) with ``ZSCAN``, a batch at a time,
-keeps the jobs of each batch that have the tag and every word and are old enough (one round
-trip a batch), and acts on them at once: ``bulk.lua`` moves, removes or cancels a batch in one
-call (as ``retry_all`` does a state; a running job cancelled is stopped in its worker).
-Between batches other clients run: no call holds Redis for long, and the action can stop
-after any batch, having done what it says.
+The filter walks the state's set (of the type, when given) with ``ZSCAN``, a batch at a time
+(or the tag's set, when the filter has a tag on fewer jobs than the state holds), keeps the
+jobs of each batch that are in the state, have the tag and every word and are old enough
+(one round trip a batch), and acts on them at once: ``bulk.lua`` moves, removes or cancels
+a batch in one call (as ``retry_all`` does a state; a running job cancelled is stopped in
+its worker). Between batches other clients run: no call holds Redis for long, and the action
+can stop after any batch, having done what it says.
 
 A run may record its progress (``Keys.bulk``: a hash of the action, the filter, jobs matched
 and done so far, the state) so that another process can follow it, or ask it to stop after
