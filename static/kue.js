@@ -485,6 +485,8 @@
     return filter;
   }
 
+  const capitalized = (word) => `${word[0].toUpperCase()}${word.slice(1)}`;
+
   function bulkQuestion(action, matched, filter, form) {
     const parts = [`${matched} ${filter.state} job${matched === 1 ? "" : "s"}`];
     if (filter.type) parts.push(`of type ${filter.type}`);
@@ -493,7 +495,7 @@
     const age = form.elements.min_age_ms;
     if (filter.min_age_ms) parts.push(`created ${age.options[age.selectedIndex].text}`);
     const undo = action === "remove" ? " This deletes them and cannot be undone." : "";
-    return `${action[0].toUpperCase()}${action.slice(1)} ${parts.join(" ")}?${undo}`;
+    return `${capitalized(action)} ${parts.join(" ")}?${undo}`;
   }
 
   async function bulkApply(form) {
@@ -516,7 +518,7 @@
     if (!matched) return show("No job matches this filter.", false);
     if (matched > examples.length) examples.push(`and ${matched - examples.length} more`);
     const question = bulkQuestion(action, matched, filter, form);
-    const ok = `${action[0].toUpperCase()}${action.slice(1)} ${matched}`;
+    const ok = `${capitalized(action)} ${matched}`;
     if ((await confirmed(question, { ok, back: "Cancel", items: examples })) === null) return;
     const body = { action, filter };
     if (action === "cancel" && form.elements.reason.value.trim())
@@ -540,7 +542,8 @@
     };
     for (;;) {
       const matched = status.matched || 0;
-      bar.value = status.state === "done" ? 100 : matched ? Math.min(99, (status.done / matched) * 100) : 0;
+      const part = matched ? Math.min(99, (status.done / matched) * 100) : 0;
+      bar.value = status.state === "done" ? 100 : part;
       const verb = status.state === "running" ? "so far" : status.state;
       text.textContent = `${status.done} of ${matched} matched jobs: ${status.action} ${verb}`;
       stop.hidden = status.state !== "running" || !status.follow;
