@@ -1,6 +1,6 @@
 """kue_cli: the ``kue`` command line (``kue example``, ``kue dashboard``, ``kue worker``,
-``kue stats``, ``kue doctor``, ``kue job``, ``kue cancel``, ``kue move``, ``kue pause``,
-``kue resume``, ``kue stop-worker``, ``kue search``,
+``kue stats``, ``kue doctor``, ``kue job`` (show, list, create...), ``kue cancel``,
+``kue move``, ``kue pause``, ``kue resume``, ``kue stop-worker``, ``kue search``,
 ``kue tag``, ``kue untag``, ``kue retention``, ``kue deps``, ``kue remove``, ``kue schedules``,
 ``kue schedule``, ``kue limits``, ``kue limit``, ``kue groups``, ``kue rules``).
 ``python -m kue_cli`` runs it too."""

@@ -38,7 +38,7 @@ def audit(
         return
     for e in entries:
         when = datetime.fromtimestamp(e["at"] / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-        jobs = "" if e["jobs"] is None else f"  {e['jobs']} jobs"
+        jobs = "" if e["jobs"] is None else f"  {e['jobs']} job{'' if e['jobs'] == 1 else 's'}"
         by = e["who"] or "-"
         click.echo(
             f"{when}  {e['action']:<14} {e['method']} {e['path']}  by {by} from {e['from']}{jobs}"

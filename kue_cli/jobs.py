@@ -1,5 +1,6 @@
-"""Jobs from the command line: ``kue job show|create|retry|promote|cancel|remove``, a group on
-the ``cli`` group (imported by the package, so that it joins it).
+"""Jobs from the command line: ``kue job show|list|create|retry|promote|cancel|remove`` (list
+in :mod:`kue_cli.job_list`), a group on the ``cli`` group (imported by the package, so that
+it joins it).
 
 The commands that change jobs take several ids and check them all before changing any: a
 malformed or unknown id is bad usage (2), a job whose state does not allow the action is
@@ -25,6 +26,7 @@ from kue_core.base.states import PRIORITIES, PROMOTABLE, RETRYABLE, STATES
 from . import cli as main
 from .control import _queue
 from .errors import BadUsage, Refused
+from .job_list import list_jobs
 from .records_text import age_ms
 
 #: The states each action takes a job from (None: any), as the library checks them.
@@ -36,14 +38,17 @@ _FROM: dict[str, tuple[str, ...] | None] = {
 }
 
 
-@main.cli.group(short_help="Show, create, retry, promote, cancel or remove jobs.")
+@main.cli.group(short_help="List, show, create, retry, promote, cancel or remove jobs.")
 def job() -> None:
-    """Jobs by id: show them, create one, or retry, promote, cancel or remove several at once.
-    The commands that change jobs check every id first and change nothing when one is unknown
-    (exit 2) or in a state that does not allow it (exit 1)."""
+    """Jobs: list those of a state; by id, show them, create one, or retry, promote, cancel or
+    remove several at once. The commands that change jobs check every id first and change
+    nothing when one is unknown (exit 2) or in a state that does not allow it (exit 1)."""
 
 
 # -- reading --------------------------------------------------------------------------------
+job.add_command(list_jobs)
+
+
 @job.command(short_help="Show jobs: state, attempts, times, data, error, result.")
 @click.argument("ids", nargs=-1, required=True, metavar="ID...")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of Kue's job objects.")
@@ -122,8 +127,13 @@ def _compact(value: Any) -> str:
     "--priority", metavar="P", help=f"{', '.join(PRIORITIES)}, or an integer (lower runs sooner)."
 )
 @click.option("--attempts", type=click.IntRange(1), metavar="N", help="Tries before it fails.")
-@click.option("--delay", metavar="AGE", help="Run it after this long: 250ms, 90s, 15m, 2h.")
-@click.option("--ttl", metavar="AGE", help="How long one attempt may run: 30s, 5m.")
+@click.option(
+    "--delay",
+    metavar="AGE",
+    help="Run it after this long: 250ms, 90s, 15m, 2h (a bare number is milliseconds, as "
+    "every age of kue's commands).",
+)
+@click.option("--ttl", metavar="AGE", help="How long one attempt may run: 30s, 5m (or ms).")
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="A tag (repeat for more).")
 @click.option(
     "--depends-on",

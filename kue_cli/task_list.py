@@ -1,5 +1,5 @@
 """The typed tasks a module defines, for ``kue worker MODULE`` (serve them) and ``kue worker
---list MODULE`` (show them)."""
+--list MODULE`` (show them); and the one task ``kue worker MODULE:TASK`` serves."""
 
 from __future__ import annotations
 
@@ -36,6 +36,23 @@ def of_module(module: ModuleType, types: Sequence[str]) -> dict[str, Any]:
             f"{module.__name__} has no task of type {unknown[0]!r}; it has: {', '.join(found)}"
         )
     return {t: found[t] for t in types} if types else found
+
+
+def is_task(value: Any) -> bool:
+    """Whether ``value`` is a typed task (``@queue.task``), on either client."""
+    return isinstance(value, _TASKS)
+
+
+def of_task(task: Any, spec: str, types: Sequence[str]) -> dict[str, Any]:
+    """The task ``spec`` names (``MODULE:TASK``) by its type; ``types`` may name that type
+    only."""
+    other = [t for t in types if t != task.type]
+    if other:
+        raise BadUsage(
+            f"{spec} is the task of type {task.type!r}: it serves no {other[0]!r} (give a "
+            "MODULE to serve several of its tasks)"
+        )
+    return {task.type: task}
 
 
 def describe(tasks: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from .errors import BadUsage
 
 
 @main.cli.command()
-@click.argument("handler", metavar="MODULE:FUNC|MODULE")
+@click.argument("handler", metavar="MODULE:FUNC|MODULE|MODULE:TASK")
 @click.option(
     "-t",
     "--type",
@@ -144,7 +144,8 @@ def worker(
     """Run HANDLER on jobs of each --type until SIGTERM, SIGINT or kue stop-worker, then shut
     down gracefully: claim nothing more, let running jobs finish, give back the rest.
 
-    HANDLER is MODULE:FUNC, or a MODULE whose typed tasks (@queue.task) to serve."""
+    HANDLER is MODULE:FUNC, a MODULE whose typed tasks (@queue.task) to serve, or
+    MODULE:TASK, one typed task (no --type: it serves its own)."""
     if reserve is not None and not shared:
         raise BadUsage("--reserve goes with --shared")
     if otel:
@@ -153,13 +154,16 @@ def worker(
     tasks = None
     if isinstance(fn, ModuleType):
         tasks = task_list.of_module(fn, types)
+    elif task_list.is_task(fn):  # MODULE:TASK, one typed task: its own type
+        tasks = task_list.of_task(fn, handler, types)
+    if tasks is not None:
         if list_only:
             click.echo(task_list.describe(tasks))
             return
         given = click.get_current_context().get_parameter_source
         for option, flag in (("shared", "--shared"), ("isolation", "--isolation")):
             if given(option) is ParameterSource.COMMANDLINE:
-                raise BadUsage(f"{flag} is for a MODULE:FUNC handler: each task has its own")
+                raise BadUsage(f"{flag} is for a MODULE:FUNC handler: a task has its own")
         if given("concurrency") is not ParameterSource.COMMANDLINE:
             concurrency = 0  # each task's own
         types = tuple(tasks)
@@ -222,12 +226,10 @@ def worker(
             queue.process(job_type, concurrency, fn, isolation=isolation)
     log = logging.getLogger("kue_cli")
     log.info(
-        "worker pid %d, id %s: %s x %s (%s) on %s, prefix %s",
+        "worker pid %d, id %s: serving %s on %s, prefix %s",
         os.getpid(),
         queue.worker_id,
-        f"{', '.join(types)} (shared, {reserve or 'ordered'})" if shared else ", ".join(types),
-        concurrency or "each task's",
-        isolation if tasks is None else "each task's",
+        serving(types, concurrency, tasks, shared, reserve, isolation),
         connection.redact(url),
         prefix,
     )
@@ -239,3 +241,26 @@ def worker(
         queue.shutdown(shutdown_timeout)
     queue.close()
     log.info("stopped")
+
+
+def serving(
+    types: tuple[str, ...],
+    concurrency: int,
+    tasks: dict[str, Any] | None,
+    shared: bool,
+    reserve: str | None,
+    isolation: str,
+) -> str:
+    """What a worker serves, for its start line: ``charge x4, receipt x1, digest x2 (process)``
+    (each type with its slots, and its isolation unless threads); ``email, sms x4 shared
+    (ordered)`` for one pool of slots."""
+    if shared:
+        how = ", ".join([reserve or "ordered"] + ([isolation] if isolation != "thread" else []))
+        return f"{', '.join(types)} x{concurrency} shared ({how})"
+    parts = []
+    for job_type in types:
+        task = tasks[job_type] if tasks is not None else None
+        slots = concurrency or (task.concurrency if task is not None else 1)
+        isolated = task.isolation if task is not None else isolation
+        parts.append(f"{job_type} x{slots}" + (f" ({isolated})" if isolated != "thread" else ""))
+    return ", ".join(parts)

@@ -68,3 +68,12 @@ def test_kue_audit_lists_the_changes(queue: Queue, redis_url: str) -> None:
     only = json.loads(invoke("audit", "--action", "create", "--json", *where).stdout)
     assert [e["action"] for e in only] == ["create"]
     assert invoke("audit", "-n", "0", *where).exit_code == 2
+
+
+def test_kue_audit_says_one_job(queue: Queue, redis_url: str) -> None:
+    where = on(redis_url, queue.prefix)
+    for jobs in ("0", "1", "2", ""):
+        queue.add_audit({"action": "remove", "method": "DELETE", "path": "/api/job/7",
+                         "who": "", "from": "::1", "status": "200", "jobs": jobs})  # fmt: skip
+    lines = invoke("audit", *where).stdout.splitlines()
+    assert [line.split("from ::1")[1] for line in lines] == ["", "  2 jobs", "  1 job", "  0 jobs"]

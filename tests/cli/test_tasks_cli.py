@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from kue_cli.worker import serving
 from kue_core import Queue
 from tests.cli import task_module
 from tests.cli.running import Kue
@@ -32,7 +33,7 @@ def test_a_worker_serves_every_task_of_a_module(
 ) -> None:
     kue = Kue("worker", "tests.cli.task_module", "--redis", redis_url, "--prefix", prefix)
     run.append(kue)
-    kue.wait_for_line(r"worker pid \d+, id .*: add, shout, nightly x each task's")
+    kue.wait_for_line(r"worker pid \d+, id .*: serving add x2, shout x1, nightly x1 on ")
     added = task_module.add.on(queue).enqueue(2, b=3)
     shouted = task_module.shout.on(queue).enqueue("hi")
     assert added.wait(30) == 5 and shouted.wait(30) == "HI"
@@ -55,15 +56,51 @@ def test_a_worker_serves_the_tasks_asked_for_with_the_concurrency_given(
     argv = ["worker", "tests.cli.task_module", "-t", "add", "-n", "3"]
     kue = Kue(*argv, "--redis", redis_url, "--prefix", prefix)
     run.append(kue)
-    kue.wait_for_line(r"worker pid \d+, id .*: add x 3")
+    kue.wait_for_line(r"worker pid \d+, id .*: serving add x3 on ")
     (worker,) = wait_for(queue.workers)
     assert worker["types"] == {"add": 3}
     assert queue.schedules() == []
 
 
+def test_a_worker_serves_one_task_named_as_module_colon_task(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    kue = Kue("worker", "tests.cli.task_module:shout", "--redis", redis_url, "--prefix", prefix)
+    run.append(kue)
+    kue.wait_for_line(r"worker pid \d+, id .*: serving shout x1 on ")
+    (worker,) = wait_for(queue.workers)
+    assert worker["types"] == {"shout": 1}
+    assert task_module.shout.on(queue).enqueue("hi").wait(30) == "HI"
+    added = task_module.add.on(queue).enqueue(1)
+    assert queue.get_job(added.id).state == "inactive"  # type: ignore[union-attr]  # not its task
+    assert queue.schedules() == []
+
+
+def test_a_task_named_alone_is_listed_and_takes_its_own_type_only(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    listed = Kue("worker", "--list", "tests.cli.task_module:nightly")
+    assert listed.proc.wait(60) == 0, listed.output
+    wait_for(lambda: listed.out)
+    assert listed.out == [
+        "nightly: tests.cli.task_module.nightly, concurrency 1, isolation thread, "
+        "schedule 0 3 * * * Europe/Paris"
+    ]
+    argv = ["worker", "tests.cli.task_module:add", "-t", "add", "-n", "4", "--processes", "2"]
+    kue = Kue(*argv, "--redis", redis_url, "--prefix", prefix)
+    run.append(kue)
+    workers = wait_for(lambda: len(w := queue.workers()) == 2 and w, timeout=60)
+    assert [w["types"] for w in workers] == [{"add": 4}, {"add": 4}]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (
+            ["tests.cli.task_module:add", "-t", "shout"],
+            "tests.cli.task_module:add is the task of type 'add': it serves no 'shout'",
+        ),
+        (["tests.cli.task_module:add", "--shared"], "--shared is for a MODULE:FUNC"),
         (["tests.cli.task_module", "-t", "nope"], "has no task of type 'nope'; it has: add, "),
         (["tests.cli.task_module", "--isolation", "process"], "--isolation is for a MODULE:FUNC"),
         (["tests.cli.task_module", "--shared"], "--shared is for a MODULE:FUNC"),
@@ -88,3 +125,14 @@ def test_several_processes_serve_a_modules_tasks(
     assert [w["types"] for w in workers] == [{"add": 2}, {"add": 2}]
     jobs = task_module.add.on(queue).enqueue_many([(n,) for n in range(6)])
     assert [j.wait(30) for j in jobs] == list(range(6))
+
+
+def test_the_start_line_says_what_is_served_and_how() -> None:
+    tasks = {"add": task_module.add, "shout": task_module.shout}
+    assert serving(("add", "shout"), 0, tasks, False, None, "thread") == "add x2, shout x1"
+    assert serving(("add", "shout"), 5, tasks, False, None, "thread") == "add x5, shout x5"
+    handler = serving(("email", "sms"), 3, None, False, None, "process")
+    assert handler == "email x3 (process), sms x3 (process)"
+    shared = serving(("email", "sms"), 4, None, True, "round-robin", "thread")
+    assert shared == "email, sms x4 shared (round-robin)"
+    assert serving(("a",), 1, None, True, None, "process") == "a x1 shared (ordered, process)"
