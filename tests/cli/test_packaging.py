@@ -57,6 +57,8 @@ def test_the_readme_opens_with_hello_py() -> None:
     hello = (ROOT / "kue_example" / "hello.py").read_text().split('"""', 2)[2].lstrip("\n")
     assert first and first.group(1) == hello
     assert readme.index("```python") < readme.index("\n## Quickstart\n")
+    # The first screen says to install before the first thing to run.
+    assert readme.index(".venv/bin/pip install .") < readme.index("```python")
 
 
 def test_the_quickstart_installs_the_wheel_and_runs_the_example(tmp_path: Path) -> None:

@@ -45,9 +45,9 @@ def test_hello_serves_until_ctrl_c(
     hello = _script(ROOT / "kue_example" / "hello.py", redis_url, prefix)
     run.append(hello)
     hello.wait_for_line(r"^job \d+ -> \{'sent': True\}$")
-    more = queue.create_job("email", {"to": "grace@example.com", "subject": "again"}).save()
+    more = queue.create_job("greeting", {"to": "grace@example.com", "text": "again"}).save()
     assert more.wait(10) == {"sent": True}  # served by run()
-    hello.wait_for_line(r"^sending 'again' to grace@example.com$")
+    hello.wait_for_line(r"^greeting grace@example.com: 'again'$")
     hello.send(signal.SIGINT)
     assert hello.wait(timeout=30) == 0, hello.output
     assert queue.workers() == [] and "Traceback" not in hello.output
