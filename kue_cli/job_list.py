@@ -46,7 +46,7 @@ def list_jobs(
     redis_url: str | None,
     prefix: str,
 ) -> None:
-    """The jobs in STATE (inactive, active, complete, failed, delayed or blocked), as the
+    """The jobs in STATE (inactive, active, complete, failed, delayed, blocked or pinned), as the
     dashboard lists them: complete and failed ones newest first, delayed ones soonest due
     first, the others in the order workers take them. One line a job: id, type, state,
     priority, created, updated (for a delayed job: due), and its title or the start of its

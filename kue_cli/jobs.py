@@ -27,7 +27,7 @@ from . import cli as main
 from .control import _queue
 from .errors import BadUsage, Refused
 from .job_list import list_jobs
-from .records_text import age_ms
+from .records_text import age_ms, age_text
 
 #: The states each action takes a job from (None: any), as the library checks them.
 _FROM: dict[str, tuple[str, ...] | None] = {
@@ -181,7 +181,8 @@ def create(
     if as_json:
         click.echo(json.dumps(new.to_dict(), indent=2))
     else:
-        click.echo(f"created job {new.id}: {new.type}, {new.state}")
+        due = f", due in {age_text(new.delay())}" if new.state == "delayed" else ""
+        click.echo(f"created job {new.id}: {new.type}, {new.state}{due}")
 
 
 # -- changing -------------------------------------------------------------------------------

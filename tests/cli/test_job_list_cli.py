@@ -6,6 +6,7 @@ create --delay`` with a bare number: milliseconds, as every age the commands tak
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -113,5 +114,10 @@ def test_a_bare_delay_is_milliseconds(queue: Queue, redis_url: str) -> None:
     assert made["state"] == "delayed" and made["delay"] == 5000
     saved = queue.get_job(made["id"])
     assert saved is not None and saved.promote_at - saved.created_at == 5000  # type: ignore[operator]
+    said = kue(queue, redis_url, "job", "create", "t", "--delay", "5").stdout
+    assert re.fullmatch(r"created job \d+: t, delayed, due in 5ms\n", said)  # it says ms
+    assert kue(queue, redis_url, "job", "create", "t", "--delay", "90s").stdout.endswith(
+        "delayed, due in 90s\n"
+    )
     help_text = kue(queue, redis_url, "job", "create", "--help").stdout
     assert "a bare number is milliseconds" in " ".join(help_text.split())
