@@ -30,9 +30,22 @@ _FINISHED = ("complete", "failed")
 @click.argument("state", type=click.Choice(STATES), metavar="STATE")
 @click.option("-t", "--type", "job_type", metavar="TYPE", help="Only jobs of this type.")
 @click.option(
-    "-n", "--count", default=25, show_default=True, type=click.IntRange(1, 1000), metavar="N"
+    "-n",
+    "--count",
+    default=25,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    metavar="N",
+    help="Jobs to show.",
 )
-@click.option("--offset", default=0, show_default=True, type=click.IntRange(0), metavar="N")
+@click.option(
+    "--offset",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0),
+    metavar="N",
+    help="Jobs to skip first.",
+)
 @click.option("--reverse", is_flag=True, help="The other way round (oldest or last first).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of Kue's job objects.")
 @main.redis_options
