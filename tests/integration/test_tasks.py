@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -590,3 +591,82 @@ def test_an_instance_inside_a_list_or_changed_after_it_was_made_is_checked(
         "orders": [{"account": 1, "label": "a", "cents": 5}],
         "first": {"account": 2, "label": "b", "cents": 6},
     }
+
+
+# -- depends_on -------------------------------------------------------------------------------
+DEPENDS_ON_FORMS = (
+    "a saved job, a job id (an integer or a string of digits), or a non-empty list or tuple of them"
+)
+
+
+def test_depends_on_of_a_task_takes_a_job_an_id_or_a_list_of_either(
+    wq: Queue, r: redis.Redis
+) -> None:
+    @wq.task("fetch")
+    def fetch(n: int) -> int:
+        return n
+
+    first, second = fetch.enqueue(1), fetch.enqueue(2)
+
+    @wq.task("report", depends_on=first)  # at the decorator: each call's job waits for it
+    def report(name: str) -> str:
+        return name
+
+    given = [first, first.id, str(first.id), [first, second.id], (str(first.id), second)]
+    jobs = [report.options(depends_on=d).enqueue(f"r{i}") for i, d in enumerate(given)]
+    jobs.append(report.enqueue("plain"))
+    got = [[d["id"] for d in j.dependencies()] for j in jobs]
+    both = [first.id, second.id]
+    assert got == [[first.id]] * 3 + [both, both, [first.id]]
+    assert {wq.get_job(j.id).state for j in jobs} == {"blocked"}  # type: ignore[arg-type]
+    before = snapshot(r, wq.prefix)
+    for bad, says in [
+        (1.5, f"takes {DEPENDS_ON_FORMS}; got 1.5"),
+        ({"id": first.id}, f"got {{'id': {first.id}}}"),
+        (wq.create_job("draft"), "<Job None 'draft' None> is not saved yet"),
+        ([], "got an empty list (to depend on no job, leave depends_on out)"),
+    ]:
+        with pytest.raises(InvalidJob) as refused:
+            report.options(depends_on=bad)
+        assert says in str(refused.value)
+        with pytest.raises(InvalidJob) as refused:
+            wq.task("other", depends_on=bad)(lambda: None)
+        assert says in str(refused.value)
+    assert written_since(r, wq.prefix, before) == {}
+    wq.process_tasks()
+    assert [j.wait(20) for j in jobs] == ["r0", "r1", "r2", "r3", "r4", "plain"]
+
+
+def test_depends_on_of_a_task_of_the_async_client(
+    redis_url: str, prefix: str, r: redis.Redis, queue: Queue
+) -> None:
+    from kue_core.aio import AsyncQueue
+
+    async def produce() -> tuple[list[int], list[list[int]]]:
+        async with AsyncQueue(redis_url, prefix=prefix) as aq:
+
+            @aq.task("fetch")
+            def fetch(n: int) -> int:
+                return n
+
+            first, second = await fetch.enqueue(1), await fetch.enqueue(2)
+
+            @aq.task("report", depends_on=[first])
+            def report(name: str) -> str:
+                return name
+
+            given = [first, first.id, str(first.id), [first, second.id], (first, second)]
+            jobs = [await report.options(depends_on=d).enqueue("r") for d in given]
+            jobs.append(await report.enqueue("plain"))
+            before = snapshot(r, prefix)
+            for bad in (1.5, {"id": 1}, aq.create_job("draft"), []):
+                with pytest.raises(InvalidJob, match=re.escape(DEPENDS_ON_FORMS) + "|not saved"):
+                    await report.options(depends_on=bad).enqueue("x")
+            assert written_since(r, prefix, before) == {}
+            ids = [first.id, second.id]
+            return ids, [[d["id"] for d in await j.dependencies()] for j in jobs]
+
+    both, got = asyncio.run(produce())
+    one = both[:1]
+    assert got == [one, one, one, both, both, one]
+    assert queue.counts("report")["blocked"] == 6
