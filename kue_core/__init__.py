@@ -37,6 +37,7 @@ from .features.bulk import FIELDS as BULK_FILTER_FIELDS
 from .features.bulk import MAX_EXAMPLES as BULK_MAX_EXAMPLES
 from .features.feeds import FEED_EVENTS
 from .features.flows import POLICIES as DEPENDENCY_POLICIES
+from .features.flows import dependency_ids
 from .features.history import RANGES as HISTORY_RANGES
 from .features.pins import WORKER_ID_RULE
 from .features.runs import apply_json as apply_fan_out
@@ -111,6 +112,7 @@ __all__ = [
     "connection",
     "current_job",
     "defaults",
+    "dependency_ids",
     "installed_version",
     "parse_priority",
     "parse_state",

@@ -20,6 +20,7 @@ from kue_core import (
     Job,
     Queue,
     apply_fan_out,
+    dependency_ids,
     parse_priority,
     parse_state,
 )
@@ -73,11 +74,10 @@ def _track(job: Job, value: Any) -> Job:
 
 
 def _depends(job: Job, value: Any) -> Job:
-    """``options.depends``: ids of saved jobs (ints or strings of digits); ``Job.depends_on``
-    checks each, and the save refuses one that does not exist."""
-    if not isinstance(value, list) or not value:
-        raise InvalidJob(f"depends is a non-empty list of job ids, got {value!r:.100}")
-    return job.depends_on(*value)
+    """``options.depends``: the id of a saved job (an int or a string of digits) or a
+    non-empty list of them; the save refuses an id that does not exist."""
+    forms = "a job id (an integer or a string of digits) or a non-empty list of them"
+    return job.depends_on(*dependency_ids(value, "depends", forms))
 
 
 #: ``POST /job`` options, Kue's names -> the Job setter that checks and applies them.

@@ -43,7 +43,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: The job options a task takes, at the decorator and in ``options(...)``: the setters of
-#: ``Job`` of these names (a list for ``tags``, ``search_keys`` and ``depends_on``).
+#: ``Job`` of these names (a list for ``tags`` and ``search_keys``; for ``depends_on``, a
+#: saved job, an id, or a list or tuple of them).
 TASK_OPTIONS = (*OPTIONS, "group", "depends_on", "prefer")
 
 

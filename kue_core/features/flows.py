@@ -42,16 +42,44 @@ def is_job(value: object) -> bool:
     return hasattr(value, "_save_row") and hasattr(value, "queue")
 
 
-def _job_id(value: object, what: str) -> int:
-    """The id of a saved job given as a Job or an id."""
-    if is_job(value):
-        job_id = getattr(value, "id", None)
-        if job_id is None:
-            raise InvalidJob(
-                f"{what} is not saved: save it first, or save both in one queue.flow()"
-            )
-        return int(job_id)
-    return checks.job_id(value, what)
+#: What ``depends_on`` takes, in its messages.
+DEPENDS_ON_FORMS = (
+    "a saved job, a job id (an integer or a string of digits), or a non-empty list or tuple of them"
+)
+
+
+def dependency_ids(
+    value: object, name: str = "depends_on", forms: str = DEPENDS_ON_FORMS
+) -> list[int]:
+    """The ids of the jobs ``value`` names: a saved job (of either client), a job id (an
+    integer or a string of digits) or a non-empty list or tuple of them. Anything else
+    raises ``InvalidJob`` naming what was given and the accepted forms (``name`` is the
+    option's name, ``forms`` those forms, in the message). An empty list is refused: "depend
+    on nothing" is said by leaving the option out, and a list that came out empty by mistake
+    would otherwise make a job run before the jobs it was meant to wait for."""
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    if not items:
+        raise InvalidJob(
+            f"{name} takes {forms}; got an empty {type(value).__name__} (to depend on no "
+            f"job, leave {name} out)"
+        )
+    ids = []
+    for item in items:
+        if is_job(item):
+            job_id = getattr(item, "id", None)
+            if job_id is None:
+                raise InvalidJob(
+                    f"{name}: {item!r:.100} is not saved yet: save it first, or save both in "
+                    "one queue.flow()"
+                )
+            ids.append(int(job_id))
+            continue
+        try:
+            ids.append(checks.job_id(item))
+        except InvalidJob:
+            within = f" (in {value!r:.100})" if item is not value else ""
+            raise InvalidJob(f"{name} takes {forms}; got {item!r:.100}{within}") from None
+    return ids
 
 
 class DependencyOptions:
@@ -71,14 +99,18 @@ class DependencyOptions:
     #: A job it waits for that failed for good (policy ``wait``), else None.
     blocked_by: int | None = None
 
-    def depends_on(self: _J, *jobs: Saved | int | str) -> _J:
-        """Wait, once saved, until each of ``jobs`` (saved jobs or their ids) completes;
-        an unknown id is refused by ``save()``. Given again, adds to them."""
+    def depends_on(
+        self: _J, *jobs: Saved | int | str | list[Saved | int | str] | tuple[Saved | int | str, ...]
+    ) -> _J:
+        """Wait, once saved, until each of ``jobs`` completes: saved jobs, their ids (ints or
+        strings of digits), or lists or tuples of them (``depends_on(a, b)`` and
+        ``depends_on([a, b])`` are the same); an unknown id is refused by ``save()``. Given
+        again, adds to them. Anything else raises ``InvalidJob`` naming it."""
         if self.id is not None:
             raise InvalidJob("dependencies are given before the job is saved")
         if not jobs:
-            raise InvalidJob("depends_on takes at least one job or id")
-        ids = [_job_id(j, "a job this one depends on") for j in jobs]
+            raise InvalidJob(f"depends_on takes {DEPENDS_ON_FORMS}; got nothing")
+        ids = [i for given in jobs for i in dependency_ids(given)]
         self._depends = list(dict.fromkeys([*(self._depends or []), *ids]))
         return self
 

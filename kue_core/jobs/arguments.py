@@ -10,10 +10,16 @@ The annotations are read by pydantic v2, which is how the Python ecosystem valid
 coerces typed data: standard types, ``Optional`` and unions, ``list[...]``/``dict[...]``,
 dataclasses, TypedDicts and pydantic models, coerced as pydantic's (lax) validation does. It is
 imported when a task first checks a call, so a program without tasks never loads it.
+
+A dataclass or a model instance given in a call is checked as its fields by name (its dict
+form): pydantic would take an instance as it is, so ``Order(cents="lots")`` would be written
+(with a warning of pydantic's on stderr) and only fail on the worker, and ``Order(cents="7")``
+would be written with ``"7"``. As fields, it is refused or coerced exactly as the dict is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import threading
 import types
@@ -74,6 +80,39 @@ def _native(annotation: Any) -> bool:
     return False
 
 
+def _fields(value: Any, base_model: Any, on_path: frozenset[int] = frozenset()) -> Any:
+    """``value`` with each dataclass and pydantic model instance in it (at any depth, in
+    lists, tuples, sets and dict values) as a dict of its fields by name, for pydantic to
+    check them as it checks a dict; the same object when there is none. A structure that
+    contains itself is refused (it could not be JSON)."""
+    if isinstance(value, (type, *_JSON_TYPES)):
+        return value
+    if id(value) in on_path:
+        raise InvalidJob("it contains itself, so it cannot be written as JSON")
+    inner = on_path | {id(value)}
+    if isinstance(value, base_model):
+        names = [n for n in type(value).model_fields if hasattr(value, n)]
+        fields = {n: getattr(value, n) for n in names}
+        fields.update(getattr(value, "__pydantic_extra__", None) or {})
+        return {k: _fields(v, base_model, inner) for k, v in fields.items()}
+    if dataclasses.is_dataclass(value):
+        return {
+            f.name: _fields(getattr(value, f.name), base_model, inner)
+            for f in dataclasses.fields(value)
+            if f.init and hasattr(value, f.name)
+        }
+    if isinstance(value, dict):
+        items = {k: _fields(v, base_model, inner) for k, v in value.items()}
+        same = all(items[k] is v for k, v in value.items())
+        return value if same else items
+    if isinstance(value, list | tuple | set | frozenset):
+        each = [_fields(v, base_model, inner) for v in value]
+        if all(a is b for a, b in zip(each, value, strict=True)):
+            return value
+        return tuple(each) if isinstance(value, tuple) else each  # a set of dicts: a list
+    return value
+
+
 class Signature:
     """The parameters of task function ``fn`` (named ``name`` in messages), checked by their
     annotations. ``*args`` and ``**kwargs`` are refused: a job's data names every argument."""
@@ -99,6 +138,8 @@ class Signature:
         self._lock = threading.Lock()
         self._args: TypeAdapter[Any] | None = None  # of the arguments by name, as a TypedDict
         self._native = False  # every annotation checks for values JSON has as they are
+        self._instances: tuple[str, ...] = ()  # parameters whose values may hold instances
+        self._base_model: Any = object
         self._result: TypeAdapter[Any] | None = None
 
     # -- the annotations, read once, on first use -----------------------------------------
@@ -124,6 +165,8 @@ class Signature:
                 made = typing_extensions.TypedDict  # a class made at run time, from fields
                 shape = made(f"{self.name} arguments", fields)  # type: ignore[operator]
                 self._native = all(_native(annotation) for annotation in fields.values())
+                self._instances = tuple(n for n, a in fields.items() if not _native(a))
+                self._base_model = pydantic.BaseModel
                 self._args = self._adapter(pydantic, shape, "the arguments")
             return self._args
 
@@ -137,10 +180,19 @@ class Signature:
             ) from None
         return adapter
 
-    def _check(self, values: dict[str, Any]) -> dict[str, Any]:
-        """``values`` (every parameter by name), validated and coerced by the annotations:
-        raises ``InvalidJob`` naming the first argument that does not fit."""
+    def _check(self, values: dict[str, Any], given: bool = True) -> dict[str, Any]:
+        """``values`` (every parameter by name; ``given`` in a call, else read from JSON),
+        validated and coerced by the annotations: raises ``InvalidJob`` naming the first
+        argument that does not fit."""
         adapter = self._read()
+        for name in (
+            self._instances if given else ()
+        ):  # as their fields: pydantic takes an instance as it is
+            if name in values:
+                try:
+                    values[name] = _fields(values[name], self._base_model)
+                except InvalidJob as e:
+                    raise InvalidJob(f"task {self.name}: argument {name!r}: {e}") from None
         try:
             checked: dict[str, Any] = adapter.validate_python(values)
         except Exception as e:
@@ -209,7 +261,7 @@ class Signature:
                 values[name] = self._defaults[name]
             else:
                 raise InvalidJob(f"task {self.name}: the job's data has no field {name!r}")
-        checked = self._check(values)
+        checked = self._check(values, given=False)
         args = [checked.pop(name) for name in self._positional if name in self._only_positional]
         return args, checked
 

@@ -48,7 +48,7 @@ OPTIONS = (
     "only",
     "fan_out",
 )
-_LISTS = ("tags", "search_keys", "depends_on")  # given as a list, applied as arguments
+_LISTS = ("tags", "search_keys")  # given as a list, applied as arguments
 
 
 @checks.refused_as(InvalidSchedule)
@@ -81,6 +81,8 @@ def apply_options(job: _J, options: dict[str, Any], names: tuple[str, ...] = OPT
             _unique(job, value)
         elif name == "fan_out":
             runs.apply_json(job, value)
+        elif name == "depends_on":  # a job, an id, or a list or tuple of them
+            job.depends_on(value)
         elif name in _LISTS:
             if not isinstance(value, list | tuple) or not value:
                 raise InvalidJob(f"{name} is a non-empty list of strings")

@@ -140,13 +140,15 @@ JOB_FIELDS: Schema = {
     "hasDependents": {"const": True},
 }
 JOB_OPTIONAL = " ".join(JOB_FIELDS)
+#: A job id as ``options.depends`` takes it: an integer, or a string of digits.
+_DEPENDS_ID = [{**_ID, "maximum": 2**63 - 1}, {"type": "string", "pattern": "^[0-9]+$"}]
 #: ``POST /job`` options (and a flow node's).
 OPTIONS: Schema = {
-    "depends": array(
-        {"anyOf": [{**_ID, "maximum": 2**63 - 1}, {"type": "string", "pattern": "^[0-9]+$"}]},
-        "Ids of saved jobs: it is blocked until each completes (an unknown id is 400).",
-        min_items=1,
-    ),
+    "depends": {
+        "anyOf": [*_DEPENDS_ID, array({"anyOf": _DEPENDS_ID}, min_items=1)],
+        "description": "The id of a saved job, or a non-empty list of them: it is blocked until "
+        "each completes (an unknown id is 400; so is an empty list: leave depends out).",
+    },
     "onDependencyFailure": {
         "enum": list(POLICIES),
         "default": POLICIES[0],

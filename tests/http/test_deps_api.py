@@ -61,8 +61,11 @@ def test_a_job_created_with_depends_is_blocked_until_they_complete(
         {"depends": [999_999]},
         {"depends": ["999999"]},
         {"depends": []},
-        {"depends": 1},
-        {"depends": "1"},
+        {"depends": 0},
+        {"depends": "x"},
+        {"depends": 1.5},
+        {"depends": {"id": 1}},
+        {"depends": None},
         {"depends": [0]},
         {"depends": [-1]},
         {"depends": [1.5]},
@@ -85,6 +88,49 @@ def test_bad_dependency_options_write_nothing(
     before = snapshot(r, prefix)
     res = _post(client, options)
     assert res.status_code == 400 and res.is_json and res.json["error"], res.json
+    assert not written_since(r, prefix, before)
+
+
+def test_depends_takes_an_id_or_a_list_of_ids(client: FlaskClient, queue: Queue) -> None:
+    a = queue.create_job("fetch").save()
+    b = queue.create_job("fetch").save()
+    for depends, ids in [
+        (a.id, [a.id]),
+        (str(b.id), [b.id]),
+        ([a.id], [a.id]),
+        ([str(a.id), b.id], [a.id, b.id]),
+    ]:
+        res = _post(client, {"depends": depends}, "sum")
+        assert res.status_code == 200, res.json
+        found = client.get(f"/api/job/{res.json['id']}/dependencies").json["dependencies"]
+        assert [d["id"] for d in found] == ids, depends
+    flow = client.post("/api/flows", json={"type": "sum", "options": {"depends": str(a.id)}})
+    assert flow.status_code == 200 and flow.json["state"] == "blocked", flow.json
+
+
+@pytest.mark.parametrize(
+    ("depends", "says"),
+    [
+        (1.5, "got 1.5"),
+        ({"id": 1}, "got {'id': 1}"),
+        ([], "got an empty list (to depend on no job, leave depends out)"),
+        ([1, True], "got True (in [1, True])"),
+        ("x" * 300, "got '" + "x" * 50),
+    ],
+)
+def test_a_wrong_depends_is_answered_naming_it_and_the_forms_taken(
+    client: FlaskClient, queue: Queue, r: redis.Redis, prefix: str, depends: Any, says: str
+) -> None:
+    queue.create_job("fetch").save()  # id 1
+    before = snapshot(r, prefix)
+    for res in (
+        _post(client, {"depends": depends}),
+        client.post("/api/flows", json={"type": "p", "options": {"depends": depends}}),
+    ):
+        assert res.status_code == 400 and set(res.json) == {"error"}, res.json
+        error = res.json["error"]
+        assert "depends takes a job id (an integer or a string of digits) or a non-empty " in error
+        assert says in error and len(error) < 300, error
     assert not written_since(r, prefix, before)
 
 

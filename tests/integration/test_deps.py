@@ -3,6 +3,7 @@ script that completes their last dependency, the failure policies, cascade remov
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -123,6 +124,60 @@ def test_bad_dependencies_are_refused_and_write_nothing(
     assert keys_under(r, prefix) == before and r.get(queue.keys.ids) == ids
     with pytest.raises(InvalidTransition):
         a.set_state("blocked")
+
+
+FORMS = re.escape(
+    "a saved job, a job id (an integer or a string of digits), or a non-empty list or tuple of them"
+)
+
+
+def test_depends_on_takes_a_job_an_id_or_a_list_or_tuple_of_either(client: Any) -> None:
+    a = client.create_job("a").save()
+    b = client.create_job("b").save()
+    both = [a.id, b.id]
+    forms = [
+        ((a,), [a.id]),
+        ((a.id,), [a.id]),
+        ((str(b.id),), [b.id]),
+        (([a, b],), both),
+        (((a, str(b.id)),), both),
+        (([a.id, str(b.id)],), both),
+        ((a, [b]), both),
+        ((a, b.id, a), both),  # each once
+    ]
+    for given, ids in forms:
+        c = client.create_job("c").depends_on(*given).save()
+        assert c.state == "blocked", given
+        assert [d["id"] for d in c.dependencies()] == ids, given
+
+
+def test_a_wrong_depends_on_names_what_was_given_and_writes_nothing(
+    client: Any, r: redis.Redis, prefix: str
+) -> None:
+    a = client.create_job("a").save()
+    before = keys_under(r, prefix)
+    ids = r.get(client.keys.ids)
+    unsaved = client.create_job("draft")
+    cases: list[tuple[tuple[Any, ...], str]] = [
+        ((1.5,), f"takes {FORMS}; got 1.5$"),
+        (({"id": 1},), f"takes {FORMS}; got {{'id': 1}}$"),
+        ((True,), "got True$"),
+        ((0,), "got 0$"),
+        (("x",), "got 'x'$"),
+        (([a, 2.5],), r"got 2\.5 \(in \[<Job \d+ 'a' inactive>, 2\.5\]\)$"),
+        (([[a.id]],), r"got \[\d+\] \(in \[\[\d+\]\]\)$"),
+        (([],), rf"takes {FORMS}; got an empty list \(to depend on no job, leave depends_on out\)"),
+        (((),), "got an empty tuple"),
+        ((), "got nothing$"),
+        ((unsaved,), r"^depends_on: <Job None 'draft' None> is not saved yet: save it first"),
+        (([a, unsaved],), "'draft' None> is not saved yet"),
+    ]
+    for given, message in cases:
+        with pytest.raises(InvalidJob, match=message):
+            client.create_job("c").depends_on(*given)
+        with pytest.raises(InvalidJob, match=message):  # nothing half-set on the way
+            client.create_job("c").depends_on(*given).save()
+    assert keys_under(r, prefix) == before and r.get(client.keys.ids) == ids
 
 
 def test_wait_policy_stays_blocked_until_the_failed_job_is_retried(queue: Queue) -> None:

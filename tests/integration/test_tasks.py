@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
 import threading
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
 import pydantic
@@ -43,6 +45,54 @@ class Order(pydantic.BaseModel):
 class Options(TypedDict):
     retries: int
     verbose: bool
+
+
+@dataclasses.dataclass
+class Charge:
+    account: int
+    label: str
+    cents: int
+
+
+class ChargeModel(pydantic.BaseModel):
+    account: int
+    label: str
+    cents: int
+
+
+class ChargeDict(TypedDict):
+    account: int
+    label: str
+    cents: int
+
+
+def _received(order: Any) -> str:
+    """What a charge task was called with: its argument's type, and the type of its cents."""
+    cents = order["cents"] if isinstance(order, dict) else order.cents
+    return f"{type(order).__name__} {type(cents).__name__} {cents}"
+
+
+def charge_dataclass(order: Charge) -> str:
+    return _received(order)
+
+
+def charge_model(order: ChargeModel) -> str:
+    return _received(order)
+
+
+def charge_typeddict(order: ChargeDict) -> str:
+    return _received(order)
+
+
+#: (the task's function, an instance of its argument's class made of these fields unchecked,
+#: and the type the worker calls it with). A model checks its fields when made, so the
+#: instances a caller may hold with a wrong field are made with ``model_construct`` (or
+#: changed afterwards, which pydantic does not check either without ``validate_assignment``).
+INSTANCES: list[tuple[Callable[..., str], Callable[..., Any], str]] = [
+    (charge_dataclass, Charge, "Charge"),
+    (charge_model, ChargeModel.model_construct, "ChargeModel"),
+    (charge_typeddict, ChargeDict, "dict"),
+]
 
 
 @pytest.fixture
@@ -453,3 +503,170 @@ def test_flow_and_record_options_of_a_call(wq: Queue) -> None:
     wq.process_tasks()
     assert after.wait(20) == "b"
     assert wq.get_job(first.id).result == "first"  # type: ignore[arg-type]
+
+
+# -- dataclass, model and TypedDict instances -------------------------------------------------
+@pytest.mark.parametrize(("fn", "make", "received"), INSTANCES, ids=["dataclass", "model", "td"])
+@pytest.mark.parametrize("client", ["Queue", "AsyncQueue"])
+def test_an_instance_argument_is_checked_and_coerced_as_its_fields(
+    client: str,
+    fn: Callable[..., str],
+    make: Callable[..., Any],
+    received: str,
+    wq: Queue,
+    r: redis.Redis,
+    redis_url: str,
+    prefix: str,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """An instance is checked as its dict form would be: a field that does not fit is refused
+    before anything is written, one pydantic can coerce is stored coerced, and the worker
+    calls the function with the argument's type, its field of the annotated type."""
+    bad, good = make(account=1, label="a", cents="lots"), make(account="2", label="b", cents="7")
+    as_dict = {"account": 3, "label": "c", "cents": "8"}
+    refused = r"^task charge: argument 'order': Input should be a valid integer.* \(at cents\)$"
+    before = snapshot(r, prefix)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pydantic's serialisation warnings among them
+        if client == "Queue":
+            task = wq.task("charge")(fn)
+            with pytest.raises(InvalidJob, match=refused):
+                task.enqueue(bad)
+            with pytest.raises(InvalidJob, match=refused):
+                task.enqueue_many([(good,), (bad,)])
+            assert written_since(r, prefix, before) == {}
+            ids = [task.enqueue(good).id, task.enqueue(as_dict).id]
+        else:
+            from kue_core.aio import AsyncQueue
+
+            async def produce() -> tuple[Any, list[Any]]:
+                async with AsyncQueue(redis_url, prefix=prefix) as aq:
+                    made = aq.task("charge")(fn)
+                    with pytest.raises(InvalidJob, match=refused):
+                        await made.enqueue(bad)
+                    with pytest.raises(InvalidJob, match=refused):
+                        await made.enqueue_many([(good,), (bad,)])
+                    assert written_since(r, prefix, before) == {}
+                    return made, [(await made.enqueue(good)).id, (await made.enqueue(as_dict)).id]
+
+            task, ids = asyncio.run(produce())
+    assert capfd.readouterr().err == ""
+    stored = [wq.get_job(i).data for i in ids]
+    assert stored == [
+        {"order": {"account": 2, "label": "b", "cents": 7}},
+        {"order": {"account": 3, "label": "c", "cents": 8}},
+    ]
+    wq.process(task.type, 1, task.handle)
+    results = [wq.get_job(i).wait(20) for i in ids]
+    assert results == [f"{received} int 7", f"{received} int 8"]
+    assert capfd.readouterr().err == ""
+
+
+def test_an_instance_inside_a_list_or_changed_after_it_was_made_is_checked(
+    queue: Queue, r: redis.Redis
+) -> None:
+    @queue.task("batch")
+    def batch(orders: list[Charge], first: ChargeModel | None = None) -> None: ...
+
+    changed = ChargeModel(account=1, label="a", cents=1)
+    changed.cents = "lots"  # type: ignore[assignment] # pydantic does not check assignments
+    looped: list[Any] = []
+    looped.append(looped)
+    before = snapshot(r, queue.prefix)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(
+            InvalidJob, match=r"argument 'orders': .*valid integer.*\(at 1\.cents\)"
+        ):
+            batch.enqueue([Charge(1, "a", 1), Charge(2, "b", "x")])  # type: ignore[arg-type]
+        with pytest.raises(InvalidJob, match=r"argument 'first': .*valid integer.*\(at cents\)"):
+            batch.enqueue([], changed)
+        with pytest.raises(InvalidJob, match="argument 'orders': it contains itself"):
+            batch.enqueue(looped)
+        assert written_since(r, queue.prefix, before) == {}
+        job = batch.enqueue(
+            (Charge(1, "a", "5"),), ChargeModel.model_construct(account=2, label="b", cents="6")
+        )  # type: ignore[arg-type]
+    assert queue.get_job(job.id).data == {  # type: ignore[arg-type]
+        "orders": [{"account": 1, "label": "a", "cents": 5}],
+        "first": {"account": 2, "label": "b", "cents": 6},
+    }
+
+
+# -- depends_on -------------------------------------------------------------------------------
+DEPENDS_ON_FORMS = (
+    "a saved job, a job id (an integer or a string of digits), or a non-empty list or tuple of them"
+)
+
+
+def test_depends_on_of_a_task_takes_a_job_an_id_or_a_list_of_either(
+    wq: Queue, r: redis.Redis
+) -> None:
+    @wq.task("fetch")
+    def fetch(n: int) -> int:
+        return n
+
+    first, second = fetch.enqueue(1), fetch.enqueue(2)
+
+    @wq.task("report", depends_on=first)  # at the decorator: each call's job waits for it
+    def report(name: str) -> str:
+        return name
+
+    given = [first, first.id, str(first.id), [first, second.id], (str(first.id), second)]
+    jobs = [report.options(depends_on=d).enqueue(f"r{i}") for i, d in enumerate(given)]
+    jobs.append(report.enqueue("plain"))
+    got = [[d["id"] for d in j.dependencies()] for j in jobs]
+    both = [first.id, second.id]
+    assert got == [[first.id]] * 3 + [both, both, [first.id]]
+    assert {wq.get_job(j.id).state for j in jobs} == {"blocked"}  # type: ignore[arg-type]
+    before = snapshot(r, wq.prefix)
+    for bad, says in [
+        (1.5, f"takes {DEPENDS_ON_FORMS}; got 1.5"),
+        ({"id": first.id}, f"got {{'id': {first.id}}}"),
+        (wq.create_job("draft"), "<Job None 'draft' None> is not saved yet"),
+        ([], "got an empty list (to depend on no job, leave depends_on out)"),
+    ]:
+        with pytest.raises(InvalidJob) as refused:
+            report.options(depends_on=bad)
+        assert says in str(refused.value)
+        with pytest.raises(InvalidJob) as refused:
+            wq.task("other", depends_on=bad)(lambda: None)
+        assert says in str(refused.value)
+    assert written_since(r, wq.prefix, before) == {}
+    wq.process_tasks()
+    assert [j.wait(20) for j in jobs] == ["r0", "r1", "r2", "r3", "r4", "plain"]
+
+
+def test_depends_on_of_a_task_of_the_async_client(
+    redis_url: str, prefix: str, r: redis.Redis, queue: Queue
+) -> None:
+    from kue_core.aio import AsyncQueue
+
+    async def produce() -> tuple[list[int], list[list[int]]]:
+        async with AsyncQueue(redis_url, prefix=prefix) as aq:
+
+            @aq.task("fetch")
+            def fetch(n: int) -> int:
+                return n
+
+            first, second = await fetch.enqueue(1), await fetch.enqueue(2)
+
+            @aq.task("report", depends_on=[first])
+            def report(name: str) -> str:
+                return name
+
+            given = [first, first.id, str(first.id), [first, second.id], (first, second)]
+            jobs = [await report.options(depends_on=d).enqueue("r") for d in given]
+            jobs.append(await report.enqueue("plain"))
+            before = snapshot(r, prefix)
+            for bad in (1.5, {"id": 1}, aq.create_job("draft"), []):
+                with pytest.raises(InvalidJob, match=re.escape(DEPENDS_ON_FORMS) + "|not saved"):
+                    await report.options(depends_on=bad).enqueue("x")
+            assert written_since(r, prefix, before) == {}
+            ids = [first.id, second.id]
+            return ids, [[d["id"] for d in await j.dependencies()] for j in jobs]
+
+    both, got = asyncio.run(produce())
+    one = both[:1]
+    assert got == [one, one, one, both, both, one]
+    assert queue.counts("report")["blocked"] == 6
