@@ -51,7 +51,8 @@ _ENTRY: Schema = obj(
         "at": {"type": "integer", "description": "When (ms)"},
         "action": {
             **_TEXT,
-            "description": "The route's name (create, remove, retry_all...); a bulk action's: bulk_retry...",
+            "description": "The route's name (create, remove, retry_all...); a bulk action's, "
+            "bulk_retry...",
         },
         "method": _TEXT,
         "path": {**_TEXT, "description": "The request's path and query"},

@@ -98,6 +98,8 @@ OPTIONS = {
     "unique": {"key": "k", "mode": "until_done", "ttl": 60_000},
 }
 
+FLOW_OPTIONS = {k: v for k, v in OPTIONS.items() if k != "unique"}  # no unique key in a flow
+
 
 @pytest.mark.parametrize(
     ("method", "url", "body"),
@@ -129,7 +131,7 @@ OPTIONS = {
         (
             "post",
             "/api/flows",
-            {"type": "t", "data": {}, "options": {k: v for k, v in OPTIONS.items() if k != "unique"},
+            {"type": "t", "data": {}, "options": FLOW_OPTIONS,
              "children": [{"type": "u", "data": {}, "options": {"removeOnFail": True}}]},
         ),
     ],
