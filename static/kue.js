@@ -541,6 +541,7 @@
         body.reason = form.elements.reason.value.trim();
       const applied = document.getElementById("bulk-apply");
       applied.disabled = true;
+      send.answer = null; // not an earlier answer, when this one never comes
       const sent = await send("POST", form.dataset.url, body);
       applied.disabled = false;
       if (sent) {
@@ -548,7 +549,7 @@
         return refreshNow();
       }
       refreshNow();
-      if (typeof send.answer.expected !== "number") return;
+      if (!send.answer || typeof send.answer.expected !== "number") return;
       before = matched;
       found = await bulkMatch(form, filter);
     }
