@@ -2,8 +2,9 @@
 a type, a tag, words, a least age), as ``POST /api/jobs/bulk`` and the lists' bulk form do
 (``kue_core.features.bulk``). It says how many match and asks first (``--yes`` does not ask;
 ``--count`` only counts), then acts on that many (when the filter matches another number by
-then, it does nothing, says so and asks again with the new count), in batches, showing its
-progress; Ctrl-C stops it after its batch, what it did staying done."""
+then, it does nothing, says so and asks again with the new count; ``--expect N`` is a count a
+script confirmed), in batches, showing its progress; Ctrl-C stops it after its batch, what it
+did staying done."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from kue_core import BULK_ACTIONS, STATES, BulkCountChanged, BulkNotFound, Queue
 
 from . import cli as main
 from .control import _queue
+from .errors import Refused
 from .records_text import age_ms
 
 
@@ -33,6 +35,12 @@ from .records_text import age_ms
 @click.option("--reason", default="", help="For cancel: the jobs' error is 'cancelled: REASON'.")
 @click.option("--count", "count_only", is_flag=True, help="Only say how many match.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask first.")
+@click.option(
+    "--expect",
+    type=click.IntRange(0),
+    metavar="N",
+    help="Do not ask: act only if the filter matches N jobs, as --count said (else exit 1).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @main.redis_options
 def bulk(
@@ -45,6 +53,7 @@ def bulk(
     reason: str,
     count_only: bool,
     yes: bool,
+    expect: int | None,
     as_json: bool,
     redis_url: str | None,
     prefix: str,
@@ -61,7 +70,13 @@ def bulk(
         if count_only:
             click.echo(json.dumps(found) if as_json else f"{found['matched']} jobs match")
             return
-        outcome = _confirmed_run(queue, action, given, reason, found, yes, as_json)
+        if expect is not None:  # confirmed by a script: no question, and no second one
+            try:
+                outcome = _run(queue, action, given, reason, expect, as_json)
+            except BulkCountChanged as e:
+                raise Refused(str(e)) from None
+        else:
+            outcome = _confirmed_run(queue, action, given, reason, found, yes, as_json)
     if as_json:
         click.echo(json.dumps(outcome, indent=2))
         return

@@ -90,6 +90,12 @@ def test_a_count_changed_before_the_action_is_asked_again(queue: Queue, redis_ur
     typed = _Typed("y\nn\n", lambda: queue.scripts.set_state(later.id, "failed"))
     declined = CliRunner().invoke(cli, ["bulk", "remove", "-s", "failed", *where], input=typed)
     assert declined.exit_code == 1 and queue.count("failed") == 4
+    # A script gives the count it was told (--count): another is exit 1, and nothing done.
+    refused = invoke("bulk", "remove", "-s", "failed", "--expect", "3", *where)
+    assert refused.exit_code == 1 and queue.count("failed") == 4
+    assert "the filter matches 4 jobs now, not the 3 confirmed" in refused.stderr
+    done = invoke("bulk", "remove", "-s", "failed", "--expect", "4", "--json", *where)
+    assert json.loads(done.stdout)["done"] == 4 and queue.count("failed") == 0
 
 
 def test_bad_usage_changes_nothing(queue: Queue, redis_url: str) -> None:
