@@ -14,7 +14,7 @@ from .control import _queue
 
 @main.cli.command(short_help="The changes made through the API and the dashboard.")
 @click.option("-n", "--count", default=50, show_default=True, type=click.IntRange(1, 1000))
-@click.option("--action", help="Of this action only (create, remove, retry_all, bulk_start...).")
+@click.option("--action", help="Of this action only (create, remove, retry_all, bulk_retry...).")
 @click.option("--who", help="By this user, or from this address.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of lines.")
 @main.redis_options
@@ -43,3 +43,5 @@ def audit(
         click.echo(
             f"{when}  {e['action']:<14} {e['method']} {e['path']}  by {by} from {e['from']}{jobs}"
         )
+        if e.get("detail"):
+            click.echo(f"{'':21}{e['detail']}")

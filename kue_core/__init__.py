@@ -8,6 +8,7 @@ is ``kue_core.aio.AsyncQueue``.
 
 from . import connection, defaults, tracing
 from .base.errors import (
+    BulkCountChanged,
     BulkNotFound,
     ConnectionFailed,
     HasDependents,
@@ -78,6 +79,7 @@ __all__ = [
     "TASK_OPTIONS",
     "WORKER_ID_RULE",
     "AsyncTask",
+    "BulkCountChanged",
     "BulkNotFound",
     "ConnectionFailed",
     "Event",

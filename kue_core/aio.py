@@ -172,7 +172,8 @@ class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
     ) -> list[AsyncJob]:
         """Kue's range of one type's state (see ``Queue.range_by_type``)."""
         key = ops.state_key(self.keys, state, job_type)
-        return await self._range(key, start, stop, order, limit)
+        due = job_type if state == "delayed" else None  # by due time, as range_by_state
+        return await self.scripts.drive(ops.kue_range(self, key, start, stop, order, limit, due))
 
     async def _range(
         self, key: str, start: int, stop: int, order: str, limit: int | None

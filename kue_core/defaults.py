@@ -92,6 +92,14 @@ SWEEP_LIMIT = 1000
 #: for a few milliseconds at most, and other clients run between calls.
 BULK_BATCH = 500
 
+#: A type's delayed list is ordered by due time from the all-types delayed set (Kue scores a
+#: type's sets by priority): up to this many of its jobs are read whole and sorted (about 10 ms
+#: for 10,000); a type with more is found by walking the all-types set in due order instead.
+DUE_SORT_LIMIT = 10_000
+
+#: Members read a round trip while walking the all-types delayed set for one type's jobs.
+DUE_WALK_BATCH = 1000
+
 #: Upper bounds (ms) of the buckets of the job duration histogram (``Queue.totals()``, the
 #: Prometheus metrics); the scripts count with this list.
 DURATION_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000)

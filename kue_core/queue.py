@@ -193,7 +193,9 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
         limit: int | None = None,
     ) -> list[Job]:
         """Like :meth:`range_by_state`, for one job type."""
-        return self._range(self._state_key(state, job_type), start, stop, order, limit)
+        key = self._state_key(state, job_type)
+        due = job_type if state == "delayed" else None  # by due time, as range_by_state
+        return self.scripts.drive(ops.kue_range(self, key, start, stop, order, limit, due))
 
     def _range(self, key: str, start: int, stop: int, order: str, limit: int | None) -> list[Job]:
         return self.scripts.drive(ops.kue_range(self, key, start, stop, order, limit))

@@ -14,6 +14,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from kue_core import (
+    BulkCountChanged,
     BulkNotFound,
     ConnectionFailed,
     HasDependents,
@@ -73,6 +74,7 @@ _STATUS: tuple[tuple[type[Exception], int], ...] = (
     (ScheduleNotFound, 404),
     (InvalidJob, 400),
     (InvalidTransition, 409),
+    (BulkCountChanged, 409),
     (ConnectionFailed, 503),
 )
 
@@ -176,6 +178,8 @@ def _error_handlers(app: Flask) -> None:
         status = next((code for cls, code in _STATUS if isinstance(error, cls)), 400)
         if isinstance(error, HasDependents):  # the ids, for a client to act on
             return reply(str(error), status, dependents=error.dependents)
+        if isinstance(error, BulkCountChanged):  # the count, for the operator to confirm
+            return reply(str(error), status, matched=error.matched, expected=error.expected)
         return reply(str(error), status)
 
     @app.errorhandler(redis.RedisError)

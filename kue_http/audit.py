@@ -1,6 +1,7 @@
 """The audit log on the API blueprint: every change made through the API (and so through the
 dashboard, whose buttons call it) is recorded once answered, with who made it and how many
-jobs it touched (``kue_core.features.audit``); ``GET /audit`` reads the log.
+jobs it touched (``kue_core.features.audit``); a route may name more of what it did in
+``flask.g.audit`` (a bulk action: ``bulk_retry`` and its filter); ``GET /audit`` reads the log.
 
 A write that was refused (an answer of 400 or more) changed nothing and is not recorded, nor
 is an empty ``POST /job`` (204: nothing to create, as in Kue); in
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, current_app, g, jsonify, request
 
 from .api import api, int_arg, queue
 from .security import WRITES
@@ -38,6 +39,7 @@ def _record(response: Response) -> Response:
         "from": request.remote_addr or "",
         "status": status,
         "jobs": _jobs(response),
+        **g.get("audit", {}),  # what the route says of itself (a bulk action: which, on what)
     }
     try:
         queue().add_audit(entry)

@@ -2,17 +2,20 @@
 counts what a filter matches (for a confirmation); ``POST /jobs/bulk`` retries, removes,
 promotes or cancels every job it matches, in batches, in a thread of this process, answering
 when done (200) or after ``KUE_BULK_WAIT`` seconds with the progress so far and where to follow
-it (202); ``GET /jobs/bulk/<id>`` follows it and ``DELETE /jobs/bulk/<id>`` stops it after its
-batch. The audit log records the POST (with the jobs done by the answer's time)."""
+it (202), or 409 when it carries the count confirmed (``expect``) and the filter matches
+another number by then; ``GET /jobs/bulk/<id>`` follows it and ``DELETE /jobs/bulk/<id>``
+stops it after its batch. The audit log records the POST as ``bulk_<action>`` with its filter
+(and the jobs done by the answer's time)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import uuid
 from typing import Any
 
-from flask import Response, current_app, jsonify, request, url_for
+from flask import Response, current_app, g, jsonify, request, url_for
 
 from kue_core import BULK_FILTER_FIELDS, BulkNotFound, InvalidJob, KueError, Queue
 
@@ -66,7 +69,8 @@ class _Run:
         action: Any = body.get("action")
         given: Any = body.get("filter")
         try:
-            self.result = q.bulk(action, given, reason=body.get("reason", ""), run_id=run_id)
+            reason, expect = body.get("reason", ""), body.get("expect")
+            self.result = q.bulk(action, given, reason=reason, run_id=run_id, expect=expect)
         except KueError as e:  # refused before anything was done, or Redis failed
             self.error = e
         except Exception as e:  # reported, never lost in a thread
@@ -79,13 +83,15 @@ class _Run:
 @api.post("/jobs/bulk")
 def bulk_start() -> tuple[Response, int]:
     """Retry, remove, promote or cancel every job a filter matches: ``{"action", "filter",
-    "reason"}``."""
+    "reason", "expect"}``; with ``expect`` (the count confirmed), a filter that matches
+    another number is a 409 naming it (``matched``), and nothing is done."""
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         raise InvalidJob('give a JSON object: {"action": ..., "filter": {...}}')
-    unknown = sorted(set(body) - {"action", "filter", "reason"})
+    unknown = sorted(set(body) - {"action", "filter", "reason", "expect"})
     if unknown:
         raise InvalidJob(f"a bulk action has no field {unknown[0]!r}")
+    g.audit = _audited(body)
     run_id = uuid.uuid4().hex
     run = _Run(queue(), body, run_id)
     wait = float(current_app.config["KUE_BULK_WAIT"])
@@ -103,6 +109,17 @@ def bulk_start() -> tuple[Response, int]:
         raise run.error
     assert run.result is not None
     return jsonify(run.result), 200
+
+
+def _audited(body: dict[str, Any]) -> dict[str, str]:
+    """The audit entry's action (``bulk_retry``...) and detail (the filter, and the count
+    confirmed): recorded only when the action was accepted, so both were checked by then."""
+    detail = json.dumps(body.get("filter"), ensure_ascii=False)
+    if body.get("expect") is not None:
+        detail += f", {body['expect']} confirmed"
+    if body.get("reason"):
+        detail += f", reason {json.dumps(body['reason'], ensure_ascii=False)}"
+    return {"action": f"bulk_{body.get('action')}", "detail": detail}
 
 
 @api.get("/jobs/bulk/<run_id>")

@@ -498,36 +498,61 @@
     return `${capitalized(action)} ${parts.join(" ")}?${undo}`;
   }
 
-  async function bulkApply(form) {
-    const filter = bulkFilter(form);
-    const action = form.elements.action.value;
-    const query = new URLSearchParams(filter);
-    let matched, examples;
+  // What the filter matches now: {matched, examples (as lines)}, or null (said why).
+  async function bulkMatch(form, filter) {
     try {
-      const response = await fetch(`${form.dataset.match}?${query}`, {
+      const response = await fetch(`${form.dataset.match}?${new URLSearchParams(filter)}`, {
         credentials: "same-origin",
         headers: { Accept: "application/json" },
       });
       const answer = await response.json();
-      if (!response.ok) return show(answer.error || `Failed (${response.status})`, true);
-      matched = answer.matched;
-      examples = answer.examples.map((e) => `#${e.id} ${e.type}${e.title ? ` · ${e.title}` : ""}`);
+      if (!response.ok) {
+        show(answer.error || `Failed (${response.status})`, true);
+        return null;
+      }
+      const examples = answer.examples.map(
+        (e) => `#${e.id} ${e.type}${e.title ? ` · ${e.title}` : ""}`
+      );
+      return { matched: answer.matched, examples };
     } catch (error) {
-      return show("The server is unreachable", true);
+      show("The server is unreachable", true);
+      return null;
     }
-    if (!matched) return show("No job matches this filter.", false);
-    if (matched > examples.length) examples.push(`and ${matched - examples.length} more`);
-    const question = bulkQuestion(action, matched, filter, form);
-    const ok = `${capitalized(action)} ${matched}`;
-    if ((await confirmed(question, { ok, back: "Cancel", items: examples })) === null) return;
-    const body = { action, filter };
-    if (action === "cancel" && form.elements.reason.value.trim())
-      body.reason = form.elements.reason.value.trim();
-    const applied = document.getElementById("bulk-apply");
-    applied.disabled = true;
-    if (await send("POST", form.dataset.url, body)) await bulkFollow(send.answer);
-    applied.disabled = false;
-    refreshNow();
+  }
+
+  // Ask with the count, then act on that count: when the filter matches another number by
+  // the time the server starts (409), nothing was done and the operator is asked again.
+  async function bulkApply(form) {
+    const filter = bulkFilter(form);
+    const action = form.elements.action.value;
+    let found = await bulkMatch(form, filter);
+    let before = null; // the count asked about last, when the server found another
+    while (found) {
+      const { matched, examples } = found;
+      if (!matched) return show("No job matches this filter.", false);
+      if (matched > examples.length) examples.push(`and ${matched - examples.length} more`);
+      let question = bulkQuestion(action, matched, filter, form);
+      if (before !== null)
+        question = `The filter matches ${matched} now, not ${before}: nothing was done. ${question}`;
+      const ok = `${capitalized(action)} ${matched}`;
+      if ((await confirmed(question, { ok, back: "Cancel", items: examples })) === null) return;
+      const body = { action, filter, expect: matched };
+      if (action === "cancel" && form.elements.reason.value.trim())
+        body.reason = form.elements.reason.value.trim();
+      const applied = document.getElementById("bulk-apply");
+      applied.disabled = true;
+      send.answer = null; // not an earlier answer, when this one never comes
+      const sent = await send("POST", form.dataset.url, body);
+      applied.disabled = false;
+      if (sent) {
+        await bulkFollow(send.answer);
+        return refreshNow();
+      }
+      refreshNow();
+      if (!send.answer || typeof send.answer.expected !== "number") return;
+      before = matched;
+      found = await bulkMatch(form, filter);
+    }
   }
 
   async function bulkFollow(status) {

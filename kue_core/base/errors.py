@@ -63,6 +63,20 @@ class BulkNotFound(KueError, LookupError):
         self.run_id = run_id
 
 
+class BulkCountChanged(KueError):
+    """A bulk action given the count an operator confirmed (``expect``) found the filter
+    matching another number when it started: it did nothing. ``matched`` is the count now,
+    ``expected`` the one confirmed; ask again with the new count."""
+
+    def __init__(self, matched: int, expected: int) -> None:
+        jobs = f"{matched:,} job{'' if matched == 1 else 's'}"
+        super().__init__(
+            f"the filter matches {jobs} now, not the {expected:,} confirmed: nothing was done"
+        )
+        self.matched = matched
+        self.expected = expected
+
+
 class WorkerIdTaken(KueError):
     """Another live process holds this worker id: it renewed its registration within its
     lease. ``holder`` is that process as ``host:pid``; ``ago_ms``, how long ago it renewed;

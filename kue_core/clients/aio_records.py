@@ -82,8 +82,9 @@ class AsyncRecords:
         *,
         reason: str = "",
         run_id: str | None = None,
+        expect: int | None = None,
     ) -> dict[str, Any]:
-        return await self.scripts.drive(bulk.run(self.keys, action, filter, run_id, reason))
+        return await self.scripts.drive(bulk.run(self.keys, action, filter, run_id, reason, expect))
 
     async def bulk_status(self, run_id: str) -> dict[str, Any]:
         return await self.scripts.drive(bulk.status(self.keys, run_id))

@@ -132,12 +132,16 @@ class QueueRecords:
         *,
         reason: str = "",
         run_id: str | None = None,
+        expect: int | None = None,
     ) -> dict[str, Any]:
         """``retry``, ``remove``, ``promote`` or ``cancel`` (with ``reason``) every job
         ``filter`` matches (see :meth:`bulk_count`), in batches; what it did: ``matched``,
         ``done``, ``state`` (``done``, or ``stopped`` on :meth:`stop_bulk`). With ``run_id``
-        (32 hex digits) its progress is recorded for :meth:`bulk_status`."""
-        return self.scripts.drive(bulk.run(self.keys, action, filter, run_id, reason))
+        (32 hex digits) its progress is recorded for :meth:`bulk_status`. With ``expect``,
+        the count an operator confirmed: when the filter matches another number as the
+        action starts, nothing is done and ``BulkCountChanged`` says the new ``matched``;
+        else it acts on ``expect`` jobs at most."""
+        return self.scripts.drive(bulk.run(self.keys, action, filter, run_id, reason, expect))
 
     def bulk_status(self, run_id: str) -> dict[str, Any]:
         """The progress of a recorded bulk action: ``action``, ``filter``, ``matched``,

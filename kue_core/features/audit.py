@@ -6,7 +6,8 @@ Each entry is one entry of a Redis stream (``<prefix>:audit``), whose id tells w
 fields: ``action`` (what was done: the API's name of the route, ``remove``), ``method``
 and ``path`` of the request, ``who`` (the authenticated user, ``token`` for a bearer token,
 or empty without authentication), ``from`` (the client's address), ``status`` (the answer's
-HTTP status) and ``jobs`` (how many jobs the change touched, when the answer tells). The log
+HTTP status), ``jobs`` (how many jobs the change touched, when the answer tells) and
+``detail`` (what the request does that its path does not say: a bulk action's filter). The log
 is bounded: about ``AUDIT_MAX_ENTRIES`` entries, none older than ``AUDIT_MAX_AGE_MS``, trimmed
 as entries are added (operations written once for both clients, as :mod:`kue_core.jobs.ops`).
 """
@@ -23,7 +24,7 @@ from ..base.keys import Keys
 from ..store.calls import Op, read
 
 #: The fields of an entry, in order; each a string (``status`` and ``jobs``: digits).
-FIELDS = ("action", "method", "path", "who", "from", "status", "jobs")
+FIELDS = ("action", "method", "path", "who", "from", "status", "jobs", "detail")
 #: Longest text kept of a field (a path with a long query string, say).
 FIELD_LIMIT = 500
 #: Entries read per round trip while looking for those a filter matches, and at most.

@@ -10,6 +10,13 @@ a batch in one call (as ``retry_all`` does a state; a running job cancelled is s
 its worker). Between batches other clients run: no call holds Redis for long, and the action
 can stop after any batch, having done what it says.
 
+An action confirmed by an operator ("Retry 29 jobs?") carries that count as ``expect``: the
+run counts again first, and when the filter matches another number by then it does nothing
+and raises ``BulkCountChanged`` with the new count, for the operator to be asked again. The
+run then acts on ``expect`` jobs at most, so a job that comes into the filter between that
+count and its batch is left as it is. Nothing holds the ids that were counted: a filter may
+match millions of jobs, and a list of them would be as large as the state.
+
 A run may record its progress (``Keys.bulk``: a hash of the action, the filter, jobs matched
 and done so far, the state) so that another process can follow it, or ask it to stop after
 its batch. A run whose recorder went silent (its process died) reads as ``interrupted``.
@@ -25,7 +32,7 @@ from typing import Any
 
 from .. import defaults
 from ..base import checks
-from ..base.errors import BulkNotFound, InvalidJob
+from ..base.errors import BulkCountChanged, BulkNotFound, InvalidJob
 from ..base.keys import Keys, job_id_from_zid
 from ..base.states import STATES
 from ..base.values import validate_type
@@ -209,15 +216,26 @@ def _act(keys: Keys, action: str, f: Filter, members: list[str], reason: str) ->
 
 
 def run(
-    keys: Keys, action: object, raw_filter: object, run_id: str | None = None, reason: str = ""
+    keys: Keys,
+    action: object,
+    raw_filter: object,
+    run_id: str | None = None,
+    reason: str = "",
+    expect: int | None = None,
 ) -> Op[dict[str, Any]]:
     """See ``Queue.bulk``."""
     f = parse_filter(raw_filter)
     action = _check_action(action, f)
     reason = control.reason_text(reason)
+    if expect is not None:
+        checks.integer(expect, "expect", 0, 2**63 - 1)
+        matched = yield from count(keys, raw_filter)  # counted again, as the operator was asked
+        if matched != expect:
+            raise BulkCountChanged(matched, expect)
     now = yield from calls.server_now()
     status: dict[str, Any] = {"id": run_id, "action": action, "filter": f.to_dict()}
-    status.update(matched=0, done=0, state="running", started_at=now, updated_at=now)
+    status.update(expect=expect, matched=0, done=0, state="running")
+    status.update(started_at=now, updated_at=now)
     record = keys.bulk(run_id) if run_id else None
     if record:
         yield read(("HSET", record, *_fields(status)), ("PEXPIRE", record, defaults.BULK_KEEP_MS))
@@ -226,6 +244,9 @@ def run(
     while True:
         cursor, members = yield from _walk(keys, f, source, now, cursor)
         members = [m for m in members if m not in seen]
+        if expect is not None:  # never more than confirmed: a job come since waits
+            members = members[: expect - status["matched"]]
+            cursor = 0 if status["matched"] + len(members) >= expect else cursor
         seen.update(members)
         for start in range(0, len(members), defaults.BULK_BATCH):
             chunk = members[start : start + defaults.BULK_BATCH]
@@ -247,6 +268,8 @@ def _fields(status: dict[str, Any]) -> list[Any]:
     out: list[Any] = []
     for name in ("action", "matched", "done", "state", "started_at", "updated_at"):
         out += [name, status[name]]
+    if status["expect"] is not None:
+        out += ["expect", status["expect"]]
     return [*out, "filter", json.dumps(status["filter"])]
 
 
@@ -261,6 +284,7 @@ def status(keys: Keys, run_id: object) -> Op[dict[str, Any]]:
     now = yield from calls.server_now()
     out: dict[str, Any] = {"id": run_id, "action": got.get("action")}
     out["filter"] = json.loads(got.get("filter") or "{}")
+    out["expect"] = int(got["expect"]) if got.get("expect") else None
     for name in ("matched", "done", "started_at", "updated_at"):
         out[name] = int(got.get(name) or 0)
     out["state"] = got.get("state", "running")

@@ -11,7 +11,10 @@ No job pays for it. Once a minute one worker process (whichever keeper comes fir
 of the live workers, and writes the difference from the last sample as the point of the
 minute that just ended; the point of its hour and of its day grow by it. Work done while no
 worker ran shows in the first minute sampled after. A type with nothing to show that minute
-writes nothing.
+writes nothing. The first sample ever counts the jobs a new queue has finished so far (the
+minute counters, kept a day, add up to the totals: every job counted ended within the day);
+on a deployment older than its history, whose totals hold months, it is where the next one
+starts from, and shows the backlog alone.
 
 A point is a short text, ``complete,failed,waiting,delayed;wait;run``, where each of ``wait``
 and ``run`` is ``sum ms@first bucket:count,count,...`` (the counts of the buckets of
@@ -209,6 +212,7 @@ def sample(keys: Keys) -> Op[bool]:
         ("ZRANGE", keys.workers, 0, -1),
     )
     totals, last = hash_reply(totals), _figures(hash_reply(last_raw))
+    fresh = seen is None and not last and (yield from _new_queue(keys, totals, minute))
     types, today = sorted(found), day_of(now)
     index = minute - 1  # the point of the minute that just ended
     hour, day = index * _MINUTE // _HOUR, index * _MINUTE // _DAY
@@ -245,7 +249,7 @@ def sample(keys: Keys) -> Op[bool]:
         figures[t].update(backlog=[waiting, delayed], v=before.get("v", []))
         backlog = [backlog[0] + waiting, backlog[1] + delayed]
         added = _since(counts, _fit(before.get("counts"), 2))
-        if not before and seen is None:  # the first sample ever: the backlog alone
+        if not before and seen is None and not fresh:  # counters older than the history
             added, added_wait, added_run = [0, 0], [0] * _WIDTH, [0] * _WIDTH
         point = Point(added[0], added[1], waiting, delayed, added_wait, added_run)
         everything.add(point)
@@ -267,6 +271,24 @@ def sample(keys: Keys) -> Op[bool]:
     args = _arguments(keys, points, changes, figures, now)
     written: bool = yield calls.sample(keys, seen or "", minute, args)
     return written
+
+
+def _new_queue(keys: Keys, totals: dict[str, str], minute: int) -> Op[bool]:
+    """Whether every job the counters ever counted ended within the last day (the minute
+    counters, kept a day, add up to the totals): a queue first used since, whose first jobs
+    the first sample counts, rather than a deployment older than its history, whose counters
+    are where the history starts from. Read once, by the first sample ever."""
+    ever = {"complete": 0, "failed": 0}
+    for name, value in totals.items():
+        outcome, _, job_type = name.partition(":")
+        if outcome in ever and job_type:
+            ever[outcome] += int(value)
+    if not any(ever.values()):
+        return True
+    span = range(minute - defaults.THROUGHPUT_MINUTES, minute + 1)
+    counted = yield read(*(("GET", keys.minute(o, m)) for o in ever for m in span))
+    found = iter(int(n or 0) for n in counted)
+    return all(sum(next(found) for _ in span) >= ever[o] for o in ever)
 
 
 def _figures(raw: dict[str, str]) -> dict[str, dict[str, Any]]:

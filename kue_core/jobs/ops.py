@@ -25,6 +25,7 @@ from ..features.control import reason_text
 from ..store import calls
 from ..store.calls import Call, Op, read
 from ..store.lua_source import SAVE_WIDTH
+from . import due
 from .flow_ops import Node, flow_rows, flow_saved
 from .spec import JobSpec
 
@@ -228,11 +229,23 @@ def _order(order: str) -> bool:
 
 
 def kue_range(
-    side: Side[_J], key: str, start: int, stop: int, order: str, limit: int | None
+    side: Side[_J],
+    key: str,
+    start: int,
+    stop: int,
+    order: str,
+    limit: int | None,
+    due_type: str | None = None,
 ) -> Op[list[_J]]:
-    """Kue's range of the set ``key`` (see ``Queue.range_by_state``)."""
+    """Kue's range of the set ``key`` (see ``Queue.range_by_state``); ``due_type`` when
+    ``key`` is that type's delayed set, whose window is taken by due time (see
+    :mod:`kue_core.jobs.due`)."""
     desc = _order(order)
-    (members,) = yield read(("ZRANGE", key, _index(start, "from"), _index(stop, "to")))
+    start, stop = _index(start, "from"), _index(stop, "to")
+    if due_type is not None:
+        members = yield from due.window(side.keys, due_type, start, stop, False)
+    else:
+        (members,) = yield read(("ZRANGE", key, start, stop))
     if limit is not None and len(members) > limit:
         raise InvalidJob(
             f"the range {start}..{stop} holds {len(members)} jobs; ask for at most {limit}"
@@ -270,6 +283,9 @@ def page(
         ids: list[int] = yield call
         return (yield from get_jobs(side, ids))
     stop = offset + count - 1
+    if state == "delayed" and job_type is not None:  # by due time, as the all-types set
+        members = yield from due.window(side.keys, job_type, offset, stop, desc)
+        return (yield from get_jobs(side, [job_id_from_zid(m) for m in members]))
     command = ("ZREVRANGE", key, offset, stop) if desc else ("ZRANGE", key, offset, stop)
     (members,) = yield read(command)
     return (yield from get_jobs(side, [job_id_from_zid(m) for m in members]))

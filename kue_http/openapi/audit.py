@@ -49,12 +49,20 @@ _ENTRY: Schema = obj(
     {
         "id": {"type": "string", "description": "The entry's id: <ms>-<seq>"},
         "at": {"type": "integer", "description": "When (ms)"},
-        "action": {**_TEXT, "description": "The route's name: create, remove, retry_all..."},
+        "action": {
+            **_TEXT,
+            "description": "The route's name (create, remove, retry_all...); a bulk action's, "
+            "bulk_retry...",
+        },
         "method": _TEXT,
         "path": {**_TEXT, "description": "The request's path and query"},
         "who": {**_TEXT, "description": "The user (basic auth), token, or empty"},
         "from": {**_TEXT, "description": "The client's address"},
         "status": {"type": ["integer", "null"]},
         "jobs": {"type": ["integer", "null"], "description": "Jobs touched, when told"},
+        "detail": {
+            **_TEXT,
+            "description": "What the path does not say (a bulk action's filter), or empty",
+        },
     }
 )

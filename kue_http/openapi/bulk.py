@@ -47,6 +47,10 @@ _RUN = obj(
                 "min_age_ms": {"type": ["integer", "null"]},
             }
         ),
+        "expect": {
+            "type": ["integer", "null"],
+            "description": "The count confirmed (given as expect): the most jobs it acts on",
+        },
         "matched": {**_COUNT, "description": "Jobs the filter matched so far"},
         "done": {**_COUNT, "description": "Jobs acted on so far"},
         "state": {"enum": ["running", "done", "stopped", "interrupted"]},
@@ -56,6 +60,13 @@ _RUN = obj(
         "follow": {"type": "string", "description": "Where to follow it while it runs"},
     },
     optional="stopping follow",
+)
+_CHANGED = obj(
+    {
+        "error": {"type": "string"},
+        "matched": {**_COUNT, "description": "Jobs the filter matches now"},
+        "expected": {**_COUNT, "description": "The count given as expect"},
+    }
 )
 _RUN_ID = path_param(
     "run_id", {"type": "string", "pattern": "^[0-9a-f]{32}$"}, example="0123456789abcdef" * 2
@@ -109,10 +120,16 @@ def paths() -> Schema:
             "post": write(
                 "bulk",
                 "Retry, remove, promote or cancel every job a filter matches, in batches: the "
-                "outcome (200), or the progress so far and where to follow it (202)",
+                "outcome (200), the progress so far and where to follow it (202), or the count "
+                "now when it is not the one confirmed (409)",
                 {
                     "200": json_answer("Done", _RUN),
                     "202": json_answer("Still running: follow it", _RUN),
+                    "409": json_answer(
+                        "The filter matches another number than expect: nothing was done; ask "
+                        "again with matched",
+                        _CHANGED,
+                    ),
                 },
                 400,
                 body=json_body(
@@ -121,10 +138,17 @@ def paths() -> Schema:
                             "action": {"enum": list(BULK_ACTIONS)},
                             "filter": _FILTER,
                             "reason": {"type": "string", "maxLength": defaults.MAX_REASON},
+                            "expect": {
+                                **_COUNT,
+                                "maximum": 2**63 - 1,
+                                "description": "The count an operator confirmed: when the "
+                                "filter matches another number as the action starts, nothing "
+                                "is done (409); else it acts on this many jobs at most",
+                            },
                         },
-                        optional="reason",
+                        optional="reason expect",
                     ),
-                    "The action, the filter, and for cancel a reason",
+                    "The action, the filter, for cancel a reason, and the count confirmed",
                 ),
             )
         },

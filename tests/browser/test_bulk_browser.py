@@ -46,8 +46,40 @@ def test_retry_every_failed_job_with_a_tag(ui: Watched, queue: Queue) -> None:
     page.locator("#bulk-apply").click()
     expect(page.locator("#toast")).to_have_text("No job matches this filter.")
     assert page.evaluate("window.__xss") is None
-    (entry,) = queue.audit(action="bulk_start")
+    (entry,) = queue.audit(action="bulk_retry")
     assert entry["jobs"] == 4
+    assert entry["detail"] == '{"state": "failed", "tag": "tenant-7"}, 4 confirmed'
+
+
+def test_a_count_changed_before_the_action_is_asked_again(ui: Watched, queue: Queue) -> None:
+    _failed(queue, 6, 4)
+    late = queue.create_job("email", {"title": "late"}).tags("tenant-7").save()
+    page = ui.goto("/jobs/failed?tag=tenant-7")
+    expect(page.locator("#bulk-filter input[name=tag]")).to_have_value("tenant-7")
+    page.select_option("#bulk-filter select[name=action]", "retry")
+    page.locator("#bulk-apply").click()
+    dialog = page.locator("dialog#confirm")
+    expect(dialog).to_contain_text("Retry 4 failed jobs tagged tenant-7?")
+    queue.scripts.set_state(late.id, "failed")  # type: ignore[arg-type]  # while it is read
+    dialog.get_by_role("button", name="Retry 4").click()
+    # Nothing was done: asked again, with the count now.
+    expect(dialog).to_contain_text(
+        "The filter matches 5 now, not 4: nothing was done. Retry 5 failed jobs tagged tenant-7?"
+    )
+    assert queue.count("failed") == 7 and queue.audit() == []
+    expect(dialog.locator("#confirm-list li")).to_have_count(5)
+    dialog.get_by_role("button", name="Retry 5").click()
+    expect(page.locator('nav [data-count="failed"]')).to_have_text("2")
+    assert queue.count("inactive") == 5
+    (entry,) = queue.audit()
+    assert entry["action"] == "bulk_retry" and entry["jobs"] == 5
+    # The Audit page names the action and shows its filter.
+    page.locator("#audit-link").click()
+    row = page.locator("#audit-table tbody tr").first
+    expect(row).to_have_attribute("data-action", "bulk_retry")
+    expect(row.locator("td.request .detail")).to_have_text(
+        '{"state": "failed", "tag": "tenant-7"}, 5 confirmed'
+    )
 
 
 def test_a_long_action_shows_its_progress_and_stops(

@@ -3,7 +3,9 @@ batches and says what it did; bad usage exits 2 and changes nothing."""
 
 from __future__ import annotations
 
+import io
 import json
+from collections.abc import Callable
 
 from click.testing import CliRunner, Result
 
@@ -43,6 +45,59 @@ def test_count_ask_and_retry(queue: Queue, redis_url: str) -> None:
     assert json.loads(removed.stdout)["done"] == 8 and queue.count("failed") == 0
 
 
+class _Typed(io.BytesIO):
+    """What is typed at the questions; ``meanwhile()`` runs as the first answer is read (while
+    the operator reads the question)."""
+
+    def __init__(self, text: str, meanwhile: Callable[[], object]) -> None:
+        super().__init__(text.encode())
+        self.meanwhile: Callable[[], object] | None = meanwhile
+
+    def _first(self, size: int | None) -> None:
+        if size != 0 and self.meanwhile is not None:  # click reads 0 bytes to test the stream
+            self.meanwhile, act = None, self.meanwhile
+            act()
+
+    def read(self, size: int | None = -1) -> bytes:
+        self._first(size)
+        return super().read(size)
+
+    def read1(self, size: int = -1) -> bytes:
+        self._first(size)
+        return super().read1(size)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        self._first(size)
+        return super().readline(size)
+
+
+def test_a_count_changed_before_the_action_is_asked_again(queue: Queue, redis_url: str) -> None:
+    _failed(queue, 10)
+    late = queue.create_job("sms").save()
+    where = on(redis_url, queue.prefix)
+    typed = _Typed("y\ny\n", lambda: queue.scripts.set_state(late.id, "failed"))
+    done = CliRunner().invoke(cli, ["bulk", "retry", "-s", "failed", *where], input=typed)
+    assert done.exit_code == 0, done.output
+    asked = [line for line in done.stderr.splitlines() if "?" in line]
+    assert "retry 10 jobs (1, 2, 3, 4, 5 and 5 more)?" in asked[0]
+    assert "the filter matches 11 jobs now, not the 10 confirmed: nothing was done" in done.stderr
+    assert "retry 11 jobs (1, 2, 3, 4, 5 and 6 more)?" in done.stderr
+    assert done.stdout.strip().endswith("retry: 11 of 11 matched jobs (done)")
+    assert queue.count("failed") == 0 and queue.count("inactive") == 11
+    # Declined the second time: nothing was done at all.
+    _failed(queue, 3)
+    later = queue.create_job("sms").save()
+    typed = _Typed("y\nn\n", lambda: queue.scripts.set_state(later.id, "failed"))
+    declined = CliRunner().invoke(cli, ["bulk", "remove", "-s", "failed", *where], input=typed)
+    assert declined.exit_code == 1 and queue.count("failed") == 4
+    # A script gives the count it was told (--count): another is exit 1, and nothing done.
+    refused = invoke("bulk", "remove", "-s", "failed", "--expect", "3", *where)
+    assert refused.exit_code == 1 and queue.count("failed") == 4
+    assert "the filter matches 4 jobs now, not the 3 confirmed" in refused.stderr
+    done = invoke("bulk", "remove", "-s", "failed", "--expect", "4", "--json", *where)
+    assert json.loads(done.stdout)["done"] == 4 and queue.count("failed") == 0
+
+
 def test_bad_usage_changes_nothing(queue: Queue, redis_url: str) -> None:
     _failed(queue, 3)
     where = on(redis_url, queue.prefix)
@@ -65,6 +120,11 @@ def test_kue_audit_lists_the_changes(queue: Queue, redis_url: str) -> None:
     lines = invoke("audit", *where).stdout.splitlines()
     assert [line.split()[2] for line in lines] == ["bulk_start", "create"]
     assert lines[0].endswith("POST /api/x  by ada from 10.0.0.1  3 jobs")
+    queue.add_audit({"action": "bulk_retry", "method": "POST", "path": "/api/jobs/bulk",
+                     "status": "200", "jobs": "2", "detail": '{"state": "failed"}'})  # fmt: skip
+    lines = invoke("audit", "-n", "1", *where).stdout.splitlines()
+    assert lines[0].split()[2] == "bulk_retry"  # the action, then its filter below
+    assert lines[1] == f"{'':21}" + '{"state": "failed"}'
     only = json.loads(invoke("audit", "--action", "create", "--json", *where).stdout)
     assert [e["action"] for e in only] == ["create"]
     assert invoke("audit", "-n", "0", *where).exit_code == 2

@@ -34,8 +34,32 @@ def test_count_then_retry_what_matches(client: FlaskClient, queue: Queue) -> Non
         "stopping": False,
     }
     assert queue.count("inactive") == 10 and queue.count("failed") == 20
-    (entry,) = queue.audit(action="bulk_start")
+    (entry,) = queue.audit(action="bulk_retry")  # the action, and what it was done to
     assert entry["jobs"] == 10 and entry["path"] == "/api/jobs/bulk"
+    assert entry["detail"] == '{"state": "failed", "tag": "tenant-7"}'
+
+
+def test_the_count_confirmed_or_a_409_that_does_nothing(client: FlaskClient, queue: Queue) -> None:
+    _failed(queue, 30)
+    given = {"state": "failed", "tag": "tenant-7"}
+    assert client.get("/api/jobs/match?state=failed&tag=tenant-7").json["matched"] == 10  # type: ignore[index]
+    res = client.post("/api/jobs/bulk", json={"action": "retry", "filter": given, "expect": 9})
+    assert res.status_code == 409, res.json
+    assert res.json == {
+        "error": "the filter matches 10 jobs now, not the 9 confirmed: nothing was done",
+        "matched": 10,
+        "expected": 9,
+    }
+    assert queue.count("failed") == 30 and queue.audit() == []  # refused: not recorded
+    body = {"action": "remove", "filter": given, "expect": 10, "reason": "tenant <gone>"}
+    res = client.post("/api/jobs/bulk", json=body)
+    assert res.status_code == 200 and res.json["done"] == res.json["expect"] == 10  # type: ignore[index]
+    (entry,) = queue.audit()
+    assert entry["action"] == "bulk_remove" and entry["jobs"] == 10
+    assert entry["detail"] == (
+        '{"state": "failed", "tag": "tenant-7"}, 10 confirmed, reason "tenant <gone>"'
+    )
+    assert queue.count("failed") == 20
 
 
 def test_the_count_comes_with_some_of_the_jobs(client: FlaskClient, queue: Queue) -> None:
@@ -78,6 +102,8 @@ def test_a_long_action_answers_202_and_is_followed(
         {"action": "nuke", "filter": {"state": "failed"}},
         {"action": "retry", "filter": {"state": "failed"}, "extra": 1},
         {"action": "retry", "filter": {"state": "failed", "min_age_ms": "old"}},
+        {"action": "retry", "filter": {"state": "failed"}, "expect": -1},
+        {"action": "retry", "filter": {"state": "failed"}, "expect": "3"},
         ["retry"],
     ],
 )

@@ -231,6 +231,19 @@ def test_list_pages_clamp_and_order(client: FlaskClient, queue: Queue) -> None:
     assert ordered[0] == str(urgent.id) and ordered[-1] == str(low.id)
 
 
+def test_a_types_delayed_list_is_soonest_due_first(client: FlaskClient, queue: Queue) -> None:
+    """On the page and through Kue's API route, as the all-types list (not by priority)."""
+    late = queue.create_job("t").priority("critical").delay(90_000).save()
+    soon = queue.create_job("t").priority("low").delay(5_000).save()
+    mid = queue.create_job("t").delay(30_000).save()
+    order = [str(soon.id), str(mid.id), str(late.id)]
+    assert list(rows(page(client, "/jobs/delayed?type=t"))) == order
+    assert list(rows(page(client, "/jobs/delayed?type=t&order=desc"))) == order[::-1]
+    assert list(rows(page(client, "/jobs/delayed"))) == order
+    window = client.get("/api/jobs/t/delayed/0..1").json  # by due time, then by id (Kue)
+    assert [j["id"] for j in window] == sorted([soon.id, mid.id])  # type: ignore[union-attr]
+
+
 def test_finished_lists_are_newest_first_and_say_so(client: FlaskClient, queue: Queue) -> None:
     """Complete and failed jobs are listed by when they finished, newest first, unless the
     order box says otherwise; an unknown order is the default."""

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import BulkNotFound, InvalidJob, KueError, Queue, defaults, doctor
+from kue_core import BulkCountChanged, BulkNotFound, InvalidJob, KueError, Queue, defaults, doctor
 from kue_core.features import bulk
 from kue_core.store import calls
 from tests.conftest import server_ms, wait_for
@@ -57,6 +57,50 @@ def test_count_and_retry_what_a_filter_matches(client: Any, queue: Queue) -> Non
     retried = {j.id for j in queue.page("inactive", count=1000)}
     assert retried == {jid for i, jid in enumerate(ids) if i % 2 and i % 3 == 1}
     assert queue.count("failed") == 500
+
+
+def _meanwhile(op: Any, act: Any) -> Any:
+    """``op``, with ``act()`` called once its first step (the count, here) is answered."""
+    reply, acted = None, False
+    while True:
+        try:
+            step = op.send(reply)
+        except StopIteration as done:
+            return done.value
+        reply = yield step
+        if not acted:
+            act()
+            acted = True
+
+
+def test_an_action_acts_on_the_count_confirmed(client: Any, queue: Queue, r: redis.Redis) -> None:
+    ids = _failed(queue, 30)
+    # A job failed between the count an operator confirmed and the action: nothing is done,
+    # nothing recorded, and the error says the count now.
+    for given, counted in (({"state": "failed"}, 30), ({"state": "failed", "tag": "tenant-1"}, 10)):
+        with pytest.raises(BulkCountChanged) as e:
+            client.bulk("retry", given, run_id=RUN, expect=counted - 1)
+        assert (e.value.matched, e.value.expected) == (counted, counted - 1)
+        assert str(e.value) == (
+            f"the filter matches {counted} jobs now, not the {counted - 1} confirmed: "
+            "nothing was done"
+        )
+        assert queue.count("failed") == 30 and not r.exists(queue.keys.bulk(RUN))
+    got = client.bulk("retry", {"state": "failed", "tag": "tenant-1"}, run_id=RUN, expect=10)
+    assert (got["expect"], got["matched"], got["done"], got["state"]) == (10, 10, 10, "done")
+    assert queue.bulk_status(RUN)["expect"] == 10 and queue.count("failed") == 20
+    for bad in (-1, "20", True, 2.5):
+        with pytest.raises(InvalidJob, match="expect"):
+            client.bulk("retry", {"state": "failed"}, expect=bad)
+    assert queue.count("failed") == 20
+    # A job that fails after the count, while the action starts, is not among those acted on:
+    # never more than the count confirmed.
+    late = queue.create_job("email").save()
+    op = bulk.run(queue.keys, "retry", {"state": "failed"}, None, "", 20)
+    done = queue.scripts.drive(_meanwhile(op, lambda: queue.scripts.set_state(late.id, "failed")))
+    assert (done["matched"], done["done"], done["state"]) == (20, 20, "done")
+    assert queue.count("failed") == 1 and queue.count("inactive") == 30
+    assert len(ids) == 30
 
 
 def _recorded(op: Any, steps: list[Any]) -> Any:

@@ -90,6 +90,46 @@ def test_a_minute_s_completions_failures_backlog_and_times(queue: Queue, r: redi
         assert point["run"]["count"] == 4
 
 
+def test_the_first_sample_counts_a_new_queue_s_first_jobs(queue: Queue, r: redis.Redis) -> None:
+    """No history yet, and every job the counters hold ended within the day: a newcomer's
+    first jobs show in the first sample, rather than zeros."""
+    for _ in range(4):
+        queue.create_job("email").save()
+    for ok in (True, True, False):
+        finish(queue, "email", ok)
+    _timing(queue, "email", "run", 200, 300, 300)
+    assert _sample(queue)  # the first sample ever
+    first = sampled(queue, "email", "1h")
+    assert (first["complete"], first["failed"], first["waiting"]) == (2, 1, 1)
+    assert first["run"]["count"] == 3
+    assert queue.stats_history(None, "24h")["total"]["complete"] == 2
+    finish(queue, "email", True)
+    assert _next_minute(queue, r)  # and from there on, what each minute adds
+    assert sampled(queue, "email", "1h")["complete"] == 1
+    assert sampled(queue, "email", "7d")["complete"] == 3  # the hour grew by both
+
+
+def test_the_first_sample_keeps_an_older_deployment_s_counters_out(
+    queue: Queue, r: redis.Redis
+) -> None:
+    """Totals of months (more than the minute counters of the day add up to) are where the
+    history starts from: the first minute shows the backlog alone, not months of jobs."""
+    r.hset(queue.keys.totals, mapping={"complete:email": 90_000, "failed:email": 700})
+    queue.create_job("email").save()
+    queue.create_job("email").save()
+    finish(queue, "email", True)  # today's, among the months': not told apart
+    assert _sample(queue)
+    first = sampled(queue, "email", "1h")
+    assert (first["complete"], first["failed"], first["waiting"]) == (0, 0, 1)
+    finish(queue, "email", False)
+    assert _next_minute(queue, r)
+    assert (sampled(queue, "email", "1h")["complete"], sampled(queue, "email", "1h")["failed"]) == (
+        0,
+        1,
+    )
+    assert sampled(queue, "email", "7d")["failed"] == 1
+
+
 def test_a_minute_is_sampled_once(queue: Queue, r: redis.Redis) -> None:
     queue.create_job("email").save()
     assert _sample(queue)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, JobNotFound, Queue
+from kue_core import InvalidJob, JobNotFound, Queue, defaults
 from kue_core.store import calls
 from tests.conftest import finish, keys_under
 
@@ -48,6 +48,34 @@ def test_range_windows_by_score_then_sorts_by_id(queue: Queue, r: redis.Redis) -
     assert [j.id for j in queue.range(0, -1)] == [9, 10, 100, 150]
     assert queue.range_by_state("inactive", 10, 20) == []
     assert queue.range_by_type("nope", "inactive", 0, -1) == []
+
+
+def test_a_types_delayed_jobs_are_soonest_due_first(
+    queue: Queue, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kue scores a type's delayed set by priority (Node Kue reads it so, and it stays so);
+    its list is by due time, as the all-types list is: read whole, or walked for a big type."""
+    given = (("critical", 50_000), ("low", 10_000), ("normal", 30_000), ("high", 20_000))
+    jobs = [queue.create_job("t").priority(p).delay(ms).save() for p, ms in given]
+    queue.create_job("u").delay(5_000).save()  # another type's, due first
+    soonest = [jobs[1].id, jobs[3].id, jobs[2].id, jobs[0].id]
+    member = f"{len(str(jobs[0].id)):02d}|{jobs[0].id}"
+    assert r.zscore(queue.keys.type_state("t", "delayed"), member) == -15  # Kue's layout
+    for limit in (defaults.DUE_SORT_LIMIT, 2):
+        monkeypatch.setattr(defaults, "DUE_SORT_LIMIT", limit)
+        monkeypatch.setattr(defaults, "DUE_WALK_BATCH", 2)
+        assert [j.id for j in queue.page("delayed", "t", count=10)] == soonest, limit
+        assert [j.id for j in queue.page("delayed", "t", count=10, desc=True)] == soonest[::-1]
+        assert [j.id for j in queue.page("delayed", "t", offset=1, count=2)] == soonest[1:3]
+        assert queue.page("delayed", "t", offset=4, count=2) == []
+        # Kue's range: the window by due time, then sorted by id.
+        assert [j.id for j in queue.range_by_type("t", "delayed", 0, 1)] == sorted(soonest[:2])
+        window = queue.range_by_type("t", "delayed", -2, -1, "desc")
+        assert [j.id for j in window] == sorted(soonest[2:], reverse=True)
+        assert queue.range_by_type("t", "delayed", 3, 1) == []
+        assert queue.range_by_type("none", "delayed", 0, -1) == []
+    # The all-types list, as it was: the other type's job, due first, comes first.
+    assert [j.id for j in queue.page("delayed", count=1)] == [jobs[-1].id + 1]
 
 
 def test_range_drops_ids_without_a_hash(queue: Queue, r: redis.Redis) -> None:
