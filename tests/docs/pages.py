@@ -27,14 +27,9 @@ NOT_YET_CONVERTED = frozenset(
         "docs/recipes.md",
         "docs/redis-layout.md",
         "docs/reference.md",
-        "docs/retention.md",
         "docs/rules.md",
-        "docs/schedules.md",
         "docs/sentinel.md",
-        "docs/statistics.md",
-        "docs/tags-and-search.md",
         "docs/tracing.md",
-        "docs/unique.md",
     ]
 )
 
