@@ -16,7 +16,7 @@ import redis
 
 from tests.conftest import drop_keys
 from tests.docs.markdown import parse
-from tests.docs.pages import blocks_of, params
+from tests.docs.pages import DOCS, blocks_of, params
 from tests.docs.runner import ExampleFailed, environment, page_runner
 
 #: The key prefixes the examples write under: Queue()'s default, and the Redis lists of
@@ -93,3 +93,10 @@ def test_a_failing_block_is_named_with_its_output(
     with pytest.raises(ExampleFailed) as e:
         run_page(page, tmp_path, redis_url)
     assert error in str(e.value)
+
+
+def test_the_example_of_how_to_write_one_runs(tmp_path: Path, examples_redis: str) -> None:
+    """docs/contributing.md's example page (a file, a worker in the background, a script and
+    its output) is itself a page that runs."""
+    (example,) = [b for b in blocks_of(DOCS / "contributing.md") if b.lang == "markdown"]
+    assert run_page(example.code, tmp_path, examples_redis) == 2
