@@ -190,7 +190,8 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         """Called by the queue once ``save.lua`` gave the job its id."""
         self.id = job_id
         delayed = self._delay > 0 or self._due_at > _now_ms()  # save.lua decides on its clock
-        self.state = JobState.DELAYED.value if delayed else JobState.INACTIVE.value
+        waiting = JobState.PINNED.value if self._only else JobState.INACTIVE.value
+        self.state = JobState.DELAYED.value if delayed else waiting
 
     # -- (de)serialisation ----------------------------------------------------------------
     @classmethod

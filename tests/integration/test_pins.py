@@ -32,6 +32,9 @@ def test_a_pinned_job_waits_pinned_where_only_its_workers_find_it(
 ) -> None:
     job = queue.create_job("t", {"n": 1}).only([A, "gpu-2", A]).save()
     assert job.only() == [A, "gpu-2"]  # repeats dropped, order kept
+    assert job.state == "pinned"  # the saved job says so too, as docs/pinned.md shows
+    delayed = queue.create_job("t").only([A]).delay(60_000).save()
+    assert delayed.state == queue.get_job(delayed.id).state == "delayed"  # type: ignore[arg-type]
     again = queue.get_job(job.id)  # type: ignore[arg-type]
     assert again.state == "pinned" and again.only() == [A, "gpu-2"]
     assert again.to_dict()["only"] == [A, "gpu-2"]

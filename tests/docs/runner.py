@@ -1,0 +1,199 @@
+"""Running a page's blocks as a reader would: in order, in one empty folder, each run block a
+fresh process (``python`` for a python block, ``bash -e`` for a shell one) with the folder as
+its working directory, and what it prints compared with the page's ``output`` block.
+
+An output block may write ``...`` for any text (doctest's ELLIPSIS: ids, times, durations);
+trailing spaces and blank lines at the end are not compared.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from tests.docs.markdown import Block
+
+#: How long one block may take (a run-until or background block: to print its text).
+BLOCK_TIMEOUT = 60.0
+#: How long a program has to exit once it got SIGINT.
+STOP_TIMEOUT = 30.0
+
+
+class ExampleFailed(AssertionError):
+    """A block that failed: the message names ``page:line`` and shows what it printed."""
+
+
+def matches(expected: str, actual: str) -> bool:
+    """Whether ``actual`` is ``expected``, where ``...`` in ``expected`` stands for any text
+    (across lines too)."""
+    pattern = ".*?".join(re.escape(part) for part in _tidy(expected).split("..."))
+    return re.fullmatch(pattern, _tidy(actual), re.S) is not None
+
+
+def _tidy(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
+
+
+class Proc:
+    """A block's process, its output read as it comes (so that a text can be waited for)."""
+
+    def __init__(self, block: Block, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.block = block
+        # A session of its own: SIGINT goes to its process group, as Ctrl-C in a terminal.
+        self.popen = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self.out: list[bytes] = []
+        self.err: list[bytes] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.popen.stdout, self.out), daemon=True),
+            threading.Thread(target=self._read, args=(self.popen.stderr, self.err), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(stream: object, into: list[bytes]) -> None:
+        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+            into.append(chunk)
+
+    @property
+    def stdout(self) -> str:
+        return b"".join(self.out).decode(errors="replace")
+
+    @property
+    def stderr(self) -> str:
+        return b"".join(self.err).decode(errors="replace")
+
+    def failed(self, why: str) -> ExampleFailed:
+        return ExampleFailed(
+            f"{self.block.where}: {why}\n--- the block ---\n{self.block.code}"
+            f"--- stdout ---\n{self.stdout}--- stderr ---\n{self.stderr}"
+        )
+
+    def wait(self, timeout: float) -> int:
+        try:
+            code = self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise self.failed(f"still running after {timeout:g} s") from None
+        for reader in self._readers:
+            reader.join(timeout=5)
+        return code
+
+    def wait_for_text(self, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.stdout and text not in self.stderr:
+            if self.popen.poll() is not None:
+                self.wait(5)
+                raise self.failed(f"exited ({self.popen.returncode}) before printing {text!r}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise self.failed(f"did not print {text!r} within {timeout:g} s")
+            time.sleep(0.02)
+
+    def interrupt(self) -> None:
+        """Ctrl-C, and the process must exit with status 0."""
+        with suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGINT)
+        code = self.wait(STOP_TIMEOUT)
+        if code != 0:
+            raise self.failed(f"exited with status {code} after Ctrl-C (SIGINT)")
+
+    def kill(self) -> None:
+        with suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait()
+
+
+def environment(redis_url: str, folder: Path) -> dict[str, str]:
+    """A terminal's: this Python's ``bin`` first on PATH (``python``, ``kue``), no kue
+    setting but the Redis (and the suite's: no history sampling), the folder importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUE_")}
+    env["KUE_REDIS_URL"] = redis_url
+    env["KUE_HISTORY_SAMPLE"] = os.environ.get("KUE_HISTORY_SAMPLE", "0")
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    path = [str(folder), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(path)
+    return env
+
+
+@contextmanager
+def page_runner(folder: Path, scripts: Path, env: dict[str, str]) -> Iterator[PageRunner]:
+    """A runner for one page; the page's background programs are stopped when it ends (with
+    Ctrl-C, checked, when the page passed; killed when it did not)."""
+    runner = PageRunner(folder, scripts, env)
+    try:
+        yield runner
+        for proc in reversed(runner.background):
+            proc.interrupt()
+    finally:
+        for proc in runner.background:
+            proc.kill()
+
+
+class PageRunner:
+    def __init__(self, folder: Path, scripts: Path, env: dict[str, str]) -> None:
+        self.folder = folder
+        self.scripts = scripts
+        self.env = env
+        self.background: list[Proc] = []
+
+    def run(self, blocks: list[Block]) -> int:
+        """Run the page's blocks in order; the number of blocks run."""
+        ran = 0
+        last: Proc | None = None
+        for block in blocks:
+            if block.marker == "file":
+                target = self.folder / block.value
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(block.code, encoding="utf-8")
+            elif block.marker == "output":
+                assert last is not None  # the parser checked it
+                if not matches(block.code, last.stdout):
+                    raise last.failed(
+                        f"printed something else than {block.where} shows:\n{block.code}"
+                    )
+            elif block.runs:
+                last = self.start(block)
+                ran += 1
+                if block.marker == "background":
+                    self.background.append(last)
+                    last.wait_for_text(block.value, BLOCK_TIMEOUT)
+                elif block.marker == "run-until":
+                    try:
+                        last.wait_for_text(block.value, BLOCK_TIMEOUT)
+                        last.interrupt()
+                    finally:
+                        last.kill()
+                else:
+                    code = last.wait(BLOCK_TIMEOUT)
+                    if code != 0:
+                        raise last.failed(f"exited with status {code}")
+        return ran
+
+    def start(self, block: Block) -> Proc:
+        if block.is_python:
+            # Padded so that a traceback's line numbers are the page's.
+            name = re.sub(r"\W", "_", block.page.removesuffix(".md"))
+            script = self.scripts / f"{name}_line{block.line}.py"
+            script.write_text("\n" * block.line + block.code, encoding="utf-8")
+            argv = [sys.executable, str(script)]
+        else:
+            argv = ["bash", "-e", "-o", "pipefail", "-c", block.code]
+        return Proc(block, argv, self.folder, self.env)
