@@ -133,6 +133,14 @@ class Definition(Generic[P, R]):
         except InvalidJob as e:
             raise NoRetry(str(e)) from None
 
+    def _result(self, value: Any) -> Any:
+        """The return value as the job's result; one that does not fit the annotation fails
+        the job without a retry: the function ran, and a retry would do its work again."""
+        try:
+            return self.signature.result(value)
+        except InvalidJob as e:
+            raise NoRetry(str(e)) from None
+
 
 class _Calling(Generic[P, R]):
     """Calls of task ``task`` with a set of job options (the task's own, or those of
@@ -297,7 +305,7 @@ class _Def(Definition[P, R]):
             value = self.fn(*args, **kwargs)
         finally:
             current.done(token)
-        return self.signature.result(value)
+        return self._result(value)
 
 
 class _AsyncDef(Definition[P, R]):
@@ -316,7 +324,7 @@ class _AsyncDef(Definition[P, R]):
             value = await self.fn(*args, **kwargs)
         finally:
             current.done(token)
-        return self.signature.result(value)
+        return self._result(value)
 
 
 class Task(_Def[P, R], Calls[P, R]):

@@ -267,11 +267,26 @@ class Signature:
 
     # -- the return value -----------------------------------------------------------------
     def result(self, value: Any) -> Any:
-        """The function's return value as JSON, written by its return annotation (a
-        dataclass or a pydantic model becomes an object)."""
+        """The function's return value as JSON, checked (and coerced) by its return
+        annotation as an argument is, a dataclass or a model instance as its fields: raises
+        ``InvalidJob`` naming what does not fit, rather than writing it with a warning."""
+        pydantic = _pydantic()
         self._read()
         assert self._result is not None
-        return self._result.dump_python(value, mode="json")
+        try:
+            checked = self._result.validate_python(_fields(value, self._base_model))
+            return self._result.dump_python(checked, mode="json", warnings="error")
+        except InvalidJob as e:
+            raise InvalidJob(f"task {self.name}: the return value: {e}") from None
+        except pydantic.ValidationError as e:
+            raise InvalidJob(
+                f"task {self.name}: the return value does not fit the return annotation: "
+                f"{_first_error(e, argument=False)}"
+            ) from None
+        except Exception as e:  # a value pydantic accepts but cannot write as JSON
+            raise InvalidJob(
+                f"task {self.name}: the return value cannot be written as JSON: {e}"
+            ) from None
 
     def typed_result(self, stored: Any) -> Any:
         """A stored result read back as the return annotation's type."""

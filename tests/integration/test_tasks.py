@@ -272,6 +272,25 @@ def test_a_worker_runs_the_function_with_the_jobs_data_and_types_its_result(wq: 
     assert wq.workers()[0]["types"] == {"ship": 2}  # its concurrency
 
 
+def test_a_return_value_is_checked_and_coerced_by_the_annotation_without_a_warning(
+    wq: Queue,
+) -> None:
+    @wq.task("bill", attempts=3)
+    def bill(cents: str) -> Charge:
+        return Charge(1, "a", cents)  # type: ignore[arg-type]  # what a bug in a handler does
+
+    good, bad = bill.enqueue("7"), bill.enqueue("lots")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pydantic's serialisation warning would fail here
+        wq.process_tasks()
+        assert good.wait(20) == {"account": 1, "label": "a", "cents": 7}  # coerced
+        error = _state(wq, bad.id, "failed")  # type: ignore[arg-type]
+    assert error["attempts"]["made"] == 1  # not retried: the function has run
+    first = error["error"].splitlines()[0]
+    assert "NoRetry: task bill: the return value does not fit" in first
+    assert "valid integer" in first and "cents" in first
+
+
 def test_a_job_whose_data_does_not_fit_fails_at_once_naming_the_field(wq: Queue) -> None:
     ran = threading.Event()
 
