@@ -32,3 +32,19 @@ def test_burst_runs_one_process(run: list[Kue], redis_url: str, prefix: str) -> 
     run.append(kue)
     assert kue.wait(timeout=30) == 2
     assert "--burst runs one worker process" in kue.output
+
+
+def test_worker_burst_serves_a_module_of_tasks(
+    run: list[Kue], redis_url: str, prefix: str, queue: Queue
+) -> None:
+    from tests.cli import task_module
+
+    added = task_module.add.on(queue).enqueue(2, 3)
+    shouted = task_module.shout.on(queue).enqueue("hi")
+    kue = Kue(
+        "worker", "tests.cli.task_module", "--burst", "--redis", redis_url, "--prefix", prefix
+    )
+    run.append(kue)
+    assert kue.wait(timeout=60) == 0, kue.output
+    assert (added.refresh().result, shouted.refresh().result) == (5, "HI")
+    assert queue.schedules()  # its cron task's schedule was made, and not waited for
