@@ -170,11 +170,15 @@ def catch_signals(on_stop: str) -> Signals:
 
 
 def wait_for_signal(
-    on_stop: str, stopped: threading.Event | None = None, caught: Signals | None = None
+    on_stop: str,
+    stopped: threading.Event | None = None,
+    caught: Signals | None = None,
+    done: Callable[[], bool] | None = None,
 ) -> str | None:
     """Block until SIGTERM or SIGINT (caught from now on, or by ``caught`` since it was made)
-    and return its name, or until ``stopped`` is set and return None (see :class:`Signals`)."""
-    return (caught or catch_signals(on_stop)).wait(stopped)
+    and return its name, or until ``stopped`` is set or ``done()`` says True and return None
+    (see :class:`Signals`)."""
+    return (caught or catch_signals(on_stop)).wait(stopped, done)
 
 
 def failing(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -14,6 +14,7 @@ from click.core import ParameterSource
 
 from kue_core import connection, installed_version, tracing, validate_type
 from kue_core import defaults as core_defaults
+from kue_core.clients.queue_workers import drained as queue_drained
 from kue_core.features.pins import check_worker_id
 
 from . import cli as main
@@ -65,6 +66,12 @@ from .errors import BadUsage
     default="thread",
     show_default=True,
     help="process: each handler runs in a child process of its own.",
+)
+@click.option(
+    "--burst",
+    is_flag=True,
+    help="Stop once the work of the types has run out (no job of theirs waiting, running, due, "
+    "or waiting to retry an attempt failed here; jobs delayed to later are left), then exit 0.",
 )
 @click.option(
     "--shutdown-timeout",
@@ -131,6 +138,7 @@ def worker(
     shared: bool,
     reserve: str | None,
     isolation: str,
+    burst: bool,
     shutdown_timeout: float,
     lease: float,
     stall_limit: int,
@@ -141,13 +149,16 @@ def worker(
     redis_url: str | None,
     prefix: str,
 ) -> None:
-    """Run HANDLER on jobs of each --type until SIGTERM, SIGINT or kue stop-worker, then shut
-    down gracefully: claim nothing more, let running jobs finish, give back the rest.
+    """Run HANDLER on jobs of each --type until SIGTERM, SIGINT or kue stop-worker (or, with
+    --burst, until their work has run out), then shut down gracefully: claim nothing more, let
+    running jobs finish, give back the rest.
 
     HANDLER is MODULE:FUNC, a MODULE whose typed tasks (@queue.task) to serve, or
     MODULE:TASK, one typed task (no --type: it serves its own)."""
     if reserve is not None and not shared:
         raise BadUsage("--reserve goes with --shared")
+    if burst and processes > 1:
+        raise BadUsage("--burst runs one worker process: leave out --processes")
     if otel:
         tracing.enable()  # KueError (exit 2) when OpenTelemetry is not installed
     fn = main.load_handler(handler, modules=True)
@@ -233,8 +244,12 @@ def worker(
         connection.redact(url),
         prefix,
     )
-    name = main.wait_for_signal(on_stop, queue.stopped_remotely, caught)
-    if name is None:  # the queue has shut its workers down already
+    done = queue_drained(queue) if burst else None
+    name = main.wait_for_signal(on_stop, queue.stopped_remotely, caught, done)
+    if name is None and not queue.stopped_remotely.is_set():
+        log.info("burst: no work left; stopping")
+        queue.shutdown(shutdown_timeout)
+    elif name is None:  # the queue has shut its workers down already
         log.info("stopped remotely (kue stop-worker, or its worker id taken over)")
     else:
         log.info("%s: stopping; running jobs get %g s to finish", name, shutdown_timeout)

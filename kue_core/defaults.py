@@ -160,6 +160,10 @@ MAX_GROUP_LENGTH = 200
 #: (saved by Node Kue, or while it was reconnecting), as Kue's own one-second timer does.
 PROMOTE_MAX_WAIT = 1.0
 
+#: Seconds between two looks of a burst worker (``queue.run(burst=True)``, ``kue worker
+#: --burst``) for work left (see :mod:`kue_core.worker.burst`).
+BURST_POLL = 0.1
+
 #: Seconds ``queue.shutdown()`` lets running handlers finish before giving their jobs back.
 SHUTDOWN_TIMEOUT = 10.0
 

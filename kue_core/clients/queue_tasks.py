@@ -102,7 +102,13 @@ class TaskMethods(Tasks):
             *,
             isolation: str = "thread",
         ) -> Self: ...
-        def run(self) -> str | None: ...
+        def run(
+            self,
+            shutdown_timeout: float = ...,
+            *,
+            ready: Callable[[], Any] | None = ...,
+            burst: bool = ...,
+        ) -> str | None: ...
         def every(
             self, key: str, interval: Any, job_type: str, data: Any = None, **options: Any
         ) -> dict[str, Any]: ...
@@ -181,12 +187,17 @@ class TaskMethods(Tasks):
         return self
 
     def run_tasks(
-        self, types: Iterable[str] | None = None, *, concurrency: int | None = None
+        self,
+        types: Iterable[str] | None = None,
+        *,
+        concurrency: int | None = None,
+        burst: bool = False,
     ) -> str | None:
         """Serve the tasks (see :meth:`process_tasks`) until SIGINT or SIGTERM, as
-        ``queue.run()`` does; returns the signal's name. From the main thread only."""
+        ``queue.run()`` does; returns the signal's name. With ``burst=True``, until their
+        work has run out (see ``queue.run``). From the main thread only."""
         self.process_tasks(types, concurrency=concurrency)
-        return self.run()
+        return self.run(burst=burst)
 
     def _schedule(self, task: AnyTask) -> None:
         definition = task.schedule

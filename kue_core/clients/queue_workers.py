@@ -4,10 +4,13 @@ a signal, ``shutdown()`` stops them; their middleware and worker id."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Self
+
+import redis
 
 from .. import defaults
 from ..base.errors import InvalidWorkerConfig
@@ -66,6 +69,7 @@ class WorkerMethods:
         shutdown_timeout: float = defaults.SHUTDOWN_TIMEOUT,
         *,
         ready: Callable[[], Any] | None = None,
+        burst: bool = False,
     ) -> str | None:
         """Serve the handlers given to :meth:`process` until SIGINT (Ctrl-C) or SIGTERM, then
         shut down as ``kue worker`` does: no more claims, running handlers get
@@ -73,14 +77,22 @@ class WorkerMethods:
         second signal ends the process at once). ``ready`` is called once the signals are
         caught (to say so: a line a supervisor waits for, a systemd notification); a signal
         before that meets Python's own handlers. Returns the signal's name, or None when the
-        worker was stopped remotely (:meth:`stop_worker`). From the main thread only."""
+        worker was stopped remotely (:meth:`stop_worker`). From the main thread only.
+
+        With ``burst=True``, return (None) as soon as no work is left for the types served:
+        no job of theirs waiting, running (here or elsewhere), due, or waiting out the backoff
+        of an attempt failed here; delayed jobs not yet due are not waited for (see
+        :mod:`kue_core.worker.burst`). For tests and batch runs."""
         if self._workers is None:
             raise InvalidWorkerConfig(
                 "run() serves the handlers given to process(type, n, handler): give one first"
             )
         if ready is not None and not callable(ready):
             raise InvalidWorkerConfig(f"ready must be callable, got {ready!r:.100}")
-        return signals.serve(self.stopped_remotely, self.shutdown, shutdown_timeout, ready)
+        if not isinstance(burst, bool):
+            raise InvalidWorkerConfig(f"burst is True or False, got {burst!r:.100}")
+        done = drained(self) if burst else None
+        return signals.serve(self.stopped_remotely, self.shutdown, shutdown_timeout, ready, done)
 
     def shutdown(self, timeout: float = defaults.SHUTDOWN_TIMEOUT) -> None:
         """Stop this queue's workers: no more claims; running handlers get ``timeout``
@@ -121,3 +133,27 @@ class WorkerMethods:
             self._worker_id = identity.generated_worker_id()
             self._made_up_in = os.getpid()
         return self._worker_id
+
+
+def drained(queue: WorkerMethods) -> Callable[[], bool]:
+    """Whether a burst of ``queue``'s workers is over: their types' work has run out (see
+    :mod:`kue_core.worker.burst`; ``kue worker --burst`` asks too). Redis not answering is not
+    the end: the look is made again at the next poll."""
+    log = logging.getLogger("kue_core.worker")
+    last: list[str | None] = [None]
+
+    def done() -> bool:
+        workers = queue._workers
+        if workers is None:  # shut down meanwhile
+            return True
+        try:
+            left = workers.work_left()
+        except redis.RedisError as e:
+            log.warning("burst: cannot tell the work left: %s", e)
+            return False
+        if left is not None and left != last[0]:
+            log.debug("burst: waiting for %s", left)
+        last[0] = left
+        return left is None
+
+    return done

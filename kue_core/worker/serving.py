@@ -204,6 +204,7 @@ class Serving(WorkerState):
         self._timings.add(job.type, "run", ran, started_at)
         if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
             log.info("job %d (%s): %s", job_id, job.type, outcome.message)
+            self._may_retry(job_id)
             self.scripts.release(job_id, attempt.token, outcome.retry_in_ms)
             return None
         order = [] if self._stopping.is_set() else self._order(slot)
@@ -219,6 +220,8 @@ class Serving(WorkerState):
             _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt, tally)
         else:
             delay = self._retry_delay(job, outcome.no_retry)
+            if delay >= 0:  # it may come back later: before the report, as a burst reads it
+                self._may_retry(job_id)
             result, claimed = self.scripts.fail(
                 job_id, attempt.token, outcome.message, outcome.text, delay, nxt
             )

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .. import defaults
 from ..base.errors import InvalidWorkerConfig
 
 #: The exit status of a process ended by a second signal.
@@ -48,12 +49,20 @@ class Signals:
 
         self._before = {sig: signal.signal(sig, handle) for sig in CAUGHT}
 
-    def wait(self, stopped: threading.Event | None = None) -> str | None:
+    def wait(
+        self, stopped: threading.Event | None = None, done: Callable[[], bool] | None = None
+    ) -> str | None:
         """The name of the signal that came, or None when ``stopped`` was set first (a remote
-        stop: ``Queue.stopped_remotely``). Looks every ``POLL_S`` seconds."""
+        stop: ``Queue.stopped_remotely``) or ``done()`` said True (a burst's work ran out).
+        Looks every ``POLL_S`` seconds, and asks ``done`` every ``BURST_POLL`` seconds."""
+        ask_at = 0.0
         while not self.received:
             if stopped is not None and stopped.is_set():
                 return None
+            if done is not None and time.monotonic() >= ask_at:
+                if done():
+                    return None
+                ask_at = time.monotonic() + defaults.BURST_POLL
             time.sleep(POLL_S)
         return self.received[0]
 
@@ -67,15 +76,20 @@ def serve(
     shutdown: Callable[[float], None],
     timeout: float,
     ready: Callable[[], Any] | None = None,
+    done: Callable[[], bool] | None = None,
 ) -> str | None:
-    """Wait for a signal (or ``stopped``: a remote stop), then ``shutdown(timeout)``; the
-    signal's name, or None (see ``Queue.run``, and ``ready``)."""
+    """Wait for a signal (or ``stopped``: a remote stop; or ``done()``: a burst's work ran
+    out), then ``shutdown(timeout)``; the signal's name, or None (see ``Queue.run``, and
+    ``ready``)."""
     caught = Signals(lambda name: log.warning("%s again: exiting now", name))
     try:
         if ready is not None:
             ready()
-        name = caught.wait(stopped)
-        if name is None:  # the workers have shut down already
+        name = caught.wait(stopped, done)
+        if name is None and not stopped.is_set():
+            log.info("burst: no work left; stopping")
+            shutdown(timeout)
+        elif name is None:  # the workers have shut down already
             log.info("stopped remotely")
         else:
             log.info("%s: stopping; running jobs get %g s", name, timeout)

@@ -81,6 +81,11 @@ class WorkerState:
         self._control: Listener | None = None  # this process's control channel
         self._stop_asked = False  # a stop request came on it
         self._held: dict[str, threading.Event] = {}  # types paused here: set on resume
+        #: The jobs whose attempt this process failed with a retry possible, noted before
+        #: the report: a burst waits for their retries (see kue_core.worker.burst). Job id ->
+        #: the number of the note, so that a look that began before a later note keeps it.
+        self.retrying: dict[int, int] = {}
+        self._notes = 0
 
     def info(self, adding: Sequence[Slot] = ()) -> dict[str, Any]:
         """What this process tells others about itself (see ``Queue.workers()``), with the
@@ -124,6 +129,12 @@ class WorkerState:
         over; then tell ``queue.stopped_remotely``."""
         self.queue.shutdown(timeout)
         self.queue.stopped_remotely.set()
+
+    def _may_retry(self, job_id: int) -> None:
+        """Note that ``job_id``'s attempt failed here and the job may be retried later."""
+        with self._lock:
+            self._notes += 1
+            self.retrying[job_id] = self._notes
 
     @staticmethod
     def _retry_delay(job: Job, no_retry: bool) -> int:

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from ..base import checks
 from ..base.errors import InvalidJob
 from ..features.control import Listener
-from . import identity
+from . import burst, identity
 from . import middleware as mw
 from .attempt import Reason
 from .isolation import ISOLATIONS, Child, check_handler
@@ -145,6 +145,25 @@ class Workers(Serving, Keeper):
         self._beat_now = True
         self._tick.set()
         return True
+
+    def work_left(self) -> str | None:
+        """What a burst of these workers still waits for (``2 inactive, 1 active``), or None
+        when their types' work has run out (see :mod:`kue_core.worker.burst`)."""
+        with self._lock:
+            types = {t for slot in self._slots for t in slot.types}
+            held, retrying, running = set(self._held), dict(self.retrying), len(self._attempts)
+            notes = self._notes
+        keys = self.queue.keys
+        found, still = burst.left(self.queue.client, keys, types, held, self.id, retrying)
+        with self._lock:  # forget the retries done with, unless noted again meanwhile
+            for job_id, note in retrying.items():
+                if job_id not in still and self.retrying.get(job_id) == note:
+                    del self.retrying[job_id]
+            if self._notes != notes:  # an attempt failed meanwhile: its job may be gone
+                return "an attempt that failed meanwhile"  # from the sets read: look again
+        if running or any(found.values()):
+            return burst.describe(found) if any(found.values()) else f"{running} running here"
+        return None
 
     def shutdown(self, timeout: float) -> None:
         """Stop claiming; let running handlers finish for ``timeout`` seconds; give back the

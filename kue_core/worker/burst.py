@@ -1,0 +1,86 @@
+"""Burst mode: ``queue.run(burst=True)`` and ``kue worker --burst`` serve until the work of
+their types has run out, then shut down gracefully and return (as RQ's ``--burst`` and arq's
+``burst=True``): for tests, and for batch runs started by cron.
+
+The work a burst waits for, for each type its handlers serve:
+
+* a job waiting (``inactive``), unless the type is paused (for the whole queue, or in this
+  process only): nothing would take it; a type held back by its limits is waited for;
+* a job running (``active``), on this worker or on any other: it may fail and be retried,
+  and a job whose worker died comes back when its lease expires;
+* a ``delayed`` job already due, of any type: the promotion timer of this worker moves it to
+  inactive at once (then it counts, or not, as an inactive job);
+* a job pinned to this worker and waiting for it;
+* the retry of an attempt this process ran and failed: a job waiting out its backoff is
+  part of the work (a job saved with a delay, or retried by another worker, is not).
+
+Not waited for: delayed jobs not yet due, blocked jobs (until the jobs they depend on
+complete, which makes them inactive), jobs pinned to other workers, jobs of other types.
+Everything is read in one ``MULTI`` (a job moving between two sets is seen in one of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import redis
+
+from ..base.keys import Keys
+
+#: The states of a job whose retries are over: it is no longer followed.
+ENDED = ("complete", "failed")
+
+
+def left(
+    client: redis.Redis,
+    keys: Keys,
+    types: Iterable[str],
+    held: Iterable[str],
+    worker_id: str,
+    retrying: Iterable[int],
+) -> tuple[dict[str, int], set[int]]:
+    """The work left for a burst worker of ``types`` (paused in this process: ``held``),
+    counted by kind (``inactive``, ``active``, ``due``, ``pinned``, ``retrying``: delayed
+    among ``retrying``, the ids of jobs whose attempt this process failed; zero when none),
+    and those of ``retrying`` still to follow (not ended, not removed)."""
+    types, retrying = sorted(set(types)), sorted(set(retrying))
+    seconds, micros = client.time()
+    now = seconds * 1000 + micros // 1000
+    pipe = client.pipeline(transaction=True)
+    pipe.smembers(keys.paused)
+    pipe.zcount(keys.state("delayed"), "-inf", now)  # scored by due time (a type's: priority)
+    for job_type in types:
+        pipe.zcard(keys.type_state(job_type, "inactive"))
+        pipe.zcard(keys.type_state(job_type, "active"))
+        pipe.zcard(keys.places(job_type, worker_id))
+    for job_id in retrying:
+        pipe.hget(keys.job(job_id), "state")
+    replies: list[Any] = pipe.execute()
+    paused = {_text(t) for t in replies[0]} | set(held)
+    found = {"inactive": 0, "active": 0, "due": int(replies[1]), "pinned": 0, "retrying": 0}
+    at = 2
+    for job_type in types:
+        inactive, active, pinned = (int(n) for n in replies[at : at + 3])
+        at += 3
+        if job_type not in paused:
+            found["inactive"] += inactive
+            found["pinned"] += pinned
+        found["active"] += active
+    states = {
+        job_id: _text(state)
+        for job_id, state in zip(retrying, replies[at:], strict=True)
+        if state is not None
+    }
+    found["retrying"] = sum(state == "delayed" for state in states.values())
+    return found, {job_id for job_id, state in states.items() if state not in ENDED}
+
+
+def describe(found: dict[str, int]) -> str:
+    """``2 inactive, 1 active`` (the kinds with work left), or ``nothing``."""
+    parts = [f"{n} {kind}" for kind, n in found.items() if n]
+    return ", ".join(parts) or "nothing"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
