@@ -81,7 +81,8 @@ def list_jobs(
         for line in table(jobs, state):
             click.echo(line)
     of = f" of type {job_type}" if job_type else ""
-    click.echo(f"{len(jobs)} shown of {total} {state} jobs{of}", err=True)
+    noun = "job" if total == 1 else "jobs"
+    click.echo(f"{len(jobs)} shown of {total} {state} {noun}{of}", err=True)
 
 
 def table(jobs: list[Job], state: str) -> list[str]:

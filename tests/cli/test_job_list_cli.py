@@ -121,3 +121,9 @@ def test_a_bare_delay_is_milliseconds(queue: Queue, redis_url: str) -> None:
     )
     help_text = kue(queue, redis_url, "job", "create", "--help").stdout
     assert "a bare number is milliseconds" in " ".join(help_text.split())
+
+
+def test_one_job_is_counted_in_the_singular(queue: Queue, redis_url: str) -> None:
+    queue.create_job("email").save()
+    listed = kue(queue, redis_url, "job", "list", "inactive")
+    assert listed.stderr.endswith("1 shown of 1 inactive job\n")
