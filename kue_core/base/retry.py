@@ -47,25 +47,27 @@ class Repeats:
         self.window = window
         self._clock = clock
         self._lock = threading.Lock()
-        self._seen: dict[str, tuple[float, int]] = {}  # text -> (since, repeats since)
+        self._seen: dict[str, tuple[float, int]] = {}  # kind -> (since, repeats since)
 
-    def note(self, text: str) -> str | None:
+    def note(self, text: str, kind: str | None = None) -> str | None:
         """The line to log for this occurrence of ``text``: ``text`` the first time (or the
         first time in a while), then None for a repeat, until ``window`` seconds have passed
         since the line last logged; then ``text`` with the count: "(repeated 40 times in
-        10 s)"."""
+        10 s)". Texts of one ``kind`` (default: the text) count as repeats of each other:
+        the ways one outage shows (a connection reset, then refused) are one."""
         with self._lock:
             now = self._clock()
-            seen = self._seen.get(text)
+            key = text if kind is None else kind
+            seen = self._seen.get(key)
             if seen is None or (seen[1] == 0 and now - seen[0] >= self.window):
                 if len(self._seen) >= self.LIMIT:
                     self._seen.clear()
-                self._seen[text] = (now, 0)
+                self._seen[key] = (now, 0)
                 return text
             since, repeats = seen[0], seen[1] + 1
             if now - since < self.window:
-                self._seen[text] = (since, repeats)
+                self._seen[key] = (since, repeats)
                 return None
-            self._seen[text] = (now, 0)
+            self._seen[key] = (now, 0)
             times = "once" if repeats == 1 else f"{repeats} times"
             return f"{text} (repeated {times} in {now - since:.0f} s)"

@@ -169,10 +169,9 @@ class WorkerState:
             # Every thread retries on its own: during an outage, a line now and then with
             # the count (kue_core.base.retry.Repeats), not one a try.
             if isinstance(error, redis.ConnectionError | redis.TimeoutError):
-                text = f"Redis unreachable ({error}); retrying"
+                line = self._repeats.note(f"Redis unreachable ({error}); retrying", "unreachable")
             else:
-                text = str(error)
-            line = self._repeats.note(text)
+                line = self._repeats.note(str(error))
             if line is not None:
                 log.warning("worker %s: %s", self.id, line)
         else:

@@ -218,6 +218,10 @@ def test_a_folder_too_deep_for_a_socket_path(tmp_path: Path) -> None:
         _kill_servers_in(deep)
     assert seen is None and path == sock
     assert not Path(sock).exists()  # removed at the server's shutdown
+    # A client given the socket's URL finds the folder, to start the server there again.
+    assert embedded.folder_of(sock) == str(deep / ".kue")
+    assert embedded.folder_of(str(deep / ".kue" / "server.sock")) == str(deep / ".kue")
+    assert embedded.folder_of(str(deep / "other.sock")) is None
 
 
 def _kue(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

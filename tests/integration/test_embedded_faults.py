@@ -250,3 +250,63 @@ def test_the_dashboard_answers_again_after_the_server_is_killed(
         client.close()
         app.terminate()
         app.wait(timeout=30)
+
+
+BOTH = textwrap.dedent(
+    """
+    import asyncio, os, signal, socket, time
+    from kue_core import Queue
+    from kue_core.aio import AsyncQueue
+
+    def kill_server():
+        pid = int(open(".kue/server.pid").read())
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:  # until its socket refuses: it is gone
+            with socket.socket(socket.AF_UNIX) as s:
+                try:
+                    s.connect(".kue/server.sock")
+                except ConnectionRefusedError:
+                    return pid
+            time.sleep(0.01)
+        raise SystemExit("the server outlived its SIGKILL")
+
+    async def main():
+        queue = Queue()
+        first = queue.create_job("email", {"n": 1}).save()
+        aq = AsyncQueue()
+        second = await aq.create_job("email", {"n": 2}).save()
+        for step in range(2):
+            killed = kill_server()
+            if step == 0:
+                third = queue.create_job("email", {"n": 3}).save()
+            else:
+                third = await aq.create_job("email", {"n": 3}).save()
+            new = int(open(".kue/server.pid").read())
+            assert new != killed
+            found = [(await aq.get_job(j.id)).data["n"] for j in (first, second, third)]
+            print(step, found, [queue.get_job(j.id).data["n"] for j in (first, second, third)])
+        await aq.close()
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_both_clients_of_a_process_reconnect_to_a_restarted_server(
+    tmp_path: Path, folder: Path
+) -> None:
+    """The server killed under a process's blocking and asyncio clients: the next call of
+    either starts it again, and both go on with every job saved before."""
+    done = subprocess.run(
+        [sys.executable, "-c", BOTH],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "0 [1, 2, 3] [1, 2, 3]\n1 [1, 2, 3] [1, 2, 3]\n"
+    assert done.stderr == ""
+    wait_for(lambda: not redis_servers_in(folder), timeout=15)  # it shut it down at exit

@@ -44,6 +44,16 @@ def test_another_error_is_said_at_once_and_a_quiet_one_again_later() -> None:
     assert repeats.note("b") is None
 
 
+def test_texts_of_one_kind_count_together() -> None:
+    clock = Clock()
+    repeats = Repeats(window=10.0, clock=clock)
+    assert repeats.note("down (reset)", "down") == "down (reset)"
+    assert repeats.note("down (refused)", "down") is None
+    clock.now += 10
+    assert repeats.note("down (refused)", "down") == "down (refused) (repeated 2 times in 10 s)"
+    assert repeats.note("other") == "other"
+
+
 def test_threads_share_one_count() -> None:
     clock = Clock()
     repeats = Repeats(window=10.0, clock=clock)
