@@ -43,9 +43,12 @@ from redis.retry import Retry
 from .. import defaults
 from ..base.errors import ConnectionFailed
 
-#: The files the server keeps in its folder, beside its snapshot (``EMBEDDED_DB_FILE``).
-LOCK_FILE = "start.lock"
-PID_FILE = "server.pid"
+# The files the server keeps in its folder, beside its snapshot (``EMBEDDED_DB_FILE``): the
+# lock and the pid file are named by the watchdog, which imports nothing of kue's; and the
+# name of the watchdog's connection, which the count of a server's users leaves out.
+from .embedded_watch import LOCK_FILE, PID_FILE
+from .embedded_watch import NAME as WATCHDOG
+
 LOG_FILE = "server.log"
 SOCKET_FILE = "server.sock"
 #: Its append-only file (a folder of them since Redis 7), and the one file of Redis 6.2.
@@ -55,8 +58,6 @@ AOF_FILE = "appendonly.aof"
 LEGACY_SETTINGS = defaults.EMBEDDED_DB_FILE + ".settings"
 #: Beside a socket kept out of its folder (a path too long): the folder, for a client to find.
 FOLDER_FILE = "folder"
-#: The name of the watchdog's connection (see :mod:`kue_core.store.embedded_watch`).
-WATCHDOG = "kue-watchdog"
 #: The longest unix socket path the system takes (108 bytes on Linux, 104 on macOS).
 _SOCKET_PATH_MAX = 100
 

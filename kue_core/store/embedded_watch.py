@@ -20,7 +20,11 @@ import socket
 import sys
 import time
 
+#: The name of its connection, which the count of a server's users leaves out.
 NAME = "kue-watchdog"
+#: Files of the server's folder (kue_core.store.embedded names them from here).
+LOCK_FILE = "start.lock"
+PID_FILE = "server.pid"
 #: Seconds between two looks at the server's clients.
 POLL = 0.25
 #: Seconds a shutdown may take to save the data before the watchdog stops waiting for it.
@@ -88,7 +92,7 @@ def watch(link: Link, folder: str, pid: int, idle: float) -> None:
             continue
         # As the last process out would, under the folder's lock: nobody starts a new server
         # on files this one is still writing, and nobody connects unseen meanwhile.
-        with open(os.path.join(folder, "start.lock"), "w") as lock:
+        with open(os.path.join(folder, LOCK_FILE), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if link.others():
                 alone_since = None
@@ -96,7 +100,7 @@ def watch(link: Link, folder: str, pid: int, idle: float) -> None:
             with contextlib.suppress(OSError):  # its answer to a shutdown: the line closes
                 link.call("SHUTDOWN", "SAVE")
             deadline = time.monotonic() + SAVE_WAIT
-            pidfile = os.path.join(folder, "server.pid")
+            pidfile = os.path.join(folder, PID_FILE)
             while _alive(pid) and os.path.exists(pidfile) and time.monotonic() < deadline:
                 time.sleep(0.01)
             return
