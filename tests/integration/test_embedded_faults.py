@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -22,7 +23,7 @@ import pytest
 import redis
 
 from kue_core import Queue, defaults
-from kue_core.store import embedded
+from kue_core.store import embedded, embedded_watch
 from tests.conftest import free_port, never, redis_servers_in, wait_for
 from tests.integration.test_embedded import _env, _kill_servers_in, _read
 
@@ -310,3 +311,30 @@ def test_both_clients_of_a_process_reconnect_to_a_restarted_server(
     assert done.stdout == "0 [1, 2, 3] [1, 2, 3]\n1 [1, 2, 3] [1, 2, 3]\n"
     assert done.stderr == ""
     wait_for(lambda: not redis_servers_in(folder), timeout=15)  # it shut it down at exit
+
+
+def test_the_watchdog_waits_for_the_last_user_then_shuts_the_server_down(
+    tmp_path: Path, folder: Path
+) -> None:
+    """The watchdog's loop, run in this process on a short idle time: it leaves a server
+    with a user alone, and shuts it down, under the folder's lock, once the last one is gone
+    for that long (the server's own watchdog, in its process, would too: it is left out)."""
+    sock = embedded.start(folder)
+    server = _server_pid(folder)
+    assert server is not None
+    link = embedded_watch.Link(sock)
+    link.call("CLIENT", "SETNAME", embedded_watch.NAME)
+    user = redis.Redis(unix_socket_path=sock)
+    user.ping()
+    assert link.others() == 1  # the user: neither watchdog counts
+    watcher = threading.Thread(target=embedded_watch.watch, args=(link, str(folder), server, 0.3))
+    watcher.start()
+    try:
+        assert never(lambda: not watcher.is_alive(), 1.0)  # a user: it stays up
+        user.close()
+        watcher.join(timeout=15)
+        assert not watcher.is_alive() and not embedded._alive(server)
+        assert not (folder / "server.pid").exists()  # SHUTDOWN SAVE, to the end
+    finally:
+        user.close()
+        link.sock.close()
