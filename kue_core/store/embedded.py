@@ -259,9 +259,11 @@ def _watched(sock: str) -> bool:
 
 
 def _watch(path: str, sock: str) -> None:
-    """Start the watchdog of the folder's server (it forks: this returns in milliseconds)."""
+    """Start the watchdog of the folder's server (it forks: this returns in milliseconds).
+    Not from a Python embedded in another program (uWSGI, mod_wsgi), whose executable is not
+    Python's: that server is shut down by the last process out only, as before."""
     pid = _pid(path)
-    if pid is None:
+    if pid is None or "python" not in os.path.basename(sys.executable or "").lower():
         return
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "embedded_watch.py")
     argv = [sys.executable, "-S", "-E", script, path, sock, str(pid), str(defaults.EMBEDDED_IDLE)]
