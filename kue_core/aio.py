@@ -35,7 +35,7 @@ from .features import feeds as feed_ops
 from .features.search import Found
 from .jobs import ops
 from .jobs.aio_job import AsyncJob
-from .store import calls
+from .store import calls, embedded, embedded_conn
 from .store.aio_cluster import AsyncSlotPool
 from .store.aio_events import AsyncEvents
 from .store.aio_scripts import AsyncScripts
@@ -59,7 +59,9 @@ def _client(
     options["max_connections"] = 2**31 - 1
     try:
         if scheme not in connection.TOPOLOGIES:
-            pool = redis.asyncio.ConnectionPool.from_url(url, **options)
+            pool = _embedded_pool(url, options) or redis.asyncio.ConnectionPool.from_url(
+                url, **options
+            )
             return redis.asyncio.Redis.from_pool(pool)
         t = connection.topology(url, prefix, options)
     except ValueError as e:
@@ -69,6 +71,20 @@ def _client(
     sentinel = redis.asyncio.sentinel.Sentinel(t.nodes, sentinel_kwargs=t.sentinel_settings)  # type: ignore[no-untyped-call]
     client: redis.asyncio.Redis = sentinel.master_for(t.service, db=t.db, **t.settings)
     return client
+
+
+def _embedded_pool(url: str, options: dict[str, Any]) -> redis.asyncio.ConnectionPool | None:
+    """A pool for ``url`` if it names an embedded server's socket: its connections start the
+    server again when it is gone (see :mod:`kue_core.store.embedded_conn`)."""
+    if url.partition("://")[0].lower() != "unix":
+        return None
+    settings = {**options, **redis.asyncio.connection.parse_url(url)}
+    sock = str(settings.pop("path", ""))
+    data_dir = embedded.folder_of(sock)
+    if data_dir is None:
+        return None
+    settings.pop("connection_class", None)
+    return embedded_conn.async_pool(sock, data_dir, **settings)
 
 
 class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):

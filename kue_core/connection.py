@@ -10,7 +10,8 @@ Any of them may end in ``?replicas=N``: saves then return only once N replicas h
 (see :func:`url_options`).
 
 Every process that uses the embedded default with the same data directory shares one
-server: the first starts it, later ones connect, the last to leave shuts it down.
+server: the first starts it, later ones connect, the last to leave shuts it down. A client of
+it (made here from no URL, or from its ``unix://`` URL) starts it again if it is gone.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import redis.sentinel
 from . import defaults
 from .base.errors import ConnectionFailed, InvalidJob
 from .store import embedded as embedded_server
+from .store import embedded_conn
 from .store.cluster import SlotPool, hash_tag
 
 _embedded: dict[str, redis.Redis] = {}
@@ -84,11 +86,23 @@ def from_url(url: str, *, route: str | None = None, **options: Any) -> redis.Red
         else:
             if scheme == "unix":
                 merged.pop("socket_keepalive", None)  # a TCP option; unix sockets refuse it
-            client = redis.Redis.from_url(url, **merged)
+            client = _embedded_client(url, merged) or redis.Redis.from_url(url, **merged)
     except ValueError as e:
         raise ConnectionFailed(f"invalid Redis URL {redact(url)!r}: {e}") from None
     _sources[client] = (given, route, options)
     return client
+
+
+def _embedded_client(url: str, options: dict[str, Any]) -> redis.Redis | None:
+    """A client for ``url`` if it names an embedded server's socket: one that starts the
+    server again when it is gone (see :mod:`kue_core.store.embedded_conn`)."""
+    settings = {**options, **redis.connection.parse_url(url)}  # type: ignore[no-untyped-call]
+    sock = str(settings.pop("path", ""))
+    data_dir = embedded_server.folder_of(sock)
+    if data_dir is None:
+        return None
+    settings.pop("connection_class", None)
+    return redis.Redis(connection_pool=embedded_conn.pool(sock, data_dir, **settings))
 
 
 def url_options(url: str) -> dict[str, int]:

@@ -21,6 +21,15 @@ EMBEDDED_DB_FILE = "kue.rdb"
 #: Seconds the embedded server may take to start and load its data before a client gives up.
 EMBEDDED_START = 60.0
 
+#: Seconds the embedded server runs with no process connected before its watchdog shuts it
+#: down (its owners exited without shutting it down: SIGKILL, a crash). A process that comes
+#: back later starts it again.
+EMBEDDED_IDLE = 3.0
+
+#: Seconds a worker counts repeats of one Redis error before it logs the count (the first
+#: is logged at once): an outage gives a line every so often, not a line a try.
+ERROR_REPEAT_WINDOW = 10.0
+
 #: Longest delay, ttl or backoff in milliseconds (about 31,700 years). The scripts add these to
 #: the clock, and a Lua number holds integers exactly only below 2**53.
 MAX_MS = 10**15

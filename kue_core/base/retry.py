@@ -1,6 +1,11 @@
-"""Pauses between retries after errors: every loop that reconnects to Redis uses these."""
+"""Pauses between retries after errors, and a log of them that does not repeat itself: every
+loop that reconnects to Redis uses these."""
 
 from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
 
 from redis.backoff import ExponentialBackoff
 
@@ -24,3 +29,45 @@ class Pauses:
 
     def reset(self) -> None:
         self.failures = 0
+
+
+class Repeats:
+    """Says an error once, then how often it came back: during an outage, every loop that
+    retries reports each failure, and a log gets one line every ``window`` seconds with the
+    count, not one line a try (see :meth:`note`). Thread-safe: a worker's threads share one."""
+
+    #: Distinct texts remembered at most (they are forgotten all at once beyond).
+    LIMIT = 100
+
+    def __init__(
+        self,
+        window: float = defaults.ERROR_REPEAT_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.window = window
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[float, int]] = {}  # kind -> (since, repeats since)
+
+    def note(self, text: str, kind: str | None = None) -> str | None:
+        """The line to log for this occurrence of ``text``: ``text`` the first time (or the
+        first time in a while), then None for a repeat, until ``window`` seconds have passed
+        since the line last logged; then ``text`` with the count: "(repeated 40 times in
+        10 s)". Texts of one ``kind`` (default: the text) count as repeats of each other:
+        the ways one outage shows (a connection reset, then refused) are one."""
+        with self._lock:
+            now = self._clock()
+            key = text if kind is None else kind
+            seen = self._seen.get(key)
+            if seen is None or (seen[1] == 0 and now - seen[0] >= self.window):
+                if len(self._seen) >= self.LIMIT:
+                    self._seen.clear()
+                self._seen[key] = (now, 0)
+                return text
+            since, repeats = seen[0], seen[1] + 1
+            if now - since < self.window:
+                self._seen[key] = (since, repeats)
+                return None
+            self._seen[key] = (now, 0)
+            times = "once" if repeats == 1 else f"{repeats} times"
+            return f"{text} (repeated {times} in {now - since:.0f} s)"

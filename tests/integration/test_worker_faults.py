@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -273,3 +275,42 @@ def _save_when_up(queue: Queue, n: int) -> list[object] | None:
         return [queue.create_job("t").save() for _ in range(n)]
     except redis.ConnectionError:
         return None
+
+
+def test_a_worker_says_an_outage_once_with_a_count(tmp_path: Path, prefix: str) -> None:
+    """Redis gone for longer than the window of repeats (ERROR_REPEAT_WINDOW): the worker's
+    threads all retry, and its log says so in a line, then a line with the count, not a line
+    a try; once Redis is back it works on."""
+    port = free_port()
+    args = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path)]
+    args += ["--save", "", "--appendonly", "no"]
+    server = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url, decode_responses=True)
+    wait_for(lambda: _pings(client))
+    log_path = tmp_path / "worker.log"
+    with log_path.open("w") as log:
+        argv = [sys.executable, "-c", textwrap.dedent(WORKER), url, prefix, "4"]
+        worker = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        assert worker.stdout is not None and worker.stdout.readline() == "ready\n"
+        server.kill()
+        server.wait(timeout=10)
+        wait_for(lambda: "repeated" in log_path.read_text(), timeout=30)
+        server = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+        wait_for(lambda: _pings(client))
+        with Queue(url, prefix=prefix) as q:
+            job = q.create_job("t").save()
+            wait_for(lambda: q.get_job(job.id).state == "complete", timeout=20)
+        lines = log_path.read_text().splitlines()
+        said = [line for line in lines if "Redis unreachable" in line]
+        assert said == lines and 2 <= len(said) <= 3, lines
+        assert said[0].endswith("; retrying"), said  # the reset, or the refusal after it
+        assert "Connection refused" in said[1], said
+        assert re.search(r"; retrying \(repeated \d+ times in 1\d s\)$", said[1]), said
+    finally:
+        worker.kill()
+        worker.wait(timeout=10)
+        client.close()
+        server.terminate()
+        server.wait(timeout=10)
