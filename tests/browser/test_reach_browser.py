@@ -96,7 +96,15 @@ def test_the_workers_page_is_in_the_header(
         link = page.locator("header nav[aria-label='Pages'] a#workers-link")
         if width <= 600:
             assert not link.is_visible()  # in the menu, closed
-            page.locator("header details.menu > summary").click()
+            summary = page.locator("header details.menu > summary")
+            summary.click()
+            assert link.is_visible()
+            page.locator("main h1").click()  # a tap elsewhere closes it
+            assert not link.is_visible()
+            summary.click()
+            page.keyboard.press("Escape")  # and so does Escape
+            assert not link.is_visible()
+            summary.click()
         box = link.bounding_box()
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= width
         link.click()
