@@ -52,6 +52,7 @@ from .jobs.flow_tree import LIMIT as FLOW_TREE_LIMIT
 from .jobs.flow_tree import MAX_CHILDREN as FLOW_TREE_MAX_CHILDREN
 from .jobs.flow_tree import MAX_LIMIT as FLOW_TREE_MAX_LIMIT
 from .jobs.job import Job, parse_priority, parse_state, validate_type
+from .jobs.log_lines import LogLine
 from .jobs.schedules import OPTIONS as JOB_OPTIONS
 from .jobs.schedules import apply_options as apply_job_options
 from .queue import Queue
@@ -98,6 +99,7 @@ __all__ = [
     "JobState",
     "Keys",
     "KueError",
+    "LogLine",
     "NoCurrentJob",
     "NoRetry",
     "NotReplicated",

@@ -35,6 +35,7 @@ from .features import feeds as feed_ops
 from .features.search import Found
 from .jobs import ops
 from .jobs.aio_job import AsyncJob
+from .jobs.log_lines import LogLine
 from .store import calls, embedded, embedded_conn
 from .store.aio_cluster import AsyncSlotPool
 from .store.aio_events import AsyncEvents
@@ -249,8 +250,13 @@ class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
         return await self.scripts.drive(ops.history(self, job_id))
 
     async def get_log(self, job_id: int | str) -> list[str]:
-        """The job's log lines (empty for an unknown job, as Kue)."""
+        """The job's log lines as its handlers wrote them (empty for an unknown job, as Kue)."""
         return await self.scripts.drive(ops.get_log(self.keys, job_id))
+
+    async def get_log_lines(self, job_id: int | str) -> list[LogLine]:
+        """The job's log lines, each with its ``text``, when it was written (``at``, ms) and
+        its ``attempt`` (see ``Queue.get_log_lines``)."""
+        return await self.scripts.drive(ops.get_log_lines(self.keys, job_id))
 
     async def ping(self) -> bool:
         """Whether Redis answers."""

@@ -26,6 +26,7 @@ from .features.limits import LimitMethods
 from .jobs import ops, record_ops
 from .jobs.flow_ops import Node
 from .jobs.job import Job, validate_type
+from .jobs.log_lines import LogLine
 from .store import calls
 from .store.events import EventBus, EventStream, Receiver
 from .store.scripts import Scripts
@@ -165,8 +166,13 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
         return self.scripts.drive(ops.remove(self, job_id, cascade))
 
     def get_log(self, job_id: int | str) -> list[str]:
-        """The job's log lines (empty for an unknown job, as Kue)."""
+        """The job's log lines as its handlers wrote them (empty for an unknown job, as Kue)."""
         return self.scripts.drive(ops.get_log(self.keys, job_id))
+
+    def get_log_lines(self, job_id: int | str) -> list[LogLine]:
+        """The job's log lines, each with its ``text``, when it was written (``at``, ms) and
+        its ``attempt`` (1 for the first; None for a line written outside one, or by Kue)."""
+        return self.scripts.drive(ops.get_log_lines(self.keys, job_id))
 
     def range(
         self, start: int, stop: int, order: str = "asc", *, limit: int | None = None

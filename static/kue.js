@@ -650,6 +650,20 @@
     }
   });
 
+  // The header's menu of pages (a phone's): closed by a tap elsewhere or Escape.
+  const menu = document.getElementById("pages-menu");
+  if (menu) {
+    document.addEventListener("click", (event) => {
+      if (menu.open && !menu.contains(event.target)) menu.open = false;
+    });
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && menu.open) {
+        menu.open = false;
+        menu.querySelector("summary").focus();
+      }
+    });
+  }
+
   // -- relative times ----------------------------------------------------------------------
   function ago(ms) {
     const delta = (ms - Date.now()) / 1000;

@@ -8,11 +8,11 @@ from typing import Any, Protocol
 
 from ..base.keys import Keys
 from ..base.states import JobState
-from ..base.values import parse_priority, parse_state, to_json, validate_type
+from ..base.values import now_ms, parse_priority, parse_state, to_json, validate_type
 from ..base.values import utf8 as _utf8
 from ..store.events import EventBus, EventStream, Receiver
 from ..store.scripts import Scripts
-from . import ops, record_ops, waiting
+from . import log_lines, ops, record_ops, waiting
 from .spec import JobSpec
 
 __all__ = ["Job", "parse_priority", "parse_state", "to_json", "validate_type"]
@@ -124,7 +124,10 @@ class Job(JobSpec):
         else:
             line = fmt
         _utf8(line, "log")
-        self.queue.scripts.log(self._saved_id(), line)
+        # Stamped with its time and attempt (attempts_made counts the earlier ones), in the
+        # line itself: Kue's log is a list of strings (see kue_core.jobs.log_lines).
+        attempt = self.attempts_made + 1 if self.state == "active" else None
+        self.queue.scripts.log(self._saved_id(), log_lines.stamp(line, now_ms(), attempt))
         return self
 
     def history(self) -> list[dict[str, Any]]:

@@ -27,6 +27,8 @@ from ..store.calls import Call, Op, read
 from ..store.lua_source import SAVE_WIDTH
 from . import due
 from .flow_ops import Node, flow_rows, flow_saved
+from .log_lines import LogLine
+from .log_lines import parse as parse_log_line
 from .spec import JobSpec
 
 #: The job class of one client (``Job``, ``AsyncJob``).
@@ -196,9 +198,16 @@ def count(keys: Keys, state: str, job_type: str | None) -> Op[int]:
 
 
 def get_log(keys: Keys, job_id: int | str) -> Op[list[str]]:
-    """The job's log lines (empty for an unknown job, as Kue)."""
+    """The job's log lines as its handlers wrote them (empty for an unknown job, as Kue)."""
+    lines = yield from get_log_lines(keys, job_id)
+    return [line.text for line in lines]
+
+
+def get_log_lines(keys: Keys, job_id: int | str) -> Op[list[LogLine]]:
+    """The job's log lines with when each was written and in which attempt (see
+    :mod:`kue_core.jobs.log_lines`)."""
     (lines,) = yield read(("LRANGE", keys.log(checks.job_id(job_id)), 0, -1))
-    return [str(line) for line in lines]
+    return [parse_log_line(str(line)) for line in lines]
 
 
 def bulk(keys: Keys, state: str, action: str, job_type: str | None) -> Op[int]:

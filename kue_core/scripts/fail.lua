@@ -12,7 +12,8 @@
 --          (or nothing more when delayed), or failed [message]; start [type] for the claim;
 --          remove [type] for the job when it fails for good with remove_on_fail(True), and
 --          for each finished job retention removes (at most RETIRE_BATCH; see lib/retention.lua retire).
--- The attempt counts up to max_attempts and never past it (Kue's Job#attempt).
+-- The attempt counts up to max_attempts and never past it (Kue's Job#attempt). A job failed
+-- for good by a "never retry" (-1) with attempts left has no_retry: true in its history entry.
 -- A fan-out job (see lib/runs.lua runs_of): the token is one of its running runs', which fails;
 -- outcome 'inactive' when its place opens again, 'failed' past max_failed_runs failed runs
 -- (error 'run on <worker> failed: <message>'; its other running runs stop, their workers are
@@ -41,7 +42,7 @@ elseif h[1] == 'active' and h[2] == token then
   record_failure(p, id, {
     type = jtype, priority = priority, attempts = attempts, worker = h[6],
     message = message, text = text, promote_at = now + math.max(delay, 0), group = h[8],
-    only = h[9],
+    only = h[9], no_retry = delay < 0 and attempts < (tonumber(h[5]) or MAX_ATTEMPTS) or nil,
   }, outcome, now)
 end
 local out = claim_after(p, jtype, 7, now, h[10])

@@ -84,6 +84,12 @@ def iso(ms: int | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
 
+@dashboard.app_template_filter("clock")
+def clock(ms: int) -> str:
+    """The time of day (UTC) to the millisecond: a log line's."""
+    return time.strftime("%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}"
+
+
 @dashboard.app_template_filter("pretty")
 def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)

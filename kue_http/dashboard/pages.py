@@ -131,7 +131,8 @@ def job(job_id: str) -> str:
         types=[t for t in q.types() if t != found.type],
         history=history,
         attempt_errors=[h for h in history if h.get("error")],
-        log=q.get_log(job_id),
+        last_failure=_last_failure(found.state, history),
+        log=q.get_log_lines(job_id),
         trace_url=_trace_url(found.trace_id),
     )
 
@@ -145,6 +146,14 @@ def flow(job_id: str) -> str:
     start = request.args.get("start") or None
     tree = flow_tree(queue(), job_id, start, int_arg("offset", 0))  # JobNotFound: 404
     return render_page("flow.html", url_for("kue_api.events"), tree=tree)
+
+
+def _last_failure(state: str | None, history: list[dict[str, Any]]) -> dict[str, Any]:
+    """The history entry of a failed job's failing for good (with ``no_retry`` when its handler
+    raised NoRetry, ``from: blocked`` when a dependency failed); empty when not failed."""
+    if state != "failed":
+        return {}
+    return next((h for h in reversed(history) if h.get("state") == "failed"), {})
 
 
 def _trace_url(trace_id: str | None) -> str | None:

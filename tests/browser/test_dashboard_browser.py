@@ -259,7 +259,7 @@ def test_payloads_in_job_fields_are_shown_as_text(ui: Watched, queue: Queue) -> 
         assert page.locator("main img").count() == 0, path
     page = ui.goto(f"/job/{job_id}")
     expect(page.locator("h1 .type")).to_have_text(f"t{evil}")
-    expect(page.locator("ol.log li")).to_have_text(f"log {evil}")
+    expect(page.locator("ol.log li .text")).to_have_text(f"log {evil}")
     expect(page.locator("pre.error-text").first).to_contain_text(f"error {evil}")
     expect(page.locator("pre.json").first).to_contain_text(XSS_IMG.replace('"', '\\"'))
     # The live refresh swaps in parsed server HTML: still inert.

@@ -48,7 +48,7 @@ def test_a_watcher_its_rules_and_failures(client: FlaskClient, queue: Queue) -> 
     assert '<dd data-counter="events">4</dd>' in text
     assert '<dd data-counter="failed">1</dd>' in text
     assert '<tr data-rule="greet">' in text and "<code>^hello (?P&lt;who&gt;\\w+)$</code>" in text
-    assert '<td class="num" data-counter="duplicates">1</td>' in text
+    assert re.search(r'<td [^>]*class="num" data-counter="duplicates">1</td>', text)
     assert "already in the set of" in text and "hi ada" in text
     [[job_id, _]] = Store(queue).report(0)[0]["rules"][1]["recent"][0]["jobs"]
     assert queue.get_job(job_id).type == "made-by-rules"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import threading
@@ -22,6 +23,9 @@ import pytest
 from kue_core import Job, JobNotFound, Queue, defaults
 from tests.conftest import finish, wait_for
 from tests.interop.conftest import REPLY_TIMEOUT, NodeKue
+
+#: The time in front of a line written by kue_core's job.log (see kue_core.jobs.log_lines).
+STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
 
 if shutil.which("node") is None or shutil.which("npm") is None:
     pytest.skip(
@@ -75,7 +79,9 @@ def test_a_python_worker_runs_a_job_node_kue_created(queue: Queue, node_kue: Sta
         assert running["state"] == "active"
         assert running["progress"] == "50" and running["progress_data"] == {"stage": "half"}
         assert f":{os.getpid()}:" in running["workerId"]
-        assert kue.request("log", id=job_id)["lines"] == ["sending to a@example.com"]
+        # Kue's log is a list of strings: each line carries its time and attempt in front.
+        (line,) = kue.request("log", id=job_id)["lines"]
+        assert re.fullmatch(rf"\[{STAMP} attempt 1\] sending to a@example\.com", line), line
     finally:
         release.set()
 
@@ -362,5 +368,6 @@ def test_kue_json_api_lists_jobs_python_saved(queue: Queue, node_kue: StartKue) 
     assert (sms["type"], sms["data"], sms["priority"]) == ("sms", {"to": "+100"}, -5)
     assert (sms["state"], sms["result"], sms["progress"]) == ("complete", {"ok": True}, "100")
     assert sms["attempts"] == {"made": 1, "remaining": 3, "max": 4}
-    assert _get(port, f"/job/{s.id}/log") == ["queued by python"]
+    (line,) = _get(port, f"/job/{s.id}/log")  # written outside an attempt: its time only
+    assert re.fullmatch(rf"\[{STAMP}\] queued by python", line), line
     assert [int(j["id"]) for j in _get(port, "/jobs/complete/0..10/asc")] == [s.id]

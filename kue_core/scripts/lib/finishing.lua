@@ -1,6 +1,7 @@
 -- Record how a failed attempt ends, for a job already out of active. `f` holds type,
 -- priority, attempts (made, this one included), worker, message (one line), text (kept on
--- the job), promote_at, group and only; `outcome` is 'failed' (for good), 'inactive' (retry
+-- the job), promote_at, group and only (and no_retry: true, kept in its history entry, for a
+-- job failed for good by NoRetry with attempts left); `outcome` is 'failed' (for good), 'inactive' (retry
 -- now; pinned for a job with workers of its own) or
 -- 'delayed' (retry at f.promote_at). Writes state and error, indexes the job, appends
 -- history, and publishes Kue's events: error, then failed, or failed attempt (+ enqueue).
@@ -15,7 +16,7 @@ local function record_failure(p, id, f, outcome, now)
   redis.call('HSET', k_job(p, id), unpack(fields))
   index_add(p, id, f.type, outcome, f.priority, f.promote_at, 0, now, f.group)
   history(p, id, { state = outcome, at = now, worker = f.worker, attempt = f.attempts,
-    error = string.sub(f.text, 1, HISTORY_ERROR_LENGTH) })
+    error = string.sub(f.text, 1, HISTORY_ERROR_LENGTH), no_retry = f.no_retry })
   local msg = cjson.encode(f.message)
   publish(p, id, f.type, 'error', msg)
   if outcome == 'failed' then
