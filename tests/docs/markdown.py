@@ -153,8 +153,8 @@ def _check(blocks: list[Block]) -> None:
                 f"{block.where}: only shell blocks take <!-- {block.marker} --> (python "
                 "blocks run without a marker)"
             )
-        elif block.is_transcript and block.runs and block.marker != "run":
-            raise PageError(f"{block.where}: a console transcript takes <!-- run --> only")
+        elif block.is_transcript and block.marker in ("run-until", "background"):
+            raise PageError(f"{block.where}: a console transcript runs in the foreground")
         elif block.marker in ("run-until", "background") and not (
             block.is_python or block.is_shell
         ):

@@ -196,14 +196,14 @@ class PageRunner:
                     raise last.failed(
                         f"printed something else than {block.where} shows:\n{block.code}"
                     )
-            elif block.runs and block.is_transcript:
-                self.replay(block)
-                ran += 1
             elif block.runs:
                 if block.marker == "run-with-dashboard":
                     self.start_dashboard(block)
-                last = self.start(block)
                 ran += 1
+                if block.is_transcript:
+                    self.replay(block)
+                    continue
+                last = self.start(block)
                 if block.marker == "background":
                     self.background.append(last)
                     last.wait_for_text(block.value, BLOCK_TIMEOUT)
