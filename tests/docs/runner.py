@@ -35,6 +35,7 @@ STOP_TIMEOUT = 30.0
 #: The port the pages show the dashboard on, and what ``kue dashboard`` prints once it serves.
 PAGE_PORT = 3000
 DASHBOARD_UP = "kue dashboard: http"
+_PAGE_ADDRESS = re.compile(rf"\b(127\.0\.0\.1|localhost):{PAGE_PORT}(?!\d)")
 
 
 class ExampleFailed(AssertionError):
@@ -177,9 +178,7 @@ class PageRunner:
     def local(self, text: str) -> str:
         """``text`` with the pages' port 3000 the page's own."""
         port = self.env["KUE_DASHBOARD_PORT"]
-        for host in ("127.0.0.1", "localhost"):
-            text = text.replace(f"{host}:{PAGE_PORT}", f"{host}:{port}")
-        return text
+        return _PAGE_ADDRESS.sub(lambda m: f"{m[1]}:{port}", text)
 
     def run(self, blocks: list[Block]) -> int:
         """Run the page's blocks in order; the number of blocks run."""

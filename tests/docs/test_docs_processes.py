@@ -132,3 +132,13 @@ def test_a_block_with_a_dashboard_reaches_it_on_the_page_port(
         "<!-- run-with-dashboard -->\n```bash\ncurl -sf http://127.0.0.1:3000/api/stats\n```\n"
     )
     assert run_page(page, tmp_path, examples_redis) == 2
+
+
+def test_only_the_pages_port_3000_is_the_pages_own(tmp_path: Path, redis_url: str) -> None:
+    page = (
+        "<!-- run -->\n```console\n"
+        "$ echo 127.0.0.1:3000 localhost:3000/api 127.0.0.1:30000 10.0.0.1:3000 "
+        '| sed "s/$KUE_DASHBOARD_PORT/PORT/g"\n'
+        "127.0.0.1:PORT localhost:PORT/api 127.0.0.1:30000 10.0.0.1:3000\n```\n"
+    )
+    assert run_page(page, tmp_path, redis_url) == 1
