@@ -7,8 +7,9 @@ trailing spaces and blank lines at the end are not compared. A console block mar
 a transcript: each ``$`` command runs in turn and prints what the lines after it show.
 
 The pages show the dashboard on port 3000; the tests run in parallel, so each page has a free
-port of its own: ``127.0.0.1:3000`` and ``localhost:3000`` in what a block runs and in what it
-prints stand for it, and ``kue dashboard`` and ``kue example`` take it (``KUE_DASHBOARD_PORT``).
+port of its own: ``127.0.0.1:3000`` and ``localhost:3000`` in what a block runs or saves and in
+what it prints stand for it, and ``kue dashboard`` and ``kue example`` take it
+(``KUE_DASHBOARD_PORT``).
 """
 
 from __future__ import annotations
@@ -188,7 +189,7 @@ class PageRunner:
             if block.marker == "file":
                 target = self.folder / block.value
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(block.code, encoding="utf-8")
+                target.write_text(self.local(block.code), encoding="utf-8")
             elif block.marker == "output":
                 assert last is not None  # the parser checked it
                 if not matches(self.local(block.code), last.stdout):
