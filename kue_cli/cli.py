@@ -361,7 +361,7 @@ def stats(
     click.echo("type".ljust(width) + "".join(f"{s:>10}" for s in STATES))
     for name, counts in rows:
         click.echo(name.ljust(width) + "".join(f"{counts.get(s, 0):>10}" for s in STATES))
-    click.echo(f"workers: {workers} live worker processes")
+    click.echo(f"workers: {workers} live worker process{'' if workers == 1 else 'es'}")
     for line in records_text.stats_lines(kept, memory):
         click.echo(line)
     for line in rules_text.stats_lines(watchers):

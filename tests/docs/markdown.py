@@ -7,7 +7,11 @@ the rendered page (docs/contributing.md, "Examples in the docs"):
 - ``<!-- fragment -->``: a piece of a larger program, not run;
 - ``<!-- file: NAME -->``: saved as ``NAME`` in the page's folder, not run by itself;
 - ``<!-- output -->`` (on a ``text`` block): what the run block before it prints;
-- ``<!-- run -->`` (on a shell block): run it; shell blocks without a marker are not run;
+- ``<!-- run -->`` (on a shell block): run it; shell blocks without a marker are not run; a
+  ``console`` block is a transcript: each ``$ `` line a command, the lines after it what it
+  prints;
+- ``<!-- run-with-dashboard -->`` (on a shell block): run it as ``run`` does, with a ``kue
+  dashboard`` serving on the page's port (the runner starts one for the page);
 - ``<!-- run-until: TEXT -->``: run it until it prints ``TEXT``, then Ctrl-C (SIGINT): it must
   exit cleanly (a program that serves until stopped);
 - ``<!-- background: TEXT -->``: start it, and go on with the page's next blocks once it has
@@ -28,7 +32,7 @@ SHELL = frozenset({"bash", "sh", "shell", "console"})
 
 #: Markers that take a value (``name: value``) and those that take none.
 WITH_VALUE = frozenset({"file", "run-until", "background"})
-BARE = frozenset({"fragment", "output", "run"})
+BARE = frozenset({"fragment", "output", "run", "run-with-dashboard"})
 
 _OPEN = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _COMMENT = re.compile(r"^\s*<!--\s*(?P<body>.*?)\s*-->\s*$")
@@ -65,9 +69,14 @@ class Block:
         return self.lang in SHELL
 
     @property
+    def is_transcript(self) -> bool:
+        """A console block: ``$ `` commands, each followed by what it prints."""
+        return self.lang == "console"
+
+    @property
     def runs(self) -> bool:
         """Whether the block is run (in the foreground, in the background or until a text)."""
-        if self.marker in ("run", "run-until", "background"):
+        if self.marker in ("run", "run-with-dashboard", "run-until", "background"):
             return True
         return self.is_python and self.marker == ""
 
@@ -137,11 +146,15 @@ def _check(blocks: list[Block]) -> None:
                     f"{block.where}: an output block follows a block that runs in the "
                     "foreground (a python block, or one marked run or run-until)"
                 )
-        elif block.marker == "run" and not block.is_shell:
+            if before.is_transcript:
+                raise PageError(f"{block.where}: a console transcript shows its own output")
+        elif block.marker in ("run", "run-with-dashboard") and not block.is_shell:
             raise PageError(
-                f"{block.where}: only shell blocks take <!-- run --> (python blocks run "
-                "without a marker)"
+                f"{block.where}: only shell blocks take <!-- {block.marker} --> (python "
+                "blocks run without a marker)"
             )
+        elif block.is_transcript and block.marker in ("run-until", "background"):
+            raise PageError(f"{block.where}: a console transcript runs in the foreground")
         elif block.marker in ("run-until", "background") and not (
             block.is_python or block.is_shell
         ):
@@ -150,3 +163,39 @@ def _check(blocks: list[Block]) -> None:
             not _FILE_NAME.match(block.value) or ".." in block.value.split("/")
         ):
             raise PageError(f"{block.where}: {block.value!r} is not a file name in the folder")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of a console transcript: its line on the page, the command (``$ `` and
+    continuation backslashes kept out of it: it is as a shell reads it) and what the page
+    shows it prints."""
+
+    line: int
+    command: str
+    output: str
+
+
+def transcript(block: Block) -> list[Command]:
+    """The commands of a console block: each ``$ `` line (with the lines it continues onto
+    with a trailing backslash), then the lines up to the next ``$ `` as its output. Raises
+    :class:`PageError` for text before the first command."""
+    commands: list[Command] = []
+    lines = block.code.splitlines()
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("$ "):
+            raise PageError(f"{block.page}:{block.line + 1 + i}: a transcript line before any $")
+        start = i
+        command = [lines[i][2:]]
+        while command[-1].endswith("\\") and i + 1 < len(lines):
+            i += 1
+            command.append(lines[i])
+        i += 1
+        output: list[str] = []
+        while i < len(lines) and not lines[i].startswith("$ "):
+            output.append(lines[i])
+            i += 1
+        text = "\n".join(output) + "\n" if output else ""
+        commands.append(Command(block.line + 1 + start, "\n".join(command) + "\n", text))
+    return commands

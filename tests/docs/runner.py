@@ -3,7 +3,13 @@ fresh process (``python`` for a python block, ``bash -e`` for a shell one) with 
 its working directory, and what it prints compared with the page's ``output`` block.
 
 An output block may write ``...`` for any text (doctest's ELLIPSIS: ids, times, durations);
-trailing spaces and blank lines at the end are not compared.
+trailing spaces and blank lines at the end are not compared. A console block marked ``run`` is
+a transcript: each ``$`` command runs in turn and prints what the lines after it show.
+
+The pages show the dashboard on port 3000; the tests run in parallel, so each page has a free
+port of its own: ``127.0.0.1:3000`` and ``localhost:3000`` in what a block runs or saves and in
+what it prints stand for it, and ``kue dashboard`` and ``kue example`` take it
+(``KUE_DASHBOARD_PORT``).
 """
 
 from __future__ import annotations
@@ -11,20 +17,26 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
 
-from tests.docs.markdown import Block
+from tests.docs.markdown import Block, transcript
 
 #: How long one block may take (a run-until or background block: to print its text).
 BLOCK_TIMEOUT = 60.0
 #: How long a program has to exit once it got SIGINT.
 STOP_TIMEOUT = 30.0
+#: The port the pages show the dashboard on, and what ``kue dashboard`` prints once it serves.
+PAGE_PORT = 3000
+DASHBOARD_UP = "kue dashboard: http"
+_PAGE_ADDRESS = re.compile(rf"\b(127\.0\.0\.1|localhost):{PAGE_PORT}(?!\d)")
 
 
 class ExampleFailed(AssertionError):
@@ -120,11 +132,20 @@ class Proc:
         self.popen.wait()
 
 
-def environment(redis_url: str, folder: Path) -> dict[str, str]:
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def environment(redis_url: str, folder: Path, port: int | None = None) -> dict[str, str]:
     """A terminal's: this Python's ``bin`` first on PATH (``python``, ``kue``), no kue
-    setting but the Redis (and the suite's: no history sampling), the folder importable."""
+    setting but the Redis and the page's port (and the suite's: no history sampling), the
+    folder importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUE_")}
     env["KUE_REDIS_URL"] = redis_url
+    env["KUE_DASHBOARD_PORT"] = env["KUE_EXAMPLE_PORT"] = str(port or free_port())
     env["KUE_HISTORY_SAMPLE"] = os.environ.get("KUE_HISTORY_SAMPLE", "0")
     env["PYTHONUNBUFFERED"] = "1"
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -153,6 +174,12 @@ class PageRunner:
         self.scripts = scripts
         self.env = env
         self.background: list[Proc] = []
+        self.dashboard: Proc | None = None
+
+    def local(self, text: str) -> str:
+        """``text`` with the pages' port 3000 the page's own."""
+        port = self.env["KUE_DASHBOARD_PORT"]
+        return _PAGE_ADDRESS.sub(lambda m: f"{m[1]}:{port}", text)
 
     def run(self, blocks: list[Block]) -> int:
         """Run the page's blocks in order; the number of blocks run."""
@@ -162,16 +189,21 @@ class PageRunner:
             if block.marker == "file":
                 target = self.folder / block.value
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(block.code, encoding="utf-8")
+                target.write_text(self.local(block.code), encoding="utf-8")
             elif block.marker == "output":
                 assert last is not None  # the parser checked it
-                if not matches(block.code, last.stdout):
+                if not matches(self.local(block.code), last.stdout):
                     raise last.failed(
                         f"printed something else than {block.where} shows:\n{block.code}"
                     )
             elif block.runs:
-                last = self.start(block)
+                if block.marker == "run-with-dashboard":
+                    self.start_dashboard(block)
                 ran += 1
+                if block.is_transcript:
+                    self.replay(block)
+                    continue
+                last = self.start(block)
                 if block.marker == "background":
                     self.background.append(last)
                     last.wait_for_text(block.value, BLOCK_TIMEOUT)
@@ -187,13 +219,35 @@ class PageRunner:
                         raise last.failed(f"exited with status {code}")
         return ran
 
+    def replay(self, block: Block) -> None:
+        """A console transcript: each command in turn, what it prints compared with the lines
+        the page shows after it. A command whose output the page shows may exit with any
+        status (``kue doctor`` says 1 for problems found: what it prints is the check); one
+        shown without output must exit 0."""
+        for command in transcript(block):
+            step = replace(block, line=command.line, code=command.command)
+            proc = self.start(step)
+            code = proc.wait(BLOCK_TIMEOUT)
+            if command.output and not matches(self.local(command.output), proc.stdout):
+                raise proc.failed(f"printed something else than the page shows:\n{command.output}")
+            if not command.output and code != 0:
+                raise proc.failed(f"exited with status {code}")
+
+    def start_dashboard(self, block: Block) -> None:
+        """A ``kue dashboard`` on the page's port, in the background until the page ends."""
+        if self.dashboard is None:
+            serve = replace(block, code="kue dashboard\n", marker="background")
+            self.dashboard = Proc(serve, ["kue", "dashboard"], self.folder, self.env)
+            self.background.append(self.dashboard)
+            self.dashboard.wait_for_text(DASHBOARD_UP, BLOCK_TIMEOUT)
+
     def start(self, block: Block) -> Proc:
         if block.is_python:
             # Padded so that a traceback's line numbers are the page's.
             name = re.sub(r"\W", "_", block.page.removesuffix(".md"))
             script = self.scripts / f"{name}_line{block.line}.py"
-            script.write_text("\n" * block.line + block.code, encoding="utf-8")
+            script.write_text("\n" * block.line + self.local(block.code), encoding="utf-8")
             argv = [sys.executable, str(script)]
         else:
-            argv = ["bash", "-e", "-o", "pipefail", "-c", block.code]
+            argv = ["bash", "-e", "-o", "pipefail", "-c", self.local(block.code)]
         return Proc(block, argv, self.folder, self.env)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.markdown import Block, PageError, parse
+from tests.docs.markdown import Block, Command, PageError, parse, transcript
 from tests.docs.pages import PAGES, ROOT, blocks_of, params
 from tests.docs.runner import matches
 
@@ -140,3 +140,39 @@ def test_a_comment_not_above_a_fence_is_no_marker() -> None:
 )
 def test_output_is_compared_with_ellipsis(expected: str, actual: str, same: bool) -> None:
     assert matches(expected, actual) is same
+
+
+def test_a_console_block_is_a_transcript_of_commands() -> None:
+    page = (
+        "text\n<!-- run -->\n```console\n$ kue stats\ntype  inactive\nemail  1\n"
+        "$ curl -s localhost:3000/api/job \\\n    -d '{}'\n$ true\n```\n"
+    )
+    (block,) = parse(page, "p.md")
+    assert transcript(block) == [
+        Command(4, "kue stats\n", "type  inactive\nemail  1\n"),
+        Command(7, "curl -s localhost:3000/api/job \\\n    -d '{}'\n", ""),
+        Command(9, "true\n", ""),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("page", "error"),
+    [
+        ("<!-- run -->\n```console\nkue stats\n```\n", "p.md:3: a transcript line before any $"),
+        (
+            "<!-- run -->\n```console\n$ true\n```\n<!-- output -->\n```text\n\n```\n",
+            "p.md:6: a console transcript shows its own output",
+        ),
+        (
+            "<!-- background: up -->\n```console\n$ true\n```\n",
+            "p.md:2: a console transcript runs in the foreground",
+        ),
+        ("<!-- run-with-dashboard -->\n```python\nx\n```\n", "take <!-- run-with-dashboard -->"),
+    ],
+)
+def test_a_wrong_transcript_is_refused(page: str, error: str) -> None:
+    with pytest.raises(PageError) as e:
+        for block in parse(page, "p.md"):
+            if block.is_transcript:
+                transcript(block)
+    assert error in str(e.value)

@@ -51,6 +51,7 @@ def test_the_page_examples_run(page: Path, examples_redis: str, tmp_path: Path) 
 
 
 def run_page(text: str, tmp_path: Path, redis_url: str) -> int:
+    tmp_path.mkdir(exist_ok=True)
     folder, scripts = tmp_path / "folder", tmp_path / "blocks"
     folder.mkdir()
     scripts.mkdir()
@@ -100,3 +101,44 @@ def test_the_example_of_how_to_write_one_runs(tmp_path: Path, examples_redis: st
     its output) is itself a page that runs."""
     (example,) = [b for b in blocks_of(DOCS / "contributing.md") if b.lang == "markdown"]
     assert run_page(example.code, tmp_path, examples_redis) == 2
+
+
+def test_a_transcript_runs_its_commands_and_compares_each_output(
+    tmp_path: Path, redis_url: str
+) -> None:
+    page = (
+        "<!-- run -->\n```console\n$ echo one; echo took 12 ms\none\ntook ... ms\n"
+        "$ touch made\n$ ls\nmade\n$ echo shown; exit 1\nshown\n```\n"
+    )
+    assert run_page(page, tmp_path / "a", redis_url) == 1
+    wrong = "<!-- run -->\n```console\n$ echo one\none\n$ echo two\nthree\n```\n"
+    with pytest.raises(ExampleFailed, match=r"p\.md:5: printed something else .*\nthree"):
+        run_page(wrong, tmp_path / "b", redis_url)
+    silent = "<!-- run -->\n```console\n$ echo one\none\n$ false\n```\n"
+    with pytest.raises(ExampleFailed, match=r"p\.md:5: exited with status 1"):
+        run_page(silent, tmp_path / "c", redis_url)
+
+
+def test_a_block_with_a_dashboard_reaches_it_on_the_page_port(
+    tmp_path: Path, examples_redis: str
+) -> None:
+    """Port 3000 on the page is a free port of the page's, where the runner's kue dashboard
+    serves (tests in parallel cannot share one port)."""
+    page = (
+        "<!-- run-with-dashboard -->\n```console\n"
+        "$ curl -s http://127.0.0.1:3000/api/health; curl -s localhost:3000/api/health\n"
+        '{"status":"ok",...}\n{"status":"ok",...}\n'
+        '$ echo "$KUE_DASHBOARD_PORT" | grep -vx 3000\n...\n```\n'
+        "<!-- run-with-dashboard -->\n```bash\ncurl -sf http://127.0.0.1:3000/api/stats\n```\n"
+    )
+    assert run_page(page, tmp_path, examples_redis) == 2
+
+
+def test_only_the_pages_port_3000_is_the_pages_own(tmp_path: Path, redis_url: str) -> None:
+    page = (
+        "<!-- run -->\n```console\n"
+        "$ echo 127.0.0.1:3000 localhost:3000/api 127.0.0.1:30000 10.0.0.1:3000 "
+        '| sed "s/$KUE_DASHBOARD_PORT/PORT/g"\n'
+        "127.0.0.1:PORT localhost:PORT/api 127.0.0.1:30000 10.0.0.1:3000\n```\n"
+    )
+    assert run_page(page, tmp_path, redis_url) == 1
