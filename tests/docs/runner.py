@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tests.docs.markdown import Block, transcript
+from tests.docs.pages import ROOT
 
 #: How long one block may take (a run-until or background block: to print its text).
 BLOCK_TIMEOUT = 60.0
@@ -142,14 +143,16 @@ def free_port() -> int:
 def environment(redis_url: str, folder: Path, port: int | None = None) -> dict[str, str]:
     """A terminal's: this Python's ``bin`` first on PATH (``python``, ``kue``), no kue
     setting but the Redis and the page's port (and the suite's: no history sampling), the
-    folder importable."""
+    folder and the checkout importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUE_")}
     env["KUE_REDIS_URL"] = redis_url
     env["KUE_DASHBOARD_PORT"] = env["KUE_EXAMPLE_PORT"] = str(port or free_port())
     env["KUE_HISTORY_SAMPLE"] = os.environ.get("KUE_HISTORY_SAMPLE", "0")
     env["PYTHONUNBUFFERED"] = "1"
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    path = [str(folder), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    # The checkout after the folder: what an editable install imports, and what mypy (which
+    # cannot follow an editable install's import hook) then finds as an installed package.
+    path = [str(folder), str(ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env["PYTHONPATH"] = os.pathsep.join(path)
     return env
 
