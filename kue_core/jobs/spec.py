@@ -325,5 +325,7 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
             out["tick"] = self.tick
         made, most = self.attempts_made, self._max_attempts
         remaining = most - made if made > 0 else most
+        if self.state == "failed":  # failed for good, as in Kue: a retry gives attempts anew
+            remaining = 0  # (NoRetry, a cancel or a failed dependency end one early)
         out["attempts"] = {"made": made, "remaining": remaining, "max": most}
         return out

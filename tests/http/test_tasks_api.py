@@ -50,7 +50,7 @@ def test_jobs_saved_over_rest_run_the_task_or_fail_naming_the_field(
 
     assert state(good_id, "complete")["result"] == "ada: 12.50 EUR"
     failed = state(bad_id, "failed")
-    assert failed["attempts"] == {"made": 1, "remaining": 3, "max": 4}  # failed at once
+    assert failed["attempts"] == {"made": 1, "remaining": 0, "max": 4}  # failed at once, for good
     assert failed["error"].startswith(
         "NoRetry: task invoice: argument 'cents': Input should be a valid integer"
     )
