@@ -108,8 +108,8 @@ def parse_filter(raw: object) -> Filter:
 
 
 def _check_action(action: object, f: Filter) -> str:
-    if action not in ACTIONS:
-        raise InvalidJob(f"a bulk action must be one of {', '.join(ACTIONS)}, got {action!r}")
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise InvalidJob(f"a bulk action must be one of {', '.join(ACTIONS)}, got {action!r:.100}")
     if f.state not in ACTIONS[action]:
         raise InvalidJob(f"{action} applies to jobs {' or '.join(ACTIONS[action])}, not {f.state}")
     return str(action)

@@ -100,6 +100,8 @@ def test_a_long_action_answers_202_and_is_followed(
         {"action": "retry", "filter": {"state": "complete"}},
         {"action": "retry"},
         {"action": "nuke", "filter": {"state": "failed"}},
+        {"action": {"retry": 1}, "filter": {"state": "failed"}},  # not a name (found by fuzzing)
+        {"action": ["retry"], "filter": {"state": "failed"}},
         {"action": "retry", "filter": {"state": "failed"}, "extra": 1},
         {"action": "retry", "filter": {"state": "failed", "min_age_ms": "old"}},
         {"action": "retry", "filter": {"state": "failed"}, "expect": -1},
