@@ -48,6 +48,7 @@ from ..base.errors import ConnectionFailed
 # name of the watchdog's connection, which the count of a server's users leaves out.
 from .embedded_watch import LOCK_FILE, PID_FILE
 from .embedded_watch import NAME as WATCHDOG
+from .embedded_watch import alive as _alive
 
 LOG_FILE = "server.log"
 SOCKET_FILE = "server.sock"
@@ -277,19 +278,6 @@ def _pid(path: str) -> int | None:
             return int(f.read().strip())
     except (OSError, ValueError):
         return None
-
-
-def _alive(pid: int) -> bool:
-    """Whether the process runs: a zombie does not (a daemon that died is reaped by the
-    system's first process, which in a container may never do it)."""
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as stat:  # Linux
-        return stat.read().rpartition(")")[2].split()[0] != "Z"  # the state after the name
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 

@@ -67,7 +67,11 @@ class Link:
         return sum(1 for line in lines if f" name={NAME} " not in f" {line} ")
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether the process runs: a zombie does not (a daemon that died is reaped by the
+    system's first process, which in a container may never do it)."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as stat:  # Linux
+        return stat.read().rpartition(")")[2].split()[0] != "Z"  # the state after the name
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -101,7 +105,7 @@ def watch(link: Link, folder: str, pid: int, idle: float) -> None:
                 link.call("SHUTDOWN", "SAVE")
             deadline = time.monotonic() + SAVE_WAIT
             pidfile = os.path.join(folder, PID_FILE)
-            while _alive(pid) and os.path.exists(pidfile) and time.monotonic() < deadline:
+            while alive(pid) and os.path.exists(pidfile) and time.monotonic() < deadline:
                 time.sleep(0.01)
             return
 
