@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,6 +198,32 @@ def test_a_server_whose_users_were_killed_shuts_itself_down(tmp_path: Path, fold
     seen, _ = _read(tmp_path, job.id)
     assert seen["type"] == "sms" and seen["state"] == "inactive"
     print(f"the server exited {gone_in:.2f} s after its only user was killed")
+
+
+def test_a_server_whose_folder_was_removed_shuts_down_once_its_users_are_gone(
+    tmp_path: Path, folder: Path
+) -> None:
+    """``rm -rf .kue`` under a running worker (a user starting afresh): nobody can find the
+    server any more and its data is gone, so once the worker has stopped, its watchdog shuts
+    it down without saving, rather than leave it running with no owner. (A connection the
+    worker opens meanwhile starts a server in a new folder, which its stop shuts down.)"""
+    worker = Worker(tmp_path, "email")
+    (server,) = redis_servers_in(folder)
+    try:
+        assert len(_watchdogs(folder)) == 1
+        shutil.rmtree(folder)
+        assert never(lambda: not embedded._alive(server), defaults.EMBEDDED_IDLE + 1)
+        worker.stop()  # gracefully: its own shutdown finds no folder, and leaves the server
+        stopped_at = time.monotonic()
+        wait_for(lambda: not embedded._alive(server), timeout=20)
+        gone_in = time.monotonic() - stopped_at
+        wait_for(lambda: not redis_servers_in(folder), timeout=10)  # nor a new one
+        wait_for(lambda: not _watchdogs(folder), timeout=10)
+    finally:
+        worker.stop()
+        with contextlib.suppress(psutil.NoSuchProcess):
+            psutil.Process(server).kill()
+    print(f"the server exited {gone_in:.2f} s after its last user stopped")
 
 
 SERVE = textwrap.dedent(
