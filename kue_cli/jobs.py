@@ -62,9 +62,10 @@ def show(
     wanted = _parse(ids)
     with _queue(redis_url, prefix, reads_only=True) as queue:
         jobs = _found(queue, wanted)
-        logs = {j.id: queue.get_log(j.id) for j in jobs} if with_log else {}  # type: ignore[arg-type]
+        logs = {j.id: queue.get_log_lines(j.id) for j in jobs} if with_log else {}  # type: ignore[arg-type]
     if as_json:
-        out = [{**j.to_dict(), **({"log": logs[j.id]} if with_log else {})} for j in jobs]
+        texts = {i: [line.text for line in lines] for i, lines in logs.items()}
+        out = [{**j.to_dict(), **({"log": texts[j.id]} if with_log else {})} for j in jobs]
         click.echo(json.dumps(out, indent=2))
         return
     for n, found in enumerate(jobs):
@@ -72,8 +73,11 @@ def show(
             click.echo()
         for line in _lines(found.to_dict()):
             click.echo(line)
-        for line in logs.get(found.id, []):
-            click.echo(f"  log        {line}")
+        for entry in logs.get(found.id, []):
+            # When and in which attempt, as the job's page shows them (a line written by
+            # Node Kue has neither).
+            said = [_when(entry.at), f"attempt {entry.attempt}" if entry.attempt else None]
+            click.echo("  log        " + "  ".join(s for s in (*said, entry.text) if s))
 
 
 def _lines(d: dict[str, Any]) -> list[str]:

@@ -48,6 +48,7 @@ class Repeats:
         self._clock = clock
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[float, int]] = {}  # kind -> (since, repeats since)
+        self._runs: dict[str, tuple[float, int]] = {}  # kind -> (first, errors in all)
 
     def note(self, text: str, kind: str | None = None) -> str | None:
         """The line to log for this occurrence of ``text``: ``text`` the first time (or the
@@ -58,10 +59,13 @@ class Repeats:
         with self._lock:
             now = self._clock()
             key = text if kind is None else kind
+            first, errors = self._runs.get(key, (now, 0))
+            self._runs[key] = (first, errors + 1)
             seen = self._seen.get(key)
             if seen is None or (seen[1] == 0 and now - seen[0] >= self.window):
                 if len(self._seen) >= self.LIMIT:
                     self._seen.clear()
+                    self._runs = {key: self._runs[key]}
                 self._seen[key] = (now, 0)
                 return text
             since, repeats = seen[0], seen[1] + 1
@@ -71,3 +75,16 @@ class Repeats:
             self._seen[key] = (now, 0)
             times = "once" if repeats == 1 else f"{repeats} times"
             return f"{text} (repeated {times} in {now - since:.0f} s)"
+
+    def over(self, kind: str, text: str) -> str | None:
+        """The line to log once errors of ``kind`` have stopped (a call succeeded): ``text``
+        with the count since the first of them, "(after 3 errors in 2 s)"; None when none
+        was noted since the last such line. The next error is then said at once."""
+        with self._lock:
+            run = self._runs.pop(kind, None)
+            self._seen.pop(kind, None)
+        if run is None:
+            return None
+        first, errors = run
+        count = "1 error" if errors == 1 else f"{errors} errors"
+        return f"{text} (after {count} in {self._clock() - first:.1f} s)"

@@ -7,8 +7,9 @@ connection to the server (named :data:`NAME`, which the others leave out of thei
 and looks at the server's clients a few times a second. The processes that use a server hold
 connections to it; when none has been connected for ``IDLE`` seconds (they were SIGKILLed, or
 crashed, and never shut it down), it shuts the server down with ``SHUTDOWN SAVE`` under the
-folder's lock, as the last process out would, and exits once the server has. It exits too when
-its connection breaks: the server is gone, and whoever starts the next one starts its watchdog.
+folder's lock, as the last process out would, and exits once the server has. A server whose
+folder was removed meanwhile is shut down without saving. It exits too when its connection
+breaks: the server is gone, and whoever starts the next one starts its watchdog.
 """
 
 from __future__ import annotations
@@ -81,8 +82,18 @@ def alive(pid: int) -> bool:
     return True
 
 
+def _identity(folder: str) -> tuple[int, int] | None:
+    """The folder's device and inode, or None once it is gone."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def watch(link: Link, folder: str, pid: int, idle: float) -> None:
     """Watch the server with ``pid`` through ``link`` until it is gone."""
+    ident = _identity(folder)
     alone_since: float | None = None
     while True:
         time.sleep(POLL)
@@ -94,6 +105,17 @@ def watch(link: Link, folder: str, pid: int, idle: float) -> None:
             alone_since = now
         if now - alone_since < idle:
             continue
+        if _identity(folder) != ident:
+            # Its folder was removed (rm -rf .kue), or made anew by another server: no
+            # process can find this one any more, and its data went with the folder. Shut it
+            # down without saving (a save into a removed folder fails, and the server would
+            # refuse to stop), and without the lock, which is another server's now.
+            with contextlib.suppress(OSError):
+                link.call("SHUTDOWN", "NOSAVE")
+            deadline = time.monotonic() + SAVE_WAIT
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return
         # As the last process out would, under the folder's lock: nobody starts a new server
         # on files this one is still writing, and nobody connects unseen meanwhile.
         with open(os.path.join(folder, LOCK_FILE), "w") as lock:

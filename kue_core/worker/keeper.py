@@ -64,6 +64,7 @@ class Keeper(WorkerState):
                     self._sample()
                     next_sample = now + defaults.HISTORY_CHECK
                 pauses.reset()
+                self._answered()
             except redis.RedisError as e:
                 self._report(e)
                 self._closed.wait(pauses.next())

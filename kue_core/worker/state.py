@@ -188,3 +188,10 @@ class WorkerState:
         else:
             log.error("worker %s: unexpected error", self.id, exc_info=error)
         self.queue.events.report(error)
+
+    def _answered(self) -> None:
+        """After an outage, once Redis answers the keeper again: one line that says so, at
+        the level of the lines that said it was unreachable, so a log does not end on them."""
+        line = self._repeats.over("unreachable", "Redis answers again")
+        if line is not None:
+            log.warning("worker %s: %s", self.id, line)

@@ -148,3 +148,30 @@ def test_the_flow_panel_stays_inside_the_screen(
     finally:
         ui.context.close()
     ui.check()
+
+
+@pytest.mark.parametrize("width", [1280, 1024, 390])
+def test_the_overviews_counts_fit_their_cells(
+    browser: Any, server: Server, queue: Queue, width: int
+) -> None:
+    """A type's counts of four digits and more stay inside their cells: on a phone each
+    count is under its state's name ("Complete 1200" beside it overflowed its quarter)."""
+    jobs = queue.save_many(queue.create_job("invoice", {"title": "x"}) for _ in range(1200))
+    for job in jobs[:1100]:
+        job.set_state("complete")
+    queue.create_job("billing.statements", {}).save()
+    ui = watched(browser, server, viewport={"width": width, "height": 844})
+    try:
+        page = ui.goto("/")
+        page.locator("table.types td.num a", has_text="1100").wait_for()
+        over = page.evaluate(
+            """() => [...document.querySelectorAll('table.types td.num')]
+                .filter((td) => td.scrollWidth > td.clientWidth + 1)
+                .map((td) => `${td.dataset.label} ${td.textContent.trim()}`)"""
+        )
+        assert not over, over
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.locator("table.types").screenshot(path=str(ARTIFACTS / f"types-{width}.png"))
+    finally:
+        ui.context.close()
+    ui.check()

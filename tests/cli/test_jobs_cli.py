@@ -5,6 +5,7 @@ text and JSON, and that a batch with one bad id changes nothing."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import redis
@@ -35,7 +36,17 @@ def test_show_prints_a_job_in_text_and_json(queue: Queue, redis_url: str) -> Non
     assert "  priority   high" in first and '  data       {"to":"zoë@example.com"}' in first
     assert "  tags       vip" in first and "  attempts   0 of 1" in first
     assert second.splitlines()[0] == f"job {failed}: t, failed"
-    assert "  error      boom" in second and "  log        tried once" in second
+    assert "  error      boom" in second
+    logged = [line for line in second.splitlines() if line.startswith("  log  ")]
+    assert len(logged) == 1  # with its time (UTC) and attempt, as the job's page shows it
+    assert re.fullmatch(
+        r"  log        \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z  tried once", logged[0]
+    )
+    queue.client.rpush(queue.keys.log(failed), "a line of Node Kue's")  # no time, no attempt
+    result = kue(queue, redis_url, "job", "show", str(failed), "--log")
+    assert result.stdout.splitlines()[-1] == "  log        a line of Node Kue's"
+    shown = json.loads(kue(queue, redis_url, "job", "show", str(failed), "--log", "--json").stdout)
+    assert shown[0]["log"] == ["tried once", "a line of Node Kue's"]  # the texts, as before
     shown = json.loads(kue(queue, redis_url, "job", "show", str(job.id), "--json").stdout)
     assert shown == [queue.get_job(job.id).to_dict()]  # type: ignore[union-attr]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -132,7 +133,7 @@ def test_workers_start_a_killed_server_again_and_lose_nothing(tmp_path: Path, fo
     """Two workers share the folder's server; it is SIGKILLed with a job active and another
     waiting. One of them starts it again from its append-only file (one server, never two),
     both reconnect, every job saved before and after completes, and each log says so in a
-    line or two, not a line a try."""
+    line or two, not a line a try, then that Redis answers again."""
     email, sms = Worker(tmp_path, "email"), Worker(tmp_path, "sms")
     client = _client(folder)
     try:
@@ -159,9 +160,11 @@ def test_workers_start_a_killed_server_again_and_lose_nothing(tmp_path: Path, fo
             assert q.get_job(held.id).result == {"by": "email"}
             assert redis_servers_in(folder) == [new]  # no second server, ever
         for worker in (email, sms):
+            wait_for(lambda w=worker: "Redis answers again" in w.log.read_text(), timeout=15)
             said = [line for line in worker.lines() if "Redis unreachable" in line]
             assert 1 <= len(said) <= 3, worker.lines()
-            assert len(worker.lines()) <= 4, worker.lines()
+            assert len(worker.lines()) <= 5, worker.lines()
+            assert "Redis answers again (after " in worker.lines()[-1], worker.lines()
         print(f"restarted {restarted_in:.2f} s after the kill;", *email.lines(), sep="\n")
     finally:
         client.close()
@@ -195,6 +198,32 @@ def test_a_server_whose_users_were_killed_shuts_itself_down(tmp_path: Path, fold
     seen, _ = _read(tmp_path, job.id)
     assert seen["type"] == "sms" and seen["state"] == "inactive"
     print(f"the server exited {gone_in:.2f} s after its only user was killed")
+
+
+def test_a_server_whose_folder_was_removed_shuts_down_once_its_users_are_gone(
+    tmp_path: Path, folder: Path
+) -> None:
+    """``rm -rf .kue`` under a running worker (a user starting afresh): nobody can find the
+    server any more and its data is gone, so once the worker has stopped, its watchdog shuts
+    it down without saving, rather than leave it running with no owner. (A connection the
+    worker opens meanwhile starts a server in a new folder, which its stop shuts down.)"""
+    worker = Worker(tmp_path, "email")
+    (server,) = redis_servers_in(folder)
+    try:
+        assert len(_watchdogs(folder)) == 1
+        shutil.rmtree(folder)
+        assert never(lambda: not embedded._alive(server), defaults.EMBEDDED_IDLE + 1)
+        worker.stop()  # gracefully: its own shutdown finds no folder, and leaves the server
+        stopped_at = time.monotonic()
+        wait_for(lambda: not embedded._alive(server), timeout=20)
+        gone_in = time.monotonic() - stopped_at
+        wait_for(lambda: not redis_servers_in(folder), timeout=10)  # nor a new one
+        wait_for(lambda: not _watchdogs(folder), timeout=10)
+    finally:
+        worker.stop()
+        with contextlib.suppress(psutil.NoSuchProcess):
+            psutil.Process(server).kill()
+    print(f"the server exited {gone_in:.2f} s after its last user stopped")
 
 
 SERVE = textwrap.dedent(

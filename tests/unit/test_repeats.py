@@ -69,3 +69,27 @@ def test_threads_share_one_count() -> None:
     clock.now += 10
     assert [s for s in said if s is not None] == ["x"]
     assert repeats.note("x") == "x (repeated 800 times in 10 s)"
+
+
+def test_the_end_of_an_outage_is_said_once_with_its_count() -> None:
+    clock = Clock()
+    repeats = Repeats(window=10.0, clock=clock)
+    assert repeats.over("down", "back") is None  # no error noted: nothing to say
+    assert repeats.note("down (reset)", "down") == "down (reset)"
+    for _ in range(4):
+        clock.now += 0.5
+        assert repeats.note("down (refused)", "down") is None
+    clock.now += 0.5
+    assert repeats.over("down", "back") == "back (after 5 errors in 2.5 s)"
+    assert repeats.over("down", "back") is None  # said once
+    assert repeats.note("down (refused)", "down") == "down (refused)"  # a new outage: at once
+    assert repeats.over("down", "back") == "back (after 1 error in 0.0 s)"
+
+
+def test_the_end_of_one_kind_leaves_the_others_counting() -> None:
+    clock = Clock()
+    repeats = Repeats(window=10.0, clock=clock)
+    assert repeats.note("down", "down") == "down"
+    assert repeats.note("other") == "other"
+    assert repeats.over("down", "back") == "back (after 1 error in 0.0 s)"
+    assert repeats.note("other") is None
