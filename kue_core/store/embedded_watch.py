@@ -113,7 +113,7 @@ def watch(link: Link, folder: str, pid: int, idle: float) -> None:
             with contextlib.suppress(OSError):
                 link.call("SHUTDOWN", "NOSAVE")
             deadline = time.monotonic() + SAVE_WAIT
-            while _alive(pid) and time.monotonic() < deadline:
+            while alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.01)
             return
         # As the last process out would, under the folder's lock: nobody starts a new server
