@@ -83,14 +83,14 @@ def test_a_run_failing_for_good_ends_the_other_runs_at_once(
     queues: Callable[..., Queue],
 ) -> None:
     stopped: list[str] = []
-    started = threading.Event()
+    started: list[str] = []
 
     def handler(wid: str, job: Job) -> Any:
-        if wid == IDS[0]:
-            wait_for(lambda: started.is_set(), 10)
+        if wid == IDS[0]:  # fails once both others run (a run not begun would never start)
+            wait_for(lambda: len(started) == 2, 20)
             raise RuntimeError("no GPU")
-        started.set()
-        wait_for(lambda: job.stopping, 10)  # told on its control channel, not by its lease
+        started.append(wid)
+        wait_for(lambda: job.stopping, 20)  # told on its control channel, not by its lease (30 s)
         stopped.append(wid)
         return "late"
 
@@ -100,7 +100,7 @@ def test_a_run_failing_for_good_ends_the_other_runs_at_once(
     done = _ended(client, job.id)  # type: ignore[arg-type]
     assert done.state == "failed" and done.error is not None
     assert done.error.startswith("run on fan-1 failed: ")
-    wait_for(lambda: len(stopped) == 2, 10)
+    wait_for(lambda: len(stopped) == 2, 20)
     runs = {run["worker"]: run["state"] for run in client.get_job(job.id).runs()}  # type: ignore[arg-type]
     assert runs == {"fan-1": "failed", "fan-2": "lost", "fan-3": "lost"}
     assert client.get_job(job.id).state == "failed"  # type: ignore[arg-type]
