@@ -172,6 +172,10 @@ PROMOTE_MAX_WAIT = 1.0
 #: Seconds between two looks of a burst worker (``queue.run(burst=True)``, ``kue worker
 #: --burst``) for work left (see :mod:`kue_core.worker.burst`).
 BURST_POLL = 0.1
+#: Jobs a worker process remembers having failed with a retry to come, for a burst to wait
+#: for their retries; past it the oldest are forgotten. A process that never runs a burst
+#: keeps them too (a burst may begin after its first failures), so this bounds its memory.
+BURST_FOLLOW = 10_000
 
 #: Seconds ``queue.shutdown()`` lets running handlers finish before giving their jobs back.
 SHUTDOWN_TIMEOUT = 10.0

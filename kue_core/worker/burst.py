@@ -15,7 +15,8 @@ The work a burst waits for, for each type its handlers serve:
   part of the work (a job saved with a delay, or retried by another worker, is not).
 
 Not waited for: delayed jobs not yet due, blocked jobs (until the jobs they depend on
-complete, which makes them inactive), jobs pinned to other workers, jobs of other types.
+complete, which makes them inactive), jobs pinned to other workers, jobs of other types,
+and retries beyond the newest ``defaults.BURST_FOLLOW`` attempts failed here.
 Everything is read in one ``MULTI`` (a job moving between two sets is seen in one of them).
 """
 

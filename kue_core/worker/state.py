@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 
+from .. import defaults
 from ..base.retry import Repeats
 from ..features.control import Listener
 from ..features.tally import Tally
@@ -136,7 +137,10 @@ class WorkerState:
         """Note that ``job_id``'s attempt failed here and the job may be retried later."""
         with self._lock:
             self._notes += 1
+            self.retrying.pop(job_id, None)  # last in the order: the oldest are forgotten
             self.retrying[job_id] = self._notes
+            if len(self.retrying) > defaults.BURST_FOLLOW:
+                del self.retrying[next(iter(self.retrying))]
 
     @staticmethod
     def _retry_delay(job: Job, no_retry: bool) -> int:

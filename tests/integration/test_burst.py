@@ -172,3 +172,27 @@ def test_burst_must_be_a_bool(wq: Queue) -> None:
     with pytest.raises(InvalidWorkerConfig, match="burst is True or False"):
         wq.run(burst="yes")  # type: ignore[arg-type]
     wq.shutdown(1)
+
+
+def test_a_worker_remembers_a_bounded_number_of_retries_to_follow(
+    wq: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that never runs a burst notes its failed attempts too (a burst may begin after
+    them): the newest BURST_FOLLOW, never more, however many fail."""
+    from kue_core import defaults
+
+    monkeypatch.setattr(defaults, "BURST_FOLLOW", 3)
+    later = {"type": "fixed", "delay": 60_000}
+    jobs = [wq.create_job("email").attempts(2).backoff(later).save() for _ in range(5)]
+
+    def fail(job: Job) -> None:
+        raise ValueError("down")
+
+    wq.process("email", fail)
+    wait_for(lambda: all(j.refresh().state == "delayed" for j in jobs), timeout=20)
+    workers = wq._workers
+    assert workers is not None
+    assert len(workers.retrying) == 3
+    newest = sorted(workers.retrying.items(), key=lambda item: item[1])
+    assert [job_id for job_id, _ in newest] == list(workers.retrying)  # oldest first
+    wq.shutdown()
