@@ -37,6 +37,7 @@ from ..base.keys import Keys
 from ..base.values import validate_type
 from ..store import calls
 from ..store.calls import Op, hash_reply, read
+from . import stats
 from .timings import LABELS, day_of
 
 _BOUNDS = defaults.DURATION_BUCKETS_MS
@@ -212,7 +213,7 @@ def sample(keys: Keys) -> Op[bool]:
         ("ZRANGE", keys.workers, 0, -1),
     )
     totals, last = hash_reply(totals), _figures(hash_reply(last_raw))
-    fresh = seen is None and not last and (yield from _new_queue(keys, totals, minute))
+    fresh = seen is None and not last and (yield from _new_queue(keys, totals))
     types, today = sorted(found), day_of(now)
     index = minute - 1  # the point of the minute that just ended
     hour, day = index * _MINUTE // _HOUR, index * _MINUTE // _DAY
@@ -273,7 +274,7 @@ def sample(keys: Keys) -> Op[bool]:
     return written
 
 
-def _new_queue(keys: Keys, totals: dict[str, str], minute: int) -> Op[bool]:
+def _new_queue(keys: Keys, totals: dict[str, str]) -> Op[bool]:
     """Whether every job the counters ever counted ended within the last day (the minute
     counters, kept a day, add up to the totals): a queue first used since, whose first jobs
     the first sample counts, rather than a deployment older than its history, whose counters
@@ -285,10 +286,8 @@ def _new_queue(keys: Keys, totals: dict[str, str], minute: int) -> Op[bool]:
             ever[outcome] += int(value)
     if not any(ever.values()):
         return True
-    span = range(minute - defaults.THROUGHPUT_MINUTES, minute + 1)
-    counted = yield read(*(("GET", keys.minute(o, m)) for o in ever for m in span))
-    found = iter(int(n or 0) for n in counted)
-    return all(sum(next(found) for _ in span) >= ever[o] for o in ever)
+    minutes = yield from stats.throughput(keys, defaults.THROUGHPUT_MINUTES)
+    return all(sum(m[outcome] for m in minutes) >= n for outcome, n in ever.items())
 
 
 def _figures(raw: dict[str, str]) -> dict[str, dict[str, Any]]:
