@@ -4,13 +4,15 @@ whose lease expired to the queue (``recover.lua``), applies retention and unbloc
 (their sweeps), fails attempts that outlive their ``ttl``, gives a new thread to a slot whose
 handler outlived its attempt, adds the slots' completions, waits and runs to the
 statistics once a second, and samples the statistics' history once a minute (whichever
-keeper of the queue comes first)."""
+keeper of the queue comes first). :class:`Keeper` is given the workers' shared state
+(:mod:`kue_core.worker.state`), how to give a slot a new thread, and the event that ends it."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import redis
 
@@ -20,31 +22,50 @@ from ..features import history
 from ..store.claims import Holder
 from . import identity
 from .attempt import Reason
+from .outcome import retry_delay
+from .slots import Slot
 from .state import WorkerState
 
 log = logging.getLogger("kue_core.worker")
 
 
-class Keeper(WorkerState):
-    """The keeper thread of :class:`kue_core.worker.workers.Workers`."""
+class Keeper:
+    """The keeper thread of :class:`kue_core.worker.workers.Workers`: :meth:`run` until
+    ``closing`` is set, woken early by ``state.bell``; ``serve`` starts a new thread for a
+    slot (:meth:`kue_core.worker.serving.Serving.serve`)."""
 
-    def _keep(self) -> None:
+    def __init__(
+        self, state: WorkerState, serve: Callable[[Slot], None], closing: threading.Event
+    ) -> None:
+        self._state = state
+        self._serve = serve
+        self._closing = closing
+        self._bell = state.bell
+        self.queue = state.queue  # the state's, named here as the keeper's calls use them
+        self.scripts = state.scripts
+        self.id = state.id
+        self.lease_ms = state.lease_ms
+        self.stall_limit = state.stall_limit
+        self._relieved = False  # a slot got a new thread: tell of it (abandoned_threads)
+
+    def run(self) -> None:
         beat_every = self.lease_ms / 3000
         # After a Redis error, try again at least as often as a heartbeat is due, so that a
         # short lease does not expire while Redis is back.
         pauses = Pauses(last=min(defaults.RETRY_PAUSE[1], beat_every))
         sweep_every = min(self.lease_ms / 2000, 5.0)
         next_beat = next_sweep = next_retain = next_deps = next_tally = next_sample = 0.0
-        while not self._closed.is_set():
+        while not self._closing.is_set():
             try:
                 now = time.monotonic()
-                self._tick.clear()
+                self._bell.clear()
                 wake = self._expire(now)
-                relieve = self._relieve(now)
+                relieve = self.relieve(now)
                 if relieve is not None:
                     wake = relieve if wake is None else min(wake, relieve)
-                if now >= next_beat or self._beat_now:
-                    self._beat_now = False
+                asked = self._bell.beat_asked() or self._relieved
+                if now >= next_beat or asked:
+                    self._relieved = False
                     self._heartbeat()
                     next_beat = now + beat_every
                 if now >= next_sweep:
@@ -57,22 +78,22 @@ class Keeper(WorkerState):
                     self.scripts.unblock(defaults.SWEEP_LIMIT)
                     next_deps = now + defaults.DEPS_SWEEP
                 if now >= next_tally:  # the slots' completions, waits and runs
-                    self._tally.flush(self.queue.client, self.queue.keys)
-                    self._timings.flush(self.queue.client, self.queue.keys)
+                    self._state.tally.flush(self.queue.client, self.queue.keys)
+                    self._state.timings.flush(self.queue.client, self.queue.keys)
                     next_tally = now + defaults.TALLY_FLUSH
                 if now >= next_sample:
                     self._sample()
                     next_sample = now + defaults.HISTORY_CHECK
                 pauses.reset()
-                self._answered()
+                self._state.answered()
             except redis.RedisError as e:
-                self._report(e)
-                self._closed.wait(pauses.next())
+                self._state.report(e)
+                self._closing.wait(pauses.next())
                 continue
             until = min(next_beat, next_sweep, next_deps, next_tally, next_sample)
             if wake is not None:
                 until = min(until, wake)
-            self._tick.wait(max(0.0, until - time.monotonic()))
+            self._bell.wait(max(0.0, until - time.monotonic()))
 
     def _sample(self) -> None:
         """The history's sample of the minute, if due (see kue_core.features.history): a
@@ -85,50 +106,49 @@ class Keeper(WorkerState):
             log.exception("worker %s: the statistics' history could not be sampled", self.id)
 
     def _heartbeat(self) -> None:
-        with self._lock:
-            running = [a for a in self._attempts.values() if not a.over]
-        reply = self._beat([(a.job_id, a.token) for a in running])
+        with self._state.lock:
+            running = [a for a in self._state.attempts.values() if not a.over]
+        reply = self._state.beat([(a.job_id, a.token) for a in running])
         if isinstance(reply, Holder):  # another process has the id now
-            if not self._stop_asked:
-                self._stop_asked = True
-                log.error(identity.taken_over(self.id, reply))
-                threading.Thread(target=self._stop, args=(0,), name="kue-stop").start()
+            self._state.stop(0, identity.taken_over(self.id, reply), logging.ERROR)
             return
         lost = set(reply)
         for attempt in running:
             if (attempt.job_id, attempt.token) in lost:
                 # Recovered, moved or removed meanwhile: its result will be dropped.
-                self._end(attempt, Reason.LEASE_LOST)
+                self._state.end(attempt, Reason.LEASE_LOST)
 
     def _expire(self, now: float) -> float | None:
         """Fail attempts past their ttl; return the next deadline, if any."""
-        with self._lock:
-            timed = [a for a in self._attempts.values() if a.deadline is not None]
+        with self._state.lock:
+            timed = [a for a in self._state.attempts.values() if a.deadline is not None]
         upcoming = []
         for attempt in timed:
             deadline = attempt.deadline
             assert deadline is not None
             if deadline > now:
                 upcoming.append(deadline)
-            elif self._end(attempt, Reason.TTL):
+            elif self._state.end(attempt, Reason.TTL):
                 ran = round((now - attempt.began) * 1000)
-                self._timings.add(attempt.job.type, "run", ran, attempt.job.started_at or 0)
+                self._state.timings.add(attempt.job.type, "run", ran, attempt.job.started_at or 0)
                 message = "TTL exceeded"
                 text = f"{message}: the attempt ran longer than its ttl of {attempt.ttl_ms} ms"
-                delay = self._retry_delay(attempt.job, False)
+                delay = retry_delay(attempt.job, False)
                 self.scripts.fail(attempt.job_id, attempt.token, message, text, delay, None)
         return min(upcoming, default=None)
 
-    def _relieve(self, now: float) -> float | None:
+    def relieve(self, now: float) -> float | None:
         """Give a new thread to each slot whose ``def`` handler still runs ``STOP_GRACE``
         after its attempt ended (a thread cannot be stopped), while fewer than
         ``ABANDONED_THREADS`` are left running so; past that, the slot waits for its handler to
-        return. Returns when to look again for a handler still within its grace."""
+        return. Returns when to look again for a handler still within its grace. The keeper's
+        round calls it; it may be called at any moment."""
         upcoming: list[float] = []
-        with self._lock:
-            if self._stopping.is_set():
+        state = self._state
+        with state.lock:
+            if state.stopping.is_set():
                 return None
-            for slot in self._slots:
+            for slot in state.slots:
                 attempt = slot.attempt
                 if attempt is None or not attempt.stopped or not slot.in_thread:
                     continue
@@ -136,7 +156,7 @@ class Keeper(WorkerState):
                 if now < attempt.ended_at + defaults.STOP_GRACE:
                     upcoming.append(attempt.ended_at + defaults.STOP_GRACE)
                     continue
-                if self._abandoned >= defaults.ABANDONED_THREADS:
+                if state.abandoned >= defaults.ABANDONED_THREADS:
                     if not slot.held_back:
                         slot.held_back = True
                         log.warning(
@@ -145,14 +165,14 @@ class Keeper(WorkerState):
                             attempt.job_id,
                             attempt.job.type,
                             attempt.reason,
-                            self._abandoned,
+                            state.abandoned,
                             slot.name,
                         )
                     continue
-                self._abandoned += 1
+                state.abandoned += 1
                 slot.attempt, slot.held_back = None, False
                 self._serve(slot)
-                self._beat_now = True
+                self._relieved = True
                 log.warning(
                     "job %d (%s): the handler still runs after its attempt ended (%s); it is "
                     "left to finish and %s goes on in a new thread (%d left running)",
@@ -160,6 +180,6 @@ class Keeper(WorkerState):
                     attempt.job.type,
                     attempt.reason,
                     slot.name,
-                    self._abandoned,
+                    state.abandoned,
                 )
         return min(upcoming, default=None)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import NoRetry, RateLimited
-from ..jobs.job import to_json
+from ..jobs import backoff
+from ..jobs.job import Job, to_json
 
 #: Source files of the worker machinery, whose frames a kept traceback leaves out.
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -67,6 +68,15 @@ def run(call: Callable[..., Any], *args: Any) -> Outcome:
         return Done(to_json(call(*args), "result"))
     except BaseException as e:  # the handler's failure, whatever it is, fails the attempt
         return failure(e)
+
+
+def retry_delay(job: Job, no_retry: bool) -> int:
+    """The delay (ms) before the retry of ``job``'s attempt failing now, as its backoff says
+    (0: at once), or -1 when it is not to be retried (``NoRetry``)."""
+    if no_retry:
+        return -1
+    delay = backoff.retry_delay(job.backoff(), job.attempts_made + 1, job.delay())
+    return delay or 0
 
 
 def failure(error: BaseException) -> Failed | Limited:

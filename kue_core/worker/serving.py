@@ -1,6 +1,7 @@
-"""A slot's thread: claim a job, run its handler, report how it ended and claim the next one
-in the same call; wait on the type's wake-up lists when there is none. Also the control
-messages a worker process receives (a cancel, a move, a stop)."""
+"""The slots' serving: a slot's thread claims a job, runs its handler, reports how it ended and
+claims the next one in the same call; it waits on the type's wake-up lists when there is none.
+:class:`Serving` is given the workers' shared state (:mod:`kue_core.worker.state`) and what
+runs the handlers (:class:`kue_core.worker.slots.HandlerRunner`)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from ..base.retry import Pauses
 from ..jobs.job import Job
 from ..store.claims import PAUSED, PINS, Claim, Held, Holder, Next, Waits
 from .attempt import Attempt, Reason
-from .outcome import Done, Failed, Limited, Outcome
-from .slots import Slot
+from .outcome import Done, Failed, Limited, Outcome, retry_delay
+from .slots import HandlerRunner, Slot
 from .state import WorkerState
 
 if TYPE_CHECKING:
@@ -56,33 +57,43 @@ def _failed(job: Job, result: str, delay: int) -> str:
     return "failed, but the job was no longer this worker's"
 
 
-class Serving(WorkerState):
-    """The slots' threads of :class:`kue_core.worker.workers.Workers`."""
+class Serving:
+    """The slots' threads of :class:`kue_core.worker.workers.Workers`: :meth:`serve` starts
+    one for a slot; each serves its slot until shutdown (``state.stopping``), or until the
+    keeper gives the slot a new thread because this one's handler outlived its attempt."""
 
-    # -- slots ----------------------------------------------------------------------------
-    def _serve(self, slot: Slot) -> None:
-        """Start a thread serving ``slot`` (called under ``_lock``)."""
+    def __init__(self, state: WorkerState, runner: HandlerRunner) -> None:
+        self._state = state
+        self._runner = runner
+        self.queue = state.queue  # the state's, named here as the claims and reports use them
+        self.scripts = state.scripts
+        self.id = state.id
+        self.lease_ms = state.lease_ms
+
+    def serve(self, slot: Slot) -> None:
+        """Start a thread serving ``slot`` (called under ``state.lock``)."""
         slot.thread = threading.Thread(target=self._work, args=(slot,), name=slot.name, daemon=True)
         slot.thread.start()
 
     def _work(self, slot: Slot) -> None:
         """A slot's thread: claim, run, report, until shutdown, or until the slot goes on in
         a new thread because this one's handler outlived its attempt."""
+        state = self._state
         me = threading.current_thread()
         pauses = Pauses()
         if slot.child is not None:
             try:
                 slot.child.start()
             except Exception as e:  # the first job will try again, and fail if it cannot
-                self._report(e)
+                state.report(e)
         nxt: Claim = None  # a job claimed by the last report, in the same call
-        while not self._stopping.is_set() and slot.thread is me:
+        while not state.stopping.is_set() and slot.thread is me:
             order: list[str] = []
             if not isinstance(nxt, tuple):  # else a job claimed in the last report's call
                 order = self._order(slot)
                 if not order:  # paused in this process only
-                    held = [self._held.get(t) for t in slot.types]
-                    event = next((e for e in held if e is not None), self._stopping)
+                    held = [state.held.get(t) for t in slot.types]
+                    event = next((e for e in held if e is not None), state.stopping)
                     event.wait(defaults.IDLE_WAIT)
                     continue
             try:
@@ -90,7 +101,7 @@ class Serving(WorkerState):
                     slot.asked = _clock()
                 claimed = nxt if order == [] else self.scripts.claim(order, self.id, self.lease_ms)
                 nxt = None
-                if isinstance(claimed, tuple) and claimed[1].get("type") in self._held:
+                if isinstance(claimed, tuple) and claimed[1].get("type") in state.held:
                     self._give_back(claimed)  # paused here while the claim was on its way
                 elif isinstance(claimed, tuple):
                     nxt = self._run(slot, *claimed)
@@ -100,28 +111,27 @@ class Serving(WorkerState):
             except Exception as e:
                 # Redis is down or restarting (or a bug): a job this slot held comes back
                 # through its lease; the slot keeps trying until Redis answers again.
-                self._report(e)
-                self._stopping.wait(pauses.next())
+                state.report(e)
+                state.stopping.wait(pauses.next())
         self._give_back(nxt)  # a job claimed as the slot stopped, if any
         if slot.thread is not me:
-            with self._lock:
-                self._abandoned -= 1
-                left = self._abandoned
+            with state.lock:
+                state.abandoned -= 1
+                left = state.abandoned
             log.info("a handler left running on %s returned (%d still running)", slot.name, left)
-            self._beat_now = True
-            self._tick.set()  # a stuck slot may get a new thread now
+            state.bell.ring(beat=True)  # a stuck slot may get a new thread now
 
     def _give_back(self, claimed: Claim) -> None:
         """Release a job claimed but not run (not counted as an attempt)."""
         if isinstance(claimed, tuple):
             job_id, fields = claimed
-            self._safely(self.scripts.release, job_id, fields.get("lease", ""))
+            self._state.safely(self.scripts.release, job_id, fields.get("lease", ""))
 
     def _order(self, slot: Slot) -> list[str]:
         """The types the slot claims from next, in order, leaving out those paused here."""
         order = slot.reserver.order()
-        if self._held:
-            order = [t for t in order if t not in self._held]
+        if self._state.held:
+            order = [t for t in order if t not in self._state.held]
         return order
 
     def _idle(self, slot: Slot, order: list[str], claimed: Claim) -> None:
@@ -167,7 +177,7 @@ class Serving(WorkerState):
         if away * 1000 < self.lease_ms / 3:
             return False
         token = fields.get("lease", "")
-        lost = self._beat([(job_id, token)])
+        lost = self._state.beat([(job_id, token)])
         if not isinstance(lost, Holder) and (job_id, token) not in lost:
             return False
         log.warning(
@@ -180,34 +190,35 @@ class Serving(WorkerState):
         return True
 
     def _attempt(self, slot: Slot, job_id: int, fields: dict[str, str], span: Span | None) -> Claim:
+        state = self._state
         job = Job.from_hash(self.queue, job_id, fields)
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
         started_at = job.started_at or 0
-        self._timings.add(job.type, "wait", int(fields.get("waited") or 0), started_at)
-        with self._lock:
-            self._attempts[job_id, attempt.token] = attempt
+        state.timings.add(job.type, "wait", int(fields.get("waited") or 0), started_at)
+        with state.lock:
+            state.attempts[job_id, attempt.token] = attempt
             slot.attempt = attempt
         if attempt.deadline is not None:
-            self._tick.set()  # the keeper watches the deadline
+            state.bell.ring()  # the keeper watches the deadline
         outcome = self._runner.call(slot, attempt, fields, self.queue.middleware)
-        with self._lock:  # the handler returned: this thread is not stuck, and it is not running
+        with state.lock:  # the handler returned: this thread is not stuck, and it is not running
             if slot.attempt is attempt:
                 slot.attempt, slot.held_back = None, False
-            self._attempts.pop((job_id, attempt.token), None)
+            state.attempts.pop((job_id, attempt.token), None)
         ours = attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
         if span is not None:
             _traced(span, attempt, outcome)
         if not ours:
             return None  # ttl exceeded, lease lost or released: reported by whoever ended it
         ran = round((time.monotonic() - attempt.began) * 1000)
-        self._timings.add(job.type, "run", ran, started_at)
+        state.timings.add(job.type, "run", ran, started_at)
         if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
             log.info("job %d (%s): %s", job_id, job.type, outcome.message)
-            self._may_retry(job_id)
+            state.may_retry(job_id)
             self.scripts.release(job_id, attempt.token, outcome.retry_in_ms)
             return None
-        order = [] if self._stopping.is_set() else self._order(slot)
+        order = [] if state.stopping.is_set() else self._order(slot)
         nxt: Next | None = None
         if order == [job.type]:
             nxt = (self.id, self.lease_ms)  # the finished job's type, as the script assumes
@@ -216,12 +227,12 @@ class Serving(WorkerState):
         slot.asked = _clock()  # the report claims the slot's next job in the same call
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
-            tally = functools.partial(self._tally.add, job.type)
+            tally = functools.partial(state.tally.add, job.type)
             _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt, tally)
         else:
-            delay = self._retry_delay(job, outcome.no_retry)
+            delay = retry_delay(job, outcome.no_retry)
             if delay >= 0:  # it may come back later: before the report, as a burst reads it
-                self._may_retry(job_id)
+                state.may_retry(job_id)
             result, claimed = self.scripts.fail(
                 job_id, attempt.token, outcome.message, outcome.text, delay, nxt
             )
@@ -229,23 +240,6 @@ class Serving(WorkerState):
                 "job %d (%s) %s: %s", job_id, job.type, _failed(job, result, delay), outcome.message
             )
         return claimed
-
-    def _on_control(self, message: dict[str, Any]) -> None:
-        """A message on this process's control channel (see :mod:`kue_core.features.control`)."""
-        if message["op"] == "stop":
-            if self._stop_asked:
-                return
-            self._stop_asked = True  # messages come one at a time, on the listener's thread
-            log.info("worker %s: asked to stop; running jobs get %g s", self.id, message["timeout"])
-            threading.Thread(target=self._stop, args=(message["timeout"],), name="kue-stop").start()
-            return
-        with self._lock:
-            attempt = self._attempts.get((message["id"], message["lease"]))
-        if attempt is None:
-            return  # ended already
-        if self._end(attempt, Reason.CANCELLED):  # Redis has it failed or moved already
-            log.info("job %d (%s): %s", attempt.job_id, attempt.job.type, message["reason"])
-            self._tick.set()  # the keeper gives a stuck thread slot a new thread now
 
 
 def _clock() -> tuple[float, float]:

@@ -44,9 +44,10 @@ class Slot:
         return self.child is None and not self.is_async
 
 
-class Runner:
+class HandlerRunner:
     """Runs the handlers of one worker process's slots; owns the event loop of its ``async
-    def`` handlers (one thread, started when first needed)."""
+    def`` handlers (one thread, started when first needed). ``child_started`` is called when
+    a child process begins a job (the keeper then watches its ttl)."""
 
     def __init__(self, child_started: Callable[[], Any]) -> None:
         self._child_started = child_started  # a child began a job: its ttl counts from now

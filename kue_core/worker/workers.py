@@ -23,15 +23,24 @@ ended. A coroutine is cancelled and a child process killed when their attempt en
 a thread cannot be killed, so a ``def`` handler still running then is left to finish on its
 own (it sees ``job.stopping``, and ``Stopped`` from ``progress()``/``log()``) and its slot goes
 on in a new thread, up to ``defaults.ABANDONED_THREADS`` such threads per process.
+
+:class:`Workers` composes the parts, each given what it uses when it is made: the state the
+threads share (:class:`~kue_core.worker.state.WorkerState`, with the keeper's bell), what runs
+the handlers (:class:`~kue_core.worker.slots.HandlerRunner`), the slots' serving
+(:class:`~kue_core.worker.serving.Serving`), the keeper (:class:`~kue_core.worker.keeper.Keeper`,
+which calls the serving back to give a stuck slot a new thread), the promoter and the control
+listener. Nothing else holds them: ``Queue`` calls the public methods below.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..base import checks
 from ..base.errors import InvalidJob
@@ -44,19 +53,41 @@ from .keeper import Keeper
 from .promoter import Promoter
 from .reserve import Reserver, job_types
 from .serving import Serving
-from .slots import Handler, Slot
-from .state import Owner
+from .slots import Handler, HandlerRunner, Slot
+from .state import Owner, WorkerState
 
 __all__ = ["Owner", "Workers"]
 
+log = logging.getLogger("kue_core.worker")
 
-class Workers(Serving, Keeper):
+
+class Workers:
     """The worker side of one queue in this process (see the module docstring)."""
+
+    def __init__(self, queue: Owner, lease_ms: int, stall_limit: int) -> None:
+        self.queue = queue
+        #: What the threads share.
+        self.state = WorkerState(queue, lease_ms, stall_limit)
+        self.scripts = self.state.scripts
+        self.id = self.state.id
+        self._runner = HandlerRunner(self.state.bell.ring)
+        #: The slots' threads.
+        self.serving = Serving(self.state, self._runner)
+        self._closing = threading.Event()  # keeper and promoter end
+        #: The keeper thread's work.
+        self.keeper = Keeper(self.state, self.serving.serve, self._closing)
+        #: Set once :meth:`shutdown` has finished.
+        self.closed = threading.Event()
+        self._threads: list[threading.Thread] = []  # keeper, promoter
+        self._control: Listener | None = None  # this process's control channel
 
     # -- public ---------------------------------------------------------------------------
     def process(
         self, job_type: str | Sequence[str], n: int, handler: Handler, isolation: str, reserve: str
     ) -> None:
+        """Start ``n`` slots serving ``job_type`` with ``handler`` (see ``Queue.process``);
+        the first call also registers the worker id and starts the keeper and the promoter."""
+        state = self.state
         types = job_types(job_type)
         reserver = Reserver(types, reserve)
         checks.integer(n, "concurrency", 1)
@@ -69,7 +100,7 @@ class Workers(Serving, Keeper):
             check_handler(handler)
         for each in self.queue.middleware:
             self.check_middleware(each, is_async, isolation == "process")
-        if self._stopping.is_set():
+        if state.stopping.is_set():
             raise InvalidJob("the workers of this queue are shutting down")
         first = not self._threads  # the first process() call of this queue
         label = "+".join(types)
@@ -81,11 +112,11 @@ class Workers(Serving, Keeper):
             # Listening before it is listed: a stop sent once it shows in workers() reaches
             # it, and so does a cancel of the first job it claims.
             channel = self.queue.keys.control(self.id)
-            self._control = Listener(self.queue.client, channel, self._on_control, self._report)
+            self._control = Listener(self.queue.client, channel, self._on_control, state.report)
             self._control.start()
-            info = json.dumps(self.info(slots), separators=(",", ":"))
+            info = json.dumps(state.info(slots), separators=(",", ":"))
             try:  # before anything starts: WorkerIdTaken if a live process has the id
-                identity.register(self.scripts, self.id, self.instance, self.lease_ms, info)
+                identity.register(self.scripts, self.id, state.instance, state.lease_ms, info)
             except BaseException:
                 self._control.close()
                 self._control = None
@@ -95,16 +126,15 @@ class Workers(Serving, Keeper):
         if first:  # a type paused before the claim read the paused flag gets the flag
             for paused in self.queue.paused():
                 self.scripts.pause(paused)
-        with self._lock:  # all at once: a heartbeat never tells of half of them
-            self._slots.extend(slots)
+        with state.lock:  # all at once: a heartbeat never tells of half of them
+            state.slots.extend(slots)
             for slot in slots:
-                self._serve(slot)
+                self.serving.serve(slot)
         if first:  # keeper and promoter start once the slots are there to tell of
-            self._start_thread(self._keep, "kue-keeper")
-            promoter = Promoter(self.queue, self._closed, self._report)
+            self._start_thread(self.keeper.run, "kue-keeper")
+            promoter = Promoter(self.queue, self._closing, state.report)
             self._start_thread(promoter.run, "kue-promoter")
-        self._beat_now = True  # register the new types now
-        self._tick.set()
+        state.bell.ring(beat=True)  # register the new types now
 
     def check_middleware(self, each: mw.Middleware, is_async: bool, isolated: bool) -> None:
         """Refuse a middleware that could not wrap a handler: an ``async def`` one around a
@@ -119,47 +149,49 @@ class Workers(Serving, Keeper):
 
     def use(self, each: mw.Middleware) -> None:
         """Check a middleware against the handlers there are (``Queue.use`` adds it)."""
-        with self._lock:
-            slots = list(self._slots)
+        state = self.state
+        with state.lock:
+            slots = list(state.slots)
         for slot in slots:
             self.check_middleware(each, slot.is_async, slot.child is not None)
 
     def pause_here(self, job_type: str) -> bool:
         """Stop this process's slots of ``job_type`` from claiming; False if they were."""
-        with self._lock:
-            if job_type in self._held:
+        state = self.state
+        with state.lock:
+            if job_type in state.held:
                 return False
-            self._held[job_type] = threading.Event()
+            state.held[job_type] = threading.Event()
         self._wake_slots(job_type)  # an idle slot stops waiting for work, and waits here
-        self._beat_now = True
-        self._tick.set()
+        state.bell.ring(beat=True)
         return True
 
     def resume_here(self, job_type: str) -> bool:
         """Undo :meth:`pause_here`; False if the type was not paused here."""
-        with self._lock:
-            held = self._held.pop(job_type, None)
+        state = self.state
+        with state.lock:
+            held = state.held.pop(job_type, None)
         if held is None:
             return False
         held.set()
-        self._beat_now = True
-        self._tick.set()
+        state.bell.ring(beat=True)
         return True
 
     def work_left(self) -> str | None:
         """What a burst of these workers still waits for (``2 inactive, 1 active``), or None
         when their types' work has run out (see :mod:`kue_core.worker.burst`)."""
-        with self._lock:
-            types = {t for slot in self._slots for t in slot.types}
-            held, retrying, running = set(self._held), dict(self.retrying), len(self._attempts)
-            notes = self._notes
+        state = self.state
+        with state.lock:
+            types = {t for slot in state.slots for t in slot.types}
+            held, retrying, running = set(state.held), dict(state.retrying), len(state.attempts)
+            notes = state.notes
         keys = self.queue.keys
         found, still = burst.left(self.queue.client, keys, types, held, self.id, retrying)
-        with self._lock:  # forget the retries done with, unless noted again meanwhile
+        with state.lock:  # forget the retries done with, unless noted again meanwhile
             for job_id, note in retrying.items():
-                if job_id not in still and self.retrying.get(job_id) == note:
-                    del self.retrying[job_id]
-            if self._notes != notes:  # an attempt failed meanwhile: its job may be gone
+                if job_id not in still and state.retrying.get(job_id) == note:
+                    del state.retrying[job_id]
+            if state.notes != notes:  # an attempt failed meanwhile: its job may be gone
                 return "an attempt that failed meanwhile"  # from the sets read: look again
         if running or any(found.values()):
             return burst.describe(found) if any(found.values()) else f"{running} running here"
@@ -168,17 +200,17 @@ class Workers(Serving, Keeper):
     def shutdown(self, timeout: float) -> None:
         """Stop claiming; let running handlers finish for ``timeout`` seconds; give back the
         jobs still running then (not counted as attempts); stop every thread."""
-        self._stopping.set()
-        self._beat_now = True  # tell of it: "stopping" in Queue.workers()
-        self._tick.set()
-        with self._lock:
-            held = list(self._held.values())
+        state = self.state
+        state.stopping.set()
+        state.bell.ring(beat=True)  # tell of it: "stopping" in Queue.workers()
+        with state.lock:
+            held = list(state.held.values())
         for event in held:
             event.set()
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
-            with self._lock:
-                alive = [s for s in self._slots if s.thread and s.thread.is_alive()]
+            with state.lock:
+                alive = [s for s in state.slots if s.thread and s.thread.is_alive()]
             for slot in alive:
                 if slot.blocked_on is not None:
                     self._unblock(slot.blocked_on)
@@ -186,23 +218,59 @@ class Workers(Serving, Keeper):
             if not alive or left <= 0:
                 break
             alive[0].thread.join(min(left, 0.05))  # type: ignore[union-attr]
-        with self._lock:
-            running = list(self._attempts.values())
+        with state.lock:
+            running = list(state.attempts.values())
         for attempt in running:
-            if self._end(attempt, Reason.RELEASED):
-                self._safely(self.scripts.release, attempt.job_id, attempt.token)
-        self._closed.set()
-        self._tick.set()
-        self._safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # wake promoter
+            if state.end(attempt, Reason.RELEASED):
+                state.safely(self.scripts.release, attempt.job_id, attempt.token)
+        self._closing.set()
+        state.bell.ring()
+        state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # wake promoter
         self._runner.close()
         for thread in self._threads:
             thread.join(timeout=5)
         if self._control is not None:
             self._control.close()
-        for slot in self._slots:
+        for slot in state.slots:
             if slot.child is not None:
                 slot.child.close()
-        self._safely(self._timings.flush, self.queue.client, self.queue.keys)
-        self._safely(self._tally.flush, self.queue.client, self.queue.keys)
-        self._safely(self._deregister)
+        state.safely(state.timings.flush, self.queue.client, self.queue.keys)
+        state.safely(state.tally.flush, self.queue.client, self.queue.keys)
+        state.safely(self._deregister)
         self.closed.set()
+
+    def _on_control(self, message: dict[str, Any]) -> None:
+        """A message on this process's control channel (see :mod:`kue_core.features.control`),
+        on the listener's thread: a stop request, or a running job cancelled or moved by hand."""
+        state = self.state
+        if message["op"] == "stop":
+            timeout = message["timeout"]
+            state.stop(timeout, f"worker {self.id}: asked to stop; running jobs get {timeout:g} s")
+            return
+        with state.lock:
+            attempt = state.attempts.get((message["id"], message["lease"]))
+        if attempt is None:
+            return  # ended already
+        if state.end(attempt, Reason.CANCELLED):  # Redis has it failed or moved already
+            log.info("job %d (%s): %s", attempt.job_id, attempt.job.type, message["reason"])
+            state.bell.ring()  # the keeper gives a stuck thread slot a new thread now
+
+    # -- helpers --------------------------------------------------------------------------
+    def _start_thread(self, target: Callable[[], Any], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _wake_slots(self, job_type: str) -> None:
+        """End the waits for work of the idle slots of ``job_type``."""
+        with self.state.lock:
+            waiting = [s.blocked_on for s in self.state.slots if job_type in s.types]
+        for client_id in waiting:
+            if client_id is not None:
+                self._unblock(client_id)
+
+    def _unblock(self, client_id: int) -> None:
+        self.state.safely(self.queue.client.client_unblock, client_id)
+
+    def _deregister(self) -> None:
+        identity.leave(self.scripts, self.id, self.state.instance, self.state.lease_ms)

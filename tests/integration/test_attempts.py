@@ -150,7 +150,7 @@ def test_quick_handlers_never_count_as_left_running(redis_url: str, prefix: str)
 
         def keeper() -> None:
             while not done.is_set():
-                workers._relieve(time.monotonic())
+                workers.keeper.relieve(time.monotonic())
 
         threading.Thread(target=keeper, daemon=True).start()
         wait_for(lambda: q.count("complete") == len(jobs), timeout=20)

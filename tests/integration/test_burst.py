@@ -192,7 +192,8 @@ def test_a_worker_remembers_a_bounded_number_of_retries_to_follow(
     wait_for(lambda: all(j.refresh().state == "delayed" for j in jobs), timeout=20)
     workers = wq._workers
     assert workers is not None
-    assert len(workers.retrying) == 3
-    newest = sorted(workers.retrying.items(), key=lambda item: item[1])
-    assert [job_id for job_id, _ in newest] == list(workers.retrying)  # oldest first
+    retrying = workers.state.retrying
+    assert len(retrying) == 3
+    newest = sorted(retrying.items(), key=lambda item: item[1])
+    assert [job_id for job_id, _ in newest] == list(retrying)  # oldest first
     wq.shutdown()

@@ -40,7 +40,7 @@ def queues(redis_url: str, prefix: str) -> Iterator[Callable[..., Queue]]:
 
 def instance(queue: Queue) -> str:
     """The instance of the queue's workers in this process."""
-    return queue._worker_side().instance
+    return queue._worker_side().state.instance
 
 
 def holder(r: redis.Redis, queue: Queue) -> str | None:
@@ -82,7 +82,8 @@ def test_a_live_worker_id_is_refused_until_its_holder_stops(
     # Nothing written: the first process's registration, and no slot or thread started.
     assert holder(r, first) == instance(first) and keys_under(r, prefix) == before
     assert [w["id"] for w in first.workers()] == ["w1"]
-    assert not second._worker_side()._slots and not second._worker_side()._threads
+    workers = second._worker_side()
+    assert not workers.state.slots and not workers._threads
     job = first.create_job("t").save()
     wait_for(lambda: ran == [("first", job.id)])
 
