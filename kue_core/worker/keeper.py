@@ -49,6 +49,9 @@ class Keeper:
         self._relieved = False  # a slot got a new thread: tell of it (abandoned_threads)
 
     def run(self) -> None:
+        """The keeper's thread: a round of what is due, then a wait until the next due time,
+        a ttl or a stuck slot's grace, or a ring of the bell, until ``closing`` is set. A
+        Redis error is reported, and the round tried again after a pause."""
         beat_every = self.lease_ms / 3000
         # After a Redis error, try again at least as often as a heartbeat is due, so that a
         # short lease does not expire while Redis is back.

@@ -4,9 +4,10 @@ reports with. The threads are a slot's (:class:`kue_core.worker.serving.Serving`
 keeper's (:class:`kue_core.worker.keeper.Keeper`); :class:`kue_core.worker.workers.Workers`
 makes one :class:`WorkerState`, hands it to both, and starts and stops them.
 
-Every attribute a thread writes after the start is written under :attr:`WorkerState.lock`,
-except the figures (:class:`~kue_core.features.timings.Recorder` and
-:class:`~kue_core.features.tally.Tally` are thread-safe) and the events."""
+Each attribute of :class:`WorkerState` that a thread changes after the start changes under
+:attr:`WorkerState.lock`, except the events, the keeper's :class:`Bell` and the figures
+(:class:`~kue_core.features.timings.Recorder` and :class:`~kue_core.features.tally.Tally` are
+thread-safe)."""
 
 from __future__ import annotations
 
