@@ -4,8 +4,9 @@ whose lease expired to the queue (``recover.lua``), applies retention and unbloc
 (their sweeps), fails attempts that outlive their ``ttl``, gives a new thread to a slot whose
 handler outlived its attempt, adds the slots' completions, waits and runs to the
 statistics once a second, and samples the statistics' history once a minute (whichever
-keeper of the queue comes first). :class:`Keeper` is given the workers' shared state
-(:mod:`kue_core.worker.state`), how to give a slot a new thread, and the event that ends it."""
+keeper of the queue comes first). :class:`Keeper` is given the queue, the workers' shared
+state (:mod:`kue_core.worker.state`), how to give a slot a new thread, and the event that ends
+it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from . import identity
 from .attempt import Reason
 from .outcome import retry_delay
 from .slots import Slot
-from .state import WorkerState
+from .state import Owner, WorkerState
 
 log = logging.getLogger("kue_core.worker")
 
@@ -35,14 +36,18 @@ class Keeper:
     slot (:meth:`kue_core.worker.serving.Serving.serve`)."""
 
     def __init__(
-        self, state: WorkerState, serve: Callable[[Slot], None], closing: threading.Event
+        self,
+        queue: Owner,
+        state: WorkerState,
+        serve: Callable[[Slot], None],
+        closing: threading.Event,
     ) -> None:
+        self.queue = queue
+        self.scripts = queue.scripts
         self._state = state
         self._serve = serve
         self._closing = closing
         self._bell = state.bell
-        self.queue = state.queue  # the state's, named here as the keeper's calls use them
-        self.scripts = state.scripts
         self.id = state.id
         self.lease_ms = state.lease_ms
         self.stall_limit = state.stall_limit

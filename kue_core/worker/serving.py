@@ -1,7 +1,8 @@
 """The slots' serving: a slot's thread claims a job, runs its handler, reports how it ended and
 claims the next one in the same call; it waits on the type's wake-up lists when there is none.
-:class:`Serving` is given the workers' shared state (:mod:`kue_core.worker.state`) and what
-runs the handlers (:class:`kue_core.worker.slots.HandlerRunner`)."""
+:class:`Serving` is given the queue (what the worker side uses of it), the workers' shared state
+(:mod:`kue_core.worker.state`) and what runs the handlers
+(:class:`kue_core.worker.slots.HandlerRunner`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ..store.claims import PAUSED, PINS, Claim, Held, Holder, Next, Waits
 from .attempt import Attempt, Reason
 from .outcome import Done, Failed, Limited, Outcome, retry_delay
 from .slots import HandlerRunner, Slot
-from .state import WorkerState
+from .state import Owner, WorkerState
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -62,11 +63,11 @@ class Serving:
     one for a slot; each serves its slot until shutdown (``state.stopping``), or until the
     keeper gives the slot a new thread because this one's handler outlived its attempt."""
 
-    def __init__(self, state: WorkerState, runner: HandlerRunner) -> None:
+    def __init__(self, queue: Owner, state: WorkerState, runner: HandlerRunner) -> None:
+        self.queue = queue
+        self.scripts = queue.scripts
         self._state = state
         self._runner = runner
-        self.queue = state.queue  # the state's, named here as the claims and reports use them
-        self.scripts = state.scripts
         self.id = state.id
         self.lease_ms = state.lease_ms
 

@@ -28,8 +28,9 @@ on in a new thread, up to ``defaults.ABANDONED_THREADS`` such threads per proces
 threads share (:class:`~kue_core.worker.state.WorkerState`, with the keeper's bell), what runs
 the handlers (:class:`~kue_core.worker.slots.HandlerRunner`), the slots' serving
 (:class:`~kue_core.worker.serving.Serving`), the keeper (:class:`~kue_core.worker.keeper.Keeper`,
-which calls the serving back to give a stuck slot a new thread), the promoter and the control
-listener. Nothing else holds them: ``Queue`` calls the public methods below.
+which calls the serving back to give a stuck slot a new thread) and the promoter, each given
+the queue as the worker side sees it (:class:`~kue_core.worker.state.Owner`); it answers the
+control listener's messages itself. ``Queue`` calls its public methods.
 """
 
 from __future__ import annotations
@@ -72,10 +73,10 @@ class Workers:
         self.id = self.state.id
         self._runner = HandlerRunner(self.state.bell.ring)
         #: The slots' threads.
-        self.serving = Serving(self.state, self._runner)
+        self.serving = Serving(queue, self.state, self._runner)
         self._closing = threading.Event()  # keeper and promoter end
         #: The keeper thread's work.
-        self.keeper = Keeper(self.state, self.serving.serve, self._closing)
+        self.keeper = Keeper(queue, self.state, self.serving.serve, self._closing)
         #: Set once :meth:`shutdown` has finished.
         self.closed = threading.Event()
         self._threads: list[threading.Thread] = []  # keeper, promoter
