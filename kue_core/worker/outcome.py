@@ -23,7 +23,6 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _MACHINERY = frozenset(
     os.path.join(_HERE, name)
     for name in (
-        "worker.py",
         "slots.py",
         "isolation.py",
         "attempt.py",
