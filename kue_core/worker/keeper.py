@@ -17,7 +17,7 @@ import redis
 from .. import defaults
 from ..base.retry import Pauses
 from ..features import history
-from ..store.claims import Holder
+from ..store.calls import Holder
 from . import identity
 from .attempt import Reason
 from .state import WorkerState

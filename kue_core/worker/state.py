@@ -24,7 +24,7 @@ from ..features.tally import Tally
 from ..features.timings import Recorder
 from ..jobs import backoff as backoff_policy
 from ..jobs.job import Job
-from ..store.claims import Holder
+from ..store.calls import Holder
 from . import identity, isolation, promoter
 from . import middleware as mw
 from .attempt import Attempt, Reason
