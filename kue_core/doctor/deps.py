@@ -77,10 +77,8 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
 
 def _blocked(c: Checker) -> None:
     for chunk in _chunks(sorted(set(c.blocked)), c.batch):
-        suspects = c.scripts.call(
-            calls.screen(c.keys, "blocked", [zid(i) for i in chunk], [])
-        ).suspects
-        for member in suspects:
+        screen = calls.screen(c.keys, "blocked", [zid(i) for i in chunk], [])
+        for member in c.scripts.call(screen).suspects:
             job_id = cast(int, job_of_member(member))
             c.add(
                 "stuck-blocked",
