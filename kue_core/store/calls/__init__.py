@@ -1,13 +1,14 @@
 """Script calls as values: one builder per ``.lua`` file of ``scripts/`` (a function taking the
 queue's :class:`~kue_core.base.keys.Keys` first and giving a :class:`Call` whose ``parse``
 reads the script's reply into a typed value), with no I/O. A transport runs them
-(:class:`kue_core.store.scripts.Scripts`, :class:`kue_core.aio.AsyncScripts`), so every
-caller sends the same arguments and reads the same replies.
+(:class:`kue_core.store.transport.Transport`,
+:class:`kue_core.store.aio_transport.AsyncTransport`), so every caller sends the same
+arguments and reads the same replies: ``scripts.call(calls.claim(keys, ...))``.
 
-Where each is: :mod:`.call` (the values: ``Call``, ``Read``, steps and operations),
-:mod:`.saving`, :mod:`.changing`, :mod:`.reading`, :mod:`.working` (the worker's),
-:mod:`.doctor` (``kue doctor``'s), and :mod:`.replies` (the named replies). This module only
-re-exports them: ``calls.save(keys, rows)``."""
+Its modules (``kue_core/store/calls/``): ``call.py`` (the values: ``Call``, ``Read``, steps
+and operations), the builders in ``saving.py``, ``changing.py``, ``reading.py``,
+``working.py`` (the worker's) and ``doctor.py`` (``kue doctor``'s), and ``replies.py`` (the
+named replies). This module only re-exports them."""
 
 from .call import Call, Op, Read, Step, flat, hash_reply, read
 from .changing import (

@@ -1,10 +1,10 @@
 """A script call as a value: which transition script, its key and arguments, and how its reply
 reads, with no I/O; plain reads (:class:`Read`); the steps and operations made of them; and the
 small reply parsers the builders share. The builders, one per ``.lua`` file, are in the sibling
-modules (:mod:`kue_core.store.calls`); :class:`kue_core.store.scripts.Scripts` runs calls on a
-blocking connection and :class:`kue_core.aio.AsyncScripts` on an asyncio one, so both clients
-send the same arguments and read the same replies (see :mod:`kue_core.jobs.ops` for operations
-of several steps)."""
+modules (:mod:`kue_core.store.calls`); :class:`kue_core.store.transport.Transport` runs calls on
+a blocking connection and :class:`kue_core.store.aio_transport.AsyncTransport` on an asyncio
+one, so both clients send the same arguments and read the same replies (see
+:mod:`kue_core.jobs.ops` for operations of several steps)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def read(*commands: tuple[Any, ...]) -> Read:
 #: (the reply: their replies, in order), or plain commands.
 Step = Call[Any] | list[Call[Any]] | Read
 #: An operation: a generator that yields steps, is sent each step's reply, and returns its
-#: result. Written once, run by either client (``Scripts.drive``, ``AsyncScripts.drive``).
+#: result. Written once, run by either client (``Transport.drive``, ``AsyncTransport.drive``).
 Op = Generator[Step, Any, T]
 
 
