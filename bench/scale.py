@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 
 from kue_core import Queue, doctor
+from kue_core.store import calls
 from kue_http.app import create_app
 
 CHUNK = 1000
@@ -67,9 +68,11 @@ def measure(q: Queue, app_client, n: int, reps: int) -> dict[str, float]:  # typ
         # As a busy slot: complete the job held, claim the next in the same call.
         if held:
             job_id, token = held.pop()
-            _, got = q.scripts.complete(job_id, token, "{}", (WORKER, LEASE))
+            got = q.scripts.call(
+                calls.complete(q.keys, job_id, token, "{}", (WORKER, LEASE))
+            ).next_job
         else:
-            got = q.scripts.claim("bench", WORKER, LEASE)
+            got = q.scripts.call(calls.claim(q.keys, "bench", WORKER, LEASE))
         assert isinstance(got, tuple), got
         held.append((got[0], got[1]["lease"]))
 

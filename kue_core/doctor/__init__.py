@@ -111,6 +111,7 @@ from typing import TYPE_CHECKING, cast
 
 from .. import defaults
 from ..base import checks
+from ..store import calls
 from . import deps, functions, housekeeping, limits, pins, records, runs, schedules
 from .checker import Checker
 from .core import Check
@@ -204,7 +205,8 @@ def repair(queue: Queue, findings: Iterable[Finding]) -> list[Outcome]:
     batch = defaults.DOCTOR_JOBS_PER_CALL
     for start in range(0, len(todo), batch):
         chunk = todo[start : start + batch]
-        done = queue.scripts.repair([cast(Action, findings[i].action) for i in chunk])
+        actions = [cast(Action, findings[i].action) for i in chunk]
+        done = queue.scripts.call(calls.repair(queue.keys, actions))
         for i, changed in zip(chunk, done, strict=True):
             status[i] = "repaired" if changed else "unchanged"
     return [Outcome(f, status.get(i, "manual")) for i, f in enumerate(findings)]

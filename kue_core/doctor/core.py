@@ -6,11 +6,13 @@ of every index set, every job hash (judged on a consistent snapshot taken by
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from .. import defaults
 from ..base.keys import zid
 from ..base.states import STATES
+from ..store import calls
+from ..store.calls import JobFields, JobSnapshot
 from . import deps, runs
 from .findings import FIXED_TYPES, Action, Finding, Report
 from .judging import JobView, ago, belongs, describe, job_of_member, lua_number, score_text
@@ -118,8 +120,8 @@ class Check:
             else:
                 ids.append(job_id)
         if ids:
-            suspects, _ = self.scripts.screen(name, [zid(i) for i in ids], [])
-            for member in suspects:
+            screened = self.scripts.call(calls.screen(self.keys, name, [zid(i) for i in ids], []))
+            for member in screened.suspects:
                 self._suspects.setdefault(cast(int, job_of_member(member)), set()).add(name)
 
     # -- every job hash ---------------------------------------------------------------------
@@ -159,13 +161,13 @@ class Check:
         if not ids:
             return
         asked = [(str(i), sorted(self._suspects.pop(i, ()))) for i in dict.fromkeys(ids)]
-        now, jobs, _ = self.scripts.inspect(asked, [])
-        for row in jobs:
-            self._judge(now, int(row[0]), str(row[1]), row[2], row[3])
+        snapshot = self.scripts.call(calls.inspect(self.keys, asked, []))
+        for job in snapshot.jobs:
+            self._judge(snapshot.now, job)
 
-    def _judge(self, now: int, job_id: int, kind: str, f: list[Any], flat: list[Any]) -> None:
+    def _judge(self, now: int, snapshot: JobSnapshot) -> None:
         """The findings about one job, from a consistent snapshot (see ``inspect.lua``)."""
-        sets = {str(flat[i]): float(flat[i + 1]) for i in range(0, len(flat), 2)}
+        job_id, kind, sets = snapshot.id, snapshot.kind, snapshot.sets
         member, key = zid(job_id), self.keys.job(job_id)
 
         def orphans(why: str) -> None:
@@ -193,29 +195,33 @@ class Check:
             orphans(f"whose key holds a {kind}")
             return
         self.report.jobs += 1
-        jtype, state, worker, stalls = f[0], f[1], f[8], f[9]
-        has_data, known_type = bool(f[10]), bool(f[11])
-        last = lua_number(f[5])
+        f = cast(JobFields, snapshot.fields)  # a hash's
+        jtype, state = f.type, f.state
+        last = lua_number(f.updated_at)
         if last is None:
-            last = lua_number(f[6])
+            last = lua_number(f.created_at)
         young = last is not None and now - last <= self.grace
         if jtype is None:
             if young:
                 return  # a Kue save may be writing it (Kue writes the type second)
-            if has_data:
+            if f.has_data:
                 repair, action = f"give it its type (HSET {key} type <type>) or delete it", None
             else:
                 repair = "delete it, with its log and history"
                 action = ("purge", str(job_id), str(self.grace), "")
-            what = "with data" if has_data else "without data (left by writes to a removed job)"
+            what = "with data" if f.has_data else "without data (left by writes to a removed job)"
             self.add("no-type", key, f"{key} has no type, {what}", repair, job_id, action)
             orphans("whose hash has no type")
             return
         job = JobView(
-            jtype, state or "", lua_number(f[2]) or 0.0, lua_number(f[3]), lua_number(f[4]) or 0.0
+            jtype,
+            state or "",
+            lua_number(f.priority) or 0.0,
+            lua_number(f.promote_at),
+            lua_number(f.ttl) or 0.0,
         )
         self.types_seen.add(jtype)
-        if not known_type and jtype not in self.typed and self.keys.types not in self.skip:
+        if not f.known_type and jtype not in self.typed and self.keys.types not in self.skip:
             self.typed.add(jtype)
             self.add(
                 "missing-type",
@@ -228,7 +234,7 @@ class Check:
         if not job.state:
             if young:
                 return  # a Kue save may be writing it (Kue writes the state last)
-            delayed = (lua_number(f[7]) or 0) > 0
+            delayed = (lua_number(f.delay) or 0) > 0
             self.add(
                 "no-state",
                 key,
@@ -300,8 +306,8 @@ class Check:
                     job_id,
                     unindex,
                 )
-        if job.state == "active" and not (len(f) > 12 and f[12]):  # runs have own leases
-            self._stuck(now, job_id, job, sets.get("leases"), last, worker, stalls)
+        if job.state == "active" and not f.fans_out:  # runs have own leases
+            self._stuck(now, job_id, job, sets.get("leases"), last, f.worker_id, f.stalls)
         elif job.state == "blocked":
             self.blocked.append(job_id)
 
@@ -349,8 +355,8 @@ class Check:
         """Logs and histories (and dependencies' keys) of jobs that do not exist."""
         if not lists:
             return
-        _, orphans = self.scripts.screen("", [], lists)
-        for job_id, part in orphans:
+        screened = self.scripts.call(calls.screen(self.keys, "", [], lists))
+        for job_id, part in screened.orphans:
             if part == "runs":
                 runs.orphan(self, job_id)
                 continue

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
 from ..base.keys import zid
+from ..store import calls
 from . import checker
 from .judging import job_of_member
 
@@ -76,8 +77,8 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
 
 def _blocked(c: Checker) -> None:
     for chunk in _chunks(sorted(set(c.blocked)), c.batch):
-        suspects, _ = c.scripts.screen("blocked", [zid(i) for i in chunk], [])
-        for member in suspects:
+        screen = calls.screen(c.keys, "blocked", [zid(i) for i in chunk], [])
+        for member in c.scripts.call(screen).suspects:
             job_id = cast(int, job_of_member(member))
             c.add(
                 "stuck-blocked",
@@ -114,7 +115,7 @@ def _dependents(c: Checker) -> None:
 def _judge_dependents(c: Checker, owner: int, key: str, members: list[str]) -> None:
     if not members:
         return
-    suspects, _ = c.scripts.screen(c.keys.name(key), members, [])
+    suspects = c.scripts.call(calls.screen(c.keys, c.keys.name(key), members, [])).suspects
     for member in suspects:
         if not (member.isascii() and member.isdigit()):
             why = "which is no job's id"
@@ -148,7 +149,7 @@ def _awaited(c: Checker) -> None:
 def _judge_awaited(c: Checker, key: str, members: list[str]) -> None:
     if not members:
         return
-    suspects, _ = c.scripts.screen("awaited", members, [])
+    suspects = c.scripts.call(calls.screen(c.keys, "awaited", members, [])).suspects
     for member in suspects:
         job_id = job_of_member(member)
         if job_id is None:

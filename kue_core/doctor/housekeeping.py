@@ -10,6 +10,7 @@ from typing import cast
 
 from .. import defaults
 from ..features import history
+from ..store import calls
 from .core import Check
 from .findings import plural
 from .judging import ago, lua_number, score_text, type_of
@@ -30,11 +31,11 @@ def tokens(c: Check, sets: Iterable[str]) -> None:
     c.report.types = len(ordered)
     for i in range(0, len(ordered), c.per_call):
         chunk = ordered[i : i + c.per_call]
-        _, _, counts = c.scripts.inspect([], chunk)
-        for jtype, (members, held) in zip(chunk, counts, strict=True):
+        counts = c.scripts.call(calls.inspect(c.keys, [], chunk)).types
+        for jtype, count in zip(chunk, counts, strict=True):
             # The members repair removes need no token (it counts again as it pushes).
             leaving = c.leaving.get(c.keys.type_state(jtype, "inactive"), 0)
-            waiting, tokens = int(members) - leaving, int(held)
+            waiting, tokens = count.inactive - leaving, count.tokens
             if tokens < waiting:
                 short = waiting - tokens
                 key = c.keys.tokens(jtype)

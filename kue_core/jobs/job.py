@@ -10,6 +10,7 @@ from ..base.keys import Keys
 from ..base.states import JobState
 from ..base.values import now_ms, parse_priority, parse_state, to_json, validate_type
 from ..base.values import utf8 as _utf8
+from ..store import calls
 from ..store.events import EventBus, EventStream, Receiver
 from ..store.scripts import Scripts
 from . import log_lines, ops, record_ops, waiting
@@ -127,7 +128,8 @@ class Job(JobSpec):
         # Stamped with its time and attempt (attempts_made counts the earlier ones), in the
         # line itself: Kue's log is a list of strings (see kue_core.jobs.log_lines).
         attempt = self.attempts_made + 1 if self.state == "active" else None
-        self.queue.scripts.log(self._saved_id(), log_lines.stamp(line, now_ms(), attempt))
+        stamped = log_lines.stamp(line, now_ms(), attempt)
+        self.queue.scripts.call(calls.log(self.queue.keys, self._saved_id(), stamped))
         return self
 
     def history(self) -> list[dict[str, Any]]:
@@ -164,7 +166,9 @@ class Job(JobSpec):
         return self
 
     def _report(self, percent: int, data_json: str) -> None:
-        self.queue.scripts.progress(self._saved_id(), percent, data_json)
+        self.queue.scripts.call(
+            calls.progress(self.queue.keys, self._saved_id(), percent, data_json)
+        )
 
     def _retag(self, what: str, tags: list[str] | None = None) -> Any:
         return self.queue.scripts.drive(

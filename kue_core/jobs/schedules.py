@@ -332,7 +332,9 @@ def fire_due(queue: Timer, now: int) -> int:
             queue.client.hmget(queue.keys.schedule(key), "definition", "anchor", "rev", "runs"),
         )
         if h[0] is None or h[1] is None:
-            queue.scripts.tick(key, int(score), "", -1, [])  # gone: drops it from the set
+            queue.scripts.call(
+                calls.tick(queue.keys, key, int(score), "", -1, [])
+            )  # gone: drops it
             continue
         definition = json.loads(h[0])
         definition["anchor"] = int(h[1])
@@ -341,7 +343,8 @@ def fire_due(queue: Timer, now: int) -> int:
         row = made._save_row()
         rows = [[*row, tick] for tick in plan.ticks]
         at = -1 if plan.next is None else plan.next
-        queue.scripts.tick(key, int(score), h[2] or "", at, rows, made._unique)
+        fire = calls.tick(queue.keys, key, int(score), h[2] or "", at, rows, made._unique)
+        queue.scripts.call(fire)
     first = cast(
         list[tuple[str, float]], queue.client.zrange(queue.keys.schedules, 0, 0, withscores=True)
     )

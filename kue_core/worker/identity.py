@@ -27,7 +27,7 @@ import threading
 import uuid
 
 from ..base.errors import InvalidJob, WorkerIdTaken
-from ..store.claims import Holder
+from ..store.calls import Holder
 from ..store.scripts import Scripts
 
 log = logging.getLogger("kue_core.worker")

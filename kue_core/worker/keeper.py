@@ -20,7 +20,7 @@ import redis
 from .. import defaults
 from ..base.retry import Pauses
 from ..features import history
-from ..store.claims import Holder
+from ..store.calls import Holder
 from . import identity
 from .attempt import Reason
 from .outcome import retry_delay

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .. import defaults, tracing
 from ..base.retry import Pauses
 from ..jobs.job import Job
-from ..store.claims import PAUSED, PINS, Claim, Held, Holder, Next, Waits
+from ..store.calls import PAUSED, PINS, Claim, Held, Holder, Next, Waits
 from .attempt import Attempt, Reason
 from .outcome import Done, Failed, Limited, Outcome, retry_delay
 from .slots import HandlerRunner, Slot

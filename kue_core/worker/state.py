@@ -27,7 +27,7 @@ from .. import defaults
 from ..base.retry import Repeats
 from ..features.tally import Tally
 from ..features.timings import Recorder
-from ..store.claims import Holder
+from ..store.calls import Holder
 from . import isolation, promoter
 from . import middleware as mw
 from .attempt import Attempt, Reason

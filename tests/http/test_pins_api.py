@@ -12,7 +12,7 @@ import redis
 from flask.testing import FlaskClient
 
 from kue_core import Queue
-from kue_core.store.claims import PINS
+from kue_core.store.calls import PINS
 from tests.conftest import keys_under
 from tests.http.documented import Documented
 

@@ -13,7 +13,7 @@ import redis
 from kue_core import Queue, defaults, doctor
 from kue_core.base.keys import Keys, zid
 from kue_core.features.limits import LANE
-from kue_core.store.claims import PAUSED
+from kue_core.store.calls import PAUSED
 from tests.integration.test_doctor import check, found, repaired
 
 T = "mail"

@@ -11,7 +11,7 @@ import redis
 
 from kue_core import Queue, doctor
 from kue_core.doctor.functions import _libraries
-from kue_core.store.claims import PAUSED
+from kue_core.store.calls import PAUSED
 from kue_core.store.lua_source import SCRIPT_NAMES, function_library
 
 #: A library named as ours that no version of the save script is.

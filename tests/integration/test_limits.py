@@ -15,7 +15,7 @@ import redis
 
 from kue_core import InvalidJob, InvalidLimit, Job, Queue, RateLimited, doctor
 from kue_core.features.limits import LANE
-from kue_core.store.claims import PAUSED, Held
+from kue_core.store.calls import PAUSED, Held
 from tests.conftest import snapshot, wait_for, written_since
 
 W, LEASE = "kue:test:1", 30_000

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, InvalidTransition, Job, JobNotFound, Queue, defaults, doctor
-from kue_core.store.claims import PINS, Waits
+from kue_core.store.calls import PINS, Waits
 from tests.conftest import keys_under, wait_for
 
 A, B, LEASE = "gpu-1", "cpu-1", 30_000

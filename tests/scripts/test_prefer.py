@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Queue, doctor
-from kue_core.store.claims import PINS
+from kue_core.store.calls import PINS
 from tests.conftest import keys_under
 from tests.scripts.claiming import claim as _claim
 from tests.scripts.claiming import clean as _clean

@@ -8,7 +8,7 @@ import redis
 
 from kue_core import Queue
 from kue_core.base.keys import Keys, zid
-from kue_core.store.claims import PAUSED, Holder
+from kue_core.store.calls import PAUSED, Holder
 from tests.conftest import snapshot, wait_for, written_since
 
 W = "worker-a"

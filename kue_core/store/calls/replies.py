@@ -1,0 +1,220 @@
+"""What the worker's and the doctor's scripts answer, read into named values: a claimed job,
+or why there is none (paused, pinned jobs only, held back by limits), the claim a finishing
+script makes next, what a finished attempt gives (outcome, next job, what to count), the
+holder of a worker id, what the sweeps did, and the doctor's snapshots (see
+:mod:`kue_core.store.calls.working` and :mod:`kue_core.store.calls.doctor`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, NamedTuple
+
+#: A claimed job: its id and its hash (see ``claim.lua``).
+Claimed = tuple[int, dict[str, str]]
+#: What a claim gives when the type is paused (see ``pause.lua``).
+PAUSED: Final = "paused"
+#: What a claim gives when no job is waiting for this worker and the type has pinned jobs:
+#: the worker also waits on its own wake-up list of the type (see :mod:`kue_core.features.pins`).
+PINS: Final = "pins"
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a claim gives when the type's limits hold it back: try again in ``wait_ms``
+    (sooner when woken on the type's ``limited`` list)."""
+
+    wait_ms: int
+
+
+@dataclass(frozen=True)
+class Waits:
+    """What a claim from several types gives when none had a job: per type, in the order
+    asked, None (none waiting), ``PAUSED``, or ``Held``."""
+
+    each: tuple[Literal["paused", "pins"] | Held | None, ...]
+
+
+#: What a claim gives: a job, ``PAUSED``, ``PINS``, ``Held``, ``Waits`` (several types), or
+#: None when no job is waiting.
+Claim = Claimed | Literal["paused", "pins"] | Held | Waits | None
+#: The claim a finishing script makes next: worker id, lease ms, and the types to claim from
+#: in order (left out: the finished job's type).
+Next = tuple[str, int] | tuple[str, int, Sequence[str]]
+
+
+def claimed(reply: Sequence[Any]) -> Claim:
+    """``{id, field, value, ...}`` -> (id, hash); ``{'paused'}`` -> ``PAUSED``; ``{'pins'}``
+    -> ``PINS``; ``{'limited', ms}`` -> ``Held``; None for an empty reply."""
+    if not reply:
+        return None
+    if reply[0] == PAUSED:
+        return PAUSED
+    if reply[0] == PINS:
+        return PINS
+    if reply[0] == "limited":
+        return Held(int(reply[1]))
+    if reply[0] == "wait":
+        return Waits(tuple(_wait(w) for w in reply[1:]))
+    it = iter(reply[1:])
+    return int(reply[0]), dict(zip(it, it, strict=True))
+
+
+def _wait(why: str) -> Literal["paused", "pins"] | Held | None:
+    """One type's entry of a ``{'wait', ...}`` reply (see ``Waits``)."""
+    if why == "":
+        return None
+    if why == PAUSED:
+        return PAUSED
+    if why == PINS:
+        return PINS
+    return Held(int(why))
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Another process registered under the worker id asked for (``heartbeat.lua``'s reply
+    ``taken``): its description (host, pid, ...), its last heartbeat, its lease (0: unknown)
+    and the server's time, all in ms, and its instance."""
+
+    info: dict[str, Any]
+    heartbeat: int
+    lease_ms: int
+    now: int
+    instance: str
+
+    @classmethod
+    def parse(cls, reply: Sequence[Any]) -> Holder:
+        try:
+            info = json.loads(reply[1])
+        except ValueError:
+            info = None
+        heartbeat, lease_ms, now = (int(v) for v in reply[2:5])
+        return cls(info if isinstance(info, dict) else {}, heartbeat, lease_ms, now, reply[5])
+
+
+class Lease(NamedTuple):
+    """A lease ``heartbeat.lua`` found lost: the job's id and the token it was held under."""
+
+    job_id: int
+    token: str
+
+
+def beat(reply: Sequence[Any]) -> list[Lease] | Holder:
+    """``heartbeat.lua``'s reply: the leases lost, or the ``Holder`` of the worker id."""
+    if reply[0] == "taken":
+        return Holder.parse(reply)
+    it = iter(reply[1:])
+    return [Lease(int(i), str(token)) for i, token in zip(it, it, strict=True)]
+
+
+class Tally(NamedTuple):
+    """What the caller counts for a completion it tallies itself (see
+    :mod:`kue_core.features.tally`): when it finished and how long it ran, in ms."""
+
+    at_ms: int
+    duration_ms: int
+
+
+class Ended(NamedTuple):
+    """What ``complete.lua`` and ``fail.lua`` give: the outcome, the next job claimed in the
+    same call (a :data:`Claim`), and, for a completion the caller tallies, what to count
+    (None: nothing to)."""
+
+    outcome: str
+    next_job: Claim
+    tally: Tally | None = None
+
+
+def ended(reply: Sequence[Any]) -> Ended:
+    """``{next job..., outcome}`` (``fail.lua``, and ``complete.lua`` counting itself)."""
+    return Ended(reply[-1], claimed(reply[:-1]))
+
+
+def ended_tallied(reply: Sequence[Any]) -> Ended:
+    """``{next job..., at ms, duration ms, outcome}`` (``complete.lua`` when the caller
+    counts; an empty time: nothing to count)."""
+    tally = None if reply[-3] == "" else Tally(int(reply[-3]), int(reply[-2]))
+    return Ended(reply[-1], claimed(reply[:-3]), tally)
+
+
+class Recovered(NamedTuple):
+    """What ``recover.lua`` did with jobs whose lease expired."""
+
+    requeued: int
+    failed: int
+
+
+class Promoted(NamedTuple):
+    """What ``promote.lua`` did and saw: jobs moved from delayed to inactive, the next due
+    time of a delayed job, the server's time and the next due time of a schedule (ms; -1:
+    none)."""
+
+    moved: int
+    next_due: int
+    now: int
+    schedule_due: int
+
+
+class Retained(NamedTuple):
+    """What the retention sweep (``retain.lua``) did: finished jobs found ended by others
+    (Node Kue), and jobs removed."""
+
+    found: int
+    removed: int
+
+
+# -- the doctor's (see kue_core/doctor/) ------------------------------------------------------
+class JobFields(NamedTuple):
+    """A job hash as ``inspect.lua`` reads it: its fields (None: missing) and three facts."""
+
+    type: str | None
+    state: str | None
+    priority: str | None
+    promote_at: str | None
+    ttl: str | None
+    updated_at: str | None
+    created_at: str | None
+    delay: str | None
+    worker_id: str | None
+    stalls: str | None
+    has_data: bool  #: it has a ``data`` field
+    known_type: bool  #: its type is in ``<p>:job:types``
+    fans_out: bool  #: it has a ``fan_out`` field (its runs hold their own leases)
+
+
+class JobSnapshot(NamedTuple):
+    """One job in ``inspect.lua``'s snapshot: its id, the Redis type of its key (``none``,
+    ``hash`` or another), its fields (a hash only), and the sets its member is in among
+    those looked in (name: the set's key without ``<p>:``) with its score there."""
+
+    id: int
+    kind: str
+    fields: JobFields | None
+    sets: dict[str, float]
+
+
+class TypeSnapshot(NamedTuple):
+    """One job type in ``inspect.lua``'s snapshot: members of its inactive set, and wake-up
+    tokens in its list."""
+
+    inactive: int
+    tokens: int
+
+
+class Inspected(NamedTuple):
+    """``inspect.lua``'s consistent snapshot: the server's time (ms), the jobs and the types
+    asked, in their order."""
+
+    now: int
+    jobs: list[JobSnapshot]
+    types: list[TypeSnapshot]
+
+
+class Screened(NamedTuple):
+    """What ``screen.lua`` found: the members asked whose job may not belong in the set, and
+    the job lists (id, ``log``, ``history``...) whose job does not exist."""
+
+    suspects: list[str]
+    orphans: list[tuple[int, str]]

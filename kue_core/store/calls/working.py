@@ -1,0 +1,138 @@
+"""Builders of the worker's calls: its transitions (``claim``, ``complete``, ``fail``,
+``release``), its registration and leases (``heartbeat``), and the sweeps its keeper and its
+promotion timer run (``recover``, ``promote``, ``retain``, ``unblock``). Their replies are
+the named values of :mod:`kue_core.store.calls.replies`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...base.keys import Keys
+from .call import Call
+from .replies import (
+    Claim,
+    Ended,
+    Holder,
+    Lease,
+    Next,
+    Promoted,
+    Recovered,
+    Retained,
+    beat,
+    claimed,
+    ended,
+    ended_tallied,
+)
+
+
+def next_args(claim: Next | None) -> list[Any]:
+    """The ARGV tail of a finishing script's claim (see ``claim_after`` in lib/claims.lua)."""
+    if claim is None:
+        return ["", ""]
+    worker_id, lease_ms, *types = claim
+    return [worker_id, lease_ms, *(types[0] if types else ())]
+
+
+def claim(keys: Keys, job_types: str | Sequence[str], worker_id: str, lease_ms: int) -> Call[Claim]:
+    """The best inactive job of ``job_types`` (one, or several tried in order), now active
+    under a lease. For one type: None when none is waiting, ``PAUSED`` when the type is
+    paused, ``Held`` when its limits hold it back; for several, ``Waits``."""
+    types = [job_types] if isinstance(job_types, str) else list(job_types)
+    key = keys.type_state(types[0], "inactive")
+    return Call("claim", key, (worker_id, lease_ms, *types), claimed)
+
+
+def complete(
+    keys: Keys,
+    job_id: int,
+    token: str,
+    result_json: str,
+    claim: Next | None,
+    tallied: bool = False,
+) -> Call[Ended]:
+    """Complete a job held under ``token``; with ``claim`` (worker id, lease ms, types: none
+    for the job's own), also claim the next job in the same call. With ``tallied``, the
+    caller counts the completion (see :mod:`kue_core.features.tally`): the script leaves the
+    counters alone and the reply's ``tally`` says what to count (None: nothing)."""
+    args = (job_id, token, result_json, "1" if tallied else "", *next_args(claim))
+    return Call("complete", keys.job(job_id), args, ended_tallied if tallied else ended)
+
+
+def fail(
+    keys: Keys,
+    job_id: int,
+    token: str,
+    message: str,
+    text: str,
+    retry_delay: int,
+    claim: Next | None,
+) -> Call[Ended]:
+    """Fail an attempt (``retry_delay`` ms before the retry; -1 = never retry); like
+    :func:`complete` for ``claim``."""
+    args = (job_id, token, message, text, retry_delay, *next_args(claim))
+    return Call("fail", keys.job(job_id), args, ended)
+
+
+def release(keys: Keys, job_id: int, token: str, rate_limited_ms: int | None = None) -> Call[bool]:
+    """Give an unfinished job back, no attempt counted: to inactive (worker shutdown), or
+    delayed ``rate_limited_ms``, its type held back as long (``RateLimited``). False if not
+    held under ``token``."""
+    wait = "" if rate_limited_ms is None else rate_limited_ms
+    return Call("release", keys.job(job_id), (job_id, token, wait), bool)
+
+
+def heartbeat(
+    keys: Keys,
+    worker_id: str,
+    lease_ms: int,
+    info_json: str,
+    held: Sequence[tuple[int, str]],
+    *,
+    instance: str = "",
+    mode: str = "beat",
+) -> Call[list[Lease] | Holder]:
+    """Register the worker as ``instance`` and renew the leases in ``held`` (id, token): the
+    leases lost. ``mode`` ``start``, ``force`` or ``leave`` (deregister): see
+    ``heartbeat.lua``. A :class:`Holder` when another instance holds the id: nothing was
+    written."""
+    pairs = [v for lease in held for v in lease]
+    args = (worker_id, instance, mode, lease_ms, info_json, len(held), *pairs)
+    return Call("heartbeat", keys.leases, args, beat)
+
+
+def _recovered(reply: Any) -> Recovered:
+    return Recovered(int(reply[0]), int(reply[1]))
+
+
+def recover(keys: Keys, stall_limit: int, limit: int) -> Call[Recovered]:
+    """Requeue (or fail, past ``stall_limit``) jobs whose lease expired."""
+    return Call("recover", keys.leases, (stall_limit, limit), _recovered)
+
+
+def _promoted(reply: Any) -> Promoted:
+    moved, next_due, now, schedule_due = reply
+    return Promoted(int(moved), int(next_due), int(now), int(schedule_due))
+
+
+def promote(keys: Keys, limit: int) -> Call[Promoted]:
+    """Move due delayed jobs to inactive."""
+    return Call("promote", keys.state("delayed"), (limit,), _promoted)
+
+
+def _retained(reply: Any) -> Retained:
+    return Retained(int(reply[0]), int(reply[1]))
+
+
+def retain(keys: Keys, limit: int) -> Call[Retained]:
+    """The retention sweep."""
+    return Call("retain", keys.finished_cursor, (limit,), _retained)
+
+
+def _count(reply: Any) -> int:
+    return int(reply)
+
+
+def unblock(keys: Keys, limit: int) -> Call[int]:
+    """The dependencies sweep: how many awaited jobs it found ended (by Node Kue)."""
+    return Call("unblock", keys.awaited, (limit,), _count)
