@@ -27,6 +27,8 @@ import threading
 import uuid
 
 from ..base.errors import InvalidJob, WorkerIdTaken
+from ..base.keys import Keys
+from ..store import calls
 from ..store.calls import Holder
 from ..store.scripts import Scripts
 
@@ -75,12 +77,15 @@ def generated_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def register(scripts: Scripts, worker_id: str, instance: str, lease_ms: int, info: str) -> None:
+def register(
+    scripts: Scripts, keys: Keys, worker_id: str, instance: str, lease_ms: int, info: str
+) -> None:
     """Register ``instance`` under ``worker_id`` before its workers start; ``WorkerIdTaken``
     when a live process holds the id (see the module docstring)."""
     with _ours_lock:
         _ours.add(instance)
-    holder = scripts.heartbeat(worker_id, lease_ms, info, [], instance=instance, mode="start")
+    start = calls.heartbeat(keys, worker_id, lease_ms, info, [], instance=instance, mode="start")
+    holder = scripts.call(start)
     if not isinstance(holder, Holder):
         return
     if not _dead(holder):
@@ -96,12 +101,16 @@ def register(scripts: Scripts, worker_id: str, instance: str, lease_ms: int, inf
         _name(holder),
         (holder.now - holder.heartbeat) / 1000,
     )
-    scripts.heartbeat(worker_id, lease_ms, info, [], instance=instance, mode="force")
+    scripts.call(
+        calls.heartbeat(keys, worker_id, lease_ms, info, [], instance=instance, mode="force")
+    )
 
 
-def leave(scripts: Scripts, worker_id: str, instance: str, lease_ms: int) -> None:
+def leave(scripts: Scripts, keys: Keys, worker_id: str, instance: str, lease_ms: int) -> None:
     """Remove the registration, unless another instance holds the id now."""
-    scripts.heartbeat(worker_id, lease_ms, "", [], instance=instance, mode="leave")
+    scripts.call(
+        calls.heartbeat(keys, worker_id, lease_ms, "", [], instance=instance, mode="leave")
+    )
     with _ours_lock:
         _ours.discard(instance)
 

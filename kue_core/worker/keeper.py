@@ -20,6 +20,7 @@ import redis
 from .. import defaults
 from ..base.retry import Pauses
 from ..features import history
+from ..store import calls
 from ..store.calls import Holder
 from . import identity
 from .attempt import Reason
@@ -62,6 +63,7 @@ class Keeper:
         # short lease does not expire while Redis is back.
         pauses = Pauses(last=min(defaults.RETRY_PAUSE[1], beat_every))
         sweep_every = min(self.lease_ms / 2000, 5.0)
+        keys = self.queue.keys
         next_beat = next_sweep = next_retain = next_deps = next_tally = next_sample = 0.0
         while not self._closing.is_set():
             try:
@@ -77,13 +79,13 @@ class Keeper:
                     self._heartbeat()
                     next_beat = now + beat_every
                 if now >= next_sweep:
-                    self.scripts.recover(self.stall_limit, defaults.SWEEP_LIMIT)
+                    self.scripts.call(calls.recover(keys, self.stall_limit, defaults.SWEEP_LIMIT))
                     next_sweep = now + sweep_every
                 if now >= next_retain:  # see kue_core.features.retention
-                    self.scripts.retain(defaults.SWEEP_LIMIT)
+                    self.scripts.call(calls.retain(keys, defaults.SWEEP_LIMIT))
                     next_retain = now + defaults.RETENTION_SWEEP
                 if now >= next_deps:  # see kue_core.features.flows
-                    self.scripts.unblock(defaults.SWEEP_LIMIT)
+                    self.scripts.call(calls.unblock(keys, defaults.SWEEP_LIMIT))
                     next_deps = now + defaults.DEPS_SWEEP
                 if now >= next_tally:  # the slots' completions, waits and runs
                     self._state.tally.flush(self.queue.client, self.queue.keys)
@@ -142,7 +144,10 @@ class Keeper:
                 message = "TTL exceeded"
                 text = f"{message}: the attempt ran longer than its ttl of {attempt.ttl_ms} ms"
                 delay = retry_delay(attempt.job, False)
-                self.scripts.fail(attempt.job_id, attempt.token, message, text, delay, None)
+                failed = calls.fail(
+                    self.queue.keys, attempt.job_id, attempt.token, message, text, delay, None
+                )
+                self.scripts.call(failed)
         return min(upcoming, default=None)
 
     def relieve(self, now: float) -> float | None:

@@ -15,6 +15,7 @@ import redis
 from .. import defaults
 from ..base.retry import Pauses
 from ..jobs import schedules
+from ..store import calls
 
 
 class Owner(schedules.Timer, Protocol):
@@ -57,7 +58,8 @@ class Promoter:
     def _promote_due(self) -> float:
         """Promote what is due; return the monotonic time of the next due job."""
         while True:
-            moved, next_due, now, schedule = self.queue.scripts.promote(defaults.SWEEP_LIMIT)
+            promote = calls.promote(self.queue.keys, defaults.SWEEP_LIMIT)
+            moved, next_due, now, schedule = self.queue.scripts.call(promote)
             if 0 <= schedule <= now:  # see kue_core.jobs.schedules
                 schedule = schedules.fire_due(self.queue, now)
             if moved < defaults.SWEEP_LIMIT:

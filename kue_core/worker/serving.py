@@ -6,7 +6,6 @@ claims the next one in the same call; it waits on the type's wake-up lists when 
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import defaults, tracing
 from ..base.retry import Pauses
 from ..jobs.job import Job
+from ..store import calls
 from ..store.calls import PAUSED, PINS, Claim, Held, Holder, Next, Waits
 from .attempt import Attempt, Reason
 from .outcome import Done, Failed, Limited, Outcome, retry_delay
@@ -100,7 +100,7 @@ class Serving:
             try:
                 if order:
                     slot.asked = _clock()
-                claimed = nxt if order == [] else self.scripts.claim(order, self.id, self.lease_ms)
+                claimed = nxt if order == [] else self._claim(order)
                 nxt = None
                 if isinstance(claimed, tuple) and claimed[1].get("type") in state.held:
                     self._give_back(claimed)  # paused here while the claim was on its way
@@ -122,11 +122,16 @@ class Serving:
             log.info("a handler left running on %s returned (%d still running)", slot.name, left)
             state.bell.ring(beat=True)  # a stuck slot may get a new thread now
 
+    def _claim(self, order: list[str]) -> Claim:
+        """The best waiting job of the types in ``order`` (see ``claim.lua``)."""
+        return self.scripts.call(calls.claim(self.queue.keys, order, self.id, self.lease_ms))
+
     def _give_back(self, claimed: Claim) -> None:
         """Release a job claimed but not run (not counted as an attempt)."""
         if isinstance(claimed, tuple):
             job_id, fields = claimed
-            self._state.safely(self.scripts.release, job_id, fields.get("lease", ""))
+            release = calls.release(self.queue.keys, job_id, fields.get("lease", ""))
+            self._state.safely(self.scripts.call, release)
 
     def _order(self, slot: Slot) -> list[str]:
         """The types the slot claims from next, in order, leaving out those paused here."""
@@ -217,7 +222,9 @@ class Serving:
         if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
             log.info("job %d (%s): %s", job_id, job.type, outcome.message)
             state.may_retry(job_id)
-            self.scripts.release(job_id, attempt.token, outcome.retry_in_ms)
+            self.scripts.call(
+                calls.release(self.queue.keys, job_id, attempt.token, outcome.retry_in_ms)
+            )
             return None
         order = [] if state.stopping.is_set() else self._order(slot)
         nxt: Next | None = None
@@ -225,18 +232,23 @@ class Serving:
             nxt = (self.id, self.lease_ms)  # the finished job's type, as the script assumes
         elif order:
             nxt = (self.id, self.lease_ms, order)
+        keys = self.queue.keys
         slot.asked = _clock()  # the report claims the slot's next job in the same call
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
-            tally = functools.partial(state.tally.add, job.type)
-            _, claimed = self.scripts.complete(job_id, attempt.token, outcome.result, nxt, tally)
+            done = calls.complete(keys, job_id, attempt.token, outcome.result, nxt, tallied=True)
+            ended = self.scripts.call(done)
+            if ended.tally is not None:  # see kue_core.features.tally
+                state.tally.add(job.type, *ended.tally)
+            claimed = ended.next_job
         else:
             delay = retry_delay(job, outcome.no_retry)
             if delay >= 0:  # it may come back later: before the report, as a burst reads it
                 state.may_retry(job_id)
-            result, claimed = self.scripts.fail(
-                job_id, attempt.token, outcome.message, outcome.text, delay, nxt
+            failed = calls.fail(
+                keys, job_id, attempt.token, outcome.message, outcome.text, delay, nxt
             )
+            result, claimed, _ = self.scripts.call(failed)
             log.info(
                 "job %d (%s) %s: %s", job_id, job.type, _failed(job, result, delay), outcome.message
             )

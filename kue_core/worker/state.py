@@ -27,7 +27,8 @@ from .. import defaults
 from ..base.retry import Repeats
 from ..features.tally import Tally
 from ..features.timings import Recorder
-from ..store.calls import Holder
+from ..store import calls
+from ..store.calls import Holder, Lease
 from . import isolation, promoter
 from . import middleware as mw
 from .attempt import Attempt, Reason
@@ -148,11 +149,14 @@ class WorkerState:
             "stopping": self.stopping.is_set(),
         }
 
-    def beat(self, held: Sequence[tuple[int, str]]) -> list[tuple[int, str]] | Holder:
+    def beat(self, held: Sequence[tuple[int, str]]) -> list[Lease] | Holder:
         """Register this process (``heartbeat.lua``) and renew the leases of ``held`` (job id,
         token): the pairs whose lease is lost, or the ``Holder`` that took the worker id over."""
         info = json.dumps(self.info(), separators=(",", ":"))
-        return self.scripts.heartbeat(self.id, self.lease_ms, info, held, instance=self.instance)
+        beat = calls.heartbeat(
+            self.queue.keys, self.id, self.lease_ms, info, held, instance=self.instance
+        )
+        return self.scripts.call(beat)
 
     def end(self, attempt: Attempt, reason: Reason) -> bool:
         """End ``attempt`` (see :meth:`Attempt.end`) and forget it; True for the caller that

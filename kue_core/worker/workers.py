@@ -46,6 +46,7 @@ from typing import Any
 from ..base import checks
 from ..base.errors import InvalidJob
 from ..features.control import Listener
+from ..store import calls
 from . import burst, identity
 from . import middleware as mw
 from .attempt import Reason
@@ -117,7 +118,9 @@ class Workers:
             self._control.start()
             info = json.dumps(state.info(slots), separators=(",", ":"))
             try:  # before anything starts: WorkerIdTaken if a live process has the id
-                identity.register(self.scripts, self.id, state.instance, state.lease_ms, info)
+                identity.register(
+                    self.scripts, self.queue.keys, self.id, state.instance, state.lease_ms, info
+                )
             except BaseException:
                 self._control.close()
                 self._control = None
@@ -126,7 +129,7 @@ class Workers:
             self._runner.loop()
         if first:  # a type paused before the claim read the paused flag gets the flag
             for paused in self.queue.paused():
-                self.scripts.pause(paused)
+                self.scripts.call(calls.pause(self.queue.keys, paused))
         with state.lock:  # all at once: a heartbeat never tells of half of them
             state.slots.extend(slots)
             for slot in slots:
@@ -223,7 +226,9 @@ class Workers:
             running = list(state.attempts.values())
         for attempt in running:
             if state.end(attempt, Reason.RELEASED):
-                state.safely(self.scripts.release, attempt.job_id, attempt.token)
+                state.safely(
+                    self.scripts.call, calls.release(self.queue.keys, attempt.job_id, attempt.token)
+                )
         self._closing.set()
         state.bell.ring()
         state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # wake promoter
@@ -274,4 +279,6 @@ class Workers:
         self.state.safely(self.queue.client.client_unblock, client_id)
 
     def _deregister(self) -> None:
-        identity.leave(self.scripts, self.id, self.state.instance, self.state.lease_ms)
+        identity.leave(
+            self.scripts, self.queue.keys, self.id, self.state.instance, self.state.lease_ms
+        )

@@ -451,15 +451,15 @@ def test_a_claim_answered_after_a_local_pause_gives_its_job_back(
     paused: list[bool] = []
     with Queue(redis_url, prefix=prefix) as q:
         job = q.create_job("t").save()
-        claim = q.scripts.claim
+        call = q.scripts.call
 
-        def claim_then_pause(*args: Any, **kwargs: Any) -> Any:
-            answer = claim(*args, **kwargs)  # the job is this worker's now...
-            if isinstance(answer, tuple) and not paused:
+        def claim_then_pause(c: Any) -> Any:
+            answer = call(c)  # a claimed job is this worker's now...
+            if c.name == "claim" and isinstance(answer, tuple) and not paused:
                 paused.append(q.pause("t", local=True))  # ...and the type is paused here
             return answer
 
-        monkeypatch.setattr(q.scripts, "claim", claim_then_pause)
+        monkeypatch.setattr(q.scripts, "call", claim_then_pause)
         q.process("t", 1, lambda j: ran.append(j.id))
         wait_for(lambda: any(w["paused"] == ["t"] for w in q.workers()))
         wait_for(lambda: q.get_job(job.id).state == "inactive")  # type: ignore[union-attr]

@@ -46,17 +46,19 @@ def test_a_claim_held_up_past_its_lease_is_not_run(
     ran: dict[str, list[int]] = {"frozen": [], "other": []}
     claimed, thaw = threading.Event(), threading.Event()
     calls = [0]
-    real_claim = frozen.scripts.claim
+    real_call = frozen.scripts.call
 
-    def claim_then_freeze(*args: Any, **kwargs: Any) -> Any:
-        reply = real_claim(*args, **kwargs)
+    def claim_then_freeze(c: Any) -> Any:
+        reply = real_call(c)
+        if c.name != "claim":
+            return reply
         calls[0] += 1
         if isinstance(reply, tuple) and not claimed.is_set():
             claimed.set()
             thaw.wait(30)  # the whole slot stands still, as a frozen process's would
         return reply
 
-    monkeypatch.setattr(frozen.scripts, "claim", claim_then_freeze)
+    monkeypatch.setattr(frozen.scripts, "call", claim_then_freeze)
 
     def handler(name: str) -> Any:
         def run(job: Job) -> str:
@@ -91,17 +93,17 @@ def test_a_claim_held_up_within_its_lease_runs(
     """Asked of Redis once the lease may have lapsed, the job is still this worker's (nothing
     recovered it): its lease is renewed and it runs."""
     ran: list[int] = []
-    real_claim = frozen.scripts.claim
+    real_call = frozen.scripts.call
     held = threading.Event()
 
-    def claim_then_wait(*args: Any, **kwargs: Any) -> Any:
-        reply = real_claim(*args, **kwargs)
-        if isinstance(reply, tuple) and not held.is_set():
+    def claim_then_wait(c: Any) -> Any:
+        reply = real_call(c)
+        if c.name == "claim" and isinstance(reply, tuple) and not held.is_set():
             held.set()
             threading.Event().wait(LEASE_MS / 1000 / 2)  # a hold-up, shorter than the lease
         return reply
 
-    monkeypatch.setattr(frozen.scripts, "claim", claim_then_wait)
+    monkeypatch.setattr(frozen.scripts, "call", claim_then_wait)
     frozen.process("t", lambda job: ran.append(job.id))
     job = frozen.create_job("t").save()
     wait_for(lambda: frozen.get_job(job.id).state == "complete")  # type: ignore[arg-type]
@@ -122,16 +124,17 @@ from kue_core.store.scripts import Scripts
 url, prefix, lease, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if mode == "freeze":
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCONT})  # before any thread starts
-    real = Scripts.complete
+    real = Scripts.call
 
-    def complete_then_stop(self, *args, **kwargs):
-        outcome, claimed = real(self, *args, **kwargs)
+    def complete_then_stop(self, c):
+        reply = real(self, c)
+        claimed = reply.next_job if c.name == "complete" else None
         if isinstance(claimed, tuple) and "freeze" in claimed[1].get("data", ""):
             os.kill(os.getpid(), signal.SIGSTOP)
             signal.sigwait({signal.SIGCONT})
-        return outcome, claimed
+        return reply
 
-    Scripts.complete = complete_then_stop
+    Scripts.call = complete_then_stop
 queue = Queue(url, prefix=prefix, lease_ms=lease)
 stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *a: stop.set())
