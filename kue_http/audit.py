@@ -19,7 +19,7 @@ from flask import Response, current_app, g, jsonify, request
 from .api import api, int_arg, queue
 from .security import WRITES
 
-log = logging.getLogger("kue_http")
+log = logging.getLogger(__name__)
 
 #: Answer fields that count the jobs a change touched: a number, or a list of ids.
 _COUNTS = ("removed", "retried", "promoted", "cancelled", "moved", "count", "done", "ids")

@@ -139,7 +139,7 @@ def drained(queue: WorkerMethods) -> Callable[[], bool]:
     """Whether a burst of ``queue``'s workers is over: their types' work has run out (see
     :mod:`kue_core.worker.burst`; ``kue worker --burst`` asks too). Redis not answering is not
     the end: the look is made again at the next poll."""
-    log = logging.getLogger("kue_core.worker")
+    log = logging.getLogger(__name__)
     last: list[str | None] = [None]
 
     def done() -> bool:

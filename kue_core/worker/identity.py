@@ -30,7 +30,7 @@ from ..base.errors import InvalidJob, WorkerIdTaken
 from ..store.claims import Holder
 from ..store.scripts import Scripts
 
-log = logging.getLogger("kue_core.worker")
+log = logging.getLogger(__name__)
 
 #: The instances registered by this process, whatever their queue: the one thing that tells a
 #: holder with this process's pid from an earlier process that had it (in a container).

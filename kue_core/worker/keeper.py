@@ -22,7 +22,7 @@ from . import identity
 from .attempt import Reason
 from .state import WorkerState
 
-log = logging.getLogger("kue_core.worker")
+log = logging.getLogger(__name__)
 
 
 class Keeper(WorkerState):

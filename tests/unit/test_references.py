@@ -265,3 +265,39 @@ def test_every_cited_name_resolves() -> None:
         if kind == "name" and not resolves(what, module)
     ]
     assert stale == [], "cited names that do not resolve:\n" + "\n".join(stale)
+
+
+def test_loggers_are_named_after_their_modules() -> None:
+    """Every module logs under its own name (``logging.getLogger(__name__)``), so that a level
+    set on a package (``kue_core.worker``, ``kue_rules``: docs/troubleshooting.md) covers its
+    modules. Only the CLI, the edge that configures logging, names a logger otherwise: a
+    package of ours (or werkzeug), to set its level."""
+    named, stray = [], []
+    for path, module in sources():
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "attr", getattr(node.func, "id", None)) == "getLogger"
+                and node.args
+            ):
+                continue
+            arg = node.args[0]
+            if isinstance(arg, ast.Name) and arg.id == "__name__":
+                named.append(module)
+            elif not (
+                module.startswith("kue_cli.")
+                and isinstance(arg, ast.Constant)
+                and (arg.value == "werkzeug" or _is_package(arg.value))
+            ):
+                stray.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert stray == [], "loggers named otherwise than by __name__:\n" + "\n".join(stray)
+    assert "kue_core.worker.serving" in named and "kue_rules.watcher" in named
+
+
+def _is_package(name: object) -> bool:
+    if not isinstance(name, str) or name.split(".")[0] not in PACKAGES:
+        return False
+    spec = importlib.util.find_spec(name)
+    return spec is not None and spec.submodule_search_locations is not None
