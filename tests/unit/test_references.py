@@ -45,6 +45,13 @@ ROLE = re.compile(r":(?:mod|class|func|meth|attr|data|exc|obj):`~?([\w.]+)`")
 # ``jobs/s``. What the docs' build writes is not in the repository.
 FILE = re.compile(r"(\.\w+|/|\*)$")
 BUILT = ("docs/_build",)
+# Names that the changelog cites as gone on purpose: (page, name).
+FORMER = {
+    # Loggers renamed after their modules.
+    ("docs/changelog.md", "kue_core.signals"),
+    ("docs/changelog.md", "kue_core.control"),
+    ("docs/changelog.md", "kue_core.events"),
+}
 # Where a path without its package in front may live.
 BASES = (ROOT, ROOT / "kue_core", ROOT / "kue_core" / "scripts")
 
@@ -262,7 +269,9 @@ def test_every_cited_name_resolves() -> None:
     stale = [
         f"{where}: {what}"
         for where, kind, what, module in CITATIONS
-        if kind == "name" and not resolves(what, module)
+        if kind == "name"
+        and (where.split(":")[0], what) not in FORMER
+        and not resolves(what, module)
     ]
     assert stale == [], "cited names that do not resolve:\n" + "\n".join(stale)
 
