@@ -18,8 +18,6 @@ from kue_rules import ConfigError, Rules, Store, load
 from . import cli as main
 from .errors import BadUsage
 
-log = logging.getLogger("kue_rules")
-
 
 @main.cli.command(name="rules")
 @click.argument("config_file", metavar="CONFIG", type=click.Path(dir_okay=False))
@@ -60,7 +58,9 @@ def rules(
     """Turn events on Redis lists (or kue job events) into tasks and jobs by the rules of a
     Resc configuration. Every watcher runs in a thread; SIGTERM or Ctrl-C lets each finish its
     event (or leave it in its taken list, replayed at the next start)."""
-    log.setLevel((log_level or "warning").upper())
+    # kue_rules's modules log under the package's name (kue_rules.watcher, ...): one level
+    # for them all.
+    logging.getLogger("kue_rules").setLevel((log_level or "warning").upper())
     try:
         config = load(config_file, prefix)
     except ConfigError as e:

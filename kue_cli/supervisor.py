@@ -35,7 +35,7 @@ from redis.backoff import ExponentialBackoff
 
 from .errors import EXIT_FAILED, EXIT_USAGE
 
-log = logging.getLogger("kue_cli")
+log = logging.getLogger(__name__)
 
 #: Restart pauses after a child dies: first, longest (seconds); a child that ran this long
 #: (``STABLE``) before dying starts again after the first pause.

@@ -235,7 +235,7 @@ def worker(
     else:
         for job_type in types:
             queue.process(job_type, concurrency, fn, isolation=isolation)
-    log = logging.getLogger("kue_cli")
+    log = logging.getLogger(__name__)
     log.info(
         "worker pid %d, id %s: serving %s on %s, prefix %s",
         os.getpid(),

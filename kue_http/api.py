@@ -1,4 +1,4 @@
-"""Kue's JSON API (``reference/kue.md`` §1): the same routes, field names and shapes, with real
+"""Kue's JSON API (``docs/http-api.md``): the same routes, field names and shapes, with real
 status codes. Every route reads or writes through ``kue_core.Queue``; bad input is refused
 before anything is written (in an array of new jobs, as in Kue, the valid ones are saved)."""
 

@@ -48,7 +48,7 @@ from .dashboard import dashboard
 from .metrics import metrics
 from .sampler import Sampler
 
-log = logging.getLogger("kue_http")
+log = logging.getLogger(__name__)
 
 # Modules whose routes join the API blueprint when imported (the dashboard's package
 # imports its own).

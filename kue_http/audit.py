@@ -3,10 +3,10 @@ dashboard, whose buttons call it) is recorded once answered, with who made it an
 jobs it touched (``kue_core.features.audit``); a route may name more of what it did in
 ``flask.g.audit`` (a bulk action: ``bulk_retry`` and its filter); ``GET /audit`` reads the log.
 
-A write that was refused (an answer of 400 or more) changed nothing and is not recorded, nor
-is an empty ``POST /job`` (204: nothing to create, as in Kue); in
-read-only mode every write is refused, so nothing is. Recording never fails the request: a
-Redis error while recording is logged, and the answer goes out as it was.
+A write that was refused (an answer of 400 or more) changed nothing and is not recorded, nor is an
+empty ``POST /job`` (204: nothing to create, as in Kue); in read-only mode every write is refused,
+so nothing is. Recording never fails the request: a Redis error while recording is logged, and the
+answer goes out as it was.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from flask import Response, current_app, g, jsonify, request
 from .api import api, int_arg, queue
 from .security import WRITES
 
-log = logging.getLogger("kue_http")
+log = logging.getLogger(__name__)
 
 #: Answer fields that count the jobs a change touched: a number, or a list of ids.
 _COUNTS = ("removed", "retried", "promoted", "cancelled", "moved", "count", "done", "ids")

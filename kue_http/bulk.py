@@ -21,7 +21,7 @@ from kue_core import BULK_FILTER_FIELDS, BulkNotFound, InvalidJob, KueError, Que
 
 from .api import api, queue
 
-log = logging.getLogger("kue_http")
+log = logging.getLogger(__name__)
 
 
 def _query_filter() -> dict[str, Any]:

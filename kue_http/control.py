@@ -1,9 +1,8 @@
-"""Job control, on the API blueprint: cancel a job wherever it runs, retry a failed or complete
-one, promote a delayed one, move a job to another type,
-replace the data of a waiting or failed job, change which workers may run it, stop a worker
-process. Each route checks its
-input, then makes one call to ``kue_core.Queue``, which refuses what the job's state does not
-allow (409) and an unknown job (404) or worker (404)."""
+"""Job control, on the API blueprint: cancel a job wherever it runs, retry a failed or complete one,
+promote a delayed one, move a job to another type, replace the data of a waiting or failed job,
+change which workers may run it, stop a worker process. Each route checks its input, then makes one
+call to ``kue_core.Queue``, which refuses what the job's state does not allow (409) and an unknown
+job (404) or worker (404)."""
 
 from __future__ import annotations
 

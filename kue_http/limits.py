@@ -1,6 +1,5 @@
 """Flow control on the API blueprint (``kue_core.features.limits``): the limits of each job type,
-whether
-a type is held back by them right now, and its groups (tenants).
+whether a type is held back by them right now, and its groups (tenants).
 
 ``GET /limits`` reads every type with a limit or a hold, ``PUT /limits/<type>`` sets the
 limits given in its body (null removes one, the others are kept), ``DELETE /limits/<type>``

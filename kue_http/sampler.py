@@ -21,7 +21,7 @@ import redis
 from kue_core import Queue
 from kue_core import defaults as core_defaults
 
-log = logging.getLogger("kue_http")
+log = logging.getLogger(__name__)
 
 
 class Sampler:

@@ -1,10 +1,8 @@
 """Schedules on the API blueprint (``kue_core.jobs.schedules``): jobs made on a timetable, every N
-ms
-or by a cron expression in a time zone. ``PUT /schedules/<key>`` defines one (upserted by key:
-an unchanged definition keeps its timetable), ``GET`` reads them, ``DELETE`` removes one, and
-``POST /schedules/<key>/trigger``, ``/pause`` and ``/resume`` steer it. A key is a path
-segment: kue_core refuses ``/`` in keys, so every key can be addressed.
-
+ms or by a cron expression in a time zone. ``PUT /schedules/<key>`` defines one (upserted by key: an
+unchanged definition keeps its timetable), ``GET`` reads them, ``DELETE`` removes one, and ``POST
+/schedules/<key>/trigger``, ``/pause`` and ``/resume`` steer it. A key is a path segment: kue_core
+refuses ``/`` in keys, so every key can be addressed.
 The body takes the names the answers use (``catch_up``, as ``created_at`` and ``last_job``),
 and ``POST /job``'s names for job options (``removeOnComplete``; kue_core's are the Python
 ones, ``remove_on_complete``). ``catchUp``, the body's name before, is still taken."""

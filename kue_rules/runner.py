@@ -21,7 +21,7 @@ from .config import Config
 from .store import LOCK_MS, Store, holder
 from .watcher import WatcherThread
 
-log = logging.getLogger("kue_rules")
+log = logging.getLogger(__name__)
 
 
 class Rules:

@@ -26,7 +26,7 @@ from .config import Watcher
 from .fetch import Stopping
 from .store import Store
 
-log = logging.getLogger("kue_rules")
+log = logging.getLogger(__name__)
 
 #: Seconds a blocking take waits before looking at the stop flag and the lock again.
 TAKE_TIMEOUT = 1

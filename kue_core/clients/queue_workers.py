@@ -77,7 +77,7 @@ class WorkerMethods:
         second signal ends the process at once). ``ready`` is called once the signals are
         caught (to say so: a line a supervisor waits for, a systemd notification); a signal
         before that meets Python's own handlers. Returns the signal's name, or None when the
-        worker was stopped remotely (:meth:`stop_worker`). From the main thread only.
+        worker was stopped remotely (:meth:`kue_core.Queue.stop_worker`). From the main thread only.
 
         With ``burst=True``, return (None) as soon as no work is left for the types served:
         no job of theirs waiting, running (here or elsewhere), due, or waiting out the backoff
@@ -139,7 +139,7 @@ def drained(queue: WorkerMethods) -> Callable[[], bool]:
     """Whether a burst of ``queue``'s workers is over: their types' work has run out (see
     :mod:`kue_core.worker.burst`; ``kue worker --burst`` asks too). Redis not answering is not
     the end: the look is made again at the next poll."""
-    log = logging.getLogger("kue_core.worker")
+    log = logging.getLogger(__name__)
     last: list[str | None] = [None]
 
     def done() -> bool:

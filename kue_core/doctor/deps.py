@@ -1,8 +1,7 @@
 """kue doctor's look at job dependencies (see :mod:`kue_core.features.flows`): blocked jobs, each
-job's
-``deps``, ``dependents`` and ``results`` keys, and ``<p>:awaited``. Our scripts keep them
-exact; Node Kue clients, which know nothing of them, leave keys behind when they remove a job,
-and end jobs others wait for without telling those (the dependencies sweep finds them later).
+job's ``deps``, ``dependents`` and ``results`` keys, and ``<p>:awaited``. Our scripts keep them
+exact; Node Kue clients, which know nothing of them, leave keys behind when they remove a job, and
+end jobs others wait for without telling those (the dependencies sweep finds them later).
 
 ``stuck-blocked``
     a job blocked that waits for no job: every job it depends on is done (each member of

@@ -1,8 +1,7 @@
 """kue doctor's look at flow control (see :mod:`kue_core.features.limits`): the rules in
-``<p>:limits``,
-the paused types, and the groups' sets of the types with groups. Our scripts change them with
-the jobs in one call; hand edits, a partial restore, a Redis that lost writes or a Node Kue
-client (which knows nothing of groups) can leave them apart.
+``<p>:limits``, the paused types, and the groups' sets of the types with groups. Our scripts change
+them with the jobs in one call; hand edits, a partial restore, a Redis that lost writes or a Node
+Kue client (which knows nothing of groups) can leave them apart.
 
 ``bad-limits``
     a field of ``<p>:limits`` that is not a JSON object: every claim of its type fails.

@@ -1,7 +1,6 @@
 """kue doctor's look at the job records (see :mod:`kue_core.features.records`): the tag,
-search-word,
-tracking and finished sets, the tag counts and the word list. Our scripts keep them exact;
-Node Kue clients, which know nothing of them, leave members behind when they remove or move a
+search-word, tracking and finished sets, the tag counts and the word list. Our scripts keep them
+exact; Node Kue clients, which know nothing of them, leave members behind when they remove or move a
 job, and manual edits can do the rest.
 
 ``stale-record``

@@ -33,7 +33,7 @@ from ..base.retry import Pauses
 from ..store.calls import Op, read
 from ..store.scripts import Scripts
 
-log = logging.getLogger("kue_core.control")
+log = logging.getLogger(__name__)
 
 
 def reason_text(reason: object) -> str:

@@ -134,13 +134,12 @@ class Plan:
 
 
 def plan(definition: dict[str, Any], due: int, now: int, runs: int) -> Plan:
-    """What to do at server time ``now`` for a schedule due at ``due`` that made ``runs`` jobs:
-    the ticks from ``due`` to ``now`` are the ones it reaches now (after a long outage, the
-    first ``defaults.CATCH_UP_SCAN`` of them); ``catch_up`` decides which get a job (``one``:
-    the latest; ``all``: each, the latest ``defaults.CATCH_UP_MAX`` of them; ``none``: the
-    latest, only if it is at most ``defaults.SCHEDULE_GRACE`` ms old and nearer to its time
-    than to the next tick). ``end`` and ``limit``
-    bound them, and end the schedule."""
+    """What to do at server time ``now`` for a schedule due at ``due`` that made ``runs`` jobs: the
+    ticks from ``due`` to ``now`` are the ones it reaches now (after a long outage, the first
+    ``defaults.CATCH_UP_SCAN`` of them); ``catch_up`` decides which get a job (``one``: the latest;
+    ``all``: each, the latest ``defaults.CATCH_UP_MAX`` of them; ``none``: the latest, only if it is
+    at most ``defaults.SCHEDULE_GRACE`` ms old and nearer to its time than to the next tick).
+    ``end`` and ``limit`` bound them, and end the schedule."""
     rule = rule_of(definition)
     end, limit = definition.get("end"), definition.get("limit")
     reached: collections.deque[int] = collections.deque([due], maxlen=defaults.CATCH_UP_MAX)

@@ -44,9 +44,9 @@ class Host(Protocol):
 
 
 class AsyncJob(JobSpec):
-    """A job of an :class:`AsyncQueue`: the options and fields of :class:`kue_core.Job`, its
-    reads and writes awaited. Progress and log lines are a worker's to write, on its own
-    ``Job``."""
+    """A job of an :class:`kue_core.aio.AsyncQueue`: the options and fields of
+    :class:`kue_core.Job`, its reads and writes awaited. Progress and log lines are a worker's
+    to write, on its own ``Job``."""
 
     queue: Host
 

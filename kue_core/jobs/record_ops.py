@@ -130,12 +130,11 @@ def job_runs(keys: Keys, job_id: int | str) -> Op[list[dict[str, Any]]]:
 def set_only(side: Side[_J], job_id: int | str, workers: object) -> Op[_J]:
     """Change which workers may run saved job ``job_id`` (``pin.lua``): ``workers`` (see
     :func:`kue_core.features.pins.new_workers`) or None for any worker; the job as it is now. A
-    waiting
-    job moves to its new workers' places (or to ``inactive``); a running job whose worker is
-    no longer allowed is stopped in that worker's process and waits pinned for the new ones,
-    no attempt counted; a running fan-out job's runs on workers no longer allowed stop, and
-    their places are offered to the new workers. A fan-out job keeps at least ``k`` workers,
-    and a late-joiners job (every worker of its type) a list of them (``InvalidJob``)."""
+    waiting job moves to its new workers' places (or to ``inactive``); a running job whose worker is
+    no longer allowed is stopped in that worker's process and waits pinned for the new ones, no
+    attempt counted; a running fan-out job's runs on workers no longer allowed stop, and their
+    places are offered to the new workers. A fan-out job keeps at least ``k`` workers, and a
+    late-joiners job (every worker of its type) a list of them (``InvalidJob``)."""
     jid = checks.job_id(job_id)
     ids = new_workers(workers)
     yield calls.pin(side.keys, jid, "" if ids is None else json.dumps(ids, separators=(",", ":")))

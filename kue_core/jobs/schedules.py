@@ -3,10 +3,11 @@
 A schedule is a hash ``<p>:schedule:<key>`` (its definition, runs made, last job) and, while it
 will make jobs, a member of ``<p>:schedules`` scored by its next due time. The promotion timer
 of every worker process wakes at the next due time of a delayed job or a schedule (woken early
-on ``<p>:promote``, as for delayed jobs), plans the firing (:func:`schedule_rules.plan`) and
-runs ``tick.lua``, which makes the tick's jobs and moves the next due time on in one call, if
-the schedule is still due at the time planned from: so each tick makes its jobs once, however
-many processes plan it at the same moment, with no leader and no polling.
+on ``<p>:promote``, as for delayed jobs), plans the firing
+(:func:`kue_core.features.schedule_rules.plan`) and runs ``tick.lua``, which makes the tick's
+jobs and moves the next due time on in one call, if the schedule is still due at the time
+planned from: so each tick makes its jobs once, however many processes plan it at the same
+moment, with no leader and no polling.
 """
 
 from __future__ import annotations

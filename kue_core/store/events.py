@@ -26,7 +26,7 @@ from .. import defaults
 from ..base.errors import InvalidJob
 from ..base.retry import Pauses
 
-log = logging.getLogger("kue_core.events")
+log = logging.getLogger(__name__)
 
 #: Kue's job events, in the order of a job's life, and how many arguments each gives its
 #: receivers (after the job id, for queue-level ones): ``enqueue(type)``, ``start(type)``,

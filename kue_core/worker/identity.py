@@ -32,7 +32,7 @@ from ..store import calls
 from ..store.calls import Holder
 from ..store.scripts import Scripts
 
-log = logging.getLogger("kue_core.worker")
+log = logging.getLogger(__name__)
 
 #: The instances registered by this process, whatever their queue: the one thing that tells a
 #: holder with this process's pid from an earlier process that had it (in a container).

@@ -28,7 +28,7 @@ from .outcome import retry_delay
 from .slots import Slot
 from .state import Owner, WorkerState
 
-log = logging.getLogger("kue_core.worker")
+log = logging.getLogger(__name__)
 
 
 class Keeper:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from ..base.keys import Keys
 
-log = logging.getLogger("kue_core.worker")
+log = logging.getLogger(__name__)
 
 
 def wake_lists(keys: Keys, job_type: str, why: Any, worker_id: str) -> list[tuple[str, bool]]:

@@ -20,7 +20,7 @@ EXIT_AGAIN = 1
 CAUGHT = (signal.SIGTERM, signal.SIGINT)
 #: How often a wait looks for a signal or a remote stop.
 POLL_S = 0.05
-log = logging.getLogger("kue_core.signals")
+log = logging.getLogger(__name__)
 
 
 class Signals:

@@ -37,7 +37,7 @@ from .slots import Slot
 if TYPE_CHECKING:
     from ..store.events import EventBus
 
-log = logging.getLogger("kue_core.worker")
+log = logging.getLogger(__name__)
 
 
 class Owner(isolation.Owner, promoter.Owner, Protocol):

@@ -1,10 +1,9 @@
 """The dashboard's flow control pages (``kue_core.features.limits``): the limits page, one row per
-job
-type with its rate and concurrency limits, per group too, whether it is held back right now
-(and why, and for how long), its active and waiting jobs, and a form to change its limits or a
-button to remove them through the JSON API (``PUT``/``DELETE /api/limits/<type>``); and the
-groups page of a type, its groups in the order they are served. Routes on the ``dashboard``
-blueprint; imported by the app so that they join it."""
+job type with its rate and concurrency limits, per group too, whether it is held back right now (and
+why, and for how long), its active and waiting jobs, and a form to change its limits or a button to
+remove them through the JSON API (``PUT``/``DELETE /api/limits/<type>``); and the groups page of a
+type, its groups in the order they are served. Routes on the ``dashboard`` blueprint; imported by
+the app so that they join it."""
 
 from __future__ import annotations
 

@@ -100,8 +100,8 @@ def test_a_worker_stopped_past_its_lease_is_taken_over_and_exits_when_resumed(
         first.send(signal.SIGCONT)
     assert first.wait() == 0, first.output
     first.wait_for_line(
-        rf"ERROR kue_core.worker: worker id 'w1' was taken over by .*:{second.proc.pid} while "
-        "this process was silent past its lease"
+        r"ERROR kue_core\.worker\.\w+: worker id 'w1' was taken over by "
+        rf".*:{second.proc.pid} while this process was silent past its lease"
     )
     assert "Traceback" not in first.output
     assert first.err[-1].endswith("stopped")

@@ -120,7 +120,7 @@ def test_n_slots_run_at_once_sync_and_async(wq: Queue) -> None:
 
 
 def _logged(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "kue_core.worker"]
+    return [r.getMessage() for r in caplog.records if r.name.startswith("kue_core.worker.")]
 
 
 def test_failure_keeps_message_and_traceback_then_retries_with_backoff(
