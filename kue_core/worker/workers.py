@@ -60,7 +60,7 @@ from .state import Owner, WorkerState
 
 __all__ = ["Owner", "Workers"]
 
-log = logging.getLogger("kue_core.worker")
+log = logging.getLogger(__name__)
 
 
 class Workers:
