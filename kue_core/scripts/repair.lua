@@ -326,8 +326,9 @@ local function release(id)
   end
   local key = k_job(p, id)
   redis.call('HDEL', key, 'blocked_by')
-  unblock(p, id, redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
-    'blocked_by', 'group', 'only'), now)
+  local b = load_blocked(key)
+  b.prefer = false  -- not indexed in its preferred workers' places here
+  unblock(p, id, b, now)
   return 1
 end
 
