@@ -14,6 +14,8 @@
 -- Events   complete [result]; remove [type] when removeOnComplete, and for each job retention
 --          removes; start [type] for the claim; unblocked, then enqueue [type] (or nothing
 --          more when delayed), for each job that waited only for this one.
+-- Uses     lib/base (now_ms), lib/finishing (load_for_complete, run_complete, complete_job),
+--          lib/claims (claim_after)
 -- The job's unique key is released (until_done, debounce); retention removes at most
 -- RETIRE_BATCH older completed jobs (see lib/retention.lua retire).
 -- The jobs that depend on it no longer wait for it, and get its result (see lib/deps.lua

@@ -12,6 +12,8 @@
 --          (or nothing more when delayed), or failed [message]; start [type] for the claim;
 --          remove [type] for the job when it fails for good with remove_on_fail(True), and
 --          for each finished job retention removes (at most RETIRE_BATCH; see lib/retention.lua retire).
+-- Uses     lib/base (now_ms, int), lib/attempts (next_attempt, leave_active),
+--          lib/finishing (run_fail, record_failure), lib/claims (claim_after)
 -- The attempt counts up to max_attempts and never past it (Kue's Job#attempt). A job failed
 -- for good by a "never retry" (-1) with attempts left has no_retry: true in its history entry.
 -- A fan-out job (see lib/runs.lua runs_of): the token is one of its running runs', which fails;

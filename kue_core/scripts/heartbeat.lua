@@ -22,6 +22,8 @@
 --          {'taken', info JSON, heartbeat ms, lease ms, now ms, instance}: another instance
 --          holds the id (lease ms 0: its registration has none); nothing was written.
 -- Events   none.
+-- Uses     lib/base (now_ms, int), lib/keys (k_worker, k_workers, k_job, k_run_leases),
+--          lib/members (zid), lib/runs (run_of)
 local p, wid, me, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local lease_ms, n = tonumber(ARGV[5]), tonumber(ARGV[7])
 local MODES = { start = true, force = true, beat = true, leave = true }

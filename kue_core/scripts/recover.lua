@@ -6,6 +6,9 @@
 --          stalled more than the stall limit.
 -- Events   enqueue [type] per job requeued; error and failed [reason] per job failed (then
 --          remove [type] as retention removes, see fail.lua).
+-- Uses     lib/base (now_ms, int), lib/keys (k_job, k_run_leases), lib/members (zid_id),
+--          lib/pins (waiting), lib/indexes (index_remove, index_add), lib/events (history,
+--          publish), lib/attempts (count_attempt), lib/finishing (record_failure, run_lost)
 -- A recovered job's stall count (`stalls`) goes up by one; its attempts do not, since the
 -- attempt never ended. Several processes may run it at once: each expired lease is handled once.
 -- A fan-out job's run whose lease expired (<p>:run-leases) is lost: the job's stalls go up;

@@ -10,6 +10,9 @@
 --          its place opens again (a rate limit's wait is not applied: 1); 0 when no running
 --          run has the token.
 -- Events   enqueue [type]; rate limited: its due time on <p>:promote.
+-- Uses     lib/base (now_ms, int), lib/keys (k_promote), lib/type_rules (rule_of, set_rule),
+--          lib/pins (waiting), lib/indexes (index_add), lib/events (history, publish),
+--          lib/attempts (leave_active), lib/runs (run_by_token), lib/finishing (run_lost)
 local p, id, token = ARGV[1], ARGV[2], ARGV[3]
 local wait = tonumber(ARGV[4] or '')
 local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'workerId', 'group',

@@ -149,9 +149,10 @@ def lua_preamble() -> str:
 #: A top-level ``local`` of the helpers or the preamble (a function or a value), and a Lua name.
 _TOP_LOCAL = re.compile(r"^local (?:function )?([A-Za-z_]\w*)", re.M)
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-#: A Lua comment to the end of its line (the scripts have no "--" inside strings): names
-#: in comments are not uses.
-_COMMENT = re.compile(r"--[^\n]*")
+#: A Lua comment to the end of its line, or a quoted string (the scripts have no long
+#: strings): names in either are not uses. One pattern, so that a quote in a comment, or
+#: "--" in a string, is read as Lua reads it.
+_NOT_CODE = re.compile(r"--[^\n]*|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"")
 #: Where the code every script runs (``lib/fence.lua``: the Cluster fence read) begins.
 _LIB_TAIL = re.compile(r"^redis\.call\(", re.M)
 
@@ -184,12 +185,12 @@ def _parts_for(name: str, preamble: str) -> tuple[str, str]:
     definitions = _locals(preamble) + _locals(lib[: tail.start()])
     known = dict(definitions)
     wanted: set[str] = set()
-    todo = set(_IDENTIFIER.findall(_COMMENT.sub("", own + lib[tail.start() :])))
+    todo = set(_IDENTIFIER.findall(_NOT_CODE.sub(" ", own + lib[tail.start() :])))
     while todo:
         found = todo.pop()
         if found in known and found not in wanted:
             wanted.add(found)
-            todo |= set(_IDENTIFIER.findall(_COMMENT.sub("", known[found])))
+            todo |= set(_IDENTIFIER.findall(_NOT_CODE.sub(" ", known[found])))
     used = "".join(text for local, text in definitions if local in wanted)
     return head + used, lib[tail.start() :] + "\n" + own
 

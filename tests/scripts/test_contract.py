@@ -14,6 +14,7 @@ from kue_core import Queue, defaults
 from kue_core.doctor import functions as doctor_functions
 from kue_core.store import calls
 from kue_core.store.lua_source import (
+    LIB_PARTS,
     LUA_CONSTANTS,
     REPAIR_WIDTH,
     SAVE_WIDTH,
@@ -49,8 +50,72 @@ def test_header_contract(name: str) -> None:
     text = (FOLDER / f"{name}.lua").read_text("utf-8")
     header = text.split("\nlocal ", 1)[0]
     assert header.startswith(f"-- {name}:")
-    for part in ("KEYS[1]", "ARGV[1]", "Returns", "Events"):
+    for part in ("KEYS[1]", "ARGV[1]", "Returns", "Events", "Uses"):
         assert part in header, f"{name}.lua header lacks {part}"
+
+
+# -- what a script uses: its header's Uses line, and what the loader pulls ------------------
+#: A part of the Uses line: ``lib/<part> (name, name, ...)``.
+_USES_ITEM = re.compile(r"lib/(\w+) \(([^)]*)\)(?:, |$)")
+_TOP_LOCAL = re.compile(r"^local (?:function )?([A-Za-z_]\w*)", re.M)
+
+
+def _uses(header: str) -> dict[str, set[str]]:
+    """The Uses entry of a header (its line and those continuing it), as part -> names."""
+    lines = header.splitlines()
+    (start,) = [i for i, line in enumerate(lines) if line.startswith("-- Uses ")]
+    text = lines[start][len("-- Uses ") :].strip()
+    for line in lines[start + 1 :]:
+        if not re.match(r"--\s{9,}\S", line):
+            break
+        text += " " + line[2:].strip()
+    items = _USES_ITEM.findall(text)
+    assert "".join(f"lib/{p} ({n}), " for p, n in items)[:-2] == text, "malformed: " + text
+    return {part: {n.strip() for n in names.split(",")} for part, names in items}
+
+
+def _lib_parts() -> tuple[dict[str, str], dict[str, str], str]:
+    """Each helper's part (name -> part) and definition (name -> text), and the fence's read,
+    the code every script runs first."""
+    owner: dict[str, str] = {}
+    for part in LIB_PARTS:
+        text = (FOLDER / "lib" / f"{part}.lua").read_text("utf-8")
+        tail = re.search(r"^redis\.call\(", text, re.M)
+        for local in _TOP_LOCAL.findall(text[: tail.start()] if tail else text):
+            owner.setdefault(local, part)
+    lib = lib_text()
+    tail_at = re.search(r"^redis\.call\(", lib, re.M).start()  # type: ignore[union-attr]
+    starts = list(_TOP_LOCAL.finditer(lib[:tail_at]))
+    ends = [m.start() for m in starts[1:]] + [tail_at]
+    defined = {m.group(1): lib[m.start() : e] for m, e in zip(starts, ends, strict=True)}
+    return owner, defined, lib[tail_at:]
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_header_names_the_helpers_the_script_calls(name: str) -> None:
+    """The Uses line names each part of ``scripts/lib/`` whose helpers (or values) the
+    script's own text names, with those names: ``git grep`` finds the scripts a helper's
+    change touches. With the fence's read (every script runs it) they account for all the
+    loader pulls in: what they call, transitively, and nothing else."""
+    text = (FOLDER / f"{name}.lua").read_text("utf-8")
+    uses = _uses(text.split("\nlocal ", 1)[0])
+    owner, defined, fence = _lib_parts()
+    direct: dict[str, set[str]] = {}
+    for word in set(re.findall(r"[A-Za-z_]\w*", _code(text))) & set(owner):
+        direct.setdefault(owner[word], set()).add(word)
+    assert uses == direct, f"{name}.lua: Uses should be {direct}"
+    assert list(uses) == [p for p in LIB_PARTS if p in uses], "parts in LIB_PARTS's order"
+    wanted: set[str] = set()
+    todo = set().union(*uses.values()) | set(re.findall(r"[A-Za-z_]\w*", _code(fence)))
+    while todo:
+        word = todo.pop()
+        if word in defined and word not in wanted:
+            wanted.add(word)
+            todo |= set(re.findall(r"[A-Za-z_]\w*", _code(defined[word])))
+    source = script_source(name)
+    definitions = source[: re.search(r"^redis\.call\(", source, re.M).start()]  # type: ignore[union-attr]
+    pulled = set(_TOP_LOCAL.findall(definitions)) - set(lua_constants())
+    assert pulled == wanted
 
 
 def test_scripts_are_loaded_once_per_client(queue, r) -> None:  # type: ignore[no-untyped-def]
