@@ -193,6 +193,27 @@ def test_each_script_defines_the_helpers_it_uses_and_no_others() -> None:
     assert "local function k_fence" in script_source("pause")  # the fence read: every script
 
 
+@pytest.mark.parametrize("part", LIB_PARTS)
+def test_each_lib_part_names_the_parts_it_calls(part: str) -> None:
+    """A part of ``scripts/lib/`` starts with its Uses line: the other parts whose helpers (or
+    values) its code names, each one joined before it (a helper comes after those it
+    calls)."""
+    text = (FOLDER / "lib" / f"{part}.lua").read_text("utf-8")
+    lines = text.splitlines()
+    assert lines[0].startswith("-- Uses     "), f"lib/{part}.lua starts without its Uses line"
+    listed = lines[0][len("-- Uses     ") :]
+    for line in lines[1:]:
+        if not re.match(r"--\s{9,}\S", line):
+            break
+        listed += " " + line[2:].strip()
+    owner, _, _ = _lib_parts()
+    calls = {owner[w] for w in re.findall(r"[A-Za-z_]\w*", _code(text)) if w in owner} - {part}
+    before = list(LIB_PARTS)[: list(LIB_PARTS).index(part)]
+    expected = ", ".join(f"lib/{p}" for p in before if p in calls) or "no other part"
+    assert listed == expected
+    assert calls <= set(before), f"lib/{part}.lua calls parts joined after it"
+
+
 @contextlib.contextmanager
 def _unloaded_after(queue: Queue) -> Iterator[None]:
     """Delete the function libraries (Redis 7) made with the constants of now, once done:

@@ -1,3 +1,4 @@
+-- Uses     lib/base, lib/keys, lib/members, lib/pins, lib/indexes, lib/events, lib/attempts
 -- The fields of a blocked job (stored at `key`) that dep_done and unblock read, by name
 -- (false when absent; `type` false when the job does not exist).
 local function load_blocked(key)

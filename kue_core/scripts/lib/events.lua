@@ -1,3 +1,4 @@
+-- Uses     lib/keys, lib/type_rules
 -- Publish a Kue event: {"id":<id>,"event":"<name>","args":["<name>", ...],"type":"<type>"}
 -- (`type` is ours: Kue's listeners ignore it; it lets a stream filter by type).
 -- `extra` is the JSON text of the further arguments, comma separated ('' for none).

@@ -1,3 +1,5 @@
+-- Uses     lib/base, lib/keys, lib/type_rules, lib/pins, lib/indexes, lib/events, lib/attempts,
+--          lib/unique, lib/deps, lib/runs, lib/moves, lib/retention
 -- Record how a failed attempt ends, for a job already out of active. `f` holds type,
 -- priority, attempts (made, this one included), worker, message (one line), text (kept on
 -- the job), promote_at, group and only (and no_retry: true, kept in its history entry, for a
@@ -86,7 +88,8 @@ local function complete_job(p, id, key, h, result, now, tallied)
       history(p, id, { state = 'complete', at = now, worker = h.workerId, attempt = attempt,
         duration = duration })
     end
-    retire(p, 'complete', h.keep_complete, now, RETIRE_BATCH, h.keep_complete or tonumber(id) % RETIRE_BATCH == 0)
+    local own = h.keep_complete
+    retire(p, 'complete', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
   end
   return duration
 end

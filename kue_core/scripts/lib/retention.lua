@@ -1,3 +1,5 @@
+-- Uses     lib/base, lib/keys, lib/members, lib/indexes, lib/events, lib/unique, lib/deps,
+--          lib/runs, lib/records
 -- Delete a job, its log and history, and every index entry it may have (the sets of every
 -- state, and of `state` when it is not one of Kue's; its unique key, tags, words, tracking,
 -- dependencies); publish remove. Jobs still blocked waiting for it follow their policy, as

@@ -1,3 +1,4 @@
+-- Uses     lib/keys
 -- Unique keys (see kue_core/jobs/unique.py). A job saved with one has the hash fields `unique`
 -- (the key) and `unique_mode`. until_done and debounce keys (<p>:unique:<key>, the holder's
 -- id) are released when the job ends (complete, failed for good, cancelled, removed); throttle
