@@ -27,17 +27,19 @@
 local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local tallied = ARGV[5] == '1'
 local h = load_for_complete(KEYS[1])
-local jtype = h.type
+local jtype = h[COMPLETE_TYPE]
 if not jtype then return tallied and { '', '', 'refused' } or { 'refused' } end
 local now = now_ms()
 local outcome, duration = 'refused', ''
-if h.fan_out then
-  if h.state == 'active' then outcome = run_complete(p, id, KEYS[1], token, result, now) end
-elseif h.state == 'active' and h.lease == token then
+if h[COMPLETE_FAN_OUT] then
+  if h[COMPLETE_STATE] == 'active' then
+    outcome = run_complete(p, id, KEYS[1], token, result, now)
+  end
+elseif h[COMPLETE_STATE] == 'active' and h[COMPLETE_LEASE] == token then
   outcome = 'complete'
   duration = complete_job(p, id, KEYS[1], h, result, now, tallied)
 end
-local out = claim_after(p, jtype, 6, now, h.fan_out)
+local out = claim_after(p, jtype, 6, now, h[COMPLETE_FAN_OUT])
 if tallied then
   out[#out + 1] = duration == '' and '' or now
   out[#out + 1] = duration

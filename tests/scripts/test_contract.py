@@ -16,9 +16,11 @@ from kue_core.store import calls
 from kue_core.store.lua_source import (
     LIB_PARTS,
     LUA_CONSTANTS,
+    LUA_FIELDS,
     REPAIR_WIDTH,
     SAVE_WIDTH,
     SCRIPT_NAMES,
+    field_indexes,
     function_library,
     lib_text,
     lua_constants,
@@ -114,7 +116,7 @@ def test_header_names_the_helpers_the_script_calls(name: str) -> None:
             todo |= set(re.findall(r"[A-Za-z_]\w*", _code(defined[word])))
     source = script_source(name)
     definitions = source[: re.search(r"^redis\.call\(", source, re.M).start()]  # type: ignore[union-attr]
-    pulled = set(_TOP_LOCAL.findall(definitions)) - set(lua_constants())
+    pulled = set(_TOP_LOCAL.findall(definitions)) - set(_preamble_values())
     assert pulled == wanted
 
 
@@ -141,7 +143,9 @@ def _preamble_values() -> dict[str, str]:
 
 def test_every_constant_a_script_uses_comes_from_the_defaults() -> None:
     preamble = _preamble_values()
-    assert set(preamble) == {*LUA_CONSTANTS, "SAVE_WIDTH", "REPAIR_WIDTH"}
+    fields = {f"{name}_FIELDS" for name in LUA_FIELDS}
+    fields |= {f"{name}_{index}" for name in LUA_FIELDS for index in field_indexes(name)}
+    assert set(preamble) == {*LUA_CONSTANTS, "SAVE_WIDTH", "REPAIR_WIDTH", *fields}
     used: set[str] = set()
     defined: set[str] = set()
     for path in _lua_files():
@@ -212,6 +216,23 @@ def test_each_lib_part_names_the_parts_it_calls(part: str) -> None:
     expected = ", ".join(f"lib/{p}" for p in before if p in calls) or "no other part"
     assert listed == expected
     assert calls <= set(before), f"lib/{part}.lua calls parts joined after it"
+
+
+def test_the_preamble_numbers_each_field_list() -> None:
+    """A list of LUA_FIELDS is the HMGET's list, and each field's constant its position."""
+    preamble = _preamble_values()
+    for name, fields in LUA_FIELDS.items():
+        assert preamble[f"{name}_FIELDS"] == "{ " + ", ".join(f"'{f}'" for f in fields) + " }"
+        positions = {index: int(preamble[f"{name}_{index}"]) for index in field_indexes(name)}
+        assert sorted(positions.values()) == list(range(1, len(fields) + 1))
+    assert field_indexes("COMPLETE")["WORKER_ID"] == LUA_FIELDS["COMPLETE"].index("workerId") + 1
+
+
+@pytest.mark.parametrize("field", ["a'b", "x y", "1x", ""])
+def test_only_plain_names_become_field_lists(field: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(LUA_FIELDS, "COMPLETE", ("state", field))
+    with pytest.raises(ValueError, match="field"):
+        lua_preamble()
 
 
 @contextlib.contextmanager

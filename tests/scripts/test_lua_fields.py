@@ -1,14 +1,17 @@
 """Named fields at the Lua boundary: a hash's fields are read by position (``h[15]``) only in
 the function that read them (its ``HMGET``); a helper that is handed a job's fields, or gets
 them back from a loader, reads them by name (``job.fan_out``), as lib/attempts.lua's
-``load_job`` gives them. An index means one thing in one place: adding a field to an
-``HMGET`` list shifts the positions after it there, and nowhere else."""
+``load_job`` gives them, or, on the hot path, by the index constants of a list of
+``LUA_FIELDS`` (``h[COMPLETE_FAN_OUT]``, see kue_core/store/lua_source.py). An index means one
+thing in one place: adding a field to an ``HMGET`` list shifts the positions after it there,
+and nowhere else."""
 
 from __future__ import annotations
 
 import re
 from importlib import resources
 
+from kue_core.store.lua_source import LUA_FIELDS
 from tests.scripts.lua_text import Function, code_of, functions, innermost, line_of
 
 FOLDER = resources.files("kue_core") / "scripts"
@@ -113,6 +116,9 @@ def test_every_hmget_reply_stays_in_the_function_that_made_it() -> None:
                 continue  # in a comment
             f = innermost(funcs, m.start())
             where = f"{path}:{line_of(code, m.start())} {f.name}"
+            listed = re.match(r"[^)]*unpack\(([A-Z]+)_FIELDS\)\)", text[m.end() :])
+            if listed and listed.group(1) in LUA_FIELDS:
+                continue  # a list of LUA_FIELDS: read by its index constants, h[COMPLETE_TYPE]
             if re.search(r"\blocal\s+[\w\s,]+=\s*unpack\(\s*$", code[: m.start()]):
                 continue  # named at once: local state, lease, ... = unpack(HMGET ...)
             held = re.search(r"(?:\blocal\s+)?([A-Za-z_]\w*)\s*=\s*$", code[: m.start()])

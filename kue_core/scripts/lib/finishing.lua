@@ -42,53 +42,51 @@ local function record_failure(p, id, f, outcome, now)
   end
 end
 
--- The fields complete_job needs of a job (stored at `key`), by name; `type` false when the
+-- The fields complete_job needs of a job (stored at `key`), COMPLETE_FIELDS, read by their
+-- index constants: h[COMPLETE_FAN_OUT] (see LUA_FIELDS in kue_core/store/lua_source.py; a
+-- table of named fields would cost every completion more). h[COMPLETE_TYPE] is false when the
 -- job does not exist.
 local function load_for_complete(key)
-  local h = redis.call('HMGET', key, 'state', 'lease', 'type', 'priority', 'started_at',
-    'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
-    'keep_complete', 'dependents', 'group', 'fan_out', 'trail')
-  return { state = h[1], lease = h[2], type = h[3], priority = h[4], started_at = h[5],
-    removeOnComplete = h[6], workerId = h[7], attempts = h[8], max_attempts = h[9],
-    unique = h[10], unique_mode = h[11], keep_complete = h[12], dependents = h[13],
-    group = h[14], fan_out = h[15], trail = h[16] }
+  return redis.call('HMGET', key, unpack(COMPLETE_FIELDS))
 end
 
--- Complete active job `id` (stored at `key`; `h` as load_for_complete gives it) with
+-- Complete active job `id` (stored at `key`; `h` as load_for_complete reads it) with
 -- `result` (JSON text): out of active, its unique key released, counted (unless `tallied`:
 -- the worker process that completed it counts it, see kue_core/features/tally.py), its dependents
 -- told, then stored complete (or removed, with removeOnComplete) and retention applied.
 -- Returns the job's duration (ms).
 local function complete_job(p, id, key, h, result, now, tallied)
-  local jtype = h.type
-  local duration = math.max(0, now - (tonumber(h.started_at) or now))
-  local attempt = next_attempt(h.attempts, h.max_attempts)  -- Kue counts a completion as an attempt
-  leave_active(p, id, jtype, h.group)
-  release_unique(p, id, h.unique, h.unique_mode)
+  local jtype = h[COMPLETE_TYPE]
+  local duration = math.max(0, now - (tonumber(h[COMPLETE_STARTED_AT]) or now))
+  -- Kue counts a completion as an attempt
+  local attempt = next_attempt(h[COMPLETE_ATTEMPTS], h[COMPLETE_MAX_ATTEMPTS])
+  leave_active(p, id, jtype, h[COMPLETE_GROUP])
+  release_unique(p, id, h[COMPLETE_UNIQUE], h[COMPLETE_UNIQUE_MODE])
   if not tallied then
     redis.call('INCRBY', k_work_time(p), duration)
     count_outcome(p, jtype, 'complete', now, duration)
   end
   publish(p, id, jtype, 'complete', result)
-  if h.dependents then deps_complete(p, id, result, now) end
-  if h.removeOnComplete == 'true' then
+  if h[COMPLETE_DEPENDENTS] then deps_complete(p, id, result, now) end
+  if h[COMPLETE_REMOVE_ON_COMPLETE] == 'true' then
     delete_job(p, id, jtype, nil)
   else
     local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
       'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
     -- Its claim's trail, with no completion yet: the completion goes there too.
-    local trail = h.trail and not string.find(h.trail, ',.*,') and h.trail
+    local trail = h[COMPLETE_TRAIL]
+    trail = trail and not string.find(trail, ',.*,') and trail
     if trail then
       fields[13] = 'trail'
       fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
     end
     redis.call('HSET', key, unpack(fields))
-    index_add(p, id, jtype, 'complete', tonumber(h.priority) or 0, 0, 0, now)
+    index_add(p, id, jtype, 'complete', tonumber(h[COMPLETE_PRIORITY]) or 0, 0, 0, now)
     if not trail then
-      history(p, id, { state = 'complete', at = now, worker = h.workerId, attempt = attempt,
-        duration = duration })
+      history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
+        attempt = attempt, duration = duration })
     end
-    local own = h.keep_complete
+    local own = h[COMPLETE_KEEP_COMPLETE]
     retire(p, 'complete', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
   end
   return duration
@@ -121,13 +119,13 @@ local function run_complete(p, id, key, token, result, now)
   publish(p, id, redis.call('HGET', key, 'type'), 'run complete', cjson.encode(w))
   local done = redis.call('HINCRBY', key, 'runs_done', 1)
   local h = load_for_complete(key)
-  if done < (tonumber(h.fan_out) or 0) then
+  if done < (tonumber(h[COMPLETE_FAN_OUT]) or 0) then
     runs_offer(p, id)
     return 'complete'
   end
   local only = redis.call('HGET', key, 'only')
   stop_runs(p, id, 'the job completed', now)
-  runs_close(p, id, h.type, only)
+  runs_close(p, id, h[COMPLETE_TYPE], only)
   complete_job(p, id, key, h, runs_result(p, id), now)
   return 'complete'
 end
