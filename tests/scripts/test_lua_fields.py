@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from kue_core.store.lua_source import LUA_FIELDS
+from kue_core.store.lua_source import LUA_FIELDS, field_indexes
 from tests.scripts.lua_text import Function, code_of, functions, innermost, line_of
 
 FOLDER = resources.files("kue_core") / "scripts"
@@ -31,6 +31,10 @@ NOT_HASHES = {
 HANDED_ON = {
     ("inspect.lua", "<body>", "fields"): "the reply itself; kue doctor reads it by name",
 }
+
+#: The loader of each list of LUA_FIELDS, (file, function): it returns its HMGET's reply,
+#: which the helpers read by the list's index constants.
+FIELD_LOADERS = {"COMPLETE": ("lib/finishing.lua", "load_for_complete")}
 
 _READ = re.compile(r"\b([A-Za-z_]\w*)\s*\[\s*\d+\s*\]")
 _HMGET = re.compile(r"redis\.call\(\s*'HMGET'")
@@ -116,9 +120,8 @@ def test_every_hmget_reply_stays_in_the_function_that_made_it() -> None:
                 continue  # in a comment
             f = innermost(funcs, m.start())
             where = f"{path}:{line_of(code, m.start())} {f.name}"
-            listed = re.match(r"[^)]*unpack\(([A-Z]+)_FIELDS\)\)", text[m.end() :])
-            if listed and listed.group(1) in LUA_FIELDS:
-                continue  # a list of LUA_FIELDS: read by its index constants, h[COMPLETE_TYPE]
+            if (path, f.name) in FIELD_LOADERS.values():
+                continue  # read by the index constants of its list, h[COMPLETE_TYPE]
             if re.search(r"\blocal\s+[\w\s,]+=\s*unpack\(\s*$", code[: m.start()]):
                 continue  # named at once: local state, lease, ... = unpack(HMGET ...)
             held = re.search(r"(?:\blocal\s+)?([A-Za-z_]\w*)\s*=\s*$", code[: m.start()])
@@ -142,3 +145,18 @@ def test_every_hmget_reply_stays_in_the_function_that_made_it() -> None:
                 ):
                     wrong.append(f"{where}: {name} handed on at line {line_of(code, at)}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_each_field_list_is_its_loaders_hmget() -> None:
+    """The fields a loader of :data:`FIELD_LOADERS` reads are its list of ``LUA_FIELDS``, in
+    order: the index constants name the positions of its reply."""
+    assert set(FIELD_LOADERS) == set(LUA_FIELDS)
+    files = dict(_files())
+    for name, (path, loader) in FIELD_LOADERS.items():
+        code = code_of(files[path])
+        (f,) = [f for f in functions(code) if f.name == loader]
+        text = files[path][f.start : f.end]
+        (call,) = re.findall(r"redis\.call\('HMGET', key,([^)]*)\)", text)
+        assert tuple(re.findall(r"'(\w+)'", call)) == LUA_FIELDS[name]
+        constants = set(re.findall(rf"\b{name}_[A-Z_]+", "".join(t for _, t in _files())))
+        assert constants == {f"{name}_{index}" for index in field_indexes(name)}

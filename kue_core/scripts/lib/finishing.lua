@@ -42,12 +42,14 @@ local function record_failure(p, id, f, outcome, now)
   end
 end
 
--- The fields complete_job needs of a job (stored at `key`), COMPLETE_FIELDS, read by their
--- index constants: h[COMPLETE_FAN_OUT] (see LUA_FIELDS in kue_core/store/lua_source.py; a
--- table of named fields would cost every completion more). h[COMPLETE_TYPE] is false when the
--- job does not exist.
+-- The fields complete_job needs of a job (stored at `key`), in the order of LUA_FIELDS's
+-- COMPLETE (kue_core/store/lua_source.py), read by their index constants: h[COMPLETE_FAN_OUT]
+-- (a table of named fields would cost every completion more). h[COMPLETE_TYPE] is false when
+-- the job does not exist.
 local function load_for_complete(key)
-  return redis.call('HMGET', key, unpack(COMPLETE_FIELDS))
+  return redis.call('HMGET', key, 'state', 'lease', 'type', 'priority', 'started_at',
+    'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
+    'keep_complete', 'dependents', 'group', 'fan_out', 'trail')
 end
 
 -- Complete active job `id` (stored at `key`; `h` as load_for_complete reads it) with
