@@ -9,6 +9,9 @@
 --          KEYS[1].
 -- Events   as set_state.lua for each job moved, as remove.lua for each removed, as
 --          cancel.lua for each cancelled.
+-- Uses     lib/base (STATES, now_ms), lib/keys (k_job), lib/members (zid_id),
+--          lib/attempts (load_job), lib/moves (move_job), lib/retention (delete_job),
+--          lib/finishing (cancel_job)
 -- A removed job that others are blocked waiting for is a failure for them: they follow their
 -- policy (see lib/deps.lua dep_failed); so is a cancelled one (as cancel.lua).
 -- Errors   KUE_INVALID for an unknown state or action, for moving or removing active jobs

@@ -8,6 +8,7 @@
 --          token) and its worker process is told on <p>:control:<worker id> to stop it. A
 --          fan-out job's running runs all stop so (see lib/runs.lua stop_runs): each is lost.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a complete job.
+-- Uses     lib/base (now_ms), lib/attempts (load_job), lib/finishing (cancel_job)
 -- The jobs blocked waiting for it follow their policy, as for any job failed for good.
 -- Its unique key is released (until_done, debounce). The job is counted as failed, unless it
 -- had failed already; its attempts are left as they are (a retry by hand starts them anew).

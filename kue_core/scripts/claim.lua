@@ -9,6 +9,7 @@
 --          its limits hold it back (see kue_core/features/limits.py); nothing is written then. With
 --          several types and no job: {'wait', s1, s2, ...}, per type '', 'paused' or ms.
 -- Events   start [type].
+-- Uses     lib/base (now_ms), lib/claims (claim_first)
 -- The job gets state active, started_at, workerId and a new fencing token (its `lease`
 -- counter); its lease expires at now + lease ms unless renewed (see heartbeat.lua). The reply
 -- also has `waited` (not stored): ms since its last change while waiting (updated_at), which

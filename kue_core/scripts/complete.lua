@@ -14,6 +14,8 @@
 -- Events   complete [result]; remove [type] when removeOnComplete, and for each job retention
 --          removes; start [type] for the claim; unblocked, then enqueue [type] (or nothing
 --          more when delayed), for each job that waited only for this one.
+-- Uses     lib/base (now_ms), lib/finishing (load_for_complete, run_complete, complete_job),
+--          lib/claims (claim_after)
 -- The job's unique key is released (until_done, debounce); retention removes at most
 -- RETIRE_BATCH older completed jobs (see lib/retention.lua retire).
 -- The jobs that depend on it no longer wait for it, and get its result (see lib/deps.lua
@@ -25,17 +27,19 @@
 local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local tallied = ARGV[5] == '1'
 local h = load_for_complete(KEYS[1])
-local jtype = h[3]
+local jtype = h[COMPLETE_TYPE]
 if not jtype then return tallied and { '', '', 'refused' } or { 'refused' } end
 local now = now_ms()
 local outcome, duration = 'refused', ''
-if h[15] then
-  if h[1] == 'active' then outcome = run_complete(p, id, KEYS[1], token, result, now) end
-elseif h[1] == 'active' and h[2] == token then
+if h[COMPLETE_FAN_OUT] then
+  if h[COMPLETE_STATE] == 'active' then
+    outcome = run_complete(p, id, KEYS[1], token, result, now)
+  end
+elseif h[COMPLETE_STATE] == 'active' and h[COMPLETE_LEASE] == token then
   outcome = 'complete'
   duration = complete_job(p, id, KEYS[1], h, result, now, tallied)
 end
-local out = claim_after(p, jtype, 6, now, h[15])
+local out = claim_after(p, jtype, 6, now, h[COMPLETE_FAN_OUT])
 if tallied then
   out[#out + 1] = duration == '' and '' or now
   out[#out + 1] = duration

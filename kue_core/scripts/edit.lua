@@ -6,6 +6,8 @@
 -- Returns  the job's state (unchanged).
 -- Events   edited [].
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for an active or complete job.
+-- Uses     lib/base (now_ms, int), lib/events (history, publish), lib/attempts (load_job),
+--          lib/records (reword)
 local p, id = ARGV[1], ARGV[2]
 local job = load_job(KEYS[1])
 if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end

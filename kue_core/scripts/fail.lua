@@ -12,6 +12,8 @@
 --          (or nothing more when delayed), or failed [message]; start [type] for the claim;
 --          remove [type] for the job when it fails for good with remove_on_fail(True), and
 --          for each finished job retention removes (at most RETIRE_BATCH; see lib/retention.lua retire).
+-- Uses     lib/base (now_ms, int), lib/attempts (next_attempt, leave_active),
+--          lib/finishing (run_fail, record_failure), lib/claims (claim_after)
 -- The attempt counts up to max_attempts and never past it (Kue's Job#attempt). A job failed
 -- for good by a "never retry" (-1) with attempts left has no_retry: true in its history entry.
 -- A fan-out job (see lib/runs.lua runs_of): the token is one of its running runs', which fails;
@@ -22,29 +24,28 @@
 local p, id, token, message, text = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local delay = tonumber(ARGV[6])
 if not delay then return redis.error_reply('KUE_INVALID retry delay must be a number') end
-local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'max_attempts',
-  'workerId', 'attempts', 'group', 'only', 'fan_out')
-local jtype = h[3]
+local state, lease, jtype, priority, most, worker, made, group, only, fan_out = unpack(
+  redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'max_attempts',
+    'workerId', 'attempts', 'group', 'only', 'fan_out'))
 if not jtype then return { 'refused' } end
 local now = now_ms()
 local outcome = 'refused'
-if h[10] then
-  if h[1] == 'active' then outcome = run_fail(p, id, KEYS[1], token, message, text, now) end
-elseif h[1] == 'active' and h[2] == token then
-  local attempts = next_attempt(h[7], h[5])
+if fan_out then
+  if state == 'active' then outcome = run_fail(p, id, KEYS[1], token, message, text, now) end
+elseif state == 'active' and lease == token then
+  local attempts = next_attempt(made, most)
   redis.call('HSET', KEYS[1], 'attempts', int(attempts))
-  local priority = tonumber(h[4]) or 0
   outcome = 'failed'
-  if delay >= 0 and attempts < (tonumber(h[5]) or MAX_ATTEMPTS) then
+  if delay >= 0 and attempts < (tonumber(most) or MAX_ATTEMPTS) then
     outcome = delay > 0 and 'delayed' or 'inactive'
   end
-  leave_active(p, id, jtype, h[8])
+  leave_active(p, id, jtype, group)
   record_failure(p, id, {
-    type = jtype, priority = priority, attempts = attempts, worker = h[6],
-    message = message, text = text, promote_at = now + math.max(delay, 0), group = h[8],
-    only = h[9], no_retry = delay < 0 and attempts < (tonumber(h[5]) or MAX_ATTEMPTS) or nil,
+    type = jtype, priority = tonumber(priority) or 0, attempts = attempts, worker = worker,
+    message = message, text = text, promote_at = now + math.max(delay, 0), group = group,
+    only = only, no_retry = delay < 0 and attempts < (tonumber(most) or MAX_ATTEMPTS) or nil,
   }, outcome, now)
 end
-local out = claim_after(p, jtype, 7, now, h[10])
+local out = claim_after(p, jtype, 7, now, fan_out)
 out[#out + 1] = outcome
 return out

@@ -6,6 +6,7 @@
 -- Returns  1
 -- Events   none
 -- Errors   KUE_INVALID for an event no feed carries (nothing is written).
+-- Uses     lib/keys (k_feed), lib/type_rules (FEED_EVENTS, rule_of, set_rule)
 local p, jtype, event = ARGV[1], ARGV[2], ARGV[3]
 if not FEED_EVENTS[event] then
   return redis.error_reply('KUE_INVALID no feed carries the event ' .. event)

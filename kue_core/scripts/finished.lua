@@ -6,6 +6,7 @@
 -- Returns  the ids of the page.
 -- Events   none.
 -- Errors   KUE_INVALID for malformed arguments.
+-- Uses     lib/keys (k_state, k_type_state), lib/members (zid_id)
 -- The jobs are those of <p>:jobs:<state> (or <p>:jobs:<type>:<state>), in the order of their
 -- finish times (ties by id); a job missing from KEYS[1] (finished by a Kue worker that does
 -- not write it, until the retention sweep adds it) comes after those, by id. A call looks at

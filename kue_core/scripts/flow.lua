@@ -13,6 +13,8 @@
 --          already, what its policy does (see lib/deps.lua dep_failed).
 -- Errors   KUE_INVALID when a value is malformed or a dependency does not exist (nothing is
 --          written).
+-- Uses     lib/base (now_ms, int), lib/keys (k_job, k_deps, k_dependents, k_results, k_awaited),
+--          lib/members (zid), lib/deps (dep_failed), lib/saving (save_row_ok, save_job)
 -- A job starts blocked unless every job it depends on is complete. Each dependency gets the
 -- new job among its dependents (and is awaited, while it has not ended).
 local p = ARGV[1]

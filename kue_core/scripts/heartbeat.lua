@@ -22,6 +22,8 @@
 --          {'taken', info JSON, heartbeat ms, lease ms, now ms, instance}: another instance
 --          holds the id (lease ms 0: its registration has none); nothing was written.
 -- Events   none.
+-- Uses     lib/base (now_ms, int), lib/keys (k_worker, k_workers, k_job, k_run_leases),
+--          lib/members (zid), lib/runs (run_of)
 local p, wid, me, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local lease_ms, n = tonumber(ARGV[5]), tonumber(ARGV[7])
 local MODES = { start = true, force = true, beat = true, leave = true }
@@ -48,9 +50,10 @@ end
 local reply = { 'ok' }
 for i = 0, n - 1 do
   local id, token = ARGV[8 + 2 * i], ARGV[9 + 2 * i]
-  local h = redis.call('HMGET', k_job(p, id), 'state', 'lease', 'fan_out')
+  local state, lease, fan_out = unpack(redis.call('HMGET', k_job(p, id), 'state', 'lease',
+    'fan_out'))
   local run = nil
-  if h[3] and h[1] == 'active' then  -- a fan-out job: this worker's run under this token
+  if fan_out and state == 'active' then  -- a fan-out job: this worker's run under this token
     local found = run_of(p, id, wid)
     if found and found.state == 'running' and found.token == token then
       run = found
@@ -58,7 +61,7 @@ for i = 0, n - 1 do
   end
   if run then
     redis.call('ZADD', k_run_leases(p), 'XX', now + lease_ms, id .. '@' .. wid)
-  elseif not h[3] and h[1] == 'active' and h[2] == token then
+  elseif not fan_out and state == 'active' and lease == token then
     redis.call('ZADD', KEYS[1], 'XX', now + lease_ms, zid(id))
   else
     reply[#reply + 1] = id

@@ -12,6 +12,8 @@
 --          further ones asked. types: per type {members of <p>:jobs:<type>:inactive, wake-up
 --          tokens in <p>:<type>:jobs}.
 -- Events   none.
+-- Uses     lib/base (STATES, score, now_ms), lib/keys (k_job, k_types, k_type_state, k_tokens),
+--          lib/members (zid)
 -- A key of the wrong Redis type reads as empty. kue_core/doctor/core.py calls this with small
 -- batches, so that no call blocks Redis for long.
 local p, n, t = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])

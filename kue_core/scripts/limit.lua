@@ -8,6 +8,7 @@
 -- Events   none; the slots waiting under the old limits are woken (<p>:<type>:limited) to
 --          claim under the new ones.
 -- Errors   KUE_INVALID when ARGV[3] is not a JSON object (nothing is written).
+-- Uses     lib/keys (k_limited), lib/type_rules (rule_of, set_rule)
 local p, jtype = ARGV[1], ARGV[2]
 local ok, changes = pcall(cjson.decode, ARGV[3])
 if not ok or type(changes) ~= 'table' then

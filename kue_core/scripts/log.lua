@@ -4,6 +4,7 @@
 -- Returns  the number of lines in the log.
 -- Events   none.
 -- Errors   KUE_NOT_FOUND.
+-- Uses     lib/base (int, now_ms), lib/keys (k_log)
 local p, id = ARGV[1], ARGV[2]
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
 redis.call('HSET', KEYS[1], 'updated_at', int(now_ms()))

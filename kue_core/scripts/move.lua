@@ -11,6 +11,10 @@
 --          attempt is not counted. A fan-out job's running runs stop so; unfinished, it starts
 --          over (no runs, none done or failed: see lib/runs.lua runs_reset).
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a running job without force.
+-- Uses     lib/base (now_ms, int, STATES), lib/keys (k_types), lib/type_rules (mark_rule),
+--          lib/pins (waiting), lib/indexes (index_add), lib/events (history, publish),
+--          lib/attempts (load_job, mark_grouped), lib/runs (runs_reset), lib/moves (leave_state),
+--          lib/finishing (mark_fanout)
 local p, id, to, force = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local job = load_job(KEYS[1])
 if not job then return redis.error_reply('KUE_NOT_FOUND ' .. id) end

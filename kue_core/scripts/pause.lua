@@ -3,6 +3,7 @@
 -- ARGV[1]  prefix   ARGV[2] type
 -- Returns  1 when the type was not paused before, else 0.
 -- Events   none (not a job event; read the set of paused types).
+-- Uses     lib/keys (k_resumed), lib/type_rules (rule_of, set_rule)
 -- The claim reads the `paused` flag of the type's rules in <p>:limits (one read for paused
 -- and limits); <p>:paused lists the paused types. A type in the set without the flag (paused
 -- before the flag existed) gets it here too. Slots that find their type paused wait on

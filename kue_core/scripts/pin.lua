@@ -13,6 +13,10 @@
 --          stall counted; one whose worker stays allowed goes on. A running fan-out job's
 --          runs on workers no longer allowed stop (lost, told so), and its open places are
 --          offered to the new workers.
+-- Uses     lib/base (now_ms, int), lib/keys (k_open, k_places), lib/members (zid),
+--          lib/pins (pin_list, waiting, mark_pins), lib/indexes (index_remove, index_add),
+--          lib/events (history, publish), lib/attempts (load_job), lib/runs (runs_of, run_end,
+--          tell_worker, runs_offer), lib/moves (leave_state)
 -- History  {state, at, only = [workers] (absent for any worker), from (when the state changed),
 --          stopped = [workers] and reason (when runs or an attempt were stopped)}.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID for a malformed list, for fewer workers than a

@@ -4,6 +4,7 @@
 -- Returns  1.
 -- Events   progress [percent, data or null].
 -- Errors   KUE_NOT_FOUND, KUE_INVALID.
+-- Uses     lib/base (int, now_ms), lib/events (publish)
 local p, id, pct, data = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 if not pct or pct < 0 or pct > 100 then
   return redis.error_reply('KUE_INVALID progress must be a percentage from 0 to 100')

@@ -4,6 +4,8 @@
 -- Returns  {moved, next due ms or -1 when nothing is delayed, server time ms, the next due
 --          time of a schedule (ms) or -1 when no schedule is due to make jobs}.
 -- Events   promotion and enqueue [type] per job moved.
+-- Uses     lib/base (now_ms), lib/keys (k_job, k_schedules), lib/members (zid_id),
+--          lib/attempts (load_job), lib/moves (move_job)
 -- Several processes may run it at once: a job is moved once, by whichever call sees it first.
 local p, limit = ARGV[1], tonumber(ARGV[2])
 if not limit or limit < 1 then return redis.error_reply('KUE_INVALID limit must be positive') end

@@ -6,6 +6,9 @@
 --          stalled more than the stall limit.
 -- Events   enqueue [type] per job requeued; error and failed [reason] per job failed (then
 --          remove [type] as retention removes, see fail.lua).
+-- Uses     lib/base (now_ms, int), lib/keys (k_job, k_run_leases), lib/members (zid_id),
+--          lib/pins (waiting), lib/indexes (index_remove, index_add), lib/events (history,
+--          publish), lib/attempts (count_attempt), lib/finishing (record_failure, run_lost)
 -- A recovered job's stall count (`stalls`) goes up by one; its attempts do not, since the
 -- attempt never ended. Several processes may run it at once: each expired lease is handled once.
 -- A fan-out job's run whose lease expired (<p>:run-leases) is lost: the job's stalls go up;
@@ -23,26 +26,27 @@ for _, member in ipairs(expired) do
   redis.call('ZREM', KEYS[1], member)
   local id = zid_id(member)
   local key = k_job(p, id)
-  local h = redis.call('HMGET', key, 'state', 'type', 'priority', 'workerId', 'group', 'only')
-  if h[1] == 'active' then
+  local state, jtype, priority, worker, group, only = unpack(
+    redis.call('HMGET', key, 'state', 'type', 'priority', 'workerId', 'group', 'only'))
+  if state == 'active' then
     local stalls = redis.call('HINCRBY', key, 'stalls', 1)
-    index_remove(p, id, h[2], 'active', h[5])
-    local priority = tonumber(h[3]) or 0
+    index_remove(p, id, jtype, 'active', group)
+    priority = tonumber(priority) or 0
     if stalls > limit_stalls then
       local reason = 'stalled ' .. stalls .. ' times: the worker running it stopped renewing '
         .. 'its lease (it died, hung, or lost Redis)'
       record_failure(p, id, {
-        type = h[2], priority = priority, worker = h[4], message = reason, text = reason,
-        attempts = count_attempt(key), promote_at = 0, group = h[5],
+        type = jtype, priority = priority, worker = worker, message = reason, text = reason,
+        attempts = count_attempt(key), promote_at = 0, group = group,
       }, 'failed', now)
       failed = failed + 1
     else
-      local state = waiting(h[6])  -- pinned, for a job with workers of its own
+      state = waiting(only)  -- pinned, for a job with workers of its own
       redis.call('HSET', key, 'state', state, 'updated_at', int(now))
-      index_add(p, id, h[2], state, priority, 0, 0, now, h[5])
-      history(p, id, { state = state, at = now, from = 'active', worker = h[4],
+      index_add(p, id, jtype, state, priority, 0, 0, now, group)
+      history(p, id, { state = state, at = now, from = 'active', worker = worker,
         stalled = stalls })
-      publish(p, id, h[2], 'enqueue', cjson.encode(h[2]))
+      publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
       requeued = requeued + 1
     end
   end

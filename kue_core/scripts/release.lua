@@ -10,26 +10,29 @@
 --          its place opens again (a rate limit's wait is not applied: 1); 0 when no running
 --          run has the token.
 -- Events   enqueue [type]; rate limited: its due time on <p>:promote.
+-- Uses     lib/base (now_ms, int), lib/keys (k_promote), lib/type_rules (rule_of, set_rule),
+--          lib/pins (waiting), lib/indexes (index_add), lib/events (history, publish),
+--          lib/attempts (leave_active), lib/runs (run_by_token), lib/finishing (run_lost)
 local p, id, token = ARGV[1], ARGV[2], ARGV[3]
 local wait = tonumber(ARGV[4] or '')
-local h = redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'workerId', 'group',
-  'only', 'fan_out')
-if h[8] then  -- a fan-out job: the run under this token is lost (no stall), its place reopens
-  if h[1] ~= 'active' then return 0 end
+local state, lease, jtype, priority, worker, group, only, fan_out = unpack(
+  redis.call('HMGET', KEYS[1], 'state', 'lease', 'type', 'priority', 'workerId', 'group', 'only',
+    'fan_out'))
+if fan_out then  -- a fan-out job: the run under this token is lost (no stall), its place reopens
+  if state ~= 'active' then return 0 end
   local w = run_by_token(p, id, token)
   if not w then return 0 end
   run_lost(p, id, KEYS[1], w, token, false, 0, now_ms())
   return 1
 end
-if h[1] ~= 'active' or h[2] ~= token then return 0 end
+if state ~= 'active' or lease ~= token then return 0 end
 local now = now_ms()
-local jtype = h[3]
-leave_active(p, id, jtype, h[6])
+leave_active(p, id, jtype, group)
 if wait and wait > 0 then
   local at = now + wait
   redis.call('HSET', KEYS[1], 'state', 'delayed', 'promote_at', int(at), 'updated_at', int(now))
-  index_add(p, id, jtype, 'delayed', tonumber(h[4]) or 0, at, 0, now, h[6])
-  history(p, id, { state = 'delayed', at = now, from = 'active', worker = h[5],
+  index_add(p, id, jtype, 'delayed', tonumber(priority) or 0, at, 0, now, group)
+  history(p, id, { state = 'delayed', at = now, from = 'active', worker = worker,
     rate_limited = wait })
   local r = rule_of(p, jtype) or {}
   if not r['until'] or r['until'] < at then
@@ -39,9 +42,9 @@ if wait and wait > 0 then
   redis.call('PUBLISH', k_promote(p), int(at))
   return 1
 end
-local state = waiting(h[7])  -- pinned, for a job with workers of its own
+state = waiting(only)  -- pinned, for a job with workers of its own
 redis.call('HSET', KEYS[1], 'state', state, 'updated_at', int(now))
-index_add(p, id, jtype, state, tonumber(h[4]) or 0, 0, 0, now, h[6])
-history(p, id, { state = state, at = now, from = 'active', worker = h[5], released = true })
+index_add(p, id, jtype, state, tonumber(priority) or 0, 0, 0, now, group)
+history(p, id, { state = state, at = now, from = 'active', worker = worker, released = true })
 publish(p, id, jtype, 'enqueue', cjson.encode(jtype))
 return 1

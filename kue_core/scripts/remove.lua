@@ -6,6 +6,8 @@
 -- Events   remove [type] for each.
 -- Errors   KUE_NOT_FOUND; KUE_HAS_DEPENDENTS <id> <their ids, comma separated> when jobs are
 --          blocked waiting for it and cascade is not asked (nothing is removed).
+-- Uses     lib/keys (k_job, k_dependents, k_deps), lib/pins (waiting), lib/attempts (load_job),
+--          lib/retention (delete_job)
 -- The job is removed from the sets of every state, not only its own, so a job left in two
 -- sets by an interrupted Kue client is cleaned up too. Wake-up tokens are left, as in Kue:
 -- a worker that wakes for a removed job finds nothing and waits again. Jobs that depend on it

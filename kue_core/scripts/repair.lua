@@ -88,6 +88,16 @@
 --          complete.lua and fail.lua give the dependents (unblocked, enqueue, failed...).
 --          reschedule: the due time on <p>:promote.
 -- Errors   KUE_INVALID for an unknown action or set name (nothing is written).
+-- Uses     lib/base (STATES, now_ms, score, int), lib/keys (k_job, k_tokens, k_type_state,
+--          k_leases, k_state, k_promote, k_log, k_history, k_deps, k_dependents, k_results, k_runs,
+--          k_awaited, k_worker, k_workers, k_unique_jobs, k_unique, k_tags, k_words, k_tag, k_word,
+--          k_schedule, k_schedules, k_limits, k_paused, k_groups, k_group_active, k_group,
+--          k_places, k_run_leases, k_types), lib/members (zid_id, zid, state_score),
+--          lib/type_rules (group_add, rules_read, LANE, set_rule), lib/pins (waiting, pin_list,
+--          pin_add), lib/indexes (index_add), lib/events (history, publish),
+--          lib/attempts (leave_active, count_attempt), lib/deps (unblock, load_blocked,
+--          awaited_ended), lib/runs (runs_offer), lib/moves (move_job), lib/records (reword),
+--          lib/finishing (record_failure)
 local p, n = ARGV[1], tonumber(ARGV[2])
 if not n or #ARGV ~= 2 + n * REPAIR_WIDTH then
   return redis.error_reply('KUE_INVALID repair expects ' .. REPAIR_WIDTH .. ' values per action')
@@ -326,8 +336,9 @@ local function release(id)
   end
   local key = k_job(p, id)
   redis.call('HDEL', key, 'blocked_by')
-  unblock(p, id, redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
-    'blocked_by', 'group', 'only'), now)
+  local b = load_blocked(key)
+  b.prefer = false  -- not indexed in its preferred workers' places here
+  unblock(p, id, b, now)
   return 1
 end
 

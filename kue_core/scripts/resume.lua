@@ -3,6 +3,7 @@
 -- ARGV[1]  prefix   ARGV[2] type
 -- Returns  1 when the type was paused, else 0.
 -- Events   none (not a job event; read the set of paused types).
+-- Uses     lib/keys (k_resumed), lib/type_rules (rule_of, set_rule)
 -- Clears the `paused` flag of the type's rules (see pause.lua) and wakes the slots waiting on
 -- <p>:<type>:resumed; the list lives RESUMED_SIGNAL_MS (longer than their waits).
 local p, jtype = ARGV[1], ARGV[2]

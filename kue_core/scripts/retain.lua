@@ -7,6 +7,8 @@
 -- Returns  {found, removed}: jobs newly put in the finished sets, and jobs removed.
 -- Events   remove [type] per job removed.
 -- Errors   KUE_INVALID for malformed arguments.
+-- Uses     lib/base (now_ms), lib/keys (k_state, k_finished, k_job), lib/members (zid_id),
+--          lib/retention (retire)
 local p, limit = ARGV[1], tonumber(ARGV[2])
 if not limit or limit < 1 then return redis.error_reply('KUE_INVALID retain takes a limit') end
 local now = now_ms()

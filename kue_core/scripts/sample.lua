@@ -11,6 +11,7 @@
 -- Returns  1: written; 0: another process wrote a sample since (nothing written).
 -- Events   none.
 -- Errors   KUE_INVALID for malformed arguments (nothing is written).
+-- Uses     lib/base (int)
 local p, seen, minute = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local mine = p .. ':history:'
 local function ours(key) return string.sub(key, 1, #mine) == mine end

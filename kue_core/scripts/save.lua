@@ -12,6 +12,7 @@
 -- Events   enqueue [type] for every job that starts inactive (a delayed job publishes none);
 --          a delayed job's due time (ms) on <p>:promote, for promotion timers.
 -- Errors   KUE_INVALID when a numeric value is not a number (nothing is written).
+-- Uses     lib/base (now_ms), lib/saving (save_row_ok, save_job)
 local p = ARGV[1]
 local n = tonumber(ARGV[2])
 if not n or #ARGV ~= 2 + n * SAVE_WIDTH then

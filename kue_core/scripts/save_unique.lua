@@ -10,6 +10,7 @@
 --          data, and waits again if it had finished); state: the job's state now.
 -- Events   those of save.lua for a new job; deduplicated [key] from the holder otherwise
 --          (with promotion or enqueue events when it moves).
+-- Uses     lib/base (now_ms), lib/saving (save_row_ok, unique_ok, save_unique)
 -- Fan-out holders: with `reset` = 1 in the records object (job.fan_out(..., reset_runs=True),
 --          stored nowhere), a save deduplicated (or reused) onto an active fan-out holder
 --          drops its failed runs, sets runs_failed to 0 and offers its open places again

@@ -7,6 +7,7 @@
 -- Returns  1, or 0 when the schedule does not exist (pause, resume, remove).
 -- Events   the next due time on <p>:promote, to wake the promotion timers (set, resume).
 -- Errors   KUE_INVALID for a malformed call.
+-- Uses     lib/base (now_ms, int), lib/keys (k_schedule, k_promote)
 -- The definition's rev goes up on every set, so that a firing planned on the old one is refused
 -- (tick.lua). A paused schedule keeps its definition and is out of <p>:schedules.
 local p, op, key = ARGV[1], ARGV[2], ARGV[3]

@@ -17,6 +17,8 @@
 --          'blocked' (no such set; members '01|7' of jobs seen blocked): those still blocked
 --            that wait for no job (no member of their deps zset scored 0, as lib/deps.lua counts).
 -- Events   none.
+-- Uses     lib/keys (k_log, k_history, k_deps, k_dependents, k_results, k_runs, k_job, k_awaited),
+--          lib/members (zid_id), lib/events (history)
 local p, name, s = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not s or (#ARGV - 3 - s) % 2 ~= 0 then
   return redis.error_reply('KUE_INVALID screen arguments are malformed')

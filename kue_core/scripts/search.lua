@@ -9,6 +9,8 @@
 --          the first ARGV[4] candidates (exact 0); then the ids of the page.
 -- Events   none (the scratch set it writes is gone when it returns).
 -- Errors   KUE_INVALID for malformed arguments.
+-- Uses     lib/base (STATES), lib/keys (k_word, k_type_state, k_words, k_state, k_job),
+--          lib/members (zid_id)
 -- A job matches a term when the term's word (or, for a prefix, one of up to
 -- SEARCH_PREFIX_WORDS words it begins) indexes it (<p>:words:<word>), or when its type is one
 -- of the term's types. The term with the fewest jobs gives the candidates (in a scratch set,

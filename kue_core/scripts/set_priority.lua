@@ -4,6 +4,8 @@
 -- Returns  1.
 -- Events   none (Kue publishes none).
 -- Errors   KUE_NOT_FOUND, KUE_INVALID.
+-- Uses     lib/base (now_ms, int, STATES), lib/keys (k_jobs, k_state, k_type_state, k_group),
+--          lib/members (zid, state_score), lib/pins (pin_rescore), lib/attempts (load_job)
 local p, id, priority = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not priority then return redis.error_reply('KUE_INVALID priority must be an integer') end
 local job = load_job(KEYS[1])

@@ -11,6 +11,8 @@
 --          'blocked' (only a save with dependencies blocks a job), and for 'pinned' for a job
 --          without workers of its own, and for a job outside the states of ARGV[4]. A pinned
 --          job moved to inactive stays pinned.
+-- Uses     lib/base (STATES, now_ms), lib/pins (waiting), lib/attempts (load_job),
+--          lib/moves (move_job)
 -- Moving a job to complete or failed releases, or fails, the jobs that depend on it, as
 -- complete.lua and fail.lua do.
 -- A failed job moved back to inactive or delayed gets its attempts anew (a manual retry).

@@ -7,6 +7,8 @@
 -- Events   none.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID for malformed arguments, or past MAX_TAGS tags (nothing
 --          is written).
+-- Uses     lib/base (now_ms), lib/keys (k_tracked), lib/members (zid), lib/records (json_list,
+--          job_words, index_tag, split_words, index_words)
 local p, id, what = ARGV[1], ARGV[2], ARGV[3]
 if not redis.call('HGET', KEYS[1], 'type') then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
 local now = now_ms()

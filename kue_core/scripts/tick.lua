@@ -16,6 +16,8 @@
 --          nothing is written); {'gone'} when it does not exist.
 -- Events   as save.lua for each job; the next due time on <p>:promote.
 -- Errors   KUE_INVALID for malformed values (nothing is written).
+-- Uses     lib/base (score, now_ms, int), lib/keys (k_schedule, k_schedules, k_promote),
+--          lib/saving (unique_ok, save_row_ok, save_job, save_unique)
 -- Each job's hash has `schedule` (the key) and `tick`.
 local p, key, expected, rev = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local at, n = tonumber(ARGV[5]), tonumber(ARGV[9])

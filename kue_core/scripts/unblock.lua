@@ -6,6 +6,7 @@
 -- Returns  how many of them had ended (complete, failed or removed).
 -- Events   as complete.lua and fail.lua give the dependents (unblocked, enqueue, failed...).
 -- Errors   KUE_INVALID for a malformed limit.
+-- Uses     lib/base (now_ms), lib/members (zid_id), lib/deps (awaited_ended)
 -- A job removed without our scripts counts as failed for its dependents.
 local p, limit = ARGV[1], tonumber(ARGV[2])
 if not limit or limit < 1 then return redis.error_reply('KUE_INVALID unblock takes a limit') end

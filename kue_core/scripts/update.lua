@@ -11,6 +11,9 @@
 --          when it is released, as flow.lua saves them.
 -- Events   none (re-scoring changes no state).
 -- Errors   KUE_NOT_FOUND, KUE_INVALID.
+-- Uses     lib/base (now_ms, int, STATES), lib/keys (k_jobs, k_state, k_type_state, k_group),
+--          lib/members (zid, state_score), lib/pins (pin_rescore), lib/events (keep_saved),
+--          lib/attempts (load_job), lib/records (reword)
 local p, id = ARGV[1], ARGV[2]
 local priority, ttl, delay = tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[9])
 local due_at = tonumber(ARGV[10])

@@ -14,10 +14,13 @@ from kue_core import Queue, defaults
 from kue_core.doctor import functions as doctor_functions
 from kue_core.store import calls
 from kue_core.store.lua_source import (
+    LIB_PARTS,
     LUA_CONSTANTS,
+    LUA_FIELDS,
     REPAIR_WIDTH,
     SAVE_WIDTH,
     SCRIPT_NAMES,
+    field_indexes,
     function_library,
     lib_text,
     lua_constants,
@@ -49,8 +52,72 @@ def test_header_contract(name: str) -> None:
     text = (FOLDER / f"{name}.lua").read_text("utf-8")
     header = text.split("\nlocal ", 1)[0]
     assert header.startswith(f"-- {name}:")
-    for part in ("KEYS[1]", "ARGV[1]", "Returns", "Events"):
+    for part in ("KEYS[1]", "ARGV[1]", "Returns", "Events", "Uses"):
         assert part in header, f"{name}.lua header lacks {part}"
+
+
+# -- what a script uses: its header's Uses line, and what the loader pulls ------------------
+#: A part of the Uses line: ``lib/<part> (name, name, ...)``.
+_USES_ITEM = re.compile(r"lib/(\w+) \(([^)]*)\)(?:, |$)")
+_TOP_LOCAL = re.compile(r"^local (?:function )?([A-Za-z_]\w*)", re.M)
+
+
+def _uses(header: str) -> dict[str, set[str]]:
+    """The Uses entry of a header (its line and those continuing it), as part -> names."""
+    lines = header.splitlines()
+    (start,) = [i for i, line in enumerate(lines) if line.startswith("-- Uses ")]
+    text = lines[start][len("-- Uses ") :].strip()
+    for line in lines[start + 1 :]:
+        if not re.match(r"--\s{9,}\S", line):
+            break
+        text += " " + line[2:].strip()
+    items = _USES_ITEM.findall(text)
+    assert "".join(f"lib/{p} ({n}), " for p, n in items)[:-2] == text, "malformed: " + text
+    return {part: {n.strip() for n in names.split(",")} for part, names in items}
+
+
+def _lib_parts() -> tuple[dict[str, str], dict[str, str], str]:
+    """Each helper's part (name -> part) and definition (name -> text), and the fence's read,
+    the code every script runs first."""
+    owner: dict[str, str] = {}
+    for part in LIB_PARTS:
+        text = (FOLDER / "lib" / f"{part}.lua").read_text("utf-8")
+        tail = re.search(r"^redis\.call\(", text, re.M)
+        for local in _TOP_LOCAL.findall(text[: tail.start()] if tail else text):
+            owner.setdefault(local, part)
+    lib = lib_text()
+    tail_at = re.search(r"^redis\.call\(", lib, re.M).start()  # type: ignore[union-attr]
+    starts = list(_TOP_LOCAL.finditer(lib[:tail_at]))
+    ends = [m.start() for m in starts[1:]] + [tail_at]
+    defined = {m.group(1): lib[m.start() : e] for m, e in zip(starts, ends, strict=True)}
+    return owner, defined, lib[tail_at:]
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_header_names_the_helpers_the_script_calls(name: str) -> None:
+    """The Uses line names each part of ``scripts/lib/`` whose helpers (or values) the
+    script's own text names, with those names: ``git grep`` finds the scripts a helper's
+    change touches. With the fence's read (every script runs it) they account for all the
+    loader pulls in: what they call, transitively, and nothing else."""
+    text = (FOLDER / f"{name}.lua").read_text("utf-8")
+    uses = _uses(text.split("\nlocal ", 1)[0])
+    owner, defined, fence = _lib_parts()
+    direct: dict[str, set[str]] = {}
+    for word in set(re.findall(r"[A-Za-z_]\w*", _code(text))) & set(owner):
+        direct.setdefault(owner[word], set()).add(word)
+    assert uses == direct, f"{name}.lua: Uses should be {direct}"
+    assert list(uses) == [p for p in LIB_PARTS if p in uses], "parts in LIB_PARTS's order"
+    wanted: set[str] = set()
+    todo = set().union(*uses.values()) | set(re.findall(r"[A-Za-z_]\w*", _code(fence)))
+    while todo:
+        word = todo.pop()
+        if word in defined and word not in wanted:
+            wanted.add(word)
+            todo |= set(re.findall(r"[A-Za-z_]\w*", _code(defined[word])))
+    source = script_source(name)
+    definitions = source[: re.search(r"^redis\.call\(", source, re.M).start()]  # type: ignore[union-attr]
+    pulled = set(_TOP_LOCAL.findall(definitions)) - set(_preamble_values())
+    assert pulled == wanted
 
 
 def test_scripts_are_loaded_once_per_client(queue, r) -> None:  # type: ignore[no-untyped-def]
@@ -76,7 +143,8 @@ def _preamble_values() -> dict[str, str]:
 
 def test_every_constant_a_script_uses_comes_from_the_defaults() -> None:
     preamble = _preamble_values()
-    assert set(preamble) == {*LUA_CONSTANTS, "SAVE_WIDTH", "REPAIR_WIDTH"}
+    fields = {f"{name}_{index}" for name in LUA_FIELDS for index in field_indexes(name)}
+    assert set(preamble) == {*LUA_CONSTANTS, "SAVE_WIDTH", "REPAIR_WIDTH", *fields}
     used: set[str] = set()
     defined: set[str] = set()
     for path in _lua_files():
@@ -126,6 +194,43 @@ def test_each_script_defines_the_helpers_it_uses_and_no_others() -> None:
         assert used & helpers <= defined, f"{name}.lua uses helpers it does not carry"
     assert "save_records" not in script_source("claim") and "claim" in script_source("complete")
     assert "local function k_fence" in script_source("pause")  # the fence read: every script
+
+
+@pytest.mark.parametrize("part", LIB_PARTS)
+def test_each_lib_part_names_the_parts_it_calls(part: str) -> None:
+    """A part of ``scripts/lib/`` starts with its Uses line: the other parts whose helpers (or
+    values) its code names, each one joined before it (a helper comes after those it
+    calls)."""
+    text = (FOLDER / "lib" / f"{part}.lua").read_text("utf-8")
+    lines = text.splitlines()
+    assert lines[0].startswith("-- Uses     "), f"lib/{part}.lua starts without its Uses line"
+    listed = lines[0][len("-- Uses     ") :]
+    for line in lines[1:]:
+        if not re.match(r"--\s{9,}\S", line):
+            break
+        listed += " " + line[2:].strip()
+    owner, _, _ = _lib_parts()
+    calls = {owner[w] for w in re.findall(r"[A-Za-z_]\w*", _code(text)) if w in owner} - {part}
+    before = list(LIB_PARTS)[: list(LIB_PARTS).index(part)]
+    expected = ", ".join(f"lib/{p}" for p in before if p in calls) or "no other part"
+    assert listed == expected
+    assert calls <= set(before), f"lib/{part}.lua calls parts joined after it"
+
+
+def test_the_preamble_numbers_each_field_list() -> None:
+    """Each field of a list of LUA_FIELDS has a constant: its position."""
+    preamble = _preamble_values()
+    for name, fields in LUA_FIELDS.items():
+        positions = {index: int(preamble[f"{name}_{index}"]) for index in field_indexes(name)}
+        assert sorted(positions.values()) == list(range(1, len(fields) + 1))
+    assert field_indexes("COMPLETE")["WORKER_ID"] == LUA_FIELDS["COMPLETE"].index("workerId") + 1
+
+
+@pytest.mark.parametrize("field", ["a'b", "x y", "1x", ""])
+def test_only_plain_names_become_field_lists(field: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(LUA_FIELDS, "COMPLETE", ("state", field))
+    with pytest.raises(ValueError, match="field"):
+        lua_preamble()
 
 
 @contextlib.contextmanager

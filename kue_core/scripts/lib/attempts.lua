@@ -1,3 +1,4 @@
+-- Uses     lib/base, lib/keys, lib/members, lib/type_rules, lib/indexes
 -- The fields a transition needs from a job hash, or nil when the job does not exist.
 local function load_job(key)
   local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'attempts',

@@ -1,10 +1,13 @@
+-- Uses     no other part
 -- The helpers of every kue script, in parts by topic (kue_core/scripts/lib/): the loader
 -- (kue_core/store/lua_source.py) joins them in the order of its LIB_PARTS, then takes from them
--- the helpers each script uses. A comment above a helper is the end of the part's text
--- before it, so parts carry no header: this is the only one, and LIB_PARTS says what each
--- part holds. Key names mirror kue_core/base/keys.py; tests/scripts/test_layout.py checks that
--- they agree. Constants in capitals (HISTORY_LENGTH, DURATION_BUCKETS_MS...) are not defined
--- here: they come from kue_core/defaults.py, in a preamble the loader puts ahead of these.
+-- the helpers each script uses. A part's first line, Uses, names the parts it calls (each
+-- before it in LIB_PARTS), as a script's header names the parts and helpers it calls. A
+-- comment above a helper is the end of the part's text before it, so parts carry no other
+-- header: this is the only one, and LIB_PARTS says what each part holds. Key names mirror
+-- kue_core/base/keys.py; tests/scripts/test_layout.py checks that they agree. Constants in
+-- capitals (HISTORY_LENGTH, DURATION_BUCKETS_MS...) are not defined here: they come from
+-- kue_core/defaults.py, in a preamble the loader puts ahead of these.
 
 -- Milliseconds since the epoch on the Redis server's clock: one clock for every worker.
 local function now_ms()

@@ -1,3 +1,5 @@
+-- Uses     lib/base, lib/keys, lib/members, lib/type_rules, lib/pins, lib/indexes, lib/events,
+--          lib/runs, lib/finishing, lib/limits, lib/places
 -- Put `changes` (field, value, field, value...) of a claimed job into `out` (its hash as
 -- claim_member read it; `at`: field -> index there, appended when absent); returns them as
 -- HSET arguments (all but `run`, which goes in the reply only).

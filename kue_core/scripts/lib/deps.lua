@@ -1,21 +1,32 @@
--- Move blocked job `did` (`h`: its type, priority, promote_at, delay, and group at h[7], only
--- at h[8], prefer at h[9]) to inactive (pinned, for a job with workers of its own), or to
--- delayed while its due time is ahead (a due time stays; a delay in ms counts from now).
-local function unblock(p, did, h, now)
-  local at = tonumber(h[3]) or 0
-  if at == 0 and (tonumber(h[4]) or 0) > 0 then at = now + tonumber(h[4]) end
-  local state = waiting(h[8])
+-- Uses     lib/base, lib/keys, lib/members, lib/pins, lib/indexes, lib/events, lib/attempts
+-- The fields of a blocked job (stored at `key`) that dep_done and unblock read, by name
+-- (false when absent; `type` false when the job does not exist).
+local function load_blocked(key)
+  local h = redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
+    'blocked_by', 'group', 'only', 'prefer')
+  return { type = h[1], priority = h[2], promote_at = h[3], delay = h[4], state = h[5],
+    blocked_by = h[6], group = h[7], only = h[8], prefer = h[9] }
+end
+
+-- Move blocked job `did` (`b` as load_blocked reads it) to inactive (pinned, for a job with
+-- workers of its own), or to delayed while its due time is ahead (a due time stays; a delay
+-- in ms counts from now).
+local function unblock(p, did, b, now)
+  local at = tonumber(b.promote_at) or 0
+  if at == 0 and (tonumber(b.delay) or 0) > 0 then at = now + tonumber(b.delay) end
+  local state = waiting(b.only)
   if at > now then state = 'delayed' else at = now end
-  index_remove(p, did, h[1], 'blocked')
+  index_remove(p, did, b.type, 'blocked')
   redis.call('HSET', k_job(p, did), 'state', state, 'promote_at', int(at), 'updated_at',
     int(now))
-  index_add(p, did, h[1], state, tonumber(h[2]) or 0, at, 0, now, h[7], h[9] or false)
+  index_add(p, did, b.type, state, tonumber(b.priority) or 0, at, 0, now, b.group,
+    b.prefer or false)
   history(p, did, { state = state, at = now, from = 'blocked', unblocked = true })
-  publish(p, did, h[1], 'unblocked', '')
+  publish(p, did, b.type, 'unblocked', '')
   if state == 'delayed' then
     redis.call('PUBLISH', k_promote(p), int(at))
   else
-    publish(p, did, h[1], 'enqueue', cjson.encode(h[1]))
+    publish(p, did, b.type, 'enqueue', cjson.encode(b.type))
   end
 end
 
@@ -24,13 +35,12 @@ end
 -- it waits for no other. Once per pair: a second call changes nothing but the result kept.
 local function dep_done(p, did, id, result, now)
   local key, deps = k_job(p, did), k_deps(p, did)
-  local h = redis.call('HMGET', key, 'type', 'priority', 'promote_at', 'delay', 'state',
-    'blocked_by', 'group', 'only', 'prefer')
-  if not h[1] then return end  -- removed by a Node Kue client: kue doctor's to tidy
+  local b = load_blocked(key)
+  if not b.type then return end  -- removed by a Node Kue client: kue doctor's to tidy
   if result then redis.call('HSET', k_results(p, did), id, result) end
   if redis.call('ZADD', deps, 'XX', 'CH', 1, id) == 0 then return end
-  if h[6] == tostring(id) then redis.call('HDEL', key, 'blocked_by') end
-  if h[5] == 'blocked' and redis.call('ZCOUNT', deps, 0, 0) == 0 then unblock(p, did, h, now) end
+  if b.blocked_by == tostring(id) then redis.call('HDEL', key, 'blocked_by') end
+  if b.state == 'blocked' and redis.call('ZCOUNT', deps, 0, 0) == 0 then unblock(p, did, b, now) end
 end
 
 -- Every job waiting for job `id` stops waiting for it: `id` completed with `result` (JSON).
@@ -104,7 +114,7 @@ end
 -- Job `id` (stored at `key`, flags `u` as release_unique_of gives them) just ended `state`
 -- ('complete' or 'failed') without a worker's report: the jobs that depend on it follow.
 local function deps_ended(p, id, key, u, state, now)
-  if not u[4] then return end
+  if not u.dependents then return end
   if state == 'complete' then
     deps_complete(p, id, redis.call('HGET', key, 'result') or 'null', now)
   else

@@ -1,3 +1,4 @@
+-- Uses     lib/keys, lib/type_rules
 -- Publish a Kue event: {"id":<id>,"event":"<name>","args":["<name>", ...],"type":"<type>"}
 -- (`type` is ours: Kue's listeners ignore it; it lets a stream filter by type).
 -- `extra` is the JSON text of the further arguments, comma separated ('' for none).
@@ -21,11 +22,11 @@ end
 -- that key would be a third of a waiting job's memory. Its save entry follows from its hash
 -- (state delayed when it has a delay, at its creation), and the first entry written puts it
 -- first. Node Kue's jobs read the same. kue_core/clients/queue_records.py's history() reads it alike.
--- `h`: the job's {created_at, delay}.
-local function saved_entry(h)
-  if not h[1] then return nil end
-  local state = (tonumber(h[2]) or 0) > 0 and 'delayed' or 'inactive'
-  return cjson.encode({ state = state, at = tonumber(h[1]) })
+-- `created_at` and `delay`: the job's fields (false when absent).
+local function saved_entry(created_at, delay)
+  if not created_at then return nil end
+  local state = (tonumber(delay) or 0) > 0 and 'delayed' or 'inactive'
+  return cjson.encode({ state = state, at = tonumber(created_at) })
 end
 
 -- The trail: a plain job's claim and completion write no history entry. The claim writes
@@ -61,7 +62,7 @@ local function history(p, id, entry)
   if #entries == 0 then return end
   local n = redis.call('RPUSH', key, unpack(entries))
   if n == #entries then
-    local saved = saved_entry({ h[3], h[4] })
+    local saved = saved_entry(h[3], h[4])
     if saved then n = redis.call('LPUSH', key, saved) end
   end
   if n > HISTORY_LENGTH then
@@ -73,7 +74,8 @@ end
 local function keep_saved(p, id)
   local key = k_history(p, id)
   if redis.call('EXISTS', key) == 0 then
-    local saved = saved_entry(redis.call('HMGET', k_job(p, id), 'created_at', 'delay'))
+    local h = redis.call('HMGET', k_job(p, id), 'created_at', 'delay')
+    local saved = saved_entry(h[1], h[2])
     if saved then redis.call('RPUSH', key, saved) end
   end
 end

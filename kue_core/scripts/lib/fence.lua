@@ -1,3 +1,4 @@
+-- Uses     lib/base, lib/keys, lib/type_rules
 -- Redis Cluster: while this queue's slot migrates to another node, its keys move a batch at a
 -- time, and a script that met an already-moved key half-way would stop with its first writes
 -- done. So every script first reads a key that never exists: on a migrating slot Redis

@@ -1,3 +1,5 @@
+-- Uses     lib/base, lib/keys, lib/type_rules, lib/pins, lib/indexes, lib/events, lib/attempts,
+--          lib/unique, lib/deps, lib/runs, lib/moves, lib/retention
 -- Record how a failed attempt ends, for a job already out of active. `f` holds type,
 -- priority, attempts (made, this one included), worker, message (one line), text (kept on
 -- the job), promote_at, group and only (and no_retry: true, kept in its history entry, for a
@@ -21,10 +23,10 @@ local function record_failure(p, id, f, outcome, now)
   publish(p, id, f.type, 'error', msg)
   if outcome == 'failed' then
     local u = release_unique_of(p, id)
-    local own = u[3]
+    local own = u.keep_failed
     count_outcome(p, f.type, 'failed', now, nil)
     publish(p, id, f.type, 'failed', msg)
-    if u[4] then deps_failed(p, id, now) end
+    if u.dependents then deps_failed(p, id, now) end
     if own == 'remove' then
       delete_job(p, id, f.type, 'failed')
     else
@@ -40,49 +42,54 @@ local function record_failure(p, id, f, outcome, now)
   end
 end
 
--- The fields complete_job needs of a job (stored at `key`), in its order; fan_out (15) and
--- trail (16) last.
+-- The fields complete_job needs of a job (stored at `key`), in the order of LUA_FIELDS's
+-- COMPLETE (kue_core/store/lua_source.py), read by their index constants: h[COMPLETE_FAN_OUT]
+-- (a table of named fields would cost every completion more). h[COMPLETE_TYPE] is false when
+-- the job does not exist.
 local function load_for_complete(key)
   return redis.call('HMGET', key, 'state', 'lease', 'type', 'priority', 'started_at',
     'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
     'keep_complete', 'dependents', 'group', 'fan_out', 'trail')
 end
 
--- Complete active job `id` (stored at `key`; `h` as load_for_complete gives it) with
+-- Complete active job `id` (stored at `key`; `h` as load_for_complete reads it) with
 -- `result` (JSON text): out of active, its unique key released, counted (unless `tallied`:
 -- the worker process that completed it counts it, see kue_core/features/tally.py), its dependents
 -- told, then stored complete (or removed, with removeOnComplete) and retention applied.
 -- Returns the job's duration (ms).
 local function complete_job(p, id, key, h, result, now, tallied)
-  local jtype = h[3]
-  local duration = math.max(0, now - (tonumber(h[5]) or now))
-  local attempt = next_attempt(h[8], h[9])  -- Kue counts a completion as an attempt
-  leave_active(p, id, jtype, h[14])
-  release_unique(p, id, h[10], h[11])
+  local jtype = h[COMPLETE_TYPE]
+  local duration = math.max(0, now - (tonumber(h[COMPLETE_STARTED_AT]) or now))
+  -- Kue counts a completion as an attempt
+  local attempt = next_attempt(h[COMPLETE_ATTEMPTS], h[COMPLETE_MAX_ATTEMPTS])
+  leave_active(p, id, jtype, h[COMPLETE_GROUP])
+  release_unique(p, id, h[COMPLETE_UNIQUE], h[COMPLETE_UNIQUE_MODE])
   if not tallied then
     redis.call('INCRBY', k_work_time(p), duration)
     count_outcome(p, jtype, 'complete', now, duration)
   end
   publish(p, id, jtype, 'complete', result)
-  if h[13] then deps_complete(p, id, result, now) end
-  if h[6] == 'true' then
+  if h[COMPLETE_DEPENDENTS] then deps_complete(p, id, result, now) end
+  if h[COMPLETE_REMOVE_ON_COMPLETE] == 'true' then
     delete_job(p, id, jtype, nil)
   else
     local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
       'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
     -- Its claim's trail, with no completion yet: the completion goes there too.
-    local trail = h[16] and not string.find(h[16], ',.*,') and h[16]
+    local trail = h[COMPLETE_TRAIL]
+    trail = trail and not string.find(trail, ',.*,') and trail
     if trail then
       fields[13] = 'trail'
       fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
     end
     redis.call('HSET', key, unpack(fields))
-    index_add(p, id, jtype, 'complete', tonumber(h[4]) or 0, 0, 0, now)
+    index_add(p, id, jtype, 'complete', tonumber(h[COMPLETE_PRIORITY]) or 0, 0, 0, now)
     if not trail then
-      history(p, id, { state = 'complete', at = now, worker = h[7], attempt = attempt,
-        duration = duration })
+      history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
+        attempt = attempt, duration = duration })
     end
-    retire(p, 'complete', h[12], now, RETIRE_BATCH, h[12] or tonumber(id) % RETIRE_BATCH == 0)
+    local own = h[COMPLETE_KEEP_COMPLETE]
+    retire(p, 'complete', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
   end
   return duration
 end
@@ -114,13 +121,13 @@ local function run_complete(p, id, key, token, result, now)
   publish(p, id, redis.call('HGET', key, 'type'), 'run complete', cjson.encode(w))
   local done = redis.call('HINCRBY', key, 'runs_done', 1)
   local h = load_for_complete(key)
-  if done < (tonumber(h[15]) or 0) then
+  if done < (tonumber(h[COMPLETE_FAN_OUT]) or 0) then
     runs_offer(p, id)
     return 'complete'
   end
   local only = redis.call('HGET', key, 'only')
   stop_runs(p, id, 'the job completed', now)
-  runs_close(p, id, h[3], only)
+  runs_close(p, id, h[COMPLETE_TYPE], only)
   complete_job(p, id, key, h, runs_result(p, id), now)
   return 'complete'
 end
@@ -244,10 +251,10 @@ local function cancel_job(p, id, key, job, reason, now)
   history(p, id, { state = 'failed', at = now, from = job.state, cancelled = reason })
   if job.state ~= 'failed' then count_outcome(p, job.type, 'failed', now, nil) end
   local u = release_unique_of(p, id)
-  local own = u[3]
+  local own = u.keep_failed
   publish(p, id, job.type, 'cancelled', cjson.encode(reason))
   publish(p, id, job.type, 'failed', cjson.encode(message))
-  if u[4] then deps_failed(p, id, now) end
+  if u.dependents then deps_failed(p, id, now) end
   if own ~= 'remove' then  -- the cancelled job is kept: the caller reads it back
     retire(p, 'failed', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
   end

@@ -1,3 +1,4 @@
+-- Uses     lib/base, lib/keys, lib/members, lib/type_rules, lib/pins
 -- Put a job into the sets of `state` (and wake a worker when it becomes inactive or pinned);
 -- `group`: the job's group, or nil. A pinned job's `only` is read from its hash. `prefer`:
 -- the job's field, false for none, or nil when the caller did not read it (read from the

@@ -1,3 +1,4 @@
+-- Uses     no other part
 local function k_job(p, id) return p .. ':job:' .. id end
 local function k_log(p, id) return p .. ':job:' .. id .. ':log' end
 local function k_history(p, id) return p .. ':job:' .. id .. ':history' end

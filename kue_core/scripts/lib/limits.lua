@@ -1,3 +1,4 @@
+-- Uses     lib/keys, lib/type_rules
 -- Limits (see kue_core/features/limits.py). The starts of a rate-limited type (or group) are logged in
 -- a zset (member id:lease, score = start ms), trimmed to the window at each look.
 -- How long (ms) until a start fits under `limit` ({max, per ms}) in the log `key`, or nil.

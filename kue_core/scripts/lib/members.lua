@@ -1,3 +1,4 @@
+-- Uses     no other part
 -- Kue's zset member: two-digit length of the id, '|', the id ("01|7"); keeps FIFO per score.
 local ZID_HEADS = { '01|', '02|', '03|', '04|', '05|', '06|', '07|', '08|', '09|', '10|',
   '11|', '12|', '13|', '14|', '15|', '16|', '17|', '18|', '19|', '20|' }

@@ -1,3 +1,5 @@
+-- Uses     lib/base, lib/keys, lib/members, lib/pins, lib/indexes, lib/events, lib/attempts,
+--          lib/unique, lib/deps, lib/runs
 -- Move a job (`job` as load_job gives it, stored at `key`) to `state`, which is not
 -- 'active' and not its current state ('inactive' means pinned for a job with workers of its
 -- own): indexes, hash, history, and the events of the move.

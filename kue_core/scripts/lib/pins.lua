@@ -1,3 +1,4 @@
+-- Uses     lib/keys, lib/members, lib/type_rules
 -- The worker ids of an `only` field (nil or not a list: none).
 local function pin_list(text)
   if not text then return {} end

@@ -1,3 +1,4 @@
+-- Uses     lib/base, lib/keys, lib/members, lib/pins, lib/events, lib/runs, lib/finishing
 -- The score and member of the first of zset `key`, or nil.
 local function first_of(key)
   local top = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')

@@ -1,3 +1,4 @@
+-- Uses     lib/keys, lib/members
 -- A JSON list stored by us, or {} when absent or not a list (written by another client).
 local function json_list(text)
   if not text then return {} end

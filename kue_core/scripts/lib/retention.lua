@@ -1,36 +1,39 @@
+-- Uses     lib/base, lib/keys, lib/members, lib/indexes, lib/events, lib/unique, lib/deps,
+--          lib/runs, lib/records
 -- Delete a job, its log and history, and every index entry it may have (the sets of every
 -- state, and of `state` when it is not one of Kue's; its unique key, tags, words, tracking,
 -- dependencies); publish remove. Jobs still blocked waiting for it follow their policy, as
 -- for a job failed for good.
 local function delete_job(p, id, jtype, state)
-  local h = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words', 'tags',
-    'tagwords', 'tracked', 'depends', 'dependents', 'group', 'fan_out', 'only', 'prefer')
-  release_unique(p, id, h[1], h[2])
-  if h[2] == 'reuse' and redis.call('HGET', k_unique_jobs(p), h[1]) == tostring(id) then
-    redis.call('HDEL', k_unique_jobs(p), h[1])
+  local unique, mode, words, tags, tagwords, tracked, depends, dependents, group, fan_out, only,
+    prefer = unpack(redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words', 'tags',
+      'tagwords', 'tracked', 'depends', 'dependents', 'group', 'fan_out', 'only', 'prefer'))
+  release_unique(p, id, unique, mode)
+  if mode == 'reuse' and redis.call('HGET', k_unique_jobs(p), unique) == tostring(id) then
+    redis.call('HDEL', k_unique_jobs(p), unique)
   end
-  if h[3] or h[5] then index_words(p, id, job_words(h[3], h[5]), {}) end
-  for _, tag in ipairs(json_list(h[4])) do index_tag(p, id, tag, nil) end
-  if h[6] then redis.call('ZREM', k_tracked(p), zid(id)) end
-  if h[7] then  -- it no longer waits: the jobs it depends on forget it
+  if words or tagwords then index_words(p, id, job_words(words, tagwords), {}) end
+  for _, tag in ipairs(json_list(tags)) do index_tag(p, id, tag, nil) end
+  if tracked then redis.call('ZREM', k_tracked(p), zid(id)) end
+  if depends then  -- it no longer waits: the jobs it depends on forget it
     for _, d in ipairs(redis.call('ZRANGE', k_deps(p, id), 0, -1)) do
       redis.call('SREM', k_dependents(p, d), id)
     end
     redis.call('DEL', k_deps(p, id), k_results(p, id))
   end
-  if h[8] then  -- the jobs depending on it keep its id, and the result it handed them
+  if dependents then  -- the jobs depending on it keep its id, and the result it handed them
     -- Those still waiting for it (a bulk remove) take its removal as a failure: their policy.
     deps_failed(p, id, now_ms())
     redis.call('DEL', k_dependents(p, id))
     redis.call('ZREM', k_awaited(p), zid(id))
   end
-  if h[10] then  -- a fan-out job: its runs stop, their leases and its places go
+  if fan_out then  -- a fan-out job: its runs stop, their leases and its places go
     stop_runs(p, id, 'removed', now_ms())
-    runs_close(p, id, jtype, h[11])
+    runs_close(p, id, jtype, only)
     redis.call('DEL', k_runs(p, id))
   end
   for s in pairs(STATES) do  -- only a job with workers of its own can be pinned
-    if s ~= 'pinned' or h[11] then index_remove(p, id, jtype, s, h[9], h[12]) end
+    if s ~= 'pinned' or only then index_remove(p, id, jtype, s, group, prefer) end
   end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))

@@ -1,3 +1,4 @@
+-- Uses     lib/keys, lib/members, lib/type_rules, lib/pins, lib/events
 -- Tell worker process `wid` that its attempt at job `id` under lease `token` was ended by
 -- hand (cancelled, moved): it stops the handler at once. The caller has taken the job out of
 -- active already, so that worker's reports are refused by the token whatever it does; a

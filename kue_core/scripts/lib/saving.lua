@@ -1,3 +1,5 @@
+-- Uses     lib/base, lib/keys, lib/members, lib/type_rules, lib/pins, lib/indexes, lib/events,
+--          lib/attempts, lib/runs, lib/records, lib/finishing
 -- Whether ARGV[b+1..b+SAVE_WIDTH] is a well-formed job for save_job.
 local function save_row_ok(b)
   return ARGV[b + 1] ~= '' and tonumber(ARGV[b + 3]) and tonumber(ARGV[b + 4])

@@ -1,3 +1,4 @@
+-- Uses     lib/keys
 -- The member of <p>:groups:<type> that stands for the type's jobs in no group: at its turn
 -- the claim takes the best job of the type's set, in a group or not (no group name can be
 -- it: names have no control characters).

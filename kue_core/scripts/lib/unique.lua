@@ -1,3 +1,4 @@
+-- Uses     lib/keys
 -- Unique keys (see kue_core/jobs/unique.py). A job saved with one has the hash fields `unique`
 -- (the key) and `unique_mode`. until_done and debounce keys (<p>:unique:<key>, the holder's
 -- id) are released when the job ends (complete, failed for good, cancelled, removed); throttle
@@ -16,12 +17,12 @@ local function release_unique(p, id, key, mode)
 end
 
 -- Read the job's unique key and release it (the ends that do not read the hash themselves).
--- Returns the job's {unique, unique_mode, keep_failed, dependents}.
+-- Returns the job's fields {keep_failed =, dependents =} (false when absent).
 local function release_unique_of(p, id)
   local u = redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'keep_failed',
     'dependents')
   release_unique(p, id, u[1], u[2])
-  return u
+  return { keep_failed = u[3], dependents = u[4] }
 end
 
 -- Dependencies (see kue_core/features/flows.py). A job saved with dependencies has the hash fields
