@@ -1,7 +1,6 @@
 """The transition scripts of ``scripts/``, one wrapper each: what they take and what they
-answer. :class:`kue_core.store.runner.Runner` runs them; see :mod:`kue_core.store.lua_source` for
-how each
-script is put together."""
+answer. :class:`kue_core.store.transport.Transport` runs them; see
+:mod:`kue_core.store.lua_source` for how each script is put together."""
 
 from __future__ import annotations
 
@@ -11,10 +10,10 @@ from typing import Any
 from . import calls
 from .claims import Claim, Holder, Next, claimed, completed, next_args
 from .connections import read_reply
-from .runner import Runner, pack
+from .transport import Transport, pack
 
 
-class Scripts(Runner):
+class Scripts(Transport):
     """The transition scripts, bound to one Redis client and one key prefix."""
 
     def retain(self, limit: int) -> tuple[int, int]:
