@@ -210,7 +210,11 @@ class Transport:
         """This thread's own connection, made again if the server closed it."""
         own: ThreadConnection | None = getattr(self._local, "own", None)
         if own is None:
-            own = self._local.own = ThreadConnection(self._client.connection_pool)
+            try:  # the pool connects it: nothing is sent yet
+                own = ThreadConnection(self._client.connection_pool)
+            except ConnectionError as e:
+                raise lost(e) from e
+            self._local.own = own
         conn = own.conn
         if stale(conn):
             conn.disconnect()  # type: ignore[no-untyped-call]
