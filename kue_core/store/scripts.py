@@ -9,8 +9,7 @@ from typing import Any
 
 from . import calls
 from .claims import Claim, Holder, Next, claimed, completed, next_args
-from .connections import read_reply
-from .transport import Transport, pack
+from .transport import Transport
 
 
 class Scripts(Transport):
@@ -38,34 +37,6 @@ class Scripts(Transport):
     def unblock(self, limit: int) -> int:
         """The dependencies sweep: how many awaited jobs it found ended (by Node Kue)."""
         return int(self._run("unblock", self._keys.awaited, limit))
-
-    # -- job control (see kue_core/features/control.py): each returns a state ----------------------
-    def wait_for_token(
-        self, lists: Sequence[tuple[str, bool]], timeout: float, blocked: Callable[[int], None]
-    ) -> bool:
-        """Block until one of the wake-up ``lists`` (key, whether its token is left there)
-        has a token or ``timeout`` seconds pass; a token left is put back (claims take them).
-        ``blocked(client_id)`` is called as the wait starts, so that another connection can
-        end it early with ``CLIENT UNBLOCK``. True if woken by a token."""
-        conn = self._connection()
-        seconds = max(timeout, 0.001)  # 0 would block for ever
-        if len(lists) == 1 and lists[0][1]:
-            key = lists[0][0]
-            wait = pack("BLMOVE", key, key, "RIGHT", "LEFT", seconds)
-        else:
-            wait = pack("BLPOP", *(key for key, _ in lists), seconds)
-        try:
-            self._send(conn, pack("CLIENT", "ID") + wait)
-            blocked(int(read_reply(conn)))
-            reply = read_reply(conn)
-        except BaseException:
-            conn.disconnect()  # type: ignore[no-untyped-call]
-            raise
-        if isinstance(reply, list):
-            key = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
-            if dict(lists).get(key):
-                self._client.lpush(key, reply[1])  # not ours to take
-        return reply is not None
 
     # -- worker transitions ---------------------------------------------------------------
     def claim(self, job_types: str | Sequence[str], worker_id: str, lease_ms: int) -> Claim:
