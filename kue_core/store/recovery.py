@@ -9,8 +9,10 @@ blocking transport (:mod:`kue_core.store.transport`) and the asyncio one
   or it ran, or cannot (``RAISE``: :func:`translate` makes a ``KUE_*`` reply the matching
   :mod:`kue_core.base.errors` exception).
 - A connection lost before the call was sent (nothing reached Redis) is made again and the call
-  sent again, ``TRIES`` times at most (:func:`unreachable`); one lost after it was sent is never
-  sent again: the call may have run.
+  sent again, ``TRIES`` times at most, then given up on (:func:`unreachable`: a
+  ``ConnectionFailed`` that is a ``redis.ConnectionError`` too, as plain commands that found no
+  connection raise, :func:`lost`); one lost after it was sent is never sent again: the call
+  may have run.
 - A save the queue's replicas must confirm is followed by ``WAIT`` (:func:`confirmed`).
 - Several calls in one round trip (a batch): only those that did not run are sent again
   (:func:`unsent`, :func:`batch_remedy`, :func:`merged`), never those that did.
@@ -64,8 +66,8 @@ TRIES: Final = 3
 def remedy(error: Exception, functions: bool) -> str:
     """What to do about a call whose reply is the error ``error``, when the scripts run as
     functions (``functions``) or not: ``REDIRECT``, ``LOAD_SCRIPT``, ``LOAD_FUNCTION``,
-    ``FALL_BACK`` or ``RAISE``. ("Function not found" once the scripts fall back is raised:
-    the call was not an ``FCALL``.)"""
+    ``FALL_BACK`` or ``RAISE``. (A "Function not found" once the scripts have fallen back
+    is raised: loading the function would not help.)"""
     if isinstance(error, Redirected):
         return REDIRECT
     if isinstance(error, NoScriptError):
