@@ -39,7 +39,7 @@ from .jobs.log_lines import LogLine
 from .store import calls, embedded, embedded_conn
 from .store.aio_cluster import AsyncSlotPool
 from .store.aio_events import AsyncEvents
-from .store.aio_scripts import AsyncScripts
+from .store.aio_transport import AsyncTransport
 from .store.events import wanted_events
 
 __all__ = ["AioAsyncTask", "AioTask", "AsyncEvents", "AsyncJob", "AsyncQueue"]
@@ -55,7 +55,7 @@ def _client(
     scheme = url.partition("://")[0].lower()
     if scheme == "unix":
         options.pop("socket_keepalive", None)  # a TCP option; unix sockets refuse it
-    # Calls at once are bounded by AsyncScripts (AIO_CONNECTIONS), event streams by their
+    # Calls at once are bounded by AsyncTransport (AIO_CONNECTIONS), event streams by their
     # listeners: the pool itself never refuses a connection.
     options["max_connections"] = 2**31 - 1
     try:
@@ -116,7 +116,7 @@ class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
         else:
             checks.integer(replicas, "replicas", 0)
         self.keys = Keys(self.prefix)
-        self.scripts = AsyncScripts(self.client, self.keys, replicas)
+        self.scripts = AsyncTransport(self.client, self.keys, replicas)
 
     def __repr__(self) -> str:
         return f"<AsyncQueue prefix={self.prefix!r}>"

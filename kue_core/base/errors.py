@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from datetime import timedelta
 
+import redis
+
 from ..defaults import MAX_LIMIT_MS
 
 
@@ -115,6 +117,13 @@ class HasDependents(InvalidTransition):
 
 class ConnectionFailed(KueError, ConnectionError):
     """Redis could not be reached, or the embedded Redis could not be started."""
+
+
+class Unreachable(redis.ConnectionError, ConnectionFailed):
+    """Redis could not be reached, or could not be made to run a script (its function or
+    script would not stay loaded). A ``ConnectionFailed``, and the ``redis.ConnectionError``
+    the blocking client raised before it was one, which callers (and the worker's loops) may
+    catch."""
 
 
 class NotReplicated(ConnectionFailed):

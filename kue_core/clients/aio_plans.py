@@ -12,7 +12,7 @@ from ..jobs import schedules
 
 if TYPE_CHECKING:
     from ..jobs.aio_job import AsyncJob
-    from ..store.aio_scripts import AsyncScripts
+    from ..store.aio_transport import AsyncTransport
 
 _UNSET: Any = limits._UNSET
 
@@ -21,7 +21,7 @@ class AsyncPlans:
     """Mixed into ``AsyncQueue``; see ``Queue``'s methods of the same names."""
 
     keys: Keys
-    scripts: AsyncScripts
+    scripts: AsyncTransport
 
     if TYPE_CHECKING:
 

@@ -15,14 +15,14 @@ from ..jobs import record_ops
 
 if TYPE_CHECKING:
     from ..jobs.aio_job import AsyncJob
-    from ..store.aio_scripts import AsyncScripts
+    from ..store.aio_transport import AsyncTransport
 
 
 class AsyncRecords:
     """Mixed into ``AsyncQueue``; see ``Queue``'s methods of the same names."""
 
     keys: Keys
-    scripts: AsyncScripts
+    scripts: AsyncTransport
 
     if TYPE_CHECKING:
 

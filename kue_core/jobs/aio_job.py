@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from ..base.errors import InvalidJob, JobNotFound
 from ..base.keys import Keys
 from ..store.aio_events import AsyncEvents
-from ..store.aio_scripts import AsyncScripts
+from ..store.aio_transport import AsyncTransport
 from . import ops, waiting
 from .spec import JobSpec
 
@@ -22,7 +22,7 @@ class Host(Protocol):
     @property
     def keys(self) -> Keys: ...
     @property
-    def scripts(self) -> AsyncScripts: ...
+    def scripts(self) -> AsyncTransport: ...
 
     def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> AsyncJob: ...
     def events(

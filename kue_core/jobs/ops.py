@@ -1,8 +1,9 @@
 """What a producer or a reader does, written once for both clients: each operation is a
 generator that checks its input, yields the steps it needs (script calls, plain commands:
 see :mod:`kue_core.store.calls`), is sent their replies, and returns its result. The blocking
-``Queue`` runs it with ``Scripts.drive``, ``kue_core.aio.AsyncQueue`` with ``await
-AsyncScripts.drive``: the same rules, keys, arguments and errors, whichever client runs it.
+``Queue`` runs it with ``Transport.drive``, ``kue_core.aio.AsyncQueue`` with ``await
+AsyncTransport.drive`` (:mod:`kue_core.store.transport`, :mod:`kue_core.store.aio_transport`):
+the same rules, keys, arguments and errors, whichever client runs it.
 
 An operation takes the client (``side``) for its keys and its job class only; it does no
 I/O of its own.

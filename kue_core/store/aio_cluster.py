@@ -62,7 +62,7 @@ class AsyncSlotOwner(SlotMap):
         raise self._none_serves(errors)
 
 
-class _SlotConnection(Connection):
+class _AsyncSlotConnection(Connection):
     """A connection to whichever primary serves the pool's slot now."""
 
     def __init__(self, *, slot_owner: AsyncSlotOwner, **kwargs: Any) -> None:
@@ -93,7 +93,7 @@ class _SlotConnection(Connection):
             raise redirect from None  # one error reply: the connection is still in step
 
 
-class _SlotSSLConnection(_SlotConnection, SSLConnection):
+class _AsyncSlotSSLConnection(_AsyncSlotConnection, SSLConnection):
     pass
 
 
@@ -106,7 +106,7 @@ class AsyncSlotPool(redis.asyncio.ConnectionPool):
         self.nodes = list(nodes)
         self.slot_owner = AsyncSlotOwner(nodes, key_slot(route.encode()), {**kwargs, "ssl": ssl})
         kwargs.pop("connection_class", None)
-        cls = _SlotSSLConnection if ssl else _SlotConnection
+        cls = _AsyncSlotSSLConnection if ssl else _AsyncSlotConnection
         # A redirected command did not run: send it again, to the new owner, a few times.
         retry = Retry(ExponentialBackoff(cap=1.0, base=0.05), 4, supported_errors=(Redirected,))
         super().__init__(connection_class=cls, slot_owner=self.slot_owner, retry=retry, **kwargs)

@@ -1,7 +1,8 @@
-"""A thread's own connection to Redis, as :class:`kue_core.store.runner.Runner` keeps one per
-thread: taken from the pool once and given back when the thread ends, checked before each call
-for a close by the server, and sent to and read from with the socket's timeout kept by the
-kernel, so that a call lets the interpreter's lock go only for its send and its receive."""
+"""A thread's own connection to Redis, as :class:`kue_core.store.transport.Transport` keeps
+one per thread: taken from the pool once and given back when the thread ends, checked before
+each call for a close by the server, and sent to and read from with the socket's timeout kept
+by the kernel, so that a call lets the interpreter's lock go only for its send and its
+receive."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def _kernel_timeouts(conn: AbstractConnection) -> None:
     timeout. Python keeps a timeout by a poll() before each send and each receive, and each
     lets the interpreter's lock go: with 16 slots' threads, taking it back cost a worker about
     a fifth of its CPU per job. A timeout then ends a read or a write with EAGAIN, which
-    ``Runner`` reports as the TimeoutError it was."""
+    ``Transport`` reports as the TimeoutError it was."""
     sock = getattr(conn, "_sock", None)
     if type(sock) is not socket.socket or not sys.platform.startswith("linux"):
         return
@@ -94,8 +95,9 @@ def _give_back(pool: redis.ConnectionPool, conn: Connection) -> None:
     pool.release(conn)
 
 
-class Held:
-    """A connection held by one thread; given back to the pool when the thread ends."""
+class ThreadConnection:
+    """A connection of the pool held by one thread; given back to the pool when the thread
+    ends."""
 
     def __init__(self, pool: redis.ConnectionPool) -> None:
         conn = pool.get_connection()

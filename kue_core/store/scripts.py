@@ -1,7 +1,8 @@
 """The transition scripts, one method each, kept for one release: each runs its call of
 :mod:`kue_core.store.calls` (``self.call(calls.claim(keys, ...))``, which new code writes
-itself) and gives its reply in the shape it always had. :class:`kue_core.store.runner.Runner`
-runs them; see :mod:`kue_core.store.lua_source` for how each script is put together."""
+itself) and gives its reply in the shape it always had. :class:`kue_core.store.transport.Transport`,
+which it extends, runs them; see :mod:`kue_core.store.lua_source` for how each script is put
+together."""
 
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ from typing import Any, cast
 
 from . import calls
 from .calls import Claim, Holder, Inspected, Next, Promoted, Recovered, Retained
-from .connections import read_reply
-from .runner import Runner, pack
+from .transport import Transport
 
 
-class Scripts(Runner):
+class Scripts(Transport):
     """The transition scripts, bound to one Redis client and one key prefix."""
 
     # -- a saved job --------------------------------------------------------------------------
@@ -120,31 +120,3 @@ class Scripts(Runner):
 
     def repair(self, actions: Sequence[tuple[str, str, str, str]]) -> list[int]:
         return self.call(calls.repair(self._keys, actions))
-
-    # -- not a script -------------------------------------------------------------------------
-    def wait_for_token(
-        self, lists: Sequence[tuple[str, bool]], timeout: float, blocked: Callable[[int], None]
-    ) -> bool:
-        """Block until one of the wake-up ``lists`` (key, whether its token is left there)
-        has a token or ``timeout`` seconds pass; a token left is put back (claims take them).
-        ``blocked(client_id)`` is called as the wait starts, so that another connection can
-        end it early with ``CLIENT UNBLOCK``. True if woken by a token."""
-        conn = self._connection()
-        seconds = max(timeout, 0.001)  # 0 would block for ever
-        if len(lists) == 1 and lists[0][1]:
-            key = lists[0][0]
-            wait = pack("BLMOVE", key, key, "RIGHT", "LEFT", seconds)
-        else:
-            wait = pack("BLPOP", *(key for key, _ in lists), seconds)
-        try:
-            self._send(conn, pack("CLIENT", "ID") + wait)
-            blocked(int(read_reply(conn)))
-            reply = read_reply(conn)
-        except BaseException:
-            conn.disconnect()  # type: ignore[no-untyped-call]
-            raise
-        if isinstance(reply, list):
-            key = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
-            if dict(lists).get(key):
-                self._client.lpush(key, reply[1])  # not ours to take
-        return reply is not None

@@ -14,7 +14,7 @@ import redis
 from redis.crc import key_slot
 
 from kue_core import ConnectionFailed, Queue, connection, doctor
-from kue_core.store import runner
+from kue_core.store import recovery
 from kue_core.store.cluster import SlotPool, hash_tag
 from tests.clients import blocking_queue
 from tests.clients import target as unwrapped
@@ -256,7 +256,7 @@ def test_a_migration_longer_than_the_patience_is_a_connection_error(
 ) -> None:
     """A slot that stays mid-migration does not hang a caller: after ``REDIRECT_PATIENCE`` the
     transition raises a ``ConnectionError`` naming the migration, having written nothing."""
-    monkeypatch.setattr(runner, "REDIRECT_PATIENCE", 0.5)
+    monkeypatch.setattr(recovery, "REDIRECT_PATIENCE", 0.5)
     queue = Queue(redis_url, prefix=prefix)
     slot = key_slot(prefix.encode())
     target = next(n for n in cluster.get_primaries() if _owner(cluster, prefix)[1] != n.port)

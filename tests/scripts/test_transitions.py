@@ -11,6 +11,7 @@ import redis
 
 from kue_core import InvalidJob, InvalidTransition, JobNotFound, Queue
 from kue_core.base.keys import zid
+from kue_core.store import calls
 from tests.conftest import keys_under, wait_for
 
 
@@ -103,7 +104,7 @@ def test_malformed_save_call_writes_nothing(queue: Queue, r: redis.Redis, prefix
     bad = list(good)
     bad[2] = "urgent"  # priority that is not a number
     with pytest.raises(InvalidJob):
-        queue.scripts.save([good, bad])
+        queue.scripts.call(calls.save(queue.keys, [good, bad]))
     assert keys_under(r, prefix) == set()
 
 

@@ -1,0 +1,310 @@
+"""The blocking transport: script calls (:mod:`kue_core.store.calls`) and operations
+(:mod:`kue_core.jobs.ops`) run on Redis for ``Queue`` and the worker. A script runs as a Redis
+function (``FCALL``) or, before Redis 7 or where functions are not allowed, as a script
+(``EVALSHA``); on one connection per thread, with calls of one round trip pipelined. What it does
+when a call did not run (a function or script missing, a Cluster redirect, a connection lost) is
+decided by :mod:`kue_core.store.recovery`, shared with the asyncio twin,
+:mod:`kue_core.store.aio_transport`. How each thread's connection is kept and checked is
+:mod:`kue_core.store.connections`."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
+
+import hiredis
+import redis
+from redis.connection import AbstractConnection
+from redis.exceptions import ConnectionError, ResponseError
+
+from ..base.errors import KueError
+from ..base.keys import Keys
+from ..defaults import REPLICA_TIMEOUT_MS
+from .calls import Call, Op, Read
+from .cluster import Redirected
+from .connections import ThreadConnection, read_reply, send, stale
+from .lua_source import SCRIPT_NAMES, Library, function_library, script_source
+from .recovery import (
+    FALL_BACK,
+    LOAD_SCRIPT,
+    RAISE,
+    REDIRECT,
+    TRIES,
+    Redirects,
+    batch_remedy,
+    confirmed,
+    load_failed,
+    lost,
+    merged,
+    redo,
+    remedy,
+    replies,
+    translate,
+    unreachable,
+    unrecoverable,
+)
+
+T = TypeVar("T")
+
+
+def pack(*args: Any) -> bytes:
+    """One command in Redis's protocol, packed in C (every argument is an int or a valid str:
+    validated, or ASCII JSON): most of the client-side cost of a call."""
+    packed: bytes = hiredis.pack_command(args)
+    return packed
+
+
+class Transport:
+    """Runs script calls and operations for one Redis client and one key prefix.
+
+    Calls are the hot path (one per save, claim, complete...), so each thread keeps one
+    pooled connection and talks to it directly, skipping the pool's per-command checkout:
+    this is a third of the cost of a ``save()`` on loopback.
+    """
+
+    def __init__(self, client: redis.Redis, keys: Keys, replicas: int = 0) -> None:
+        self._client = client
+        self._keys = keys
+        #: Replicas that must confirm a save before it returns (Redis ``WAIT``).
+        self.replicas = replicas
+        self._local = threading.local()
+        self._sources = {name: script_source(name) for name in SCRIPT_NAMES}
+        self._shas = {
+            name: hashlib.sha1(source.encode()).hexdigest()
+            for name, source in self._sources.items()
+        }
+        self._libraries: dict[str, Library] = {
+            name: function_library(name) for name in SCRIPT_NAMES
+        }
+        #: Whether the scripts run as Redis functions: until the server says it has none.
+        self.functions = True
+
+    # -- the shape both transports share ---------------------------------------------------
+    def call(self, c: Call[T]) -> T:
+        """Run one script call; its reply, read. With ``c.replicated``, only once the queue's
+        replicas have its writes (``WAIT``)."""
+        return c.parse(self._run(c.name, c.key, *c.args, replicated=c.replicated))
+
+    def batch(self, calls: Sequence[Call[T]]) -> list[T]:
+        """Several calls of one script (``save``), pipelined in one round trip; each one's
+        reply, read. The first error raises, once every call that could run has."""
+        if not calls:
+            return []
+        name = calls[0].name
+        results = self._pipelined(calls)
+        loads = 0
+        redirects: Redirects | None = None
+        while (todo := batch_remedy(results, loads, self.functions)) is not None:
+            # Redo the calls that did not run; the others are stored already, and are never
+            # sent twice.
+            what, first = todo
+            if what == REDIRECT:
+                redirects = redirects or Redirects()
+                time.sleep(redirects.pause(first))
+            elif what == RAISE:
+                break
+            else:
+                loads += 1
+                self._load(name, what)
+            results = merged(results, self._pipelined(redo(calls, results)))
+        return replies(calls, results)
+
+    def read(self, step: Read) -> list[Any]:
+        """Plain commands in one round trip; their replies."""
+        if not step.commands:
+            return []
+        try:
+            if len(step.commands) == 1:
+                return [self._client.execute_command(*step.commands[0])]  # type: ignore[no-untyped-call]
+            pipe = self._client.pipeline(transaction=False)
+            for command in step.commands:
+                pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+            return pipe.execute()
+        except ConnectionError as e:
+            raise lost(e) from e
+
+    def drive(self, op: Op[T]) -> T:
+        """Run an operation of several steps (see :mod:`kue_core.jobs.ops`) to its end. A
+        ``KueError`` of a step is raised inside the operation, which may answer it."""
+        reply: Any = None
+        error: KueError | None = None
+        try:
+            while True:
+                try:
+                    step = op.send(reply) if error is None else op.throw(error)
+                except StopIteration as done:
+                    return cast(T, done.value)
+                reply, error = None, None
+                try:
+                    if step.__class__ is Call:  # the common step first
+                        reply = self.call(step)
+                    elif isinstance(step, list):
+                        reply = self.batch(step)
+                    elif isinstance(step, Read):
+                        reply = self.read(step)
+                    else:
+                        reply = self.call(step)
+                except KueError as e:
+                    error = e
+        finally:
+            op.close()  # a step that raised past it: its spans and clean-ups end now
+
+    # -- a worker's wait --------------------------------------------------------------------
+    def wait_for_token(
+        self, lists: Sequence[tuple[str, bool]], timeout: float, blocked: Callable[[int], None]
+    ) -> bool:
+        """Block until one of the wake-up ``lists`` (key, whether its token is left there)
+        has a token or ``timeout`` seconds pass; a token left is put back (claims take them).
+        ``blocked(client_id)`` is called as the wait starts, so that another connection can
+        end it early with ``CLIENT UNBLOCK``. True if woken by a token."""
+        conn = self._connection()
+        seconds = max(timeout, 0.001)  # 0 would block for ever
+        if len(lists) == 1 and lists[0][1]:
+            key = lists[0][0]
+            wait = pack("BLMOVE", key, key, "RIGHT", "LEFT", seconds)
+        else:
+            wait = pack("BLPOP", *(key for key, _ in lists), seconds)
+        try:
+            self._send(conn, pack("CLIENT", "ID") + wait)
+            blocked(int(read_reply(conn)))
+            reply = read_reply(conn)
+        except BaseException:
+            conn.disconnect()  # type: ignore[no-untyped-call]
+            raise
+        if isinstance(reply, list):
+            key = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
+            if dict(lists).get(key):
+                self._client.lpush(key, reply[1])  # not ours to take
+        return reply is not None
+
+    # -- the I/O behind them ----------------------------------------------------------------
+    def _command(self, name: str) -> tuple[str, str]:
+        """How script ``name`` is called: ``FCALL`` and its function, or ``EVALSHA`` and its
+        digest."""
+        if self.functions:
+            return "FCALL", self._libraries[name].name
+        return "EVALSHA", self._shas[name]
+
+    def _load(self, name: str, what: str) -> None:
+        """Carry out the remedy ``what`` (see :mod:`kue_core.store.recovery`) for script
+        ``name``, which did not run for want of its function or script."""
+        if what == FALL_BACK:
+            # Also when another thread found out first: this call was sent as FCALL before.
+            self.functions = False
+        elif what == LOAD_SCRIPT:
+            self._client.script_load(self._sources[name])
+        else:
+            try:
+                self._client.execute_command("FUNCTION", "LOAD", self._libraries[name].code)  # type: ignore[no-untyped-call]
+            except ResponseError as e:
+                after = load_failed(e)
+                if after == FALL_BACK:
+                    self.functions = False
+                elif after == RAISE:
+                    raise
+
+    def _connection(self) -> AbstractConnection:
+        """This thread's own connection, made again if the server closed it."""
+        own: ThreadConnection | None = getattr(self._local, "own", None)
+        if own is None:
+            try:  # the pool connects it: nothing is sent yet
+                own = ThreadConnection(self._client.connection_pool)
+            except ConnectionError as e:
+                raise lost(e) from e
+            self._local.own = own
+        conn = own.conn
+        if stale(conn):
+            conn.disconnect()  # type: ignore[no-untyped-call]
+        return conn
+
+    _send = staticmethod(send)
+
+    def _run(self, name: str, key: str, *args: Any, replicated: bool = False) -> Any:
+        """Run script ``name``; with ``replicated``, return only once ``self.replicas``
+        replicas have its writes."""
+        conn = self._connection()
+        tries = 0
+        redirects: Redirects | None = None
+        while True:
+            packed = pack(*self._command(name), 1, key, self._keys.prefix, *args)
+            try:
+                self._send(conn, packed)
+            except ConnectionError as e:
+                # Nothing reached Redis (a command is run whole or not at all): safe to send
+                # again, on a new connection.
+                conn.disconnect()  # type: ignore[no-untyped-call]
+                tries += 1
+                if tries == TRIES:
+                    raise unreachable(name, e) from e
+                continue
+            except BaseException:
+                conn.disconnect()  # type: ignore[no-untyped-call]  # part of it may be sent
+                raise
+            try:
+                reply = read_reply(conn)
+                if replicated and self.replicas:
+                    # WAIT counts the replicas that have this connection's writes so far.
+                    self._send(conn, pack("WAIT", self.replicas, REPLICA_TIMEOUT_MS))
+                    confirmed(read_reply(conn), self.replicas)
+                return reply
+            except (ResponseError, Redirected) as e:  # one error reply: still in step
+                what = remedy(e, self.functions)
+                if what == RAISE:
+                    raise translate(e) from None
+                if what == REDIRECT:
+                    # It did not run: the cluster moved the slot, or is moving it. Resend (to
+                    # the new owner) for as long as a move may take.
+                    redirect = cast(Redirected, e)
+                    if redirect.elsewhere:
+                        conn.disconnect()  # type: ignore[no-untyped-call]
+                    redirects = redirects or Redirects()
+                    time.sleep(redirects.pause(redirect))
+                    continue
+                tries += 1
+                if tries == TRIES:
+                    raise unrecoverable(name) from None
+                self._load(name, what)
+            except BaseException:
+                # The reply is unknown (and may still arrive): never reuse this connection.
+                conn.disconnect()  # type: ignore[no-untyped-call]
+                raise
+
+    def _pipelined(self, calls: Sequence[Call[Any]]) -> list[Any]:
+        """Send ``calls`` in one write on this thread's connection and read each reply (an
+        error reply, or a redirect, as the exception in its place). Sent once: a redis-py
+        pipeline would send it all again after a lost connection or a redirect, and the
+        calls that had run would run twice."""
+        waits = bool(self.replicas) and any(c.replicated for c in calls)
+        packed = b"".join(
+            pack(*self._command(c.name), 1, c.key, self._keys.prefix, *c.args) for c in calls
+        )
+        if waits:
+            packed += pack("WAIT", self.replicas, REPLICA_TIMEOUT_MS)
+        conn = self._connection()
+        results: list[Any] = []
+        try:
+            if getattr(conn, "_sock", None) is None:
+                try:
+                    conn.connect()  # type: ignore[no-untyped-call]
+                except ConnectionError as e:  # nothing was sent
+                    raise unreachable(calls[0].name, e) from e
+            self._send(conn, packed)
+            for _ in range(len(calls) + waits):
+                try:
+                    results.append(read_reply(conn))
+                except (ResponseError, Redirected) as e:  # one error reply: still in step
+                    results.append(e)
+        except BaseException:
+            conn.disconnect()  # type: ignore[no-untyped-call]
+            raise
+        if any(isinstance(r, Redirected) and r.elsewhere for r in results):
+            conn.disconnect()  # type: ignore[no-untyped-call]  # to the new owner next time
+        if waits:
+            replicas = results.pop()
+            if isinstance(replicas, Exception):
+                raise replicas
+            confirmed(replicas, self.replicas)
+        return results
