@@ -145,10 +145,10 @@ class AsyncTransport:
         if not step.commands:
             return []
         try:
-            if len(step.commands) == 1:
+            if len(step.commands) == 1 and not step.atomic:
                 async with self._slots:
                     return [await self._client.execute_command(*step.commands[0])]  # type: ignore[no-untyped-call]
-            pipe = self._client.pipeline(transaction=False)
+            pipe = self._client.pipeline(transaction=step.atomic)
             for command in step.commands:
                 pipe.execute_command(*command)
             async with self._slots:

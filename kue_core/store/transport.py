@@ -117,9 +117,9 @@ class Transport:
         if not step.commands:
             return []
         try:
-            if len(step.commands) == 1:
+            if len(step.commands) == 1 and not step.atomic:
                 return [self._client.execute_command(*step.commands[0])]  # type: ignore[no-untyped-call]
-            pipe = self._client.pipeline(transaction=False)
+            pipe = self._client.pipeline(transaction=step.atomic)
             for command in step.commands:
                 pipe.execute_command(*command)  # type: ignore[no-untyped-call]
             return pipe.execute()

@@ -25,39 +25,37 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import redis
-
 from ..base.keys import Keys
+from ..store.calls import Op, read, server_now
 
 #: The states of a job whose retries are over: it is no longer followed.
 ENDED = ("complete", "failed")
 
 
 def left(
-    client: redis.Redis,
     keys: Keys,
     types: Iterable[str],
     held: Iterable[str],
     worker_id: str,
     retrying: Iterable[int],
-) -> tuple[dict[str, int], set[int]]:
+) -> Op[tuple[dict[str, int], set[int]]]:
     """The work left for a burst worker of ``types`` (paused in this process: ``held``),
     counted by kind (``inactive``, ``active``, ``due``, ``pinned``, ``retrying``: delayed
     among ``retrying``, the ids of jobs whose attempt this process failed; zero when none),
-    and those of ``retrying`` still to follow (not ended, not removed)."""
+    and those of ``retrying`` still to follow (not ended, not removed). An operation (see
+    :mod:`kue_core.jobs.ops`): two plain reads, the second one transaction."""
     types, retrying = sorted(set(types)), sorted(set(retrying))
-    seconds, micros = client.time()
-    now = seconds * 1000 + micros // 1000
-    pipe = client.pipeline(transaction=True)
-    pipe.smembers(keys.paused)
-    pipe.zcount(keys.state("delayed"), "-inf", now)  # scored by due time (a type's: priority)
+    now = yield from server_now()
+    commands: list[tuple[Any, ...]] = [
+        ("SMEMBERS", keys.paused),
+        ("ZCOUNT", keys.state("delayed"), "-inf", now),  # by due time (a type's: priority)
+    ]
     for job_type in types:
-        pipe.zcard(keys.type_state(job_type, "inactive"))
-        pipe.zcard(keys.type_state(job_type, "active"))
-        pipe.zcard(keys.places(job_type, worker_id))
-    for job_id in retrying:
-        pipe.hget(keys.job(job_id), "state")
-    replies: list[Any] = pipe.execute()
+        commands.append(("ZCARD", keys.type_state(job_type, "inactive")))
+        commands.append(("ZCARD", keys.type_state(job_type, "active")))
+        commands.append(("ZCARD", keys.places(job_type, worker_id)))
+    commands.extend(("HGET", keys.job(job_id), "state") for job_id in retrying)
+    replies: list[Any] = yield read(*commands, atomic=True)
     paused = {_text(t) for t in replies[0]} | set(held)
     found = {"inactive": 0, "active": 0, "due": int(replies[1]), "pinned": 0, "retrying": 0}
     at = 2

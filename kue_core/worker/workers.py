@@ -190,7 +190,7 @@ class Workers:
             held, retrying, running = set(state.held), dict(state.retrying), len(state.attempts)
             notes = state.notes
         keys = self.queue.keys
-        found, still = burst.left(self.queue.client, keys, types, held, self.id, retrying)
+        found, still = self.scripts.drive(burst.left(keys, types, held, self.id, retrying))
         with state.lock:  # forget the retries done with, unless noted again meanwhile
             for job_id, note in retrying.items():
                 if job_id not in still and state.retrying.get(job_id) == note:

@@ -44,13 +44,15 @@ class Call(Generic[T]):
 @dataclass(frozen=True)
 class Read:
     """Plain commands (each a tuple: name, arguments), sent in one round trip; the reply is
-    the list of their replies."""
+    the list of their replies. ``atomic``: run as one transaction (``MULTI``/``EXEC``), so
+    that what they read is one moment's (a job moving between two sets counts once)."""
 
     commands: tuple[tuple[Any, ...], ...]
+    atomic: bool = False
 
 
-def read(*commands: tuple[Any, ...]) -> Read:
-    return Read(commands)
+def read(*commands: tuple[Any, ...], atomic: bool = False) -> Read:
+    return Read(commands, atomic)
 
 
 #: One step of an operation: a script call, several calls of one script in one round trip
