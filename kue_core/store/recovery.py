@@ -12,7 +12,7 @@ blocking transport (:mod:`kue_core.store.transport`) and the asyncio one
   sent again, ``TRIES`` times at most, then given up on (:func:`unreachable`: a
   ``ConnectionFailed`` that is a ``redis.ConnectionError`` too, as plain commands that found no
   connection raise, :func:`lost`); one lost after it was sent is never sent again: the call
-  may have run.
+  may have run. A batch that finds no connection is not sent again: it raises at once.
 - A save the queue's replicas must confirm is followed by ``WAIT`` (:func:`confirmed`).
 - Several calls in one round trip (a batch): only those that did not run are sent again
   (:func:`unsent`, :func:`batch_remedy`, :func:`merged`), never those that did.
@@ -186,12 +186,12 @@ def batch_remedy(results: Sequence[Any], loads: int, functions: bool) -> tuple[s
     """What to do about a batch's ``results`` once ``loads`` loads were made for it: None when
     every call ran (or failed: :func:`replies` raises); else the remedy (see :func:`remedy`)
     and the first error of the calls to send again (:func:`unsent`), which ``RAISE`` means to
-    give up on (two loads made already, or no load helps)."""
+    give up on (``TRIES - 1`` loads made already, or no load helps)."""
     first = next((r for r in results if unsent(r)), None)
     if first is None:
         return None
     what = remedy(first, functions)
-    if what != REDIRECT and loads == 2:
+    if what != REDIRECT and loads == TRIES - 1:
         return RAISE, first
     return what, first
 

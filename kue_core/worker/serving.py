@@ -248,10 +248,10 @@ class Serving:
             failed = calls.fail(
                 keys, job_id, attempt.token, outcome.message, outcome.text, delay, nxt
             )
-            result, claimed, _ = self.scripts.call(failed)
-            log.info(
-                "job %d (%s) %s: %s", job_id, job.type, _failed(job, result, delay), outcome.message
-            )
+            ended = self.scripts.call(failed)
+            claimed = ended.next_job
+            told = _failed(job, ended.outcome, delay)
+            log.info("job %d (%s) %s: %s", job_id, job.type, told, outcome.message)
         return claimed
 
 

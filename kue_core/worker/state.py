@@ -63,11 +63,13 @@ class Bell:
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()  # a ring never lost between a look and its reset
         self._beat = True  # register at once
 
     def ring(self, beat: bool = False) -> None:
         if beat:
-            self._beat = True
+            with self._lock:
+                self._beat = True
         self._event.set()
 
     def clear(self) -> None:
@@ -81,7 +83,8 @@ class Bell:
     def beat_asked(self) -> bool:
         """The keeper's: whether a heartbeat was asked for since it last looked (and the
         request is taken)."""
-        asked, self._beat = self._beat, False
+        with self._lock:
+            asked, self._beat = self._beat, False
         return asked
 
 
@@ -180,9 +183,10 @@ class WorkerState:
         """Shut down, once, in a thread of its own, as on SIGTERM: on a stop request, or when
         another process took the id over (``why`` says which, in the log); then tell
         ``queue.stopped_remotely``. Asked again, it does nothing."""
-        if self._stop_asked:
-            return
-        self._stop_asked = True  # asked from the control listener or the keeper
+        with self.lock:  # asked from the control listener or the keeper
+            if self._stop_asked:
+                return
+            self._stop_asked = True
         log.log(level, why)
         threading.Thread(target=self._stop, args=(timeout,), name="kue-stop").start()
 

@@ -86,6 +86,10 @@ def ints(reply: Any) -> list[int]:
     return [int(i) for i in reply]
 
 
+def integer(reply: Any) -> int:
+    return int(reply)
+
+
 def pair(reply: Any) -> tuple[int, int]:
     return int(reply[0]), int(reply[1])
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base.keys import Keys
-from .call import Call, as_is, flag, ints, nothing, pair
+from .call import Call, as_is, flag, integer, ints, nothing, pair
 
 
 # -- one saved job: each gives its state (or what it says) ------------------------------------
@@ -58,13 +58,9 @@ def progress(keys: Keys, job_id: int, percent: int, data_json: str) -> Call[None
     return Call("progress", keys.job(job_id), (job_id, percent, data_json), nothing)
 
 
-def _count(reply: Any) -> int:
-    return int(reply)
-
-
 def log(keys: Keys, job_id: int, line: str) -> Call[int]:
     """Add a line to a job's log: how many lines it holds."""
-    return Call("log", keys.job(job_id), (job_id, line), _count)
+    return Call("log", keys.job(job_id), (job_id, line), integer)
 
 
 # -- the jobs of a set ------------------------------------------------------------------------

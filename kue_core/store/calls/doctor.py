@@ -16,7 +16,22 @@ from .replies import Inspected, JobFields, JobSnapshot, Screened, TypeSnapshot
 def _fields(f: Sequence[Any]) -> JobFields | None:
     if not f:
         return None
-    jtype, state, priority, promote_at, ttl, updated_at, created_at, delay, worker, stalls = f[:10]
+    (
+        jtype,
+        state,
+        priority,
+        promote_at,
+        ttl,
+        updated_at,
+        created_at,
+        delay,
+        worker,
+        stalls,
+        has_data,
+        known_type,
+        fans_out,
+    ) = f  # in inspect.lua's order
+    facts = bool(has_data), bool(known_type), bool(fans_out)
     return JobFields(
         jtype,
         state,
@@ -28,9 +43,7 @@ def _fields(f: Sequence[Any]) -> JobFields | None:
         delay,
         worker,
         stalls,
-        bool(f[10]),
-        bool(f[11]),
-        bool(f[12]),
+        *facts,
     )
 
 

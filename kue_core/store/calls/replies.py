@@ -109,7 +109,7 @@ def beat(reply: Sequence[Any]) -> list[Lease] | Holder:
     return [Lease(int(i), str(token)) for i, token in zip(it, it, strict=True)]
 
 
-class Tally(NamedTuple):
+class Completion(NamedTuple):
     """What the caller counts for a completion it tallies itself (see
     :mod:`kue_core.features.tally`): when it finished and how long it ran, in ms."""
 
@@ -124,7 +124,7 @@ class Ended(NamedTuple):
 
     outcome: str
     next_job: Claim
-    tally: Tally | None = None
+    tally: Completion | None = None
 
 
 def ended(reply: Sequence[Any]) -> Ended:
@@ -135,7 +135,7 @@ def ended(reply: Sequence[Any]) -> Ended:
 def ended_tallied(reply: Sequence[Any]) -> Ended:
     """``{next job..., at ms, duration ms, outcome}`` (``complete.lua`` when the caller
     counts; an empty time: nothing to count)."""
-    tally = None if reply[-3] == "" else Tally(int(reply[-3]), int(reply[-2]))
+    tally = None if reply[-3] == "" else Completion(int(reply[-3]), int(reply[-2]))
     return Ended(reply[-1], claimed(reply[:-3]), tally)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base.keys import Keys
-from .call import Call
+from .call import Call, flag, integer, pair
 from .replies import (
     Claim,
     Ended,
@@ -55,7 +55,7 @@ def complete(
     for the job's own), also claim the next job in the same call. With ``tallied``, the
     caller counts the completion (see :mod:`kue_core.features.tally`): the script leaves the
     counters alone and the reply's ``tally`` says what to count (None: nothing)."""
-    args = (job_id, token, result_json, "1" if tallied else "", *next_args(claim))
+    args = (job_id, token, result_json, flag(tallied), *next_args(claim))
     return Call("complete", keys.job(job_id), args, ended_tallied if tallied else ended)
 
 
@@ -102,7 +102,7 @@ def heartbeat(
 
 
 def _recovered(reply: Any) -> Recovered:
-    return Recovered(int(reply[0]), int(reply[1]))
+    return Recovered(*pair(reply))
 
 
 def recover(keys: Keys, stall_limit: int, limit: int) -> Call[Recovered]:
@@ -121,7 +121,7 @@ def promote(keys: Keys, limit: int) -> Call[Promoted]:
 
 
 def _retained(reply: Any) -> Retained:
-    return Retained(int(reply[0]), int(reply[1]))
+    return Retained(*pair(reply))
 
 
 def retain(keys: Keys, limit: int) -> Call[Retained]:
@@ -129,10 +129,6 @@ def retain(keys: Keys, limit: int) -> Call[Retained]:
     return Call("retain", keys.finished_cursor, (limit,), _retained)
 
 
-def _count(reply: Any) -> int:
-    return int(reply)
-
-
 def unblock(keys: Keys, limit: int) -> Call[int]:
     """The dependencies sweep: how many awaited jobs it found ended (by Node Kue)."""
-    return Call("unblock", keys.awaited, (limit,), _count)
+    return Call("unblock", keys.awaited, (limit,), integer)
