@@ -265,9 +265,11 @@ def test_scripts_run_with_the_defaults_values(
             job.set_state("inactive")
         assert len(queue.history(job.id)) == 7
         assert queue.history(job.id)[-1]["from"] == "failed"
-        claimed = queue.scripts.claim("t", "w", 60_000)
+        claimed = queue.scripts.call(calls.claim(queue.keys, "t", "w", 60_000))
         assert isinstance(claimed, tuple)
-        queue.scripts.complete(claimed[0], claimed[1]["lease"], "null", None)
+        queue.scripts.call(
+            calls.complete(queue.keys, claimed[0], claimed[1]["lease"], "null", None)
+        )
         buckets = {k for k in queue.client.hkeys(queue.keys.totals) if k.startswith("le:")}
         assert buckets <= {"le:1", "le:2", "le:3", "le:inf"} and buckets
 
