@@ -27,7 +27,6 @@ from kue_core.store.lua_source import (
     lua_preamble,
     script_source,
 )
-from kue_core.store.scripts import Scripts
 
 FOLDER = resources.files("kue_core") / "scripts"
 
@@ -39,12 +38,12 @@ def _lua_files() -> list[Any]:
 
 
 def test_every_lua_file_has_a_wrapper_and_back() -> None:
-    """Each script is called through a method of ``Scripts`` (the worker's transitions) or a
-    builder of ``kue_core.store.calls`` (what either client runs)."""
+    """Each script is called through its builder of ``kue_core.store.calls`` (what either
+    transport runs)."""
     files = {p.name[:-4] for p in FOLDER.iterdir() if p.name.endswith(".lua")}
     assert files == set(SCRIPT_NAMES)
     for name in SCRIPT_NAMES:
-        assert callable(getattr(Scripts, name, None) or getattr(calls, name, None)), name
+        assert callable(getattr(calls, name, None)), name
 
 
 @pytest.mark.parametrize("name", SCRIPT_NAMES)

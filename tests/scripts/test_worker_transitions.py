@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import redis
 
@@ -238,7 +239,9 @@ def test_heartbeat_renews_and_reports_lost(queue: Queue, r: redis.Redis) -> None
 
 
 def test_heartbeat_keeps_one_instance_per_worker_id(queue: Queue, r: redis.Redis) -> None:
-    beat = queue.scripts.heartbeat
+    def beat(*args: Any, **kwargs: Any) -> Any:
+        return queue.scripts.call(calls.heartbeat(queue.keys, *args, **kwargs))
+
     key = queue.keys.worker(W)
     assert beat(W, LEASE, '{"pid":1}', [], instance="i1", mode="start") == []
     first = r.hgetall(key)
