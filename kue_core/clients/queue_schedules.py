@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from ..base.keys import Keys
     from ..jobs.job import Job
-    from ..store.scripts import Scripts
+    from ..store.transport import Transport
 
 
 class ScheduleMethods:
@@ -30,7 +30,7 @@ class ScheduleMethods:
 
     client: redis.Redis
     keys: Keys
-    scripts: Scripts
+    scripts: Transport
 
     if TYPE_CHECKING:  # Queue's
 

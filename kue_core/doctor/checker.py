@@ -12,7 +12,7 @@ import redis
 from ..base.keys import Keys, zid
 
 if TYPE_CHECKING:
-    from ..store.scripts import Scripts
+    from ..store.transport import Transport
 
 
 class Checker(Protocol):
@@ -20,7 +20,7 @@ class Checker(Protocol):
 
     client: redis.Redis
     keys: Keys
-    scripts: Scripts
+    scripts: Transport
     batch: int
 
     def add(

@@ -31,7 +31,7 @@ from ..base.errors import InvalidJob, WorkerNotFound
 from ..base.keys import Keys, job_id_from_zid
 from ..base.retry import Pauses
 from ..store.calls import Op, read
-from ..store.scripts import Scripts
+from ..store.transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def reason_text(reason: object) -> str:
 class Control:
     """The control operations of one queue (see the module docstring)."""
 
-    def __init__(self, client: redis.Redis, keys: Keys, scripts: Scripts) -> None:
+    def __init__(self, client: redis.Redis, keys: Keys, scripts: Transport) -> None:
         self._client = client
         self._keys = keys
         self._scripts = scripts

@@ -39,7 +39,7 @@ from ..store.calls import Op, read, server_now
 
 if TYPE_CHECKING:
     from ..base.keys import Keys
-    from ..store.scripts import Scripts
+    from ..store.transport import Transport
 
 #: The limits a type takes: two rates, ``(max_jobs, per_ms)``, and two caps.
 NAMES = ("rate", "concurrency", "group_rate", "group_concurrency")
@@ -120,7 +120,7 @@ class LimitMethods:
     """Mixed into ``Queue``: set and read limits, and read groups (the operations below)."""
 
     keys: Keys
-    scripts: Scripts
+    scripts: Transport
 
     def limit(
         self,

@@ -12,7 +12,7 @@ from ..base.values import now_ms, parse_priority, parse_state, to_json, validate
 from ..base.values import utf8 as _utf8
 from ..store import calls
 from ..store.events import EventBus, EventStream, Receiver
-from ..store.scripts import Scripts
+from ..store.transport import Transport
 from . import log_lines, ops, record_ops, waiting
 from .spec import JobSpec
 
@@ -23,7 +23,7 @@ class Host(Protocol):
     """What a ``Job`` uses of its ``Queue``."""
 
     keys: Keys
-    scripts: Scripts
+    scripts: Transport
     events: EventBus
 
     def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> Job: ...

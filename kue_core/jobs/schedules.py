@@ -28,7 +28,7 @@ from .spec import JobSpec
 if TYPE_CHECKING:
     import redis
 
-    from ..store.scripts import Scripts
+    from ..store.transport import Transport
 
 #: The job class of one client (``Job``, ``AsyncJob``).
 _J = TypeVar("_J", bound=JobSpec)
@@ -315,7 +315,7 @@ class Timer(Side[JobSpec], Protocol):
     """What firing due schedules uses of a queue (the promotion timer's)."""
 
     client: redis.Redis
-    scripts: Scripts
+    scripts: Transport
 
 
 def fire_due(queue: Timer, now: int) -> int:

@@ -30,7 +30,7 @@ from ..base.errors import InvalidJob, WorkerIdTaken
 from ..base.keys import Keys
 from ..store import calls
 from ..store.calls import Holder
-from ..store.scripts import Scripts
+from ..store.transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def generated_worker_id() -> str:
 
 
 def register(
-    scripts: Scripts, keys: Keys, worker_id: str, instance: str, lease_ms: int, info: str
+    scripts: Transport, keys: Keys, worker_id: str, instance: str, lease_ms: int, info: str
 ) -> None:
     """Register ``instance`` under ``worker_id`` before its workers start; ``WorkerIdTaken``
     when a live process holds the id (see the module docstring)."""
@@ -106,7 +106,7 @@ def register(
     )
 
 
-def leave(scripts: Scripts, keys: Keys, worker_id: str, instance: str, lease_ms: int) -> None:
+def leave(scripts: Transport, keys: Keys, worker_id: str, instance: str, lease_ms: int) -> None:
     """Remove the registration, unless another instance holds the id now."""
     scripts.call(
         calls.heartbeat(keys, worker_id, lease_ms, "", [], instance=instance, mode="leave")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from kue_core import Queue
+from kue_core.store import calls
 from tests.browser.conftest import ARTIFACTS, Watched
 
 XSS = "<img src=x onerror=\"window.__xss = 'audit'\">"
@@ -14,7 +15,7 @@ XSS = "<img src=x onerror=\"window.__xss = 'audit'\">"
 def test_a_change_from_the_dashboard_shows_in_the_audit(ui: Watched, queue: Queue) -> None:
     failed = [queue.create_job("sync").save() for _ in range(2)]
     for job in failed:
-        queue.scripts.set_state(job.id, "failed")  # type: ignore[arg-type]
+        queue.scripts.call(calls.set_state(queue.keys, job.id, "failed"))  # type: ignore[arg-type]
     queue.add_audit({"action": "create", "method": "POST", "path": f"/api/job?{XSS}", "who": XSS})
     page = ui.goto("/jobs/failed")
     page.locator("button", has_text="Retry all").click()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import Browser, expect
 
 from kue_core import Queue
+from kue_core.store import calls
 from tests.browser.conftest import ARTIFACTS, HOST_APP, MOUNT, Server, Watched, watched
 
 XSS = "<img/src=x/onerror=window.__xss=1>"
@@ -17,7 +18,7 @@ def _failed(queue: Queue, n: int, tagged: int) -> list[int]:
     for i in range(n):
         job = queue.create_job("email", {"title": f"{XSS} {i}"})
         ids.append(job.tags("tenant-7" if i < tagged else "other").save().id)
-        queue.scripts.set_state(ids[-1], "failed")  # type: ignore[arg-type]
+        queue.scripts.call(calls.set_state(queue.keys, ids[-1], "failed"))  # type: ignore[arg-type]
     return ids
 
 
@@ -60,7 +61,7 @@ def test_a_count_changed_before_the_action_is_asked_again(ui: Watched, queue: Qu
     page.locator("#bulk-apply").click()
     dialog = page.locator("dialog#confirm")
     expect(dialog).to_contain_text("Retry 4 failed jobs tagged tenant-7?")
-    queue.scripts.set_state(late.id, "failed")  # type: ignore[arg-type]  # while it is read
+    queue.scripts.call(calls.set_state(queue.keys, late.id, "failed"))  # type: ignore[arg-type]  # while it is read
     dialog.get_by_role("button", name="Retry 4").click()
     # Nothing was done: asked again, with the count now.
     expect(dialog).to_contain_text(

@@ -8,6 +8,7 @@ from typing import Any
 from playwright.sync_api import Page, expect
 
 from kue_core import Job, Queue
+from kue_core.store import calls
 from tests.browser.conftest import ARTIFACTS, HOST_APP, MOUNT, Watched, watched
 from tests.conftest import Server, finish, server_ms, wait_for
 
@@ -246,11 +247,15 @@ def test_pause_and_resume_a_type(ui: Watched, queue: Queue) -> None:
 def test_payloads_in_job_fields_are_shown_as_text(ui: Watched, queue: Queue) -> None:
     evil = f"{XSS_SCRIPT}{XSS_IMG}"
     job = queue.create_job(f"t{evil}", {"title": f"title {evil}", "body": evil}).save()
-    claimed = queue.scripts.claim(job.type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job.type, "kue:test:1", 10_000))
     assert claimed and claimed != "paused"
     job_id, fields = claimed
     queue.get_job(job_id).log("log %s", evil)
-    queue.scripts.fail(job_id, fields["lease"], f"error {evil}", f"error {evil}\ntrace", 0, None)
+    queue.scripts.call(
+        calls.fail(
+            queue.keys, job_id, fields["lease"], f"error {evil}", f"error {evil}\ntrace", 0, None
+        )
+    )
 
     for path in ("/", "/jobs/failed", f"/job/{job_id}", "/search?q=title"):
         page = ui.goto(path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import Locator, Page, expect
 
 from kue_core import Queue
+from kue_core.store import calls
 from kue_http.dashboard.flows import SHOWN
 from tests.browser.conftest import ARTIFACTS, Watched
 
@@ -15,15 +16,24 @@ XSS = "<img src=x onerror=\"window.__xss = 'dep'\">"
 
 def _complete(queue: Queue, job_id: int) -> None:
     """Complete job ``job_id`` as a worker would (the next job of its type must be it)."""
-    claimed = queue.scripts.claim(queue.get_job(job_id).type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(
+        calls.claim(queue.keys, queue.get_job(job_id).type, "kue:test:1", 10_000)
+    )
     assert claimed and claimed != "paused" and claimed[0] == job_id, claimed
-    assert queue.scripts.complete(job_id, claimed[1]["lease"], '{"ok":true}', None)[0] == "complete"
+    ended = queue.scripts.call(
+        calls.complete(queue.keys, job_id, claimed[1]["lease"], '{"ok":true}', None)
+    )
+    assert ended.outcome == "complete"
 
 
 def _fail_for_good(queue: Queue, job_id: int) -> None:
-    claimed = queue.scripts.claim(queue.get_job(job_id).type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(
+        calls.claim(queue.keys, queue.get_job(job_id).type, "kue:test:1", 10_000)
+    )
     assert claimed and claimed != "paused" and claimed[0] == job_id, claimed
-    queue.scripts.fail(job_id, claimed[1]["lease"], "boom", "boom", -1, None)
+    queue.scripts.call(
+        calls.fail(queue.keys, job_id, claimed[1]["lease"], "boom", "boom", -1, None)
+    )
 
 
 def _item(page: Page, side: str, job_id: int | None) -> Locator:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import Browser, expect
 
 from kue_core import Queue
+from kue_core.store import calls
 from kue_http.dashboard.flows import TREE_CHILDREN
 from tests.browser.conftest import ARTIFACTS, Server, Watched, fits_phone, phone_dark
 
@@ -14,9 +15,14 @@ XSS = "<img src=x onerror=\"window.__xss = 'flow'\">"
 
 
 def _complete(queue: Queue, job_id: int) -> None:
-    claimed = queue.scripts.claim(queue.get_job(job_id).type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(
+        calls.claim(queue.keys, queue.get_job(job_id).type, "kue:test:1", 10_000)
+    )
     assert claimed and claimed != "paused" and claimed[0] == job_id, claimed
-    assert queue.scripts.complete(job_id, claimed[1]["lease"], '{"ok":true}', None)[0] == "complete"
+    ended = queue.scripts.call(
+        calls.complete(queue.keys, job_id, claimed[1]["lease"], '{"ok":true}', None)
+    )
+    assert ended.outcome == "complete"
 
 
 def _flow(queue: Queue) -> dict[str, int]:

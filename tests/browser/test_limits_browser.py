@@ -11,6 +11,7 @@ import json
 from playwright.sync_api import Page, Request, expect
 
 from kue_core import Queue
+from kue_core.store import calls
 from tests.browser.conftest import ARTIFACTS, Watched
 
 XSS = "<img src=x onerror=\"window.__xss = 'limits'\">"  # no '/': a path segment
@@ -62,7 +63,7 @@ def test_edit_limits_and_see_a_type_held_back(ui: Watched, queue: Queue) -> None
     assert limits["group_rate"] is None and limits["group_concurrency"] is None
 
     # A worker elsewhere starts one: its event refreshes the page, the type is held back.
-    assert queue.scripts.claim("email", "kue:test:1", 60_000)
+    assert queue.scripts.call(calls.claim(queue.keys, "email", "kue:test:1", 60_000))
     expect(row.locator(".held")).to_have_text("at its concurrency limit")
     expect(row.locator(".active")).to_have_text("1")
     expect(row.locator(".waiting")).to_have_text("2")
@@ -120,7 +121,8 @@ def test_the_groups_of_a_type(ui: Watched, queue: Queue) -> None:
 
     queue.create_job("email").group("zeta").save()  # saved elsewhere: the page refreshes
     expect(rows.locator(".group")).to_have_text(["acme", GROUP, "zeta"])
-    claimed = queue.scripts.claim("email", "kue:test:1", 60_000)  # a worker elsewhere
+    # a worker elsewhere
+    claimed = queue.scripts.call(calls.claim(queue.keys, "email", "kue:test:1", 60_000))
     assert isinstance(claimed, tuple)
     served = rows.filter(has=page.get_by_text(claimed[1]["group"], exact=True))
     expect(served.locator(".active")).to_have_text("1")

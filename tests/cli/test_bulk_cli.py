@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from kue_cli.cli import cli
 from kue_core import Queue
+from kue_core.store import calls
 from tests.cli.test_cli import invoke, on
 
 
@@ -22,7 +23,7 @@ def answered(text: str, *args: str) -> Result:
 def _failed(queue: Queue, n: int) -> None:
     for i in range(n):
         job = queue.create_job("email" if i % 2 else "sms").tags("vip" if i < 4 else "other")
-        queue.scripts.set_state(job.save().id, "failed")  # type: ignore[arg-type]
+        queue.scripts.call(calls.set_state(queue.keys, job.save().id, "failed"))  # type: ignore[arg-type]
 
 
 def test_count_ask_and_retry(queue: Queue, redis_url: str) -> None:
@@ -75,7 +76,9 @@ def test_a_count_changed_before_the_action_is_asked_again(queue: Queue, redis_ur
     _failed(queue, 10)
     late = queue.create_job("sms").save()
     where = on(redis_url, queue.prefix)
-    typed = _Typed("y\ny\n", lambda: queue.scripts.set_state(late.id, "failed"))
+    typed = _Typed(
+        "y\ny\n", lambda: queue.scripts.call(calls.set_state(queue.keys, late.id, "failed"))
+    )
     done = CliRunner().invoke(cli, ["bulk", "retry", "-s", "failed", *where], input=typed)
     assert done.exit_code == 0, done.output
     asked = [line for line in done.stderr.splitlines() if "?" in line]
@@ -87,7 +90,9 @@ def test_a_count_changed_before_the_action_is_asked_again(queue: Queue, redis_ur
     # Declined the second time: nothing was done at all.
     _failed(queue, 3)
     later = queue.create_job("sms").save()
-    typed = _Typed("y\nn\n", lambda: queue.scripts.set_state(later.id, "failed"))
+    typed = _Typed(
+        "y\nn\n", lambda: queue.scripts.call(calls.set_state(queue.keys, later.id, "failed"))
+    )
     declined = CliRunner().invoke(cli, ["bulk", "remove", "-s", "failed", *where], input=typed)
     assert declined.exit_code == 1 and queue.count("failed") == 4
     # A script gives the count it was told (--count): another is exit 1, and nothing done.

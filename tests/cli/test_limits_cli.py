@@ -16,6 +16,7 @@ import redis
 import kue_cli.cli as cli_module
 from kue_core import Queue
 from kue_core.base.keys import zid
+from kue_core.store import calls
 from tests.cli.test_control_cli import kue, refused
 from tests.conftest import wait_for
 
@@ -85,11 +86,13 @@ def test_limits_show_what_holds_a_type_back(queue: Queue, redis_url: str) -> Non
     queue.limit("capped", concurrency=1)
     queue.create_job("capped").save()
     queue.create_job("capped").save()
-    assert queue.scripts.claim("capped", "kue:test:1", 60_000)  # one active: at the cap
+    # one active: at the cap
+    assert queue.scripts.call(calls.claim(queue.keys, "capped", "kue:test:1", 60_000))
     queue.limit("slow", rate=(1, 3_600_000))
     queue.create_job("slow").save()
     queue.create_job("slow").save()
-    assert queue.scripts.claim("slow", "kue:test:1", 60_000)  # one start: the window is full
+    # one start: the window is full
+    assert queue.scripts.call(calls.claim(queue.keys, "slow", "kue:test:1", 60_000))
     rows = {line.split()[0]: line for line in _ok(queue, redis_url, "limits").splitlines()}
     assert rows["capped"].endswith(" concurrency")
     assert " rate (" in rows["slow"] and rows["slow"].endswith(" ms)")
@@ -140,8 +143,8 @@ def test_groups_in_their_turn(queue: Queue, redis_url: str) -> None:
         if g is not None:
             job.group(g)
         job.save()
-    queue.scripts.claim("mail", "kue:test:1", 60_000)
-    queue.scripts.claim("mail", "kue:test:1", 60_000)
+    queue.scripts.call(calls.claim(queue.keys, "mail", "kue:test:1", 60_000))
+    queue.scripts.call(calls.claim(queue.keys, "mail", "kue:test:1", 60_000))
     turns = queue.groups("mail")
     assert turns["total"] == 3 and sum(g["active"] for g in turns["groups"]) >= 1
     lines = _ok(queue, redis_url, "groups", "mail").splitlines()

@@ -7,11 +7,12 @@ import json
 from typing import Any
 
 from kue_core import Queue
+from kue_core.store import calls
 from tests.cli.test_deps_cli import kue, no_kue_env  # noqa: F401  (no_kue_env: autouse)
 
 
 def _claim(queue: Queue, worker: str) -> Any:
-    claimed = queue.scripts.claim("t", worker, 30_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, "t", worker, 30_000))
     assert isinstance(claimed, tuple), claimed
     return claimed
 
@@ -20,8 +21,13 @@ def test_runs_as_lines_and_json(queue: Queue, redis_url: str) -> None:
     jid = queue.create_job("t").fan_out(2, max_failed_runs=1).save().id
     assert jid is not None
     one, two = _claim(queue, "cache-1"), _claim(queue, "cache-2")
-    assert queue.scripts.complete(jid, one[1]["lease"], '{"flushed": 12}', None)[0] == "complete"
-    queue.scripts.fail(jid, two[1]["lease"], "no route", "no route\nat ...", 0, None)
+    ended = queue.scripts.call(
+        calls.complete(queue.keys, jid, one[1]["lease"], '{"flushed": 12}', None)
+    )
+    assert ended.outcome == "complete"
+    queue.scripts.call(
+        calls.fail(queue.keys, jid, two[1]["lease"], "no route", "no route\nat ...", 0, None)
+    )
     result = kue(queue, redis_url, "runs", str(jid))
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
@@ -70,4 +76,4 @@ def test_only_refuses_bad_usage_and_changes_nothing(queue: Queue, redis_url: str
 
 
 def _claim_none(queue: Queue, worker: str) -> bool:
-    return not isinstance(queue.scripts.claim("t", worker, 30_000), tuple)
+    return not isinstance(queue.scripts.call(calls.claim(queue.keys, "t", worker, 30_000)), tuple)

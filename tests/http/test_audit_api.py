@@ -10,6 +10,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from kue_core import InvalidJob, Queue
+from kue_core.store import calls
 from kue_http import create_app
 
 XSS = "<script>alert('audit')</script>"
@@ -26,7 +27,7 @@ def test_changes_are_recorded_newest_first(client: FlaskClient, queue: Queue) ->
     job_id = made.json["id"]  # type: ignore[index]
     failed = [queue.create_job("f").save() for _ in range(3)]
     for job in failed:
-        queue.scripts.set_state(job.id, "failed")  # type: ignore[arg-type]
+        queue.scripts.call(calls.set_state(queue.keys, job.id, "failed"))  # type: ignore[arg-type]
     assert client.post("/api/jobs/failed/retry", json={}).status_code == 200
     assert client.delete(f"/api/job/{job_id}").status_code == 200
     client.get("/api/stats")  # a read: not recorded

@@ -10,13 +10,14 @@ import redis
 from flask.testing import FlaskClient
 
 from kue_core import Queue
+from kue_core.store import calls
 from tests.conftest import wait_for
 
 
 def _failed(queue: Queue, n: int, tag: str = "tenant-7") -> None:
     for i in range(n):
         job = queue.create_job("email" if i % 2 else "sms").tags(tag if i % 3 == 0 else "other")
-        queue.scripts.set_state(job.save().id, "failed")  # type: ignore[arg-type]
+        queue.scripts.call(calls.set_state(queue.keys, job.save().id, "failed"))  # type: ignore[arg-type]
 
 
 def test_count_then_retry_what_matches(client: FlaskClient, queue: Queue) -> None:

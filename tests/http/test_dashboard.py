@@ -20,6 +20,7 @@ from markupsafe import escape
 
 from kue_core import InvalidJob, Queue
 from kue_core.base.states import STATES
+from kue_core.store import calls
 from kue_http import ConfigError, create_app
 from kue_http.app import mount
 from kue_http.dashboard import LABELS, dashboard
@@ -87,10 +88,12 @@ def page(client: FlaskClient, url: str) -> str:
 def fail(queue: Queue, job_type: str, error: str) -> int:
     """Claim the next job of ``job_type`` and fail the attempt with ``error`` (retried at once
     when attempts are left); its id."""
-    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job_type, "kue:test:1", 10_000))
     assert claimed and claimed != "paused"
     job_id, fields = claimed
-    queue.scripts.fail(job_id, fields["lease"], error.split("\n")[0], error, 0, None)
+    queue.scripts.call(
+        calls.fail(queue.keys, job_id, fields["lease"], error.split("\n")[0], error, 0, None)
+    )
     return job_id
 
 
@@ -107,7 +110,7 @@ def test_overview_counts_types_pause_and_chart(client: FlaskClient, queue: Queue
     for _ in range(2):
         queue.create_job("sms").delay(60_000).save()
     queue.create_job("video").save()
-    assert queue.scripts.claim("video", "kue:test:1", 10_000)  # active
+    assert queue.scripts.call(calls.claim(queue.keys, "video", "kue:test:1", 10_000))  # active
     queue.pause("sms")
 
     html = page(client, "/")
@@ -189,7 +192,7 @@ def test_active_list_has_no_bulk_actions(client: FlaskClient, queue: Queue) -> N
     """Running jobs can be neither removed nor retried from the list, only cancelled, one by
     one, after a question that says the running attempt is stopped."""
     job = queue.create_job("t").save()
-    queue.scripts.claim("t", "kue:test:1", 10_000)
+    queue.scripts.call(calls.claim(queue.keys, "t", "kue:test:1", 10_000))
     html = page(client, "/jobs/active")
     assert list(rows(html)) == [str(job.id)]
     assert 'class="bulk"' not in html
@@ -359,7 +362,7 @@ def test_cancel_and_edit_are_offered_where_the_state_allows(
     queue.create_job("r").save()
     running = finish(queue, "r", ok=False)  # a failed one, then a running one
     queue.create_job("r").save()
-    claimed = queue.scripts.claim("r", "kue:test:1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, "r", "kue:test:1", 10_000))
     assert claimed and claimed != "paused"
     active = claimed[0]
     queue.create_job("c").save()

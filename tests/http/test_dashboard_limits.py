@@ -15,6 +15,7 @@ from flask import Flask, url_for
 from flask.testing import FlaskClient
 
 from kue_core import Queue
+from kue_core.store import calls
 from kue_http import create_app
 from kue_http.dashboard.limits import ENDPOINT, limit_url, rate_text, wait_text
 from tests.conftest import snapshot, written_since
@@ -142,7 +143,7 @@ def test_held_back_by_concurrency(client: FlaskClient, queue: Queue) -> None:
     for _ in range(3):
         queue.create_job("email").save()
     queue.limit("email", concurrency=1)
-    assert queue.scripts.claim("email", "kue:test:1", 60_000)
+    assert queue.scripts.call(calls.claim(queue.keys, "email", "kue:test:1", 60_000))
     row = cells(page(client, "/limits"), "email")
     assert row["Held back now"] == "at its concurrency limit"
     assert row["Active"] == "1" and row["Waiting"] == "2"
@@ -152,7 +153,7 @@ def test_held_back_by_the_rate_for_a_while(client: FlaskClient, queue: Queue) ->
     queue.create_job("email").save()
     queue.create_job("email").save()
     queue.limit("email", rate=(1, 60_000))
-    assert queue.scripts.claim("email", "kue:test:1", 60_000)
+    assert queue.scripts.call(calls.claim(queue.keys, "email", "kue:test:1", 60_000))
     html = page(client, "/limits")
     row = cells(html, "email")
     assert row["Rate"] == "1 per 1 min (1 started)"
@@ -182,7 +183,7 @@ def test_held_back_while_paused_or_asked_by_the_remote_side(
 def test_not_held_back_without_waiting_jobs(client: FlaskClient, queue: Queue) -> None:
     queue.create_job("email").save()
     queue.limit("email", concurrency=1)
-    assert queue.scripts.claim("email", "kue:test:1", 60_000)
+    assert queue.scripts.call(calls.claim(queue.keys, "email", "kue:test:1", 60_000))
     assert cells(page(client, "/limits"), "email")["Held back now"] == "no"
 
 
@@ -240,7 +241,7 @@ def test_groups_in_turn_order(client: FlaskClient, queue: Queue) -> None:
     queue.create_job("email").save()  # in no group: not a row
     queue.limit("email", group_concurrency=4, group_rate=(10, 60_000))
     for _ in range(2):  # the turns move on
-        assert queue.scripts.claim("email", "kue:test:1", 60_000)
+        assert queue.scripts.call(calls.claim(queue.keys, "email", "kue:test:1", 60_000))
     listed = queue.groups("email")["groups"]
     order = [g["group"] for g in listed]
     html = page(client, "/groups/email")
@@ -258,7 +259,7 @@ def test_groups_in_turn_order(client: FlaskClient, queue: Queue) -> None:
 
 def test_a_group_with_only_running_jobs(client: FlaskClient, queue: Queue) -> None:
     _grouped(queue, "email", {"solo": 1})
-    assert queue.scripts.claim("email", "kue:test:1", 60_000)
+    assert queue.scripts.call(calls.claim(queue.keys, "email", "kue:test:1", 60_000))
     row = table(page(client, "/groups/email"), "data-group").rows["solo"]
     assert row == {"Turn": "1", "Group": "solo", "Waiting": "0", "Active": "1"}
 
@@ -291,7 +292,7 @@ def test_a_bad_type_is_refused(client: FlaskClient) -> None:
 def test_pages_write_nothing(client: FlaskClient, queue: Queue, r: redis.Redis) -> None:
     _grouped(queue, "email", {"acme": 2})
     queue.limit("email", rate=(1, 60_000), concurrency=1)
-    assert queue.scripts.claim("email", "kue:test:1", 60_000)
+    assert queue.scripts.call(calls.claim(queue.keys, "email", "kue:test:1", 60_000))
 
     before = snapshot(r, queue.prefix)
     for url in ("/limits", "/groups/email", "/groups/email?page=2"):

@@ -11,6 +11,7 @@ from typing import Any
 from flask.testing import FlaskClient
 
 from kue_core import Queue
+from kue_core.store import calls
 from tests.conftest import wait_for
 from tests.http.test_dashboard import page
 
@@ -18,7 +19,7 @@ LEASE = 10_000
 
 
 def _claim(queue: Queue, worker: str) -> tuple[int, str]:
-    claimed: Any = queue.scripts.claim("render", worker, LEASE)
+    claimed: Any = queue.scripts.call(calls.claim(queue.keys, "render", worker, LEASE))
     assert isinstance(claimed, tuple), claimed
     return claimed[0], claimed[1]["lease"]
 
@@ -36,14 +37,17 @@ def test_a_fan_out_job_shows_a_row_per_run(client: FlaskClient, queue: Queue) ->
     assert "2 at a time" in html and "1 failed run tolerated" in html
     jid, bad = _claim(queue, "w1")
     _, good = _claim(queue, "w2")
-    queue.scripts.fail(jid, bad, "<b>disk</b> full", "<b>disk</b> full\ntrace", 0, None)
+    queue.scripts.call(
+        calls.fail(queue.keys, jid, bad, "<b>disk</b> full", "<b>disk</b> full\ntrace", 0, None)
+    )
     html = page(client, f"/job/{jid}")
     assert re.search(r'class="badge run-failed">failed<', _row(html, "w1"))
     assert "&lt;b&gt;disk&lt;/b&gt; full" in _row(html, "w1") and "<b>disk" not in html
     assert re.search(r'class="badge run-running">running<', _row(html, "w2"))
     _, again = _claim(queue, "w1")  # its place opened again: w1 may try once more
     for token, result in ((good, '"<i>two</i>"'), (again, '{"n": 1}')):
-        assert queue.scripts.complete(jid, token, result, None)[0] == "complete"
+        ended = queue.scripts.call(calls.complete(queue.keys, jid, token, result, None))
+        assert ended.outcome == "complete"
     html = page(client, f"/job/{jid}")
     assert 'id="runs-done">2 of 2 complete' in html
     first = _row(html, "w1")

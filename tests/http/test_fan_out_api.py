@@ -12,6 +12,7 @@ import redis
 from flask.testing import FlaskClient
 
 from kue_core import Queue
+from kue_core.store import calls
 from tests.conftest import keys_under
 from tests.http.documented import Documented
 
@@ -20,10 +21,11 @@ LEASE = 30_000
 
 def _run(queue: Queue, worker: str, result: str) -> None:
     """``worker`` claims the type's next run and completes it with ``result`` (JSON)."""
-    job = queue.scripts.claim("render", worker, LEASE)
+    job = queue.scripts.call(calls.claim(queue.keys, "render", worker, LEASE))
     assert isinstance(job, tuple), f"{worker} found no run to take: {job}"
     job_id, fields = job
-    assert queue.scripts.complete(job_id, fields["lease"], result, None)[0] == "complete"
+    ended = queue.scripts.call(calls.complete(queue.keys, job_id, fields["lease"], result, None))
+    assert ended.outcome == "complete"
 
 
 def test_post_job_with_fan_out_runs_on_k_workers(client: FlaskClient, queue: Queue) -> None:

@@ -13,6 +13,7 @@ import redis
 from flask.testing import FlaskClient
 
 from kue_core import Queue
+from kue_core.store import calls
 from kue_http import create_app
 from tests.conftest import snapshot, written_since
 from tests.http.documented import Documented
@@ -83,7 +84,7 @@ def test_removing_every_limit_with_nulls_drops_the_type(client: FlaskClient) -> 
 def test_status_while_held_by_the_concurrency_cap(client: FlaskClient, queue: Queue) -> None:
     _save(queue, "capped", n=3)
     _put(client, "capped", {"concurrency": 1})
-    claimed = queue.scripts.claim("capped", "w1", 30_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, "capped", "w1", 30_000))
     assert claimed is not None
     status = client.get("/api/limits").json["limits"]["capped"]["status"]
     assert status == {
@@ -100,7 +101,7 @@ def test_status_while_held_by_the_concurrency_cap(client: FlaskClient, queue: Qu
 def test_status_while_held_by_the_rate(client: FlaskClient, queue: Queue) -> None:
     _save(queue, "rated", n=2)
     _put(client, "rated", {"rate": {"max": 1, "perMs": 600_000}})
-    assert queue.scripts.claim("rated", "w1", 30_000) is not None
+    assert queue.scripts.call(calls.claim(queue.keys, "rated", "w1", 30_000)) is not None
     status = client.get("/api/limits/rated").json["status"]
     assert status["held"] == "rate" and status["startedInWindow"] == 1
     assert 0 < status["waitMs"] <= 600_000
@@ -130,7 +131,9 @@ def test_groups_are_listed_in_their_turn_and_paginated(client: FlaskClient, queu
         ],
     }
     assert res.json == queue.groups("report")
-    started = [queue.scripts.claim("report", "w1", 30_000) for _ in range(3)]
+    started = [
+        queue.scripts.call(calls.claim(queue.keys, "report", "w1", 30_000)) for _ in range(3)
+    ]
     grouped = [claim[1].get("group") for claim in started if claim]  # type: ignore[index]
     assert len(grouped) == 3
     listed = client.get("/api/groups/report").json
@@ -295,7 +298,8 @@ def test_answers_match_the_openapi_document(client: FlaskClient, queue: Queue) -
     check("put", "/api/limits/t", one, 400, json={"concurrency": 0})
     created = check("post", "/api/job", "/job", json={"type": "t", "options": {"group": "g"}})
     _save(queue, "t", "h", 2)
-    assert queue.scripts.claim("t", "w1", 30_000) is not None  # held by the cap now
+    # held by the cap now
+    assert queue.scripts.call(calls.claim(queue.keys, "t", "w1", 30_000)) is not None
     entry = check("get", "/api/limits/t", one)
     assert entry["status"]["held"] == "concurrency"
     check("get", "/api/limits", "/limits")

@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from kue_core import Queue
+from kue_core.store import calls
 from kue_http.metrics import HELD_REASONS
 
 
@@ -31,7 +32,7 @@ def test_jobs_held_back_by_each_reason(client: FlaskClient, queue: Queue, r: red
     queue.limit("rated", rate=(1, 60_000))
     queue.limit("idle", concurrency=2)  # no job waiting: held back by nothing
     for job_type in ("capped", "rated"):
-        assert queue.scripts.claim(job_type, "kue:test:1", 60_000)
+        assert queue.scripts.call(calls.claim(queue.keys, job_type, "kue:test:1", 60_000))
     queue.pause("paused")
     seconds, _ = r.time()
     r.hset(queue.keys.limits, "remote", json.dumps({"until": (int(seconds) + 60) * 1000}))
@@ -49,7 +50,7 @@ def test_held_back_ends_with_the_limit(client: FlaskClient, queue: Queue) -> Non
     queue.create_job("capped").save()
     queue.create_job("capped").save()
     queue.limit("capped", concurrency=1)
-    assert queue.scripts.claim("capped", "kue:test:1", 60_000)
+    assert queue.scripts.call(calls.claim(queue.keys, "capped", "kue:test:1", 60_000))
     assert _samples(client, "kue_jobs_held_back")[("concurrency", "capped")] == 1
     queue.limit("capped", concurrency=2)
     assert _samples(client, "kue_jobs_held_back")[("concurrency", "capped")] == 0

@@ -13,6 +13,7 @@ import redis
 from flask.testing import FlaskClient
 
 from kue_core import Queue
+from kue_core.store import calls
 from kue_http import create_app
 from tests.conftest import finish, snapshot, wait_for, written_since
 
@@ -81,7 +82,7 @@ def test_pause_and_resume(client: FlaskClient, queue: Queue) -> None:
     assert client.put("/api/paused/email").json["changed"] is False  # type: ignore[index]
     assert client.get("/api/paused").json == ["email"] == queue.paused()
     queue.create_job("email").save()
-    assert queue.scripts.claim("email", "w", 1000) == "paused"
+    assert queue.scripts.call(calls.claim(queue.keys, "email", "w", 1000)) == "paused"
     assert client.delete("/api/paused/email").json == {"message": "resumed email", "changed": True}
     assert queue.paused() == []
 

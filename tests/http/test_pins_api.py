@@ -12,6 +12,7 @@ import redis
 from flask.testing import FlaskClient
 
 from kue_core import Queue
+from kue_core.store import calls
 from kue_core.store.calls import PINS
 from tests.conftest import keys_under
 from tests.http.documented import Documented
@@ -27,7 +28,9 @@ def test_post_job_with_only_saves_a_pinned_job(client: FlaskClient, queue: Queue
     assert [j["id"] for j in listed] == [res.json["id"]]
     plain = client.post("/api/job", json={"type": "render"}).json
     assert "only" not in client.get(f"/api/job/{plain['id']}").json
-    assert queue.scripts.claim("render", "gpu-1", 30_000)[0] == res.json["id"]
+    assert (
+        queue.scripts.call(calls.claim(queue.keys, "render", "gpu-1", 30_000))[0] == res.json["id"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -74,11 +77,11 @@ def test_put_only_changes_who_may_run_a_job(client: FlaskClient, queue: Queue) -
     assert res.status_code == 200, res.json
     assert res.json["message"] == f"job {jid} runs on gpu-1, gpu-2"
     assert res.json["job"]["state"] == "pinned" and res.json["job"]["only"] == ["gpu-1", "gpu-2"]
-    assert queue.scripts.claim("render", "cpu-1", 30_000) in (None, PINS)
+    assert queue.scripts.call(calls.claim(queue.keys, "render", "cpu-1", 30_000)) in (None, PINS)
     res = client.put(f"/api/job/{jid}/only", json={"workers": None})
     assert res.json["message"] == f"job {jid} runs on any worker"
     assert res.json["job"]["state"] == "inactive" and "only" not in res.json["job"]
-    assert queue.scripts.claim("render", "cpu-1", 30_000)[0] == jid  # type: ignore[index]
+    assert queue.scripts.call(calls.claim(queue.keys, "render", "cpu-1", 30_000))[0] == jid  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -109,8 +112,8 @@ def test_post_job_with_prefer(client: FlaskClient, queue: Queue) -> None:
     jid = client.post("/api/job", json=body).json["id"]
     job = client.get(f"/api/job/{jid}").json
     assert job["prefer"] == ["gpu-1"] and job["state"] == "inactive"
-    assert queue.scripts.claim("render", "gpu-1", 30_000)[0] == jid  # type: ignore[index]
-    assert queue.scripts.claim("render", "cpu-1", 30_000)[0] == old  # type: ignore[index]
+    assert queue.scripts.call(calls.claim(queue.keys, "render", "gpu-1", 30_000))[0] == jid  # type: ignore[index]
+    assert queue.scripts.call(calls.claim(queue.keys, "render", "cpu-1", 30_000))[0] == old  # type: ignore[index]
     both = {"type": "render", "options": {"prefer": ["a"], "only": ["b"]}}
     assert client.post("/api/job", json=both).status_code == 400
 

@@ -29,7 +29,7 @@ def _failed(queue: Queue, n: int) -> list[int]:
         job = queue.create_job("email" if i % 2 else "sms", {"title": f"invoice t{i % 3}"})
         ids.append(job.tags(f"tenant-{i % 3}").save().id)
     for jid in ids:
-        queue.scripts.set_state(jid, "failed")
+        queue.scripts.call(calls.set_state(queue.keys, jid, "failed"))
     return ids
 
 
@@ -97,7 +97,9 @@ def test_an_action_acts_on_the_count_confirmed(client: Any, queue: Queue, r: red
     # never more than the count confirmed.
     late = queue.create_job("email").save()
     op = bulk.run(queue.keys, "retry", {"state": "failed"}, None, "", 20)
-    done = queue.scripts.drive(_meanwhile(op, lambda: queue.scripts.set_state(late.id, "failed")))
+    done = queue.scripts.drive(
+        _meanwhile(op, lambda: queue.scripts.call(calls.set_state(queue.keys, late.id, "failed")))
+    )
     assert (done["matched"], done["done"], done["state"]) == (20, 20, "done")
     assert queue.count("failed") == 1 and queue.count("inactive") == 30
     assert len(ids) == 30
@@ -128,7 +130,7 @@ def test_a_rare_tag_is_walked_instead_of_its_state(queue: Queue) -> None:
     many = 4 * defaults.BULK_BATCH
     queue.save_many([queue.create_job("email") for _ in range(many)])
     rare = [queue.create_job("email").tags("rare").save().id for _ in range(3)]
-    queue.scripts.set_state(rare[0], "failed")  # tagged, not in the state
+    queue.scripts.call(calls.set_state(queue.keys, rare[0], "failed"))  # tagged, not in the state
     f = {"state": "inactive", "tag": "rare"}
     steps: list[Any] = []
     assert queue.scripts.drive(_recorded(bulk.count(queue.keys, f), steps)) == 2

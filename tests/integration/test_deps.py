@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from kue_core import HasDependents, InvalidJob, InvalidTransition, Job, Queue
+from kue_core.store import calls
 from tests.conftest import finish, keys_under, wait_for
 
 
@@ -22,17 +23,21 @@ def _state(queue: Queue, job: Job | int) -> str:
 def _complete(queue: Queue, job_id: int, result: str = '{"ok":true}') -> None:
     """Complete job ``job_id`` as a worker would: claim jobs of its type until it is ours."""
     job_type = queue.get_job(job_id).type
-    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job_type, "kue:test:1", 10_000))
     assert claimed and claimed != "paused" and claimed[0] == job_id, claimed
-    outcome, _ = queue.scripts.complete(job_id, claimed[1]["lease"], result, None)
+    outcome = queue.scripts.call(
+        calls.complete(queue.keys, job_id, claimed[1]["lease"], result, None)
+    ).outcome
     assert outcome == "complete"
 
 
 def _fail_for_good(queue: Queue, job_id: int) -> None:
     job_type = queue.get_job(job_id).type
-    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job_type, "kue:test:1", 10_000))
     assert claimed and claimed != "paused" and claimed[0] == job_id, claimed
-    outcome, _ = queue.scripts.fail(job_id, claimed[1]["lease"], "boom", "boom", -1, None)
+    outcome = queue.scripts.call(
+        calls.fail(queue.keys, job_id, claimed[1]["lease"], "boom", "boom", -1, None)
+    ).outcome
     assert outcome == "failed"
 
 
@@ -48,7 +53,8 @@ def test_a_job_waits_blocked_until_its_last_dependency_completes(queue: Queue) -
         {"id": b.id, "state": "inactive", "done": False},
     ]
     assert a.dependents() == [{"id": c.id, "state": "blocked"}]
-    assert queue.scripts.claim("c", "kue:test:1", 10_000) is None  # not claimable
+    # not claimable
+    assert queue.scripts.call(calls.claim(queue.keys, "c", "kue:test:1", 10_000)) is None
     _complete(queue, a.id, '{"from":"a"}')  # type: ignore[arg-type]
     assert _state(queue, c) == "blocked"
     _complete(queue, b.id, "7")  # type: ignore[arg-type]
@@ -362,8 +368,9 @@ def test_a_fan_in_of_10000_children_releases_the_parent_once(queue: Queue) -> No
     assert loaded.state == "inactive"
     assert [e["state"] for e in loaded.history()] == ["blocked", "inactive"]
     assert len(loaded.children_results()) == 10_000
-    assert queue.scripts.claim("sum", "kue:test:1", 10_000) not in (None, "paused")
-    assert queue.scripts.claim("sum", "kue:test:1", 10_000) is None  # once
+    claimed = queue.scripts.call(calls.claim(queue.keys, "sum", "kue:test:1", 10_000))
+    assert claimed not in (None, "paused")
+    assert queue.scripts.call(calls.claim(queue.keys, "sum", "kue:test:1", 10_000)) is None  # once
 
 
 def test_the_sweep_releases_dependents_of_jobs_ended_without_our_scripts(
@@ -385,10 +392,10 @@ def test_the_sweep_releases_dependents_of_jobs_ended_without_our_scripts(
         r.zadd(k.type_state(job.type, state), {member: 0})
         r.hset(k.job(job.id), mapping={"state": state, "result": '"node"'})  # type: ignore[arg-type]
     assert _state(queue, da) == "blocked"
-    assert queue.scripts.unblock(100) == 2
+    assert queue.scripts.call(calls.unblock(queue.keys, 100)) == 2
     assert _state(queue, da) == "inactive" and _state(queue, db) == "failed"
     assert da.children_results() == {a.id: "node"}
-    assert r.zcard(k.awaited) == 0 and queue.scripts.unblock(100) == 0
+    assert r.zcard(k.awaited) == 0 and queue.scripts.call(calls.unblock(queue.keys, 100)) == 0
 
 
 def test_a_worker_process_sweeps_every_second(queue: Queue, r: redis.Redis) -> None:
@@ -412,7 +419,9 @@ def test_a_failed_dependency_retried_by_hand_is_awaited_again(queue: Queue, r: r
     queue.get_job(a.id).set_state("inactive")  # type: ignore[arg-type]
     assert r.zcard(queue.keys.awaited) == 1
     r.hset(queue.keys.job(a.id), "state", "complete")  # type: ignore[arg-type]  # as Node Kue
-    assert queue.scripts.unblock(100) == 1 and _state(queue, b) == "inactive"
+    assert (
+        queue.scripts.call(calls.unblock(queue.keys, 100)) == 1 and _state(queue, b) == "inactive"
+    )
 
 
 def test_a_bulk_remove_is_a_failure_for_the_jobs_waiting(queue: Queue) -> None:

@@ -16,6 +16,7 @@ import redis
 from kue_core import Job, Queue, doctor
 from kue_core.base.keys import Keys, zid
 from kue_core.doctor import Finding, Report
+from kue_core.store import calls
 from tests.conftest import keys_under, wait_for
 
 HOUR = 3_600_000
@@ -152,9 +153,11 @@ def test_a_queue_in_every_state_is_healthy(queue: Queue, r: redis.Redis, k: Keys
     done = queue.create_job("email").attempts(3).save()
     a.log("line")
     a.progress(1, 2)
-    claimed = queue.scripts.claim("video", "w1", 30_000)  # active under a lease
+    # active under a lease
+    claimed = queue.scripts.call(calls.claim(queue.keys, "video", "w1", 30_000))
     assert claimed and claimed != "paused" and claimed[0] == c.id
-    queue.scripts.heartbeat("w1", 30_000, "{}", [(c.id, claimed[1]["lease"])])  # type: ignore[list-item]
+    held = [(c.id, claimed[1]["lease"])]  # type: ignore[list-item]
+    queue.scripts.call(calls.heartbeat(queue.keys, "w1", 30_000, "{}", held))
     done.set_state("complete")
     queue.create_job("email").save().remove()
     queue.pause("video")
@@ -337,7 +340,7 @@ def test_a_kue_worker_that_died_between_pop_and_start(
 
 def test_an_expired_lease_is_requeued_and_runs(queue: Queue, r: redis.Redis, k: Keys) -> None:
     job = queue.create_job("email").save()
-    claimed = queue.scripts.claim("email", "dead-worker", 60_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, "email", "dead-worker", 60_000))
     assert claimed and claimed != "paused"
     r.zadd(k.leases, {zid(job.id): now_ms(r) - 5_000})  # type: ignore[arg-type]
     report = check(queue, r)
@@ -355,7 +358,7 @@ def test_an_expired_lease_is_requeued_and_runs(queue: Queue, r: redis.Redis, k: 
 
 def test_a_job_stalled_past_the_limit_fails(queue: Queue, r: redis.Redis, k: Keys) -> None:
     job = queue.create_job("email").save()
-    queue.scripts.claim("email", "dead-worker", 60_000)
+    queue.scripts.call(calls.claim(queue.keys, "email", "dead-worker", 60_000))
     r.hset(k.job(job.id), "stalls", 1)  # type: ignore[arg-type]
     r.zadd(k.leases, {zid(job.id): 1})  # type: ignore[arg-type]
     report = check(queue, r)
@@ -459,7 +462,7 @@ def test_leases_logs_workers_and_the_id_counter(queue: Queue, r: redis.Redis, k:
     r.zadd(k.leases, {zid(job.id): now_ms(r) + 60_000})  # type: ignore[arg-type]
     r.rpush(k.log(40), "a line of a removed job")
     r.rpush(k.history(41), "{}")
-    queue.scripts.heartbeat("alive:2:def", 30_000, "{}", [])
+    queue.scripts.call(calls.heartbeat(queue.keys, "alive:2:def", 30_000, "{}", []))
     r.zadd(k.workers, {"gone:1:abc": now_ms(r) - HOUR})
     r.set(k.ids, 0)
     report = check(queue, r)
@@ -523,7 +526,7 @@ def test_a_repair_leaves_jobs_that_moved_since_the_check(
 ) -> None:
     now = now_ms(r)
     stuck = queue.create_job("email").save()
-    claimed = queue.scripts.claim("email", "w", 60_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, "email", "w", 60_000))
     assert claimed and claimed != "paused"
     r.zadd(k.leases, {zid(stuck.id): now - 1})  # type: ignore[arg-type]
     extra = queue.create_job("video").save()
@@ -541,7 +544,8 @@ def test_a_repair_leaves_jobs_that_moved_since_the_check(
     }
     # Then, before the repair: the worker renews its lease, the job becomes complete, Kue's
     # save writes the state, and job 11 is created, failed.
-    queue.scripts.heartbeat("w", 60_000, "{}", [(stuck.id, claimed[1]["lease"])])  # type: ignore[list-item]
+    held = [(stuck.id, claimed[1]["lease"])]  # type: ignore[list-item]
+    queue.scripts.call(calls.heartbeat(queue.keys, "w", 60_000, "{}", held))
     extra.set_state("complete")
     kue_state(r, k, 10, None, "inactive")
     kue_job(r, k, 11, "email", "failed")

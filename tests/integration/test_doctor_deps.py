@@ -8,6 +8,7 @@ import redis
 
 from kue_core import Job, Queue, doctor
 from kue_core.base.keys import zid
+from kue_core.store import calls
 from tests.conftest import finish
 from tests.integration.test_doctor import check, found, repaired
 
@@ -20,9 +21,9 @@ def _state(queue: Queue, job: Job | int) -> str | None:
 def _complete(queue: Queue, job_id: int, result: str = '{"ok":true}') -> None:
     """Complete job ``job_id`` as a worker would: claim jobs of its type until it is ours."""
     job_type = queue.get_job(job_id).type
-    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job_type, "kue:test:1", 10_000))
     assert claimed and claimed != "paused" and claimed[0] == job_id, claimed
-    queue.scripts.complete(job_id, claimed[1]["lease"], result, None)
+    queue.scripts.call(calls.complete(queue.keys, job_id, claimed[1]["lease"], result, None))
 
 
 def _node_kue_removes(r: redis.Redis, queue: Queue, job: Job) -> None:

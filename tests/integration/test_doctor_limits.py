@@ -13,6 +13,7 @@ import redis
 from kue_core import Queue, defaults, doctor
 from kue_core.base.keys import Keys, zid
 from kue_core.features.limits import LANE
+from kue_core.store import calls
 from kue_core.store.calls import PAUSED
 from tests.integration.test_doctor import check, found, repaired
 
@@ -21,7 +22,7 @@ T = "mail"
 
 def _claim(queue: Queue, job_type: str = T) -> tuple[int, str]:
     """Claim the next job of the type as worker ``kue:test:1``: its id and lease token."""
-    claimed = queue.scripts.claim(job_type, "kue:test:1", 60_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job_type, "kue:test:1", 60_000))
     assert isinstance(claimed, tuple), claimed
     job_id, fields = claimed
     return int(job_id), str(fields["lease"])
@@ -47,7 +48,7 @@ def grouped(queue: Queue) -> dict[str, list[int]]:
     queue.create_job("other").save()
     queue.pause("other")
     (first, lease), (second, _) = _claim(queue), _claim(queue)
-    queue.scripts.complete(first, lease, "{}", None)
+    queue.scripts.call(calls.complete(queue.keys, first, lease, "{}", None))
     made["done"], made["active"] = [first], [second]
     # The wake-ups and the rate log expire on their own (in a second): gone or lasting here,
     # so that the snapshots taken around a check compare.
@@ -181,7 +182,8 @@ def test_rules_that_are_no_json_object_are_removed(
 ) -> None:
     r.hset(k.limits, mapping={T: "{nope", "other": "[1, 2]", "loose": "7"})
     with pytest.raises(redis.ResponseError):
-        queue.scripts.claim(T, "kue:test:1", 60_000)  # every claim of the type fails
+        # every claim of the type fails
+        queue.scripts.call(calls.claim(queue.keys, T, "kue:test:1", 60_000))
     report = check(queue, r)
     assert found(report) == {("bad-limits", k.limits, None)}
     assert sorted(f.action[1] for f in report.findings if f.action) == ["loose", T, "other"]
@@ -207,7 +209,7 @@ def test_a_paused_type_without_the_flag_is_held(
     assert json.loads(str(r.hget(k.limits, "other"))) == {"concurrency": 3, "paused": True}
     assert json.loads(str(r.hget(k.limits, "ghost-type"))) == {"paused": True}
     queue.create_job("other").save()
-    assert queue.scripts.claim("other", "kue:test:1", 60_000) == PAUSED
+    assert queue.scripts.call(calls.claim(queue.keys, "other", "kue:test:1", 60_000)) == PAUSED
 
 
 def test_a_repair_leaves_what_became_right_since_the_check(

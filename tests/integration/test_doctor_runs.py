@@ -11,12 +11,13 @@ import redis
 
 from kue_core import Queue, doctor
 from kue_core.base.keys import zid
+from kue_core.store import calls
 
 LEASE = 30_000
 
 
 def _claim(queue: Queue, worker: str) -> Any:
-    claimed = queue.scripts.claim("t", worker, LEASE)
+    claimed = queue.scripts.call(calls.claim(queue.keys, "t", worker, LEASE))
     assert isinstance(claimed, tuple), f"{worker} found nothing: {claimed}"
     return claimed
 
@@ -31,7 +32,8 @@ def test_an_open_place_offered_to_no_one_is_offered_again(queue: Queue, r: redis
     _claim(queue, "w1")
     assert _findings(queue) == []  # its second place is open to any worker
     r.zrem(queue.keys.open("t"), zid(jid))
-    assert queue.scripts.claim("t", "w2", LEASE) is None  # no claim sees it now
+    # no claim sees it now
+    assert queue.scripts.call(calls.claim(queue.keys, "t", "w2", LEASE)) is None
     assert _findings(queue) == [("unoffered-run-place", queue.keys.open("t"))]
     doctor.repair(queue, doctor.check(queue).findings)
     assert r.zscore(queue.keys.open("t"), zid(jid)) is not None

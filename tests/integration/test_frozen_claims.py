@@ -119,12 +119,12 @@ def test_a_claim_held_up_within_its_lease_runs(
 FREEZING_WORKER = """
 import os, signal, sys, threading, time
 from kue_core import Queue
-from kue_core.store.scripts import Scripts
+from kue_core.store.transport import Transport
 
 url, prefix, lease, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if mode == "freeze":
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCONT})  # before any thread starts
-    real = Scripts.call
+    real = Transport.call
 
     def complete_then_stop(self, c):
         reply = real(self, c)
@@ -134,7 +134,7 @@ if mode == "freeze":
             signal.sigwait({signal.SIGCONT})
         return reply
 
-    Scripts.call = complete_then_stop
+    Transport.call = complete_then_stop
 queue = Queue(url, prefix=prefix, lease_ms=lease)
 stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *a: stop.set())

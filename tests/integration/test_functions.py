@@ -11,6 +11,7 @@ import redis
 
 from kue_core import Queue, doctor
 from kue_core.doctor.functions import _libraries
+from kue_core.store import calls
 from kue_core.store.calls import PAUSED
 from kue_core.store.lua_source import SCRIPT_NAMES, function_library
 
@@ -96,7 +97,7 @@ def test_a_user_who_may_not_use_functions_runs_scripts(limited_url: str, prefix:
     try:
         job = q.create_job("t", {"n": 1}).save()
         assert q.scripts.functions is False
-        claimed = q.scripts.claim("t", "w1", 5_000)
+        claimed = q.scripts.call(calls.claim(q.keys, "t", "w1", 5_000))
         assert isinstance(claimed, tuple) and claimed[0] == job.id
         assert q.save_many([q.create_job("t") for _ in range(3)])[-1].id == job.id + 3
     finally:
@@ -111,8 +112,8 @@ def test_no_state_of_one_call_reaches_the_next(queue: Queue, redis_url: str, pre
     try:
         queue.pause("t")
         job = other.create_job("t").save()
-        assert queue.scripts.claim("t", "w1", 5_000) == PAUSED
-        claimed = other.scripts.claim("t", "w1", 5_000)
+        assert queue.scripts.call(calls.claim(queue.keys, "t", "w1", 5_000)) == PAUSED
+        claimed = other.scripts.call(calls.claim(other.keys, "t", "w1", 5_000))
         assert isinstance(claimed, tuple) and claimed[0] == job.id
     finally:
         other.close()

@@ -12,6 +12,7 @@ import redis
 from kue_core import InvalidJob, Queue
 from kue_core.base.keys import zid
 from kue_core.jobs.job import Job
+from kue_core.store import calls
 
 W = "worker-a"
 
@@ -24,7 +25,7 @@ def queue(client: Any) -> Any:
 
 
 def _claim(queue: Queue, job_type: str = "t") -> tuple[int, str]:
-    claimed = queue.scripts.claim(job_type, W, 60_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job_type, W, 60_000))
     assert isinstance(claimed, tuple)
     return claimed[0], claimed[1]["lease"]
 
@@ -43,7 +44,7 @@ def test_result_and_progress_data_are_none_until_set(sync_queue: Queue) -> None:
     _unset_fields_are_none(job)
     _unset_fields_are_none(sync_queue.get_job(job.id))  # type: ignore[arg-type]
     job_id, lease = _claim(sync_queue)
-    sync_queue.scripts.fail(job_id, lease, "E", "E", -1, None)
+    sync_queue.scripts.call(calls.fail(sync_queue.keys, job_id, lease, "E", "E", -1, None))
     _unset_fields_are_none(sync_queue.get_job(job_id))
 
 
@@ -52,7 +53,7 @@ def test_result_and_progress_data_once_stored(sync_queue: Queue) -> None:
     job.progress(1, 2, {"step": 1})
     assert job.progress_data == {"step": 1} and job.to_dict()["progress_data"] == {"step": 1}
     job_id, lease = _claim(sync_queue)
-    sync_queue.scripts.complete(job_id, lease, '{"ok":true}', None)
+    sync_queue.scripts.call(calls.complete(sync_queue.keys, job_id, lease, '{"ok":true}', None))
     done = sync_queue.get_job(job_id)
     assert done.result == {"ok": True} and done.progress_data == {"step": 1}
     out = done.to_dict()
@@ -63,7 +64,7 @@ def test_a_stored_null_result_is_kept_in_the_json(sync_queue: Queue) -> None:
     """A handler that returned None leaves ``null`` in the hash, which Kue's JSON shows."""
     sync_queue.create_job("t").save()
     job_id, lease = _claim(sync_queue)
-    sync_queue.scripts.complete(job_id, lease, "null", None)
+    sync_queue.scripts.call(calls.complete(sync_queue.keys, job_id, lease, "null", None))
     done = sync_queue.get_job(job_id)
     assert done.result is None
     assert "result" in done.to_dict() and done.to_dict()["result"] is None
@@ -110,7 +111,7 @@ def test_delay_until_a_past_time_runs_at_once(sync_queue: Queue, r: redis.Redis)
     job.save()
     assert job.state == "inactive"
     assert "delay" not in r.hgetall(sync_queue.keys.job(job.id))  # type: ignore[arg-type]
-    assert sync_queue.scripts.claim("t", W, 60_000) is not None
+    assert sync_queue.scripts.call(calls.claim(sync_queue.keys, "t", W, 60_000)) is not None
     long_ago = sync_queue.create_job("t").delay(datetime(1901, 1, 1, tzinfo=UTC)).save()
     assert long_ago.state == "inactive"
 

@@ -15,6 +15,7 @@ import redis
 
 from kue_core import InvalidJob, InvalidLimit, Job, Queue, RateLimited, doctor
 from kue_core.features.limits import LANE
+from kue_core.store import calls
 from kue_core.store.calls import PAUSED, Held
 from tests.conftest import snapshot, wait_for, written_since
 
@@ -29,7 +30,7 @@ def queue(client: Any) -> Any:
 
 
 def _claim(queue: Queue, job_type: str = "t") -> Any:
-    return queue.scripts.claim(job_type, W, LEASE)
+    return queue.scripts.call(calls.claim(queue.keys, job_type, W, LEASE))
 
 
 def _save(queue: Queue, job_type: str, n: int, group: str | None = None, **data: Any) -> list[int]:
@@ -43,7 +44,7 @@ def _save(queue: Queue, job_type: str, n: int, group: str | None = None, **data:
 
 
 def _finish(queue: Queue, claimed: Any) -> None:
-    queue.scripts.complete(claimed[0], claimed[1]["lease"], "null", None)
+    queue.scripts.call(calls.complete(queue.keys, claimed[0], claimed[1]["lease"], "null", None))
 
 
 def test_limits_are_set_read_and_removed(queue: Queue, sync_queue: Queue) -> None:

@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, InvalidTransition, Job, JobNotFound, Queue, defaults, doctor
+from kue_core.store import calls
 from kue_core.store.calls import PINS, Waits
 from tests.conftest import keys_under, wait_for
 
@@ -20,7 +21,7 @@ A, B, LEASE = "gpu-1", "cpu-1", 30_000
 
 
 def _claim(queue: Queue, worker: str, job_type: str = "t", lease: int = LEASE) -> Any:
-    return queue.scripts.claim(job_type, worker, lease)
+    return queue.scripts.call(calls.claim(queue.keys, job_type, worker, lease))
 
 
 def _places(r: redis.Redis, queue: Queue, worker: str, job_type: str = "t") -> list[int]:
@@ -55,7 +56,9 @@ def test_pinned_jobs_never_hold_up_the_jobs_behind_them(queue: Queue) -> None:
     for _ in plain:
         claimed = _claim(queue, B)
         got.append(claimed[0])
-        queue.scripts.complete(claimed[0], claimed[1]["lease"], "null", None)
+        queue.scripts.call(
+            calls.complete(queue.keys, claimed[0], claimed[1]["lease"], "null", None)
+        )
     assert got == plain  # the other worker took every plain job, FIFO, none of the pinned
     assert _claim(queue, B) == PINS
     assert _claim(queue, A)[0] == pinned[0]  # critical: before anything else
@@ -78,14 +81,16 @@ def test_what_ends_an_attempt_early_brings_a_pinned_job_back_pinned(
     jid = job.id
     assert jid is not None
     claimed = _claim(queue, A)
-    outcome, _ = queue.scripts.fail(jid, claimed[1]["lease"], "boom", "boom", 0, None)
+    outcome = queue.scripts.call(
+        calls.fail(queue.keys, jid, claimed[1]["lease"], "boom", "boom", 0, None)
+    ).outcome
     assert outcome == "inactive"  # a retry at once: it waits for its worker again
     assert queue.get_job(jid).state == "pinned" and _places(r, queue, A) == [jid]
     claimed = _claim(queue, A)
-    queue.scripts.release(jid, claimed[1]["lease"])
+    queue.scripts.call(calls.release(queue.keys, jid, claimed[1]["lease"]))
     assert queue.get_job(jid).state == "pinned" and _places(r, queue, A) == [jid]
     _claim(queue, A, lease=10)  # a lease that runs out
-    assert wait_for(lambda: queue.scripts.recover(5, 100)[0] == 1)
+    assert wait_for(lambda: queue.scripts.call(calls.recover(queue.keys, 5, 100))[0] == 1)
     assert queue.get_job(jid).state == "pinned" and _places(r, queue, A) == [jid]
     assert doctor.check(queue).findings == []
 
@@ -94,9 +99,10 @@ def test_a_pinned_retry_after_a_backoff_comes_back_pinned(queue: Queue, r: redis
     jid = queue.create_job("t").only([A]).attempts(2).save().id
     assert jid is not None
     claimed = _claim(queue, A)
-    queue.scripts.fail(jid, claimed[1]["lease"], "boom", "boom", 1, None)
+    queue.scripts.call(calls.fail(queue.keys, jid, claimed[1]["lease"], "boom", "boom", 1, None))
     assert queue.get_job(jid).state == "delayed"
-    assert wait_for(lambda: (queue.scripts.promote(100), queue.get_job(jid).state)[1] == "pinned")
+    promote = calls.promote(queue.keys, 100)
+    assert wait_for(lambda: (queue.scripts.call(promote), queue.get_job(jid).state)[1] == "pinned")
     assert _places(r, queue, A) == [jid]
 
 
@@ -137,7 +143,7 @@ def test_cancel_and_remove_take_a_pinned_job_out_of_its_workers_places(
 
 def test_a_claim_over_several_types_tells_which_have_pinned_jobs(queue: Queue) -> None:
     queue.create_job("t").only([A]).save()
-    got = queue.scripts.claim(["u", "t"], B, LEASE)
+    got = queue.scripts.call(calls.claim(queue.keys, ["u", "t"], B, LEASE))
     assert got == Waits((None, PINS))
 
 

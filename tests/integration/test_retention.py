@@ -10,6 +10,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, JobNotFound, Queue, defaults
+from kue_core.store import calls
 from tests.conftest import finish, keys_under, wait_for
 
 
@@ -107,7 +108,7 @@ def test_ages_pass_and_the_sweep_removes(queue: Queue, r: redis.Redis) -> None:
     old = r.time()[0] * 1000 - 120_000
     for job in jobs[:2]:
         r.zadd(queue.keys.finished("complete"), {f"{len(str(job.id)):02d}|{job.id}": old})
-    assert queue.scripts.retain(defaults.SWEEP_LIMIT) == (0, 2)
+    assert queue.scripts.call(calls.retain(queue.keys, defaults.SWEEP_LIMIT)) == (0, 2)
     assert _ids(queue, "complete") == [j.id for j in jobs[2:]]
 
 
@@ -123,7 +124,7 @@ def test_the_sweep_takes_in_jobs_node_kue_finished(queue: Queue, r: redis.Redis)
         r.zadd(queue.keys.jobs, {f"01|{i}": 0})
     r.hset(queue.keys.job(6), mapping={"type": "t", "state": "inactive"})
     r.zadd(queue.keys.finished("complete"), {"01|6": 1})  # moved on by Node Kue: only dropped
-    found, removed = queue.scripts.retain(defaults.SWEEP_LIMIT)
+    found, removed = queue.scripts.call(calls.retain(queue.keys, defaults.SWEEP_LIMIT))
     assert found == 5 and removed == 4  # the three oldest of five, and the stale member
     assert _ids(queue, "complete") == [4, 5]
     assert queue.get_job(6).state == "inactive"

@@ -18,6 +18,7 @@ import pytest
 import redis
 
 from kue_core import Job, Queue, WorkerIdTaken
+from kue_core.store import calls
 from tests.conftest import keys_under, wait_for
 
 LEASE = 300  # ms: a heartbeat every 0.1 s
@@ -51,7 +52,11 @@ def holder(r: redis.Redis, queue: Queue) -> str | None:
 def register_as(queue: Queue, who: dict[str, Any], lease_ms: int = 60_000) -> None:
     """Register another process under ``queue.worker_id``, just now, as that process would."""
     info = json.dumps({"id": queue.worker_id, **who})
-    queue.scripts.heartbeat(queue.worker_id, lease_ms, info, [], instance="other", mode="force")
+    queue.scripts.call(
+        calls.heartbeat(
+            queue.keys, queue.worker_id, lease_ms, info, [], instance="other", mode="force"
+        )
+    )
 
 
 def a_dead_pid() -> int:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from kue_core import Job, JobNotFound, Queue, defaults
+from kue_core.store import calls
 from tests.conftest import finish, wait_for
 from tests.interop.conftest import REPLY_TIMEOUT, NodeKue
 
@@ -279,7 +280,7 @@ def test_jobs_node_kue_finished_are_kept_by_our_retention(queue: Queue, node_kue
     kue.request("process", type="resize", result={"ok": True})
     wait_for(lambda: queue.count("complete") == 5, timeout=30)
     assert queue.client.zcard(queue.keys.finished("complete")) == 0  # no script of ours ran
-    found, removed = queue.scripts.retain(defaults.SWEEP_LIMIT)
+    found, removed = queue.scripts.call(calls.retain(queue.keys, defaults.SWEEP_LIMIT))
     assert (found, removed) == (5, 3)
     kept = sorted(queue.ids("complete"))
     assert len(kept) == 2

@@ -1,22 +1,42 @@
-"""What the script tests of pinned and fan-out jobs share: a worker's claim, the token of what
-it claimed, and kue doctor finding nothing."""
+"""What the script tests share: a worker's claim, the token of what it claimed, the end of its
+attempt (complete, fail: the script's named reply), and kue doctor finding nothing."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kue_core import Queue, doctor
+from kue_core.store import calls
+from kue_core.store.calls import Ended, Next
 
 LEASE = 30_000
 
 
 def claim(queue: Queue, worker: str, job_type: str = "t", lease: int = LEASE) -> Any:
-    return queue.scripts.claim(job_type, worker, lease)
+    return queue.scripts.call(calls.claim(queue.keys, job_type, worker, lease))
 
 
 def token(claimed: Any) -> str:
     assert isinstance(claimed, tuple), claimed
     return str(claimed[1]["lease"])
+
+
+def complete(queue: Queue, job_id: int, token: str, result: str, claim: Next | None) -> Ended:
+    return queue.scripts.call(calls.complete(queue.keys, job_id, token, result, claim))
+
+
+def fail(
+    queue: Queue,
+    job_id: int,
+    token: str,
+    message: str,
+    text: str,
+    retry_delay: int,
+    claim: Next | None,
+) -> Ended:
+    return queue.scripts.call(
+        calls.fail(queue.keys, job_id, token, message, text, retry_delay, claim)
+    )
 
 
 def clean(queue: Queue) -> None:

@@ -8,6 +8,7 @@ import redis
 from kue_core import InvalidJob, Queue, defaults
 from kue_core.base.keys import zid
 from kue_core.features.tally import Tally
+from kue_core.store import calls
 from tests.conftest import finish, free_port, snapshot, written_since
 
 
@@ -59,7 +60,7 @@ def test_bulk_runs_in_batches_and_skips_stale_members(
 
 def test_bulk_refuses_active_and_unknown_states(queue: Queue, r: redis.Redis) -> None:
     queue.create_job("t").save()
-    queue.scripts.claim("t", "w1", 10_000)
+    queue.scripts.call(calls.claim(queue.keys, "t", "w1", 10_000))
     before = snapshot(r, queue.prefix)
     with pytest.raises(InvalidJob, match="not active"):
         queue.remove_all("active")
@@ -72,15 +73,13 @@ def test_bulk_refuses_active_and_unknown_states(queue: Queue, r: redis.Redis) ->
 
 def _complete_tallied(queue: Queue, tally: Tally, job_type: str) -> int:
     """Claim and complete the next job of ``job_type``, counted as a worker counts its own."""
-    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job_type, "kue:test:1", 10_000))
     assert isinstance(claimed, tuple)
     job_id, fields = claimed
-    told: list[tuple[int, int]] = []
-    outcome, _ = queue.scripts.complete(
-        job_id, fields["lease"], "{}", None, lambda at, ms: told.append((at, ms))
-    )
-    assert outcome == "complete" and len(told) == 1
-    at, ms = told[0]
+    c = calls.complete(queue.keys, job_id, fields["lease"], "{}", None, tallied=True)
+    ended = queue.scripts.call(c)
+    assert ended.outcome == "complete" and ended.tally is not None
+    at, ms = ended.tally
     job = queue.get_job(job_id)
     assert ms == job.duration and at == job.updated_at  # type: ignore[union-attr]
     tally.add(job_type, at, ms)
@@ -143,25 +142,25 @@ def test_a_tally_kept_when_redis_fails(queue: Queue) -> None:
 
 def test_a_refused_completion_has_nothing_to_count(queue: Queue) -> None:
     queue.create_job("t").save()
-    claimed = queue.scripts.claim("t", "w1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, "t", "w1", 10_000))
     assert isinstance(claimed, tuple)
-    told: list[tuple[int, int]] = []
-    tally = lambda at, ms: told.append((at, ms))  # noqa: E731
-    outcome, _ = queue.scripts.complete(claimed[0], "not-the-lease", "{}", None, tally)
-    assert outcome == "refused" and told == []
+    stale = calls.complete(queue.keys, claimed[0], "not-the-lease", "{}", None, tallied=True)
+    ended = queue.scripts.call(stale)
+    assert ended.outcome == "refused" and ended.tally is None
     queue.remove(claimed[0])  # a job gone meanwhile
-    assert queue.scripts.complete(claimed[0], claimed[1]["lease"], "{}", None, tally) == (
-        "refused",
-        None,
-    )
-    assert told == []
+    gone = calls.complete(queue.keys, claimed[0], claimed[1]["lease"], "{}", None, tallied=True)
+    ended = queue.scripts.call(gone)
+    assert (ended.outcome, ended.next_job) == ("refused", None)
+    assert ended.tally is None
 
 
 def test_a_retried_attempt_is_not_counted_as_failed(queue: Queue) -> None:
     queue.create_job("t").attempts(2).save()
-    claimed = queue.scripts.claim("t", "w1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, "t", "w1", 10_000))
     assert claimed and claimed != "paused"
-    outcome, _ = queue.scripts.fail(claimed[0], claimed[1]["lease"], "x", "x", 0, None)
+    outcome = queue.scripts.call(
+        calls.fail(queue.keys, claimed[0], claimed[1]["lease"], "x", "x", 0, None)
+    ).outcome
     assert outcome == "inactive"
     assert queue.totals()["failed"] == {}
 

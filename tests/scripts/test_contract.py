@@ -27,7 +27,6 @@ from kue_core.store.lua_source import (
     lua_preamble,
     script_source,
 )
-from kue_core.store.scripts import Scripts
 
 FOLDER = resources.files("kue_core") / "scripts"
 
@@ -39,12 +38,12 @@ def _lua_files() -> list[Any]:
 
 
 def test_every_lua_file_has_a_wrapper_and_back() -> None:
-    """Each script is called through a method of ``Scripts`` (the worker's transitions) or a
-    builder of ``kue_core.store.calls`` (what either client runs)."""
+    """Each script is called through its builder of ``kue_core.store.calls`` (what either
+    transport runs)."""
     files = {p.name[:-4] for p in FOLDER.iterdir() if p.name.endswith(".lua")}
     assert files == set(SCRIPT_NAMES)
     for name in SCRIPT_NAMES:
-        assert callable(getattr(Scripts, name, None) or getattr(calls, name, None)), name
+        assert callable(getattr(calls, name, None)), name
 
 
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
@@ -265,9 +264,11 @@ def test_scripts_run_with_the_defaults_values(
             job.set_state("inactive")
         assert len(queue.history(job.id)) == 7
         assert queue.history(job.id)[-1]["from"] == "failed"
-        claimed = queue.scripts.claim("t", "w", 60_000)
+        claimed = queue.scripts.call(calls.claim(queue.keys, "t", "w", 60_000))
         assert isinstance(claimed, tuple)
-        queue.scripts.complete(claimed[0], claimed[1]["lease"], "null", None)
+        queue.scripts.call(
+            calls.complete(queue.keys, claimed[0], claimed[1]["lease"], "null", None)
+        )
         buckets = {k for k in queue.client.hkeys(queue.keys.totals) if k.startswith("le:")}
         assert buckets <= {"le:1", "le:2", "le:3", "le:inf"} and buckets
 

@@ -11,10 +11,13 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Queue, doctor
+from kue_core.store import calls
 from kue_core.store.calls import PINS
 from tests.conftest import keys_under
 from tests.scripts.claiming import claim as _claim
 from tests.scripts.claiming import clean as _clean
+from tests.scripts.claiming import complete as _complete
+from tests.scripts.claiming import fail as _fail
 from tests.scripts.claiming import token as _token
 
 W1, W2, W3, W4, LEASE = "w-1", "w-2", "w-3", "w-4", 30_000
@@ -26,7 +29,8 @@ def _runs(queue: Queue, job_id: int) -> dict[str, dict[str, Any]]:
 
 def _register(queue: Queue, worker: str, types: dict[str, int], stopping: bool = False) -> None:
     info = json.dumps({"types": types, "stopping": stopping})
-    assert queue.scripts.heartbeat(worker, LEASE, info, [], instance=worker, mode="start") == []
+    start = calls.heartbeat(queue.keys, worker, LEASE, info, [], instance=worker, mode="start")
+    assert queue.scripts.call(start) == []
 
 
 def test_fan_out_3_completes_once_three_workers_each_completed_a_run(
@@ -52,11 +56,11 @@ def test_fan_out_3_completes_once_three_workers_each_completed_a_run(
     assert queue.get_job(jid).state == "active"
     _clean(queue)
     for i, w in enumerate((W1, W2)):
-        outcome, _ = queue.scripts.complete(jid, _token(held[w]), json.dumps({"i": i}), None)
+        outcome = _complete(queue, jid, _token(held[w]), json.dumps({"i": i}), None).outcome
         assert outcome == "complete"
         assert queue.get_job(jid).state == "active"
     assert _claim(queue, W1) in (None, PINS)  # it completed its run: it does not run it again
-    outcome, _ = queue.scripts.complete(jid, _token(held[W3]), "7", None)
+    outcome = _complete(queue, jid, _token(held[W3]), "7", None).outcome
     assert outcome == "complete"
     done = queue.get_job(jid)
     assert done.state == "complete"
@@ -77,16 +81,16 @@ def test_a_worker_holding_a_run_cannot_take_another_and_stale_tokens_are_refused
     assert jid is not None
     first = _claim(queue, W1)
     assert _claim(queue, W1) in (None, PINS)  # it holds a run of the only job
-    outcome, _ = queue.scripts.complete(jid, "999", "1", None)
+    outcome = _complete(queue, jid, "999", "1", None).outcome
     assert outcome == "refused"
-    outcome, _ = queue.scripts.fail(jid, "999", "x", "x", 0, None)
+    outcome = _fail(queue, jid, "999", "x", "x", 0, None).outcome
     assert outcome == "refused"
     second = _claim(queue, W2)
-    assert queue.scripts.complete(jid, _token(first), "1", None)[0] == "complete"
+    assert _complete(queue, jid, _token(first), "1", None).outcome == "complete"
     # The same token again: its run is complete, no longer running.
-    assert queue.scripts.complete(jid, _token(first), "2", None)[0] == "refused"
+    assert _complete(queue, jid, _token(first), "2", None).outcome == "refused"
     assert queue.get_job(jid).state == "active"
-    assert queue.scripts.complete(jid, _token(second), "2", None)[0] == "complete"
+    assert _complete(queue, jid, _token(second), "2", None).outcome == "complete"
     assert queue.get_job(jid).result == {W1: 1, W2: 2}
     _clean(queue)
 
@@ -101,7 +105,7 @@ def test_at_once_1_gives_one_place_at_a_time(queue: Queue, r: redis.Redis) -> No
         assert _claim(queue, W4) in (None, PINS)  # one run at a time
         assert r.zcard(queue.keys.open("t")) == 0
         _clean(queue)
-        queue.scripts.complete(jid, _token(claimed), json.dumps(w), None)
+        _complete(queue, jid, _token(claimed), json.dumps(w), None)
         order.append(w)
     assert queue.get_job(jid).result == {w: w for w in order}
     _clean(queue)
@@ -115,12 +119,12 @@ def test_a_place_a_finishing_worker_may_not_take_still_wakes_an_idle_worker(
     a = _claim(queue, W1)
     # W1 completes its run and asks for its next job in the same call: it may not take the
     # place this opens (its run is done), and an idle worker must still be woken for it.
-    outcome, claimed = queue.scripts.complete(jid, _token(a), "1", (W1, LEASE))
-    assert outcome == "complete" and claimed is None
+    ended = _complete(queue, jid, _token(a), "1", (W1, LEASE))
+    assert ended.outcome == "complete" and ended.next_job is None
     assert r.llen(queue.keys.tokens("t")) == 1
     b = _claim(queue, W2)
     assert b[0] == jid
-    queue.scripts.complete(jid, _token(b), "2", (W2, LEASE))
+    _complete(queue, jid, _token(b), "2", (W2, LEASE))
     assert queue.get_job(jid).result == {W1: 1, W2: 2}
     _clean(queue)
 
@@ -129,15 +133,15 @@ def test_a_failed_run_within_max_failed_runs_reopens_its_place(queue: Queue) -> 
     jid = queue.create_job("t").fan_out(2, max_failed_runs=1).save().id
     assert jid is not None
     a, b = _claim(queue, W1), _claim(queue, W2)
-    outcome, _ = queue.scripts.fail(jid, _token(a), "boom", "boom\ntrace", 5000, None)
+    outcome = _fail(queue, jid, _token(a), "boom", "boom\ntrace", 5000, None).outcome
     assert outcome == "inactive"  # its place reopened (the retry delay is ignored)
     runs = _runs(queue, jid)
     assert runs[W1]["state"] == "failed" and runs[W1]["error"] == "boom"
     _clean(queue)
     again = _claim(queue, W1)  # its run failed, and no other live worker may: it takes it
     assert again[0] == jid and _runs(queue, jid)[W1]["tries"] == 2
-    queue.scripts.complete(jid, _token(again), "1", None)
-    queue.scripts.complete(jid, _token(b), "2", None)
+    _complete(queue, jid, _token(again), "1", None)
+    _complete(queue, jid, _token(b), "2", None)
     assert queue.get_job(jid).state == "complete"
     _clean(queue)
 
@@ -150,13 +154,13 @@ def test_a_failed_runs_place_goes_to_another_live_worker_first(queue: Queue) -> 
     a, b = _claim(queue, W1), _claim(queue, W2)
     # W1 fails and asks for its next job in the same call: W3, live and without a run of the
     # job, may take the place, so W1 does not take it again (it would fail there again).
-    outcome, claimed = queue.scripts.fail(jid, _token(a), "boom", "boom", 0, (W1, LEASE))
-    assert outcome == "inactive" and claimed is None
+    ended = _fail(queue, jid, _token(a), "boom", "boom", 0, (W1, LEASE))
+    assert ended.outcome == "inactive" and ended.next_job is None
     assert _claim(queue, W1) in (None, PINS)
     c = _claim(queue, W3)
     assert c[0] == jid
-    queue.scripts.complete(jid, _token(b), "2", None)
-    queue.scripts.complete(jid, _token(c), "3", None)
+    _complete(queue, jid, _token(b), "2", None)
+    _complete(queue, jid, _token(c), "3", None)
     assert queue.get_job(jid).result == {W2: 2, W3: 3}
     assert _runs(queue, jid)[W1]["state"] == "failed"
     _clean(queue)
@@ -169,13 +173,14 @@ def test_a_pinned_failed_runs_place_goes_to_another_of_its_workers_first(queue: 
     jid = job.id
     assert jid is not None
     a, b = _claim(queue, W1), _claim(queue, W2)
-    outcome, claimed = queue.scripts.fail(jid, _token(a), "boom", "boom", 0, (W1, LEASE))
-    assert outcome == "inactive" and claimed in (None, PINS)  # W3 may take it: W1 leaves it
+    ended = _fail(queue, jid, _token(a), "boom", "boom", 0, (W1, LEASE))
+    # W3 may take it: W1 leaves it
+    assert ended.outcome == "inactive" and ended.next_job in (None, PINS)
     assert _claim(queue, W1) in (None, PINS) and _claim(queue, W4) in (None, PINS)
     c = _claim(queue, W3)
     assert c[0] == jid
-    queue.scripts.complete(jid, _token(b), "2", None)
-    queue.scripts.complete(jid, _token(c), "3", None)
+    _complete(queue, jid, _token(b), "2", None)
+    _complete(queue, jid, _token(c), "3", None)
     assert queue.get_job(jid).result == {W2: 2, W3: 3}
     _clean(queue)
 
@@ -188,11 +193,12 @@ def test_a_pinned_failed_run_is_retried_on_its_worker_when_no_other_may(queue: Q
     assert jid is not None
     held = {w: _claim(queue, w) for w in (W1, W2, W3)}
     # Every other worker of the job holds a run: W1's failed place comes back to W1.
-    outcome, again = queue.scripts.fail(jid, _token(held[W1]), "boom", "boom", 0, (W1, LEASE))
-    assert outcome == "inactive" and again[0] == jid
+    ended = _fail(queue, jid, _token(held[W1]), "boom", "boom", 0, (W1, LEASE))
+    again = ended.next_job
+    assert ended.outcome == "inactive" and again is not None and again[0] == jid
     assert _runs(queue, jid)[W1]["tries"] == 2
     for w, claimed in ((W1, again), (W2, held[W2]), (W3, held[W3])):
-        queue.scripts.complete(jid, _token(claimed), json.dumps(w), None)
+        _complete(queue, jid, _token(claimed), json.dumps(w), None)
     assert queue.get_job(jid).state == "complete"
     _clean(queue)
 
@@ -207,7 +213,7 @@ def test_past_max_failed_runs_the_job_fails_and_later_results_are_refused(
         sub.subscribe(queue.keys.control(W2), queue.keys.control(W3))
         for _ in range(2):
             sub.get_message(timeout=1)  # the subscribe confirmations
-        outcome, _ = queue.scripts.fail(jid, _token(held[W1]), "boom", "boom", 0, None)
+        outcome = _fail(queue, jid, _token(held[W1]), "boom", "boom", 0, None).outcome
         assert outcome == "failed"
         told = [sub.get_message(timeout=1) for _ in range(2)]
     ends = sorted((m["channel"], json.loads(m["data"])["lease"]) for m in told if m)
@@ -219,8 +225,8 @@ def test_past_max_failed_runs_the_job_fails_and_later_results_are_refused(
     assert job.state == "failed" and job.error == "run on w-1 failed: boom"
     runs = _runs(queue, jid)
     assert [runs[w]["state"] for w in (W1, W2, W3)] == ["failed", "lost", "lost"]
-    assert queue.scripts.complete(jid, _token(held[W2]), "1", None)[0] == "refused"
-    assert queue.scripts.fail(jid, _token(held[W3]), "x", "x", 0, None)[0] == "refused"
+    assert _complete(queue, jid, _token(held[W2]), "1", None).outcome == "refused"
+    assert _fail(queue, jid, _token(held[W3]), "x", "x", 0, None).outcome == "refused"
     assert r.zcard(queue.keys.run_leases) == 0
     _clean(queue)
 
@@ -236,22 +242,26 @@ def test_an_expired_run_lease_makes_the_run_lost_and_its_place_is_taken_again(
     assert jid is not None
     a, b = _claim(queue, W1), _claim(queue, W2)
     # A heartbeat renews the run's lease; a stale token's pair is lost.
-    lost = queue.scripts.heartbeat(W1, LEASE, "{}", [(jid, _token(a)), (jid, "999")], instance="i")
+    lost = queue.scripts.call(
+        calls.heartbeat(queue.keys, W1, LEASE, "{}", [(jid, _token(a)), (jid, "999")], instance="i")
+    )
     assert lost == [(jid, "999")]
     _expire(r, queue, jid, W1)
-    assert queue.scripts.recover(3, 100) == (1, 0)
+    assert queue.scripts.call(calls.recover(queue.keys, 3, 100)) == (1, 0)
     runs = _runs(queue, jid)
     assert runs[W1]["state"] == "lost" and runs[W2]["state"] == "running"
     assert queue.get_job(jid).to_dict().get("state") == "active"
     assert int(r.hget(queue.keys.job(jid), "stalls")) == 1
-    lost = queue.scripts.heartbeat(W1, LEASE, "{}", [(jid, _token(a))], instance="i")
+    lost = queue.scripts.call(
+        calls.heartbeat(queue.keys, W1, LEASE, "{}", [(jid, _token(a))], instance="i")
+    )
     assert lost == [(jid, _token(a))]  # the lost run's worker learns at its heartbeat
-    assert queue.scripts.complete(jid, _token(a), "1", None)[0] == "refused"
+    assert _complete(queue, jid, _token(a), "1", None).outcome == "refused"
     _clean(queue)
     c = _claim(queue, W3)  # another worker takes the place
     assert c[0] == jid
-    queue.scripts.complete(jid, _token(b), "2", None)
-    queue.scripts.complete(jid, _token(c), "3", None)
+    _complete(queue, jid, _token(b), "2", None)
+    _complete(queue, jid, _token(c), "3", None)
     assert queue.get_job(jid).result == {W2: 2, W3: 3}
     _clean(queue)
 
@@ -268,13 +278,13 @@ def test_a_pinned_fan_out_job_lost_run_goes_back_to_the_same_worker(
     assert r.zrange(queue.keys.places("t", W2), 0, -1) == [f"0{len(str(jid))}|{jid}"]
     _clean(queue)
     _expire(r, queue, jid, W1)
-    assert queue.scripts.recover(3, 100) == (1, 0)
+    assert queue.scripts.call(calls.recover(queue.keys, 3, 100)) == (1, 0)
     _clean(queue)
     again = _claim(queue, W1)  # restarted, the same pinned worker takes its place again
     assert again[0] == jid and _token(again) != _token(a)
     b = _claim(queue, W2)
-    queue.scripts.complete(jid, _token(again), "1", None)
-    queue.scripts.complete(jid, _token(b), "2", None)
+    _complete(queue, jid, _token(again), "1", None)
+    _complete(queue, jid, _token(b), "2", None)
     assert queue.get_job(jid).result == {W1: 1, W2: 2}
     _clean(queue)
 
@@ -285,7 +295,7 @@ def test_past_the_stall_limit_a_lost_run_fails_the_job(queue: Queue, r: redis.Re
     _claim(queue, W1)
     _claim(queue, W2)
     _expire(r, queue, jid, W1)
-    assert queue.scripts.recover(0, 100) == (0, 1)
+    assert queue.scripts.call(calls.recover(queue.keys, 0, 100)) == (0, 1)
     job = queue.get_job(jid)
     assert job.state == "failed" and "stalled 1 times" in (job.error or "")
     assert {run["state"] for run in job.runs()} == {"lost"}
@@ -297,14 +307,14 @@ def test_a_released_run_is_lost_without_a_stall(queue: Queue, r: redis.Redis) ->
     jid = queue.create_job("t").fan_out(1).save().id
     assert jid is not None
     a = _claim(queue, W1)
-    assert queue.scripts.release(jid, _token(a)) is True
-    assert queue.scripts.release(jid, _token(a)) is False
+    assert queue.scripts.call(calls.release(queue.keys, jid, _token(a))) is True
+    assert queue.scripts.call(calls.release(queue.keys, jid, _token(a))) is False
     assert _runs(queue, jid)[W1]["state"] == "lost"
     assert r.hget(queue.keys.job(jid), "stalls") is None
     _clean(queue)
     b = _claim(queue, W1)
     assert b[0] == jid
-    queue.scripts.complete(jid, _token(b), "1", None)
+    _complete(queue, jid, _token(b), "1", None)
     assert queue.get_job(jid).state == "complete"
 
 
@@ -327,8 +337,8 @@ def test_fan_out_all_targets_exactly_the_live_workers_of_the_type(
     assert queue.get_job(among.id).only() == [W2]  # type: ignore[arg-type]
     a, b = _claim(queue, W1), _claim(queue, W2)
     assert a[0] == jid and b[0] == jid
-    queue.scripts.complete(jid, _token(a), "1", None)
-    queue.scripts.complete(jid, _token(b), "2", None)
+    _complete(queue, jid, _token(a), "1", None)
+    _complete(queue, jid, _token(b), "2", None)
     assert queue.get_job(jid).result == {W1: 1, W2: 2}
     _clean(queue)
 
@@ -352,9 +362,9 @@ def test_late_joiners_join(queue: Queue, r: redis.Redis) -> None:
     stored = queue.get_job(jid)
     assert stored.only() == [W1, W2] and stored.fan_out()["k"] == 2  # type: ignore[index]
     _clean(queue)
-    queue.scripts.complete(jid, _token(a), "1", None)
+    _complete(queue, jid, _token(a), "1", None)
     assert queue.get_job(jid).state == "active"
-    queue.scripts.complete(jid, _token(joined), "2", None)
+    _complete(queue, jid, _token(joined), "2", None)
     assert queue.get_job(jid).result == {W1: 1, W2: 2}
     assert not r.exists(queue.keys.late("t"))
     assert _claim(queue, W3) in (None, PINS)  # nothing left to join
@@ -462,7 +472,7 @@ def test_kue_doctor_finds_and_repairs_run_leases_and_orphan_runs(
     assert not r.exists(queue.keys.runs(99_999))
     assert r.zscore(queue.keys.run_leases, f"{jid}@{W3}") is None
     assert r.zscore(queue.keys.run_leases, f"{jid}@{W1}") == 0  # expired: recovery's now
-    assert queue.scripts.recover(3, 100) == (1, 0)
+    assert queue.scripts.call(calls.recover(queue.keys, 3, 100)) == (1, 0)
     assert _runs(queue, jid)[W1]["state"] == "lost"
-    assert queue.scripts.complete(jid, _token(a), "1", None)[0] == "refused"
+    assert _complete(queue, jid, _token(a), "1", None).outcome == "refused"
     _clean(queue)

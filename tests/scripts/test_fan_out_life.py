@@ -13,10 +13,13 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Queue
+from kue_core.store import calls
 from kue_core.store.calls import PINS
 from tests.conftest import keys_under
 from tests.scripts.claiming import claim as _claim
 from tests.scripts.claiming import clean as _clean
+from tests.scripts.claiming import complete as _complete
+from tests.scripts.claiming import fail as _fail
 from tests.scripts.claiming import token as _token
 
 W1, W2, W3, LEASE = "w-1", "w-2", "w-3", 30_000
@@ -28,14 +31,15 @@ def _counters(r: redis.Redis, queue: Queue, job_id: int) -> list[str | None]:
 
 def _register(queue: Queue, worker: str) -> None:
     info = json.dumps({"types": {"t": 1}, "stopping": False})
-    assert queue.scripts.heartbeat(worker, LEASE, info, [], instance=worker, mode="start") == []
+    start = calls.heartbeat(queue.keys, worker, LEASE, info, [], instance=worker, mode="start")
+    assert queue.scripts.call(start) == []
 
 
 def _half_done(queue: Queue, job_id: int) -> Any:
     """W1's run completed, W2's running: returns W2's claim."""
     first = _claim(queue, W1)
     assert first[0] == job_id
-    assert queue.scripts.complete(job_id, _token(first), "1", None)[0] == "complete"
+    assert _complete(queue, job_id, _token(first), "1", None).outcome == "complete"
     second = _claim(queue, W2)
     assert second[0] == job_id
     return second
@@ -47,7 +51,7 @@ def _runs_again_to_complete(queue: Queue, job_id: int, workers: tuple[str, ...])
     assert all(c[0] == job_id for c in held), held
     for i, claimed in enumerate(held):
         assert queue.get_job(job_id).state == "active"
-        assert queue.scripts.complete(job_id, _token(claimed), json.dumps(i), None)[0] == (
+        assert _complete(queue, job_id, _token(claimed), json.dumps(i), None).outcome == (
             "complete"
         )
     done = queue.get_job(job_id)
@@ -80,7 +84,7 @@ def test_an_active_fan_out_job_sent_back_to_waiting_starts_over(
     assert not r.exists(queue.keys.runs(jid))
     assert _counters(r, queue, jid) == ["0", "0"]
     assert r.zcard(queue.keys.run_leases) == 0
-    assert queue.scripts.complete(jid, _token(running), "2", None)[0] == "refused"
+    assert _complete(queue, jid, _token(running), "2", None).outcome == "refused"
     _clean(queue)
     job = queue.get_job(jid)
     if job.state == "delayed":
@@ -95,10 +99,10 @@ def test_a_failed_fan_out_job_retried_by_hand_starts_over(queue: Queue, r: redis
     jid = queue.create_job("t").fan_out(2, max_failed_runs=1).save().id
     assert jid is not None
     done = _claim(queue, W1)
-    queue.scripts.complete(jid, _token(done), "1", None)
+    _complete(queue, jid, _token(done), "1", None)
     for w in (W2, W3):
         claimed = _claim(queue, w)
-        queue.scripts.fail(jid, _token(claimed), "boom", "boom", 0, None)
+        _fail(queue, jid, _token(claimed), "boom", "boom", 0, None)
     assert queue.get_job(jid).state == "failed"
     assert _counters(r, queue, jid) == ["1", "2"]
     assert queue.retry_all("t") == 1
@@ -115,7 +119,7 @@ def test_a_fan_out_job_failed_then_set_back_to_inactive_starts_over(
     jid = queue.create_job("t").fan_out(2).save().id
     assert jid is not None
     claimed = _claim(queue, W1)
-    queue.scripts.fail(jid, _token(claimed), "boom", "boom", 0, None)
+    _fail(queue, jid, _token(claimed), "boom", "boom", 0, None)
     assert queue.get_job(jid).state == "failed"
     queue.get_job(jid).set_state("inactive")
     assert not r.exists(queue.keys.runs(jid)) and _counters(r, queue, jid) == ["0", "0"]
@@ -161,7 +165,7 @@ def test_a_reuse_save_of_a_finished_fan_out_job_starts_it_over(
     jid = queue.create_job("t").fan_out(2).unique("k", "reuse").save().id
     assert jid is not None
     running = _half_done(queue, jid)
-    queue.scripts.complete(jid, _token(running), "2", None)
+    _complete(queue, jid, _token(running), "2", None)
     assert queue.get_job(jid).state == "complete"
     again = queue.create_job("t", {"n": 2}).fan_out(2).unique("k", "reuse").save()
     assert again.id == jid and again.deduplicated and again.state == "inactive"
@@ -193,9 +197,9 @@ def test_a_dedup_with_reset_runs_clears_the_failed_runs_only(queue: Queue, r: re
     jid = _publish(queue, reset=True).save().id
     assert jid is not None
     ok = _claim(queue, W1)
-    queue.scripts.complete(jid, _token(ok), "1", None)
+    _complete(queue, jid, _token(ok), "1", None)
     bad = _claim(queue, W2)
-    queue.scripts.fail(jid, _token(bad), "boom", "boom", 0, None)
+    _fail(queue, jid, _token(bad), "boom", "boom", 0, None)
     running = _claim(queue, W3)
     assert running[0] == jid
     assert _counters(r, queue, jid) == ["1", "1"]
@@ -206,11 +210,11 @@ def test_a_dedup_with_reset_runs_clears_the_failed_runs_only(queue: Queue, r: re
     assert _counters(r, queue, jid) == ["1", "0"]
     _clean(queue)
     # A fresh max_failed_runs: W3 may fail once more without failing the job.
-    assert queue.scripts.fail(jid, _token(running), "x", "x", 0, None)[0] == "inactive"
+    assert _fail(queue, jid, _token(running), "x", "x", 0, None).outcome == "inactive"
     last = [_claim(queue, w) for w in (W2, W3)]
     assert [c[0] for c in last] == [jid, jid]
     for c in last:
-        queue.scripts.complete(jid, _token(c), "2", None)
+        _complete(queue, jid, _token(c), "2", None)
     assert queue.get_job(jid).state == "complete"
     _clean(queue)
 
@@ -224,7 +228,7 @@ def test_reset_runs_reopens_the_places_of_a_job_at_its_last_failure(
     failed = _claim(queue, W2)
     # max_failed_runs 0: a second publish before the failure is what keeps it going.
     r.hset(queue.keys.job(jid), "max_failed_runs", 1)
-    queue.scripts.fail(jid, _token(failed), "boom", "boom", 0, None)
+    _fail(queue, jid, _token(failed), "boom", "boom", 0, None)
     r.zrem(queue.keys.places("t", W2), f"0{len(str(jid))}|{jid}")  # as if never offered
     again = queue.create_job("t").only([W1, W2]).fan_out(2, reset_runs=True).unique("k").save()
     assert again.deduplicated
@@ -232,8 +236,8 @@ def test_reset_runs_reopens_the_places_of_a_job_at_its_last_failure(
     _clean(queue)
     redo = _claim(queue, W2)
     assert redo[0] == jid
-    queue.scripts.complete(jid, _token(held), "1", None)
-    queue.scripts.complete(jid, _token(redo), "2", None)
+    _complete(queue, jid, _token(held), "1", None)
+    _complete(queue, jid, _token(redo), "2", None)
     assert queue.get_job(jid).result == {W1: 1, W2: 2}
 
 
@@ -246,7 +250,7 @@ def test_a_dedup_without_reset_runs_changes_no_run(queue: Queue, r: redis.Redis,
     jid = publish().save().id
     assert jid is not None
     bad = _claim(queue, W1)
-    queue.scripts.fail(jid, _token(bad), "boom", "boom", 0, None)
+    _fail(queue, jid, _token(bad), "boom", "boom", 0, None)
     _claim(queue, W2)
     before = r.hgetall(queue.keys.runs(jid)), _counters(r, queue, jid)
     again = publish().save()

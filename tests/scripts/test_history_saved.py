@@ -10,6 +10,7 @@ import redis
 
 from kue_core import Queue
 from kue_core.base.keys import zid
+from kue_core.store import calls
 from tests.conftest import finish
 
 
@@ -95,7 +96,7 @@ def test_an_unknown_job_has_no_history(queue: Queue) -> None:
 
 
 def _claim(queue: Queue, job_type: str) -> tuple[int, str]:
-    claimed = queue.scripts.claim(job_type, "kue:test:1", 10_000)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job_type, "kue:test:1", 10_000))
     assert isinstance(claimed, tuple)
     return claimed[0], claimed[1]["lease"]
 
@@ -108,7 +109,7 @@ def test_the_trail_reads_as_the_entries_it_stands_for(queue: Queue, r: redis.Red
     assert queue.history(job_id)[1:] == [
         {"state": "active", "at": active.started_at, "worker": "kue:test:1", "attempt": 1}
     ]
-    queue.scripts.complete(job_id, lease, '{"ok":true}', None)
+    queue.scripts.call(calls.complete(queue.keys, job_id, lease, '{"ok":true}', None))
     done = queue.get_job(job_id)
     assert done.started_at is not None and done.duration is not None
     assert queue.history(job_id)[2:] == [
@@ -128,7 +129,8 @@ def test_an_entry_after_the_trail_writes_it_out_first(queue: Queue, r: redis.Red
     assert job.id is not None
     job_id, lease = _claim(queue, "t")
     read = queue.history(job_id)  # saved and active: from the hash
-    queue.scripts.fail(job_id, lease, "boom", "boom", 0, None)  # retried: attempts left
+    # retried: attempts left
+    queue.scripts.call(calls.fail(queue.keys, job_id, lease, "boom", "boom", 0, None))
     written = queue.history(job.id)
     assert written[:2] == read  # what Lua wrote out is what Python read from the trail
     assert [e["state"] for e in written] == ["inactive", "active", "inactive"]

@@ -17,6 +17,7 @@ from kue_core.store.calls import PINS
 from tests.conftest import keys_under
 from tests.scripts.claiming import claim as _claim
 from tests.scripts.claiming import clean as _clean
+from tests.scripts.claiming import complete as _complete
 from tests.scripts.claiming import token as _token
 
 W1, W2, W3, LEASE = "w-1", "w-2", "w-3", 30_000
@@ -87,7 +88,7 @@ def test_a_blocked_job_waits_for_its_new_workers_once_released(
     assert queue.set_only(jid, [W1]).state == "blocked"
     _clean(queue)
     claimed = _claim(queue, W2, "d")
-    queue.scripts.complete(dep.id, _token(claimed), "1", None)  # type: ignore[arg-type]
+    _complete(queue, dep.id, _token(claimed), "1", None)  # type: ignore[arg-type]
     assert queue.get_job(jid).state == "pinned" and _places(r, queue, W1) == [jid]
     _clean(queue)
 
@@ -108,7 +109,7 @@ def test_a_running_job_on_a_worker_no_longer_allowed_is_stopped_and_waits_for_th
     assert message["op"] == "end" and message["lease"] == _token(claimed)
     assert job.state == "pinned" and _places(r, queue, W2) == [jid]
     assert r.zscore(queue.keys.leases, f"0{len(str(jid))}|{jid}") is None
-    assert queue.scripts.complete(jid, _token(claimed), "1", None)[0] == "refused"
+    assert _complete(queue, jid, _token(claimed), "1", None).outcome == "refused"
     stored = r.hmget(queue.keys.job(jid), "attempts", "stalls")
     assert stored == [None, None]  # no attempt, no stall counted
     entry = _last(queue, jid)
@@ -116,7 +117,7 @@ def test_a_running_job_on_a_worker_no_longer_allowed_is_stopped_and_waits_for_th
     _clean(queue)
     again = _claim(queue, W2)
     assert again[0] == jid
-    queue.scripts.complete(jid, _token(again), "2", None)
+    _complete(queue, jid, _token(again), "2", None)
     assert queue.get_job(jid).state == "complete"
 
 
@@ -127,7 +128,7 @@ def test_a_running_job_whose_worker_stays_allowed_goes_on(queue: Queue, r: redis
     assert queue.set_only(jid, [W2, W1]).state == "active"
     assert _places(r, queue, W2) == []
     _clean(queue)
-    assert queue.scripts.complete(jid, _token(claimed), "1", None)[0] == "complete"
+    assert _complete(queue, jid, _token(claimed), "1", None).outcome == "complete"
     assert queue.set_only(jid, None).state == "complete"
 
 
@@ -154,8 +155,8 @@ def test_a_running_fan_out_job_stops_the_runs_no_longer_allowed_and_offers_their
     assert _claim(queue, W1) in (None, PINS)
     c = _claim(queue, W3)
     assert c[0] == jid
-    queue.scripts.complete(jid, _token(b), "2", None)
-    queue.scripts.complete(jid, _token(c), "3", None)
+    _complete(queue, jid, _token(b), "2", None)
+    _complete(queue, jid, _token(c), "3", None)
     assert queue.get_job(jid).result == {W2: 2, W3: 3}
     _clean(queue)
 
@@ -174,8 +175,8 @@ def test_a_fan_out_job_of_any_worker_may_be_given_workers_and_back(
     _clean(queue)
     b = _claim(queue, W3)
     assert b[0] == jid
-    queue.scripts.complete(jid, _token(a), "1", None)
-    queue.scripts.complete(jid, _token(b), "3", None)
+    _complete(queue, jid, _token(a), "1", None)
+    _complete(queue, jid, _token(b), "3", None)
     assert queue.get_job(jid).result == {W1: 1, W3: 3}
 
 

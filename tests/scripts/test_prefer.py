@@ -9,10 +9,12 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, Queue, doctor
+from kue_core.store import calls
 from kue_core.store.calls import PINS
 from tests.conftest import keys_under
 from tests.scripts.claiming import claim as _claim
 from tests.scripts.claiming import clean as _clean
+from tests.scripts.claiming import fail as _fail
 
 GPU, CPU, LEASE = "gpu-1", "cpu-1", 30_000
 
@@ -64,7 +66,7 @@ def test_every_way_back_to_waiting_puts_it_back_in_the_places(queue: Queue, r: r
     jid = queue.create_job("t").prefer([GPU]).attempts(3).save().id
     assert jid is not None
     got = _claim(queue, CPU)
-    outcome, _ = queue.scripts.fail(jid, got[1]["lease"], "boom", "boom", 0, None)
+    outcome = _fail(queue, jid, got[1]["lease"], "boom", "boom", 0, None).outcome
     assert outcome == "inactive" and _places(r, queue, GPU) == [jid]  # a retry
     _clean(queue)
     queue.get_job(jid).set_state("delayed")
@@ -76,7 +78,7 @@ def test_every_way_back_to_waiting_puts_it_back_in_the_places(queue: Queue, r: r
     queue.get_job(jid).set_priority("high")
     assert r.zscore(queue.keys.places("t", GPU), f"0{len(str(jid))}|{jid}") == -10
     got = _claim(queue, CPU)
-    assert queue.scripts.release(jid, got[1]["lease"]) is True  # given back
+    assert queue.scripts.call(calls.release(queue.keys, jid, got[1]["lease"])) is True  # given back
     assert _places(r, queue, GPU) == [jid]
     _clean(queue)
     queue.move(jid, "u")

@@ -162,13 +162,14 @@ def test_set_state_refuses_bad_targets(queue: Queue, r: redis.Redis, prefix: str
     with pytest.raises(InvalidTransition):
         job.set_state("active")
     with pytest.raises(InvalidTransition):
-        queue.scripts.set_state(job.id, "active")  # the script refuses it too
+        # the script refuses it too
+        queue.scripts.call(calls.set_state(queue.keys, job.id, "active"))
     with pytest.raises(InvalidJob, match="state"):
         job.set_state("bogus")
     with pytest.raises(InvalidJob):
-        queue.scripts.set_state(job.id, "bogus")
+        queue.scripts.call(calls.set_state(queue.keys, job.id, "bogus"))
     with pytest.raises(JobNotFound):
-        queue.scripts.set_state(999_999, "failed")
+        queue.scripts.call(calls.set_state(queue.keys, 999_999, "failed"))
     assert keys_under(r, prefix) == before
     assert r.hget(f"{prefix}:job:{job.id}", "state") == "inactive"
     assert len(queue.history(job.id)) == 1
@@ -194,7 +195,7 @@ def test_set_priority_rescores(queue: Queue, r: redis.Redis, prefix: str) -> Non
     assert r.zscore(f"{prefix}:jobs:delayed", zid(delayed.id)) == due  # still by due time
     assert r.zscore(f"{prefix}:jobs:t:delayed", zid(delayed.id)) == 3
     with pytest.raises(JobNotFound):
-        queue.scripts.set_priority(999_999, 1)
+        queue.scripts.call(calls.set_priority(queue.keys, 999_999, 1))
     assert r.exists(f"{prefix}:job:999999") == 0
 
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import redis
 
 from kue_core import Queue
 from kue_core.base.keys import Keys, zid
+from kue_core.store import calls
 from kue_core.store.calls import PAUSED, Holder
 from tests.conftest import snapshot, wait_for, written_since
+from tests.scripts.claiming import complete as _complete
+from tests.scripts.claiming import fail as _fail
 
 W = "worker-a"
 LEASE = 60_000
@@ -21,7 +25,7 @@ def _server_ms(r: redis.Redis) -> int:
 
 
 def _claim(queue: Queue, job_type: str = "t", worker: str = W) -> tuple[int, dict[str, str]]:
-    claimed = queue.scripts.claim(job_type, worker, LEASE)
+    claimed = queue.scripts.call(calls.claim(queue.keys, job_type, worker, LEASE))
     assert isinstance(claimed, tuple)
     return claimed
 
@@ -32,7 +36,7 @@ def test_claim_takes_the_best_job_priority_then_fifo(queue: Queue) -> None:
         ids[name] = queue.create_job("t", {"n": name}).priority(prio).save().id
     order = [_claim(queue)[0] for _ in range(4)]
     assert order == [ids["c"], ids["d"], ids["b"], ids["a"]]
-    assert queue.scripts.claim("t", W, LEASE) is None
+    assert queue.scripts.call(calls.claim(queue.keys, "t", W, LEASE)) is None
 
 
 def test_claim_fifo_across_id_lengths(queue: Queue, r: redis.Redis, prefix: str) -> None:
@@ -70,7 +74,7 @@ def test_claim_on_an_empty_type_clears_stale_tokens(queue: Queue, r: redis.Redis
     job = queue.create_job("t").save()
     job.remove()  # Kue leaves the token behind
     assert r.llen(queue.keys.tokens("t")) == 1
-    assert queue.scripts.claim("t", W, LEASE) is None
+    assert queue.scripts.call(calls.claim(queue.keys, "t", W, LEASE)) is None
     assert r.exists(queue.keys.tokens("t")) == 0
 
 
@@ -100,9 +104,9 @@ def test_complete_stores_result_and_claims_next(queue: Queue, r: redis.Redis) ->
     a = queue.create_job("t").save()
     b = queue.create_job("t").save()
     job_id, fields = _claim(queue)
-    outcome, nxt = queue.scripts.complete(job_id, fields["lease"], '{"ok":true}', (W, LEASE))
-    assert outcome == "complete"
-    assert nxt is not None and nxt[0] == b.id
+    ended = _complete(queue, job_id, fields["lease"], '{"ok":true}', (W, LEASE))
+    assert ended.outcome == "complete"
+    assert ended.next_job is not None and ended.next_job[0] == b.id
     done = queue.get_job(a.id).to_dict()  # type: ignore[arg-type]
     assert done["state"] == "complete" and done["result"] == {"ok": True}
     assert done["progress"] == 100 and done["attempts"]["made"] == 1
@@ -116,8 +120,8 @@ def test_complete_with_a_stale_token_is_refused(queue: Queue) -> None:
     queue.create_job("t").save()
     job_id, _fields = _claim(queue)
     before = queue.get_job(job_id).to_dict()
-    outcome, nxt = queue.scripts.complete(job_id, "999", "1", None)
-    assert (outcome, nxt) == ("refused", None)
+    ended = _complete(queue, job_id, "999", "1", None)
+    assert (ended.outcome, ended.next_job) == ("refused", None)
     assert queue.get_job(job_id).to_dict() == before
 
 
@@ -125,7 +129,7 @@ def test_remove_on_complete_deletes_everything(queue: Queue, prefix: str, r: red
     job = queue.create_job("t").remove_on_complete(True).save()
     job.log("a line")
     job_id, fields = _claim(queue)
-    assert queue.scripts.complete(job_id, fields["lease"], "null", None)[0] == "complete"
+    assert _complete(queue, job_id, fields["lease"], "null", None).outcome == "complete"
     left = {k for k in r.scan_iter(match=f"{prefix}:*")}
     counters = {queue.keys.ids, queue.keys.types, queue.keys.work_time, queue.keys.totals}
     assert {k for k in left if not k.startswith(f"{prefix}:stats:complete:")} <= counters
@@ -134,17 +138,17 @@ def test_remove_on_complete_deletes_everything(queue: Queue, prefix: str, r: red
 def test_fail_retries_delays_or_fails(queue: Queue, r: redis.Redis) -> None:
     job = queue.create_job("t").attempts(3).save()
     job_id, f = _claim(queue)
-    assert queue.scripts.fail(job_id, f["lease"], "E: one", "E: one\ntb", 0, None)[0] == "inactive"
+    assert _fail(queue, job_id, f["lease"], "E: one", "E: one\ntb", 0, None).outcome == "inactive"
     assert queue.ids("inactive", "t") == [job.id]
     assert r.llen(queue.keys.tokens("t")) == 1  # a retry wakes a worker
     job_id, f = _claim(queue)
-    assert queue.scripts.fail(job_id, f["lease"], "E: two", "E: two", 500, None)[0] == "delayed"
+    assert _fail(queue, job_id, f["lease"], "E: two", "E: two", 500, None).outcome == "delayed"
     h = r.hgetall(queue.keys.job(job_id))
     assert int(h["promote_at"]) == int(h["failed_at"]) + 500
     assert r.zscore(queue.keys.state("delayed"), zid(job_id)) == int(h["promote_at"])
     queue.get_job(job_id).set_state("inactive")  # due now, without waiting for the backoff
     job_id, f = _claim(queue)
-    assert queue.scripts.fail(job_id, f["lease"], "E: 3", "E: 3\ntb", 0, None)[0] == "failed"
+    assert _fail(queue, job_id, f["lease"], "E: 3", "E: 3\ntb", 0, None).outcome == "failed"
     done = queue.get_job(job_id).to_dict()
     assert done["state"] == "failed" and done["error"] == "E: 3\ntb"
     assert done["attempts"] == {"made": 3, "remaining": 0, "max": 3}
@@ -165,7 +169,7 @@ def _completed_and_requeued(queue: Queue) -> tuple[int, dict[str, str]]:
     on Kue, may) and claimed again."""
     job = queue.create_job("t").save()
     job_id, f = _claim(queue)
-    assert queue.scripts.complete(job_id, f["lease"], "1", None)[0] == "complete"
+    assert _complete(queue, job_id, f["lease"], "1", None).outcome == "complete"
     assert queue.get_job(job_id).attempts_made == 1
     job.set_state("inactive")  # out of complete: attempts are kept (only a failed job's reset)
     return _claim(queue)
@@ -173,14 +177,14 @@ def _completed_and_requeued(queue: Queue) -> tuple[int, dict[str, str]]:
 
 def test_complete_counts_attempts_up_to_the_maximum_as_kue(queue: Queue) -> None:
     job_id, f = _completed_and_requeued(queue)
-    assert queue.scripts.complete(job_id, f["lease"], "2", None)[0] == "complete"
+    assert _complete(queue, job_id, f["lease"], "2", None).outcome == "complete"
     done = queue.get_job(job_id).to_dict()
     assert done["attempts"] == {"made": 1, "remaining": 0, "max": 1}
 
 
 def test_fail_counts_attempts_up_to_the_maximum_as_kue(queue: Queue) -> None:
     job_id, f = _completed_and_requeued(queue)
-    assert queue.scripts.fail(job_id, f["lease"], "E", "E", 0, None)[0] == "failed"
+    assert _fail(queue, job_id, f["lease"], "E", "E", 0, None).outcome == "failed"
     done = queue.get_job(job_id).to_dict()
     assert done["attempts"] == {"made": 1, "remaining": 0, "max": 1}
     assert queue.history(job_id)[-1]["attempt"] == 1
@@ -189,7 +193,8 @@ def test_fail_counts_attempts_up_to_the_maximum_as_kue(queue: Queue) -> None:
 def test_recover_counts_attempts_up_to_the_maximum_as_kue(queue: Queue, r: redis.Redis) -> None:
     job_id, _ = _completed_and_requeued(queue)
     r.zadd(queue.keys.leases, {zid(job_id): 1})
-    assert queue.scripts.recover(0, 100) == (0, 1)  # stalled past the limit: fails
+    # stalled past the limit: fails
+    assert queue.scripts.call(calls.recover(queue.keys, 0, 100)) == (0, 1)
     done = queue.get_job(job_id).to_dict()
     assert done["state"] == "failed"
     assert done["attempts"] == {"made": 1, "remaining": 0, "max": 1}
@@ -198,14 +203,14 @@ def test_recover_counts_attempts_up_to_the_maximum_as_kue(queue: Queue, r: redis
 def test_fail_never_retry(queue: Queue) -> None:
     queue.create_job("t").attempts(5).save()
     job_id, f = _claim(queue)
-    assert queue.scripts.fail(job_id, f["lease"], "m", "m", -1, None)[0] == "failed"
+    assert _fail(queue, job_id, f["lease"], "m", "m", -1, None).outcome == "failed"
 
 
 def test_release_gives_back_without_counting(queue: Queue) -> None:
     queue.create_job("t").save()
     job_id, f = _claim(queue)
-    assert queue.scripts.release(job_id, "7") is False
-    assert queue.scripts.release(job_id, f["lease"]) is True
+    assert queue.scripts.call(calls.release(queue.keys, job_id, "7")) is False
+    assert queue.scripts.call(calls.release(queue.keys, job_id, f["lease"])) is True
     job = queue.get_job(job_id)
     assert job.state == "inactive" and job.attempts_made == 0
     assert _claim(queue)[1]["lease"] == "2"  # a new claim, a new fencing token
@@ -219,7 +224,9 @@ def test_heartbeat_renews_and_reports_lost(queue: Queue, r: redis.Redis) -> None
     r.zadd(queue.keys.leases, {zid(a): 1})
     queue.client.hset(queue.keys.job(b), "lease", "99")  # as if recovered and re-claimed
     held = [(a, fa["lease"]), (b, fb["lease"])]
-    lost = queue.scripts.heartbeat(W, LEASE, '{"host":"h"}', held, instance="i1")
+    lost = queue.scripts.call(
+        calls.heartbeat(queue.keys, W, LEASE, '{"host":"h"}', held, instance="i1")
+    )
     assert lost == [(b, fb["lease"])]
     assert r.zscore(queue.keys.leases, zid(a)) > 1  # type: ignore[operator]
     assert r.zrange(queue.keys.workers, 0, -1) == [W]
@@ -232,7 +239,9 @@ def test_heartbeat_renews_and_reports_lost(queue: Queue, r: redis.Redis) -> None
 
 
 def test_heartbeat_keeps_one_instance_per_worker_id(queue: Queue, r: redis.Redis) -> None:
-    beat = queue.scripts.heartbeat
+    def beat(*args: Any, **kwargs: Any) -> Any:
+        return queue.scripts.call(calls.heartbeat(queue.keys, *args, **kwargs))
+
     key = queue.keys.worker(W)
     assert beat(W, LEASE, '{"pid":1}', [], instance="i1", mode="start") == []
     first = r.hgetall(key)
@@ -270,16 +279,16 @@ def test_recover_requeues_then_fails_past_the_stall_limit(queue: Queue, r: redis
     job = queue.create_job("t").save()
     member = zid(job.id)
     job_id, f = _claim(queue)
-    assert queue.scripts.recover(1, 100) == (0, 0)  # lease still valid
+    assert queue.scripts.call(calls.recover(queue.keys, 1, 100)) == (0, 0)  # lease still valid
     r.zadd(queue.keys.leases, {member: 1})
-    assert queue.scripts.recover(1, 100) == (1, 0)
+    assert queue.scripts.call(calls.recover(queue.keys, 1, 100)) == (1, 0)
     assert queue.get_job(job_id).state == "inactive"
     assert r.zscore(queue.keys.leases, member) is None
-    outcome, _ = queue.scripts.complete(job_id, f["lease"], "1", None)
+    outcome = _complete(queue, job_id, f["lease"], "1", None).outcome
     assert outcome == "refused"  # the stale worker's late result
     job_id, f = _claim(queue)
     r.zadd(queue.keys.leases, {member: 1})
-    assert queue.scripts.recover(1, 100) == (0, 1)
+    assert queue.scripts.call(calls.recover(queue.keys, 1, 100)) == (0, 1)
     done = queue.get_job(job_id)
     assert done.state == "failed" and "stalled 2 times" in (done.error or "")
 
@@ -289,12 +298,12 @@ def test_promote_moves_due_jobs_and_reports_the_next(queue: Queue, r: redis.Redi
     later = queue.create_job("t").delay(60_000).save()
     due_at = queue.get_job(due.id).promote_at  # type: ignore[arg-type]
     wait_for(lambda: _server_ms(r) >= due_at)  # type: ignore[operator]
-    moved, next_due, _now, _schedule = queue.scripts.promote(100)
+    moved, next_due, _now, _schedule = queue.scripts.call(calls.promote(queue.keys, 100))
     assert moved == 1
     assert next_due == queue.get_job(later.id).promote_at  # type: ignore[arg-type]
     assert queue.get_job(due.id).state == "inactive"  # type: ignore[arg-type]
     assert r.llen(queue.keys.tokens("t")) == 1
-    assert queue.scripts.promote(100)[0] == 0
+    assert queue.scripts.call(calls.promote(queue.keys, 100))[0] == 0
 
 
 def test_set_state_and_remove_end_a_lease(queue: Queue, r: redis.Redis) -> None:
@@ -305,7 +314,7 @@ def test_set_state_and_remove_end_a_lease(queue: Queue, r: redis.Redis) -> None:
     a.set_state("inactive")
     b.remove()
     assert r.zcard(queue.keys.leases) == 0
-    assert queue.scripts.complete(a.id, fa["lease"], "1", None)[0] == "refused"  # type: ignore[arg-type]
+    assert _complete(queue, a.id, fa["lease"], "1", None).outcome == "refused"  # type: ignore[arg-type]
 
 
 def test_claim_of_a_paused_type_writes_nothing(queue: Queue, r: redis.Redis) -> None:
@@ -313,7 +322,7 @@ def test_claim_of_a_paused_type_writes_nothing(queue: Queue, r: redis.Redis) -> 
     assert queue.pause("t") is True and queue.pause("t") is False
     assert queue.paused() == ["t"]
     before = snapshot(r, queue.prefix)
-    assert queue.scripts.claim("t", W, LEASE) == PAUSED
+    assert queue.scripts.call(calls.claim(queue.keys, "t", W, LEASE)) == PAUSED
     assert not written_since(r, queue.prefix, before)
     # Other types are not affected.
     other = queue.create_job("u").save()
@@ -329,7 +338,7 @@ def test_complete_of_a_paused_type_finishes_but_claims_nothing(queue: Queue) -> 
     b = queue.create_job("t").save()
     job_id, fields = _claim(queue)
     queue.pause("t")
-    outcome, nxt = queue.scripts.complete(job_id, fields["lease"], "1", (W, LEASE))
-    assert (outcome, nxt) == ("complete", PAUSED)
+    ended = _complete(queue, job_id, fields["lease"], "1", (W, LEASE))
+    assert (ended.outcome, ended.next_job) == ("complete", PAUSED)
     assert queue.get_job(a.id).state == "complete"  # type: ignore[arg-type]
     assert queue.get_job(b.id).state == "inactive"  # type: ignore[arg-type]

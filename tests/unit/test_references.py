@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("kue_core", "kue_http", "kue_rules", "kue_cli", "kue_example")
 # What a path may start with: the repository's folders, and kue_core's parts, which the code
-# names without the ``kue_core/`` in front (``store/scripts.py``, ``scripts/lib/keys.lua``).
+# names without the ``kue_core/`` in front (``store/transport.py``, ``scripts/lib/keys.lua``).
 FOLDERS = (
     *PACKAGES,
     *(p.name for p in (ROOT / "kue_core").iterdir() if p.is_dir() and p.name[0] != "_"),
