@@ -172,9 +172,13 @@ def lookup(dotted: str) -> object:
         try:
             found: object = importlib.import_module(name)
         except ModuleNotFoundError as e:
-            if e.name is not None and not name.startswith(e.name):
-                raise  # the module exists but imports something missing
-            continue
+            if e.name is None or name.startswith(e.name):
+                continue  # no such module: a shorter prefix, then attributes
+            if e.name.split(".")[0] in PACKAGES or importlib.util.find_spec(name) is None:
+                raise  # the module exists but imports something of ours that is missing
+            # It needs an optional dependency not installed here (the FastAPI or Django
+            # recipes in the minimum versions' run): it is there, and so is a name it defines.
+            return _defined(name, parts[i:])
         except Exception:
             # A module that runs only in its place (a Django project's settings): it is there.
             if i == len(parts) and importlib.util.find_spec(name) is not None:
@@ -184,6 +188,19 @@ def lookup(dotted: str) -> object:
             found = attribute(found, part)
         return found
     raise ModuleNotFoundError(dotted)
+
+
+def _defined(module: str, names: list[str]) -> object:
+    """A module that cannot be imported here, read as text: the module itself, or the first
+    of ``names`` that its source defines (a function, a class or an assignment)."""
+    if not names:
+        return module
+    spec = importlib.util.find_spec(module)
+    origin = spec.origin if spec is not None else None
+    source = Path(origin).read_text("utf-8") if origin else ""
+    if re.search(rf"^(?:async def|def|class) {names[0]}\b|^{names[0]}\s*[:=]", source, re.M):
+        return module + "." + ".".join(names)
+    raise AttributeError(names[0])
 
 
 def resolves(name: str, module: str) -> bool:
