@@ -218,3 +218,22 @@ class Screened(NamedTuple):
 
     suspects: list[str]
     orphans: list[tuple[int, str]]
+
+
+class UniqueSaved(NamedTuple):
+    """What ``save_unique.lua`` gives: the job's id (the new job's, or the holder's), the
+    outcome (``saved``, or what the unique key's mode did with the holder), and the holder's
+    state when it was not saved (else None)."""
+
+    job_id: int
+    outcome: str
+    state: str | None
+
+
+class Ticked(NamedTuple):
+    """What ``tick.lua`` gives: ``made`` with the ids of each tick's job (new, or the holder of
+    their unique key) and how many found a holder; or ``stale`` or ``gone``, with no ids."""
+
+    outcome: str
+    ids: list[int]
+    held: int

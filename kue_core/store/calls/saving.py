@@ -9,6 +9,7 @@ from typing import Any
 
 from ...base.keys import Keys
 from .call import Call, as_is, flat, written
+from .replies import Ticked, UniqueSaved
 
 
 def save(keys: Keys, rows: Sequence[Sequence[Any]]) -> Call[list[int]]:
@@ -16,14 +17,12 @@ def save(keys: Keys, rows: Sequence[Sequence[Any]]) -> Call[list[int]]:
     return Call("save", keys.ids, (len(rows), *flat(rows)), as_is, True)
 
 
-def _unique_saved(reply: Any) -> tuple[int, str, str | None]:
+def _unique_saved(reply: Any) -> UniqueSaved:
     job_id, outcome, state = reply
-    return int(job_id), outcome, state
+    return UniqueSaved(int(job_id), outcome, state)
 
 
-def save_unique(
-    keys: Keys, row: Sequence[Any], key: str, mode: str, ttl: int
-) -> Call[tuple[int, str, str | None]]:
+def save_unique(keys: Keys, row: Sequence[Any], key: str, mode: str, ttl: int) -> Call[UniqueSaved]:
     """Save one job with a unique key unless a job holds it: (id, outcome, state)."""
     return Call("save_unique", keys.ids, (*row, key, mode, ttl), _unique_saved, True)
 
@@ -45,10 +44,12 @@ def schedule(keys: Keys, op: str, key: str, at: int = -1, fields: Sequence[Any] 
     return Call("schedule", keys.schedules, (op, key, at, *fields), bool)
 
 
-def _ticked(reply: Any) -> tuple[str, list[int], int]:
-    if reply[0] != "made":
-        return str(reply[0]), [], 0
-    return "made", [int(i) for i in reply[2:]], int(reply[1])
+def _ticked(reply: Any) -> Ticked:
+    outcome, *rest = reply
+    if outcome != "made":
+        return Ticked(str(outcome), [], 0)
+    held, *ids = rest
+    return Ticked("made", [int(i) for i in ids], int(held))
 
 
 def tick(
@@ -59,7 +60,7 @@ def tick(
     at: int,
     rows: Sequence[Sequence[Any]],
     unique: Sequence[Any] | None = None,
-) -> Call[tuple[str, list[int], int]]:
+) -> Call[Ticked]:
     """Fire a schedule: its jobs (rows of SAVE_WIDTH values and a tick each, with the unique
     (key, mode, ttl) they share, if any) and its next due time ``at``, if it is still due at
     ``due`` under ``rev`` (None: a trigger). Gives (``made``, ids, held): with a unique key,
