@@ -18,7 +18,7 @@ from ..base.errors import JobFailed, JobNotFound, WaitTimeout
 from ..store.events import Event, EventStream
 
 
-class Read(Protocol):
+class WaitedJob(Protocol):
     """What a wait reads of a job (of either client)."""
 
     @property
@@ -33,7 +33,7 @@ class Source(Protocol):
     """What a blocking wait needs of its queue: its events, and its jobs."""
 
     def event_stream(self) -> EventStream: ...
-    def get_job(self, job_id: int) -> Read: ...
+    def get_job(self, job_id: int) -> WaitedJob: ...
 
 
 #: The events after which a job has no more: what a wait listens for.
@@ -59,7 +59,7 @@ class Ended:
         raise JobNotFound(self.job_id)
 
 
-def by_job(job: Read | None, job_id: int) -> Ended | None:
+def by_job(job: WaitedJob | None, job_id: int) -> Ended | None:
     """The end of a job as read (None: not found), or None while it has not ended."""
     if job is None:
         return Ended(job_id, "removed")
@@ -82,7 +82,7 @@ def by_event(event: Event) -> Ended | None:
     return None
 
 
-def as_stored(ended: Ended, job: Read | None) -> Ended:
+def as_stored(ended: Ended, job: WaitedJob | None) -> Ended:
     """A failure heard from its event, told as the job keeps it: the event carries the
     message alone, the job its whole error (the message, then the traceback), which
     ``JobFailed.error`` gives whichever way the wait learnt of the end."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from kue_core import Queue, doctor
 from kue_core.store import calls
-from kue_core.store.calls import Ended, Next
+from kue_core.store.calls import Next, Reported
 
 LEASE = 30_000
 
@@ -21,7 +21,7 @@ def token(claimed: Any) -> str:
     return str(claimed[1]["lease"])
 
 
-def complete(queue: Queue, job_id: int, token: str, result: str, claim: Next | None) -> Ended:
+def complete(queue: Queue, job_id: int, token: str, result: str, claim: Next | None) -> Reported:
     return queue.scripts.call(calls.complete(queue.keys, job_id, token, result, claim))
 
 
@@ -33,7 +33,7 @@ def fail(
     text: str,
     retry_delay: int,
     claim: Next | None,
-) -> Ended:
+) -> Reported:
     return queue.scripts.call(
         calls.fail(queue.keys, job_id, token, message, text, retry_delay, claim)
     )

@@ -106,7 +106,7 @@ def test_the_builder_modules_hold_builders_and_their_helpers_only() -> None:
 def test_a_completion_reply_reads_its_outcome_next_job_and_tally() -> None:
     tallied = calls.complete(KEYS, 4, "tok", "{}", ("w", 1000), tallied=True)
     ended = tallied.parse([5, "lease", "t5", 100, 20, "completed"])
-    assert ended == calls.Ended("completed", (5, {"lease": "t5"}), calls.Completion(100, 20))
+    assert ended == calls.Reported("completed", (5, {"lease": "t5"}), calls.Completion(100, 20))
     assert ended.tally is not None and ended.tally.duration_ms == 20
     assert tallied.parse(["", "", "completed"]) == ("completed", None, None)
     plain = calls.complete(KEYS, 4, "tok", "{}", None)

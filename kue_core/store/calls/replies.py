@@ -117,7 +117,7 @@ class Completion(NamedTuple):
     duration_ms: int
 
 
-class Ended(NamedTuple):
+class Reported(NamedTuple):
     """What ``complete.lua`` and ``fail.lua`` give: the outcome, the next job claimed in the
     same call (a :data:`Claim`), and, for a completion the caller tallies, what to count
     (None: nothing to)."""
@@ -127,16 +127,16 @@ class Ended(NamedTuple):
     tally: Completion | None = None
 
 
-def ended(reply: Sequence[Any]) -> Ended:
+def reported(reply: Sequence[Any]) -> Reported:
     """``{next job..., outcome}`` (``fail.lua``, and ``complete.lua`` counting itself)."""
-    return Ended(reply[-1], claimed(reply[:-1]))
+    return Reported(reply[-1], claimed(reply[:-1]))
 
 
-def ended_tallied(reply: Sequence[Any]) -> Ended:
+def reported_tallied(reply: Sequence[Any]) -> Reported:
     """``{next job..., at ms, duration ms, outcome}`` (``complete.lua`` when the caller
     counts; an empty time: nothing to count)."""
     tally = None if reply[-3] == "" else Completion(int(reply[-3]), int(reply[-2]))
-    return Ended(reply[-1], claimed(reply[:-3]), tally)
+    return Reported(reply[-1], claimed(reply[:-3]), tally)
 
 
 class Recovered(NamedTuple):

@@ -12,17 +12,17 @@ from ...base.keys import Keys
 from .call import Call, flag, integer, pair
 from .replies import (
     Claim,
-    Ended,
     Holder,
     Lease,
     Next,
     Promoted,
     Recovered,
+    Reported,
     Retained,
     beat,
     claimed,
-    ended,
-    ended_tallied,
+    reported,
+    reported_tallied,
 )
 
 
@@ -50,13 +50,13 @@ def complete(
     result_json: str,
     claim: Next | None,
     tallied: bool = False,
-) -> Call[Ended]:
+) -> Call[Reported]:
     """Complete a job held under ``token``; with ``claim`` (worker id, lease ms, types: none
     for the job's own), also claim the next job in the same call. With ``tallied``, the
     caller counts the completion (see :mod:`kue_core.features.tally`): the script leaves the
     counters alone and the reply's ``tally`` says what to count (None: nothing)."""
     args = (job_id, token, result_json, flag(tallied), *next_args(claim))
-    return Call("complete", keys.job(job_id), args, ended_tallied if tallied else ended)
+    return Call("complete", keys.job(job_id), args, reported_tallied if tallied else reported)
 
 
 def fail(
@@ -67,11 +67,11 @@ def fail(
     text: str,
     retry_delay: int,
     claim: Next | None,
-) -> Call[Ended]:
+) -> Call[Reported]:
     """Fail an attempt (``retry_delay`` ms before the retry; -1 = never retry); like
     :func:`complete` for ``claim``."""
     args = (job_id, token, message, text, retry_delay, *next_args(claim))
-    return Call("fail", keys.job(job_id), args, ended)
+    return Call("fail", keys.job(job_id), args, reported)
 
 
 def release(keys: Keys, job_id: int, token: str, rate_limited_ms: int | None = None) -> Call[bool]:
