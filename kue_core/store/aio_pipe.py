@@ -27,10 +27,7 @@ from redis.exceptions import ConnectionError, ResponseError
 
 from ..base.errors import ConnectionFailed
 from .cluster import Redirected
-
-
-class Unsent(Exception):
-    """A call that reached no connection: nothing was sent, so it may be sent again."""
+from .recovery import Unsent
 
 
 @dataclass

@@ -7,8 +7,7 @@ same errors. Calls share one pipelined connection (:mod:`kue_core.store.aio_pipe
 from __future__ import annotations
 
 import asyncio
-import hashlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import redis.asyncio
@@ -17,30 +16,27 @@ from redis.exceptions import ConnectionError, ResponseError
 from .. import defaults
 from ..base.errors import KueError
 from ..base.keys import Keys
-from .aio_pipe import Pipe, Unsent
+from .aio_pipe import Pipe
 from .calls import Call, Op, Read
 from .cluster import Redirected
-from .lua_source import SCRIPT_NAMES, function_library, script_source
+from .lua_source import lua_scripts
 from .recovery import (
     FALL_BACK,
     LOAD_SCRIPT,
-    RAISE,
-    REDIRECT,
-    TRIES,
-    Redirects,
-    batch_remedy,
+    Load,
+    Loop,
+    Pause,
+    Resend,
+    Unsent,
     confirmed,
-    load_failed,
     lost,
-    merged,
-    redo,
-    remedy,
+    recover_batch,
+    recover_call,
     replies,
-    translate,
+    settled,
     unreachable,
-    unrecoverable,
 )
-from .transport import pack
+from .wire import pack, pack_batch, wait
 
 T = TypeVar("T")
 
@@ -54,12 +50,7 @@ class AsyncTransport:
         self._keys = keys
         #: Replicas that must confirm a save before it returns (Redis ``WAIT``).
         self.replicas = replicas
-        self._sources = {name: script_source(name) for name in SCRIPT_NAMES}
-        self._shas = {
-            name: hashlib.sha1(source.encode()).hexdigest()
-            for name, source in self._sources.items()
-        }
-        self._libraries = {name: function_library(name) for name in SCRIPT_NAMES}
+        self._scripts = lua_scripts()
         #: Calls under way at once, at most: each holds a connection (event streams' are
         #: apart), so that a thousand saves at once share ``AIO_CONNECTIONS`` connections.
         self._slots = asyncio.Semaphore(defaults.AIO_CONNECTIONS)
@@ -75,70 +66,27 @@ class AsyncTransport:
     async def call(self, c: Call[T]) -> T:
         """Run one script call; its reply, read. With ``c.replicated``, only once the
         queue's replicas have its writes (``WAIT``, sent with it)."""
-        waits = c.replicated and self.replicas
-        tries = 0
-        redirects: Redirects | None = None
-        while True:
-            sent = self._loads
-            packed = pack(*self._command(c))
-            if waits:
-                packed += pack("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
-            try:
-                if waits:
-                    got = await self._exchange(packed, 2)
-                else:
-                    got = await self._pipe.exchange(packed, 1)
-            except Unsent as e:
-                # Nothing reached Redis: safe to send again, on a new connection.
-                tries += 1
-                if tries == TRIES:
-                    raise unreachable(c.name, e) from None
-                continue
-            reply = got[0]
-            if isinstance(reply, (ResponseError, Redirected)):  # one error reply
-                what = remedy(reply, self.functions)
-                if what == RAISE:
-                    raise translate(reply) from None
-                if what == REDIRECT:
-                    # It did not run: the cluster moved the slot, or is moving it. Send it
-                    # again (to the new owner) for as long as a move may take.
-                    redirects = redirects or Redirects()
-                    await asyncio.sleep(redirects.pause(cast(Redirected, reply)))
-                    continue
-                tries += 1
-                if tries == TRIES:
-                    raise unrecoverable(c.name)
-                await self._load(c.name, what, sent)
-                continue
-            if waits:
-                if isinstance(got[1], Exception):
-                    raise got[1]
-                confirmed(got[1], self.replicas)
-            return c.parse(reply)
+        sent = self._loads
+        try:
+            reply = self._replied(await self._sending(c))
+        except Unsent as e:
+            reply = e
+        if isinstance(reply, Exception):  # it did not run (yet): recovery's loop
+            loop = recover_call(c.name, reply, self)
+            reply = await self._recover(loop, c.name, lambda _: self._again(c), sent)
+        return c.parse(reply)
 
     async def batch(self, calls: Sequence[Call[T]]) -> list[T]:
         """Several calls of one script in one round trip (see ``Transport.batch``)."""
         if not calls:
             return []
-        name = calls[0].name
         sent = self._loads
         results = await self._pipelined(calls)
-        loads = 0
-        redirects: Redirects | None = None
-        while (todo := batch_remedy(results, loads, self.functions)) is not None:
-            # Redo the calls that did not run (see Transport.batch), never the others.
-            what, first = todo
-            if what == REDIRECT:
-                redirects = redirects or Redirects()
-                await asyncio.sleep(redirects.pause(first))
-            elif what == RAISE:
-                break
-            else:
-                loads += 1
-                await self._load(name, what, sent)
-            sent = self._loads
-            results = merged(results, await self._pipelined(redo(calls, results)))
-        return replies(calls, results)
+        if settled(results):
+            return replies(calls, results)
+        # Redo the calls that did not run (see Transport.batch), never the others.
+        loop = recover_batch(calls, results, self)
+        return await self._recover(loop, calls[0].name, lambda a: self._pipelined(a.calls), sent)
 
     async def read(self, step: Read) -> list[Any]:
         """Plain commands in one round trip; their replies."""
@@ -184,39 +132,70 @@ class AsyncTransport:
         await self._pipe.close()
 
     # -- the I/O behind them ----------------------------------------------------------------
-    def _command(self, c: Call[Any]) -> tuple[Any, ...]:
-        how = (
-            ("FCALL", self._libraries[c.name].name)
-            if self.functions
-            else ("EVALSHA", self._shas[c.name])
-        )
-        return (*how, 1, c.key, self._keys.prefix, *c.args)
+    def _sending(self, c: Call[Any]) -> Awaitable[list[Any]]:
+        """Call ``c`` sent once: its reply (then, with ``c.replicated``, ``WAIT``'s), error
+        replies as exceptions; ``Unsent`` when it reached no connection."""
+        command = self._scripts.command(c.name, self.functions)
+        packed = pack(*command, 1, c.key, self._keys.prefix, *c.args)
+        if c.replicated and self.replicas:
+            return self._exchange(packed + wait(self.replicas), 2)
+        return self._pipe.exchange(packed, 1)
 
-    async def _load(self, name: str, what: str, sent: int) -> None:
-        """Carry out the remedy ``what`` (see :mod:`kue_core.store.recovery`) for script
-        ``name``, which did not run for want of its function or script. ``sent``: the loads
-        counted when the call was sent; calls that failed at once load the code once, not
-        each."""
-        if what == FALL_BACK:
+    def _replied(self, got: list[Any]) -> Any:
+        """The call's reply of what ``_sending`` got, ``WAIT``'s confirmed."""
+        reply = got[0]
+        if len(got) > 1 and not isinstance(reply, Exception):
+            confirmed(got[1], self.replicas)
+        return reply
+
+    async def _again(self, c: Call[Any]) -> Any:
+        """Call ``c`` sent again (recovery's ``Resend``): its reply, error reply or Unsent."""
+        try:
+            return self._replied(await self._sending(c))
+        except Unsent as e:
+            return e
+
+    async def _recover(
+        self, loop: Loop[T], name: str, resend: Callable[[Resend], Awaitable[Any]], sent: int
+    ) -> T:
+        """Carry out recovery's ``loop`` for a call (or batch) of script ``name`` (see
+        ``Transport._recover``); ``sent``: the loads counted when it was first sent."""
+        got: Any = None
+        while True:
+            try:
+                action = loop.send(got)
+            except StopIteration as done:
+                return cast(T, done.value)
+            if isinstance(action, Resend):
+                sent = self._loads
+                got = await resend(action)
+            elif isinstance(action, Pause):
+                await asyncio.sleep(action.seconds)
+                got = None
+            else:
+                got = await self._load(name, action, sent)
+
+    async def _load(self, name: str, load: Load, sent: int) -> ResponseError | None:
+        """Load script ``name`` or its function, or fall back (``load.what``); ``FUNCTION
+        LOAD``'s error reply is returned, for the loop to read. ``sent``: the loads counted
+        when the call was sent; calls that failed at once load the code once, not each."""
+        if load.what == FALL_BACK:
             # Also when another call found out first: this one was sent as FCALL before.
             self.functions = False
-            return
+            return None
         async with self._loading, self._slots:
             if self._loads != sent:
-                return  # loaded since this call was sent
+                return None  # loaded since this call was sent
             self._loads += 1
-            if what == LOAD_SCRIPT:
-                await self._client.script_load(self._sources[name])
-                return
+            if load.what == LOAD_SCRIPT:
+                await self._client.script_load(self._scripts.sources[name])
+                return None
+            code = self._scripts.libraries[name].code
             try:
-                code = self._libraries[name].code
                 await self._client.execute_command("FUNCTION", "LOAD", code)  # type: ignore[no-untyped-call]
             except ResponseError as e:
-                after = load_failed(e)
-                if after == FALL_BACK:
-                    self.functions = False
-                elif after == RAISE:
-                    raise
+                return e
+            return None
 
     async def _exchange(self, packed: bytes, replies: int) -> list[Any]:
         """Send ``packed`` (commands packed by hiredis, in C: most of a call's client-side
@@ -256,17 +235,13 @@ class AsyncTransport:
     async def _pipelined(self, calls: Sequence[Call[Any]]) -> list[Any]:
         """Send ``calls`` in one write and read each reply (see ``Transport._pipelined``: sent
         once, never again whole)."""
-        waits = bool(self.replicas) and any(c.replicated for c in calls)
-        packed = b"".join(pack(*self._command(c)) for c in calls)
-        if waits:
-            packed += pack("WAIT", self.replicas, defaults.REPLICA_TIMEOUT_MS)
+        packed, waits = pack_batch(
+            calls, self._scripts, self.functions, self._keys.prefix, self.replicas
+        )
         try:
             results = await self._exchange(packed, len(calls) + waits)
         except Unsent as e:
             raise unreachable(calls[0].name, e) from None
         if waits:
-            replicas = results.pop()
-            if isinstance(replicas, Exception):
-                raise replicas
-            confirmed(replicas, self.replicas)
+            confirmed(results.pop(), self.replicas)
         return results

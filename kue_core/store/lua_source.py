@@ -314,3 +314,36 @@ def _library_for(name: str, preamble: str) -> Library:
         "local KEYS, ARGV\n" + definitions + register.replace("FUNCTION", "'" + function + "'", 1)
     )
     return Library(function, f"#!lua name={function}\n" + code)
+
+
+@dataclass(frozen=True)
+class LuaScripts:
+    """Every script as a transport sends it, by name: its Lua text (``SCRIPT LOAD``), the
+    text's digest (``EVALSHA``) and its library (``FUNCTION LOAD``, ``FCALL``)."""
+
+    sources: dict[str, str]
+    shas: dict[str, str]
+    libraries: dict[str, Library]
+
+    def command(self, name: str, functions: bool) -> tuple[str, str]:
+        """How script ``name`` is called: ``FCALL`` and its function, or (``functions``
+        false) ``EVALSHA`` and its digest."""
+        if functions:
+            return "FCALL", self.libraries[name].name
+        return "EVALSHA", self.shas[name]
+
+
+def lua_scripts() -> LuaScripts:
+    """Every script (:data:`SCRIPT_NAMES`) as the constants are now: worked out once, and
+    shared by every transport."""
+    return _scripts_for(lua_preamble())
+
+
+@functools.lru_cache(maxsize=4)
+def _scripts_for(preamble: str) -> LuaScripts:
+    sources = {name: "".join(_parts_for(name, preamble)) for name in SCRIPT_NAMES}
+    return LuaScripts(
+        sources,
+        {name: hashlib.sha1(text.encode()).hexdigest() for name, text in sources.items()},
+        {name: _library_for(name, preamble) for name in SCRIPT_NAMES},
+    )

@@ -16,13 +16,20 @@ blocking transport (:mod:`kue_core.store.transport`) and the asyncio one
 - A save the queue's replicas must confirm is followed by ``WAIT`` (:func:`confirmed`).
 - Several calls in one round trip (a batch): only those that did not run are sent again
   (:func:`unsent`, :func:`batch_remedy`, :func:`merged`), never those that did.
+
+The loops that carry these decisions out are written once too, as generators over values (as
+:mod:`kue_core.jobs.ops`'s operations are): :func:`recover_call` and :func:`recover_batch`
+yield what the transport must do (:data:`Action`: send again, pause, load) and are sent what
+came of it. A transport enters one only when a first send did not simply work: a call that
+ran costs no generator.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any, Final, TypeVar
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, TypeVar, cast
 
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
@@ -140,7 +147,10 @@ def unrecoverable(name: str) -> Unreachable:
 
 
 def confirmed(replicas: Any, wanted: int) -> None:
-    """Raise ``NotReplicated`` unless ``WAIT``'s reply counts ``wanted`` replicas."""
+    """Raise ``NotReplicated`` unless ``WAIT``'s reply counts ``wanted`` replicas (an error
+    reply, read as its exception, raises)."""
+    if isinstance(replicas, Exception):
+        raise replicas
     if int(replicas) < wanted:
         raise NotReplicated(
             f"only {replicas} of {wanted} replicas confirmed the save within "
@@ -216,3 +226,128 @@ def replies(batch: Sequence[Call[T]], results: Sequence[Any]) -> list[T]:
         if isinstance(r, Exception):
             raise r
     return [c.parse(r) for c, r in zip(batch, results, strict=True)]
+
+
+def settled(results: Sequence[Any]) -> bool:
+    """Whether every call of a batch ran (or failed): none is to be sent again. (A loop, not
+    ``all()`` over a generator: a batch that ran makes no object of recovery's.)"""
+    for r in results:  # noqa: SIM110
+        if unsent(r):
+            return False
+    return True
+
+
+# -- the loops ------------------------------------------------------------------------------
+class Unsent(Exception):
+    """A call that reached no connection: nothing was sent, so it may be sent again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resend:
+    """Send the call again, packed as the scripts run now (:attr:`Mode.functions`), and send
+    back its reply, its error reply (a redirect too) as the exception, or an :class:`Unsent`.
+    In a batch's loop, ``calls`` are those to send again (:func:`redo`), and what is sent back
+    is their results."""
+
+    calls: Sequence[Call[Any]] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Wait ``seconds`` (a redirect, paced by :class:`Redirects`)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Carry out ``what`` for the script: ``LOAD_SCRIPT``, ``LOAD_FUNCTION`` (send back
+    ``FUNCTION LOAD``'s error reply as the exception, else None) or ``FALL_BACK`` (run the
+    scripts as scripts from now on)."""
+
+    what: str
+
+
+#: What a loop asks of the transport running it.
+Action = Resend | Pause | Load
+#: A loop: yields actions, is sent what came of each, returns the reply (or replies).
+Loop = Generator[Action, Any, T]
+
+_RESEND: Final = Resend()
+
+
+class Mode(Protocol):
+    """What a loop reads of the transport running it."""
+
+    @property
+    def functions(self) -> bool:
+        """Whether the scripts run as Redis functions now (another call may have found out
+        meanwhile that they cannot)."""
+        ...
+
+
+def recover_call(name: str, reply: Exception, mode: Mode) -> Loop[Any]:
+    """The rest of a call of script ``name`` whose first send did not run it: ``reply`` is its
+    error reply (a redirect too) or an :class:`Unsent`. Returns the reply once it ran; raises
+    the error that ends it (:func:`translate`, :func:`unreachable`, :func:`unrecoverable`,
+    a redirect out of patience). A connection lost once the call was sent is never seen
+    here: the call may have run, and is not sent again."""
+    tries = 0
+    redirects: Redirects | None = None
+    got: Any = reply
+    while True:
+        if isinstance(got, Unsent):
+            # Nothing reached Redis (a command is run whole or not at all): safe to send
+            # again, on a new connection.
+            tries += 1
+            if tries == TRIES:
+                raise unreachable(name, got) from got
+        elif isinstance(got, (ResponseError, Redirected)):
+            what = remedy(got, mode.functions)
+            if what == RAISE:
+                raise translate(got) from None
+            if what == REDIRECT:
+                # It did not run: the cluster moved the slot, or is moving it. Send it again
+                # (to the new owner) for as long as a move may take.
+                redirects = redirects or Redirects()
+                yield Pause(redirects.pause(cast(Redirected, got)))
+            else:
+                tries += 1
+                if tries == TRIES:
+                    raise unrecoverable(name) from None
+                yield from _load(what)
+        else:
+            return got
+        got = yield _RESEND
+
+
+def recover_batch(calls: Sequence[Call[T]], results: list[Any], mode: Mode) -> Loop[list[T]]:
+    """The rest of a batch (several calls of one script) whose first send left calls unrun
+    (``results``: not :func:`settled`): only those are sent again, never those that ran.
+    Returns each call's reply, read; the first error raises (see :func:`replies`)."""
+    loads = 0
+    redirects: Redirects | None = None
+    while (todo := batch_remedy(results, loads, mode.functions)) is not None:
+        what, first = todo
+        if what == REDIRECT:
+            redirects = redirects or Redirects()
+            yield Pause(redirects.pause(first))
+        elif what == RAISE:
+            break
+        else:
+            loads += 1
+            yield from _load(what)
+        results = merged(results, (yield Resend(redo(calls, results))))
+    return replies(calls, results)
+
+
+def _load(what: str) -> Generator[Action, Any, None]:
+    """Load the script or function (``what``), or fall back; a ``FUNCTION LOAD`` refused
+    (:func:`load_failed`) falls back, is done with (loaded meanwhile) or raises."""
+    failed = yield Load(what)
+    if failed is not None:
+        after = load_failed(failed)
+        if after == RAISE:
+            raise failed
+        if after == FALL_BACK:
+            yield Load(FALL_BACK)

@@ -9,52 +9,40 @@ decided by :mod:`kue_core.store.recovery`, shared with the asyncio twin,
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
-import hiredis
 import redis
 from redis.connection import AbstractConnection
 from redis.exceptions import ConnectionError, ResponseError
 
 from ..base.errors import KueError
 from ..base.keys import Keys
-from ..defaults import REPLICA_TIMEOUT_MS
 from .calls import Call, Op, Read
 from .cluster import Redirected
 from .connections import ThreadConnection, read_reply, send, stale
-from .lua_source import SCRIPT_NAMES, Library, function_library, script_source
+from .lua_source import lua_scripts
 from .recovery import (
     FALL_BACK,
     LOAD_SCRIPT,
-    RAISE,
-    REDIRECT,
-    TRIES,
-    Redirects,
-    batch_remedy,
+    Load,
+    Loop,
+    Pause,
+    Resend,
+    Unsent,
     confirmed,
-    load_failed,
     lost,
-    merged,
-    redo,
-    remedy,
+    recover_batch,
+    recover_call,
     replies,
-    translate,
+    settled,
     unreachable,
-    unrecoverable,
 )
+from .wire import pack, pack_batch, wait
 
 T = TypeVar("T")
-
-
-def pack(*args: Any) -> bytes:
-    """One command in Redis's protocol, packed in C (every argument is an int or a valid str:
-    validated, or ASCII JSON): most of the client-side cost of a call."""
-    packed: bytes = hiredis.pack_command(args)
-    return packed
 
 
 class Transport:
@@ -71,14 +59,7 @@ class Transport:
         #: Replicas that must confirm a save before it returns (Redis ``WAIT``).
         self.replicas = replicas
         self._local = threading.local()
-        self._sources = {name: script_source(name) for name in SCRIPT_NAMES}
-        self._shas = {
-            name: hashlib.sha1(source.encode()).hexdigest()
-            for name, source in self._sources.items()
-        }
-        self._libraries: dict[str, Library] = {
-            name: function_library(name) for name in SCRIPT_NAMES
-        }
+        self._scripts = lua_scripts()
         #: Whether the scripts run as Redis functions: until the server says it has none.
         self.functions = True
 
@@ -86,31 +67,25 @@ class Transport:
     def call(self, c: Call[T]) -> T:
         """Run one script call; its reply, read. With ``c.replicated``, only once the queue's
         replicas have its writes (``WAIT``)."""
-        return c.parse(self._run(c.name, c.key, *c.args, replicated=c.replicated))
+        conn = self._connection()
+        reply = self._exchange(conn, c)
+        if isinstance(reply, Exception):  # it did not run (yet): recovery's loop
+            loop = recover_call(c.name, reply, self)
+            reply = self._recover(loop, c.name, lambda _: self._exchange(conn, c))
+        return c.parse(reply)
 
     def batch(self, calls: Sequence[Call[T]]) -> list[T]:
         """Several calls of one script (``save``), pipelined in one round trip; each one's
         reply, read. The first error raises, once every call that could run has."""
         if not calls:
             return []
-        name = calls[0].name
         results = self._pipelined(calls)
-        loads = 0
-        redirects: Redirects | None = None
-        while (todo := batch_remedy(results, loads, self.functions)) is not None:
-            # Redo the calls that did not run; the others are stored already, and are never
-            # sent twice.
-            what, first = todo
-            if what == REDIRECT:
-                redirects = redirects or Redirects()
-                time.sleep(redirects.pause(first))
-            elif what == RAISE:
-                break
-            else:
-                loads += 1
-                self._load(name, what)
-            results = merged(results, self._pipelined(redo(calls, results)))
-        return replies(calls, results)
+        if settled(results):
+            return replies(calls, results)
+        # Redo the calls that did not run; the others are stored already, and are never sent
+        # twice.
+        loop = recover_batch(calls, results, self)
+        return self._recover(loop, calls[0].name, lambda again: self._pipelined(again.calls))
 
     def read(self, step: Read) -> list[Any]:
         """Plain commands in one round trip; their replies."""
@@ -164,11 +139,11 @@ class Transport:
         seconds = max(timeout, 0.001)  # 0 would block for ever
         if len(lists) == 1 and lists[0][1]:
             key = lists[0][0]
-            wait = pack("BLMOVE", key, key, "RIGHT", "LEFT", seconds)
+            block = pack("BLMOVE", key, key, "RIGHT", "LEFT", seconds)
         else:
-            wait = pack("BLPOP", *(key for key, _ in lists), seconds)
+            block = pack("BLPOP", *(key for key, _ in lists), seconds)
         try:
-            self._send(conn, pack("CLIENT", "ID") + wait)
+            self._send(conn, pack("CLIENT", "ID") + block)
             blocked(int(read_reply(conn)))
             reply = read_reply(conn)
         except BaseException:
@@ -181,30 +156,38 @@ class Transport:
         return reply is not None
 
     # -- the I/O behind them ----------------------------------------------------------------
-    def _command(self, name: str) -> tuple[str, str]:
-        """How script ``name`` is called: ``FCALL`` and its function, or ``EVALSHA`` and its
-        digest."""
-        if self.functions:
-            return "FCALL", self._libraries[name].name
-        return "EVALSHA", self._shas[name]
+    def _recover(self, loop: Loop[T], name: str, resend: Callable[[Resend], Any]) -> T:
+        """Carry out recovery's ``loop`` for a call (or batch) of script ``name``: send again
+        with ``resend``, pause, load (see :mod:`kue_core.store.recovery`)."""
+        got: Any = None
+        while True:
+            try:
+                action = loop.send(got)
+            except StopIteration as done:
+                return cast(T, done.value)
+            if isinstance(action, Resend):
+                got = resend(action)
+            elif isinstance(action, Pause):
+                time.sleep(action.seconds)
+                got = None
+            else:
+                got = self._load(name, action)
 
-    def _load(self, name: str, what: str) -> None:
-        """Carry out the remedy ``what`` (see :mod:`kue_core.store.recovery`) for script
-        ``name``, which did not run for want of its function or script."""
-        if what == FALL_BACK:
+    def _load(self, name: str, load: Load) -> ResponseError | None:
+        """Load script ``name`` or its function, or fall back (``load.what``); ``FUNCTION
+        LOAD``'s error reply is returned, for the loop to read."""
+        if load.what == FALL_BACK:
             # Also when another thread found out first: this call was sent as FCALL before.
             self.functions = False
-        elif what == LOAD_SCRIPT:
-            self._client.script_load(self._sources[name])
+        elif load.what == LOAD_SCRIPT:
+            self._client.script_load(self._scripts.sources[name])
         else:
+            code = self._scripts.libraries[name].code
             try:
-                self._client.execute_command("FUNCTION", "LOAD", self._libraries[name].code)  # type: ignore[no-untyped-call]
+                self._client.execute_command("FUNCTION", "LOAD", code)  # type: ignore[no-untyped-call]
             except ResponseError as e:
-                after = load_failed(e)
-                if after == FALL_BACK:
-                    self.functions = False
-                elif after == RAISE:
-                    raise
+                return e
+        return None
 
     def _connection(self) -> AbstractConnection:
         """This thread's own connection, made again if the server closed it."""
@@ -222,67 +205,46 @@ class Transport:
 
     _send = staticmethod(send)
 
-    def _run(self, name: str, key: str, *args: Any, replicated: bool = False) -> Any:
-        """Run script ``name``; with ``replicated``, return only once ``self.replicas``
-        replicas have its writes."""
-        conn = self._connection()
-        tries = 0
-        redirects: Redirects | None = None
-        while True:
-            packed = pack(*self._command(name), 1, key, self._keys.prefix, *args)
-            try:
-                self._send(conn, packed)
-            except ConnectionError as e:
-                # Nothing reached Redis (a command is run whole or not at all): safe to send
-                # again, on a new connection.
-                conn.disconnect()  # type: ignore[no-untyped-call]
-                tries += 1
-                if tries == TRIES:
-                    raise unreachable(name, e) from e
-                continue
-            except BaseException:
-                conn.disconnect()  # type: ignore[no-untyped-call]  # part of it may be sent
-                raise
-            try:
-                reply = read_reply(conn)
-                if replicated and self.replicas:
-                    # WAIT counts the replicas that have this connection's writes so far.
-                    self._send(conn, pack("WAIT", self.replicas, REPLICA_TIMEOUT_MS))
-                    confirmed(read_reply(conn), self.replicas)
-                return reply
-            except (ResponseError, Redirected) as e:  # one error reply: still in step
-                what = remedy(e, self.functions)
-                if what == RAISE:
-                    raise translate(e) from None
-                if what == REDIRECT:
-                    # It did not run: the cluster moved the slot, or is moving it. Resend (to
-                    # the new owner) for as long as a move may take.
-                    redirect = cast(Redirected, e)
-                    if redirect.elsewhere:
-                        conn.disconnect()  # type: ignore[no-untyped-call]
-                    redirects = redirects or Redirects()
-                    time.sleep(redirects.pause(redirect))
-                    continue
-                tries += 1
-                if tries == TRIES:
-                    raise unrecoverable(name) from None
-                self._load(name, what)
-            except BaseException:
-                # The reply is unknown (and may still arrive): never reuse this connection.
-                conn.disconnect()  # type: ignore[no-untyped-call]
-                raise
+    def _exchange(self, conn: AbstractConnection, c: Call[Any]) -> Any:
+        """Send call ``c`` once on this thread's connection ``conn`` and read its reply (then,
+        with ``c.replicated``, ``WAIT``'s): the reply, the error reply (or redirect) as the
+        exception, or :class:`Unsent` when the send failed (nothing reached Redis)."""
+        command = self._scripts.command(c.name, self.functions)
+        packed = pack(*command, 1, c.key, self._keys.prefix, *c.args)
+        try:
+            self._send(conn, packed)
+        except ConnectionError as e:
+            # Nothing reached Redis (a command is run whole or not at all): sent again (if at
+            # all) on a new connection.
+            conn.disconnect()  # type: ignore[no-untyped-call]
+            return Unsent(str(e))
+        except BaseException:
+            conn.disconnect()  # type: ignore[no-untyped-call]  # part of it may be sent
+            raise
+        try:
+            reply = read_reply(conn)
+            if c.replicated and self.replicas:
+                # WAIT counts the replicas that have this connection's writes so far.
+                self._send(conn, wait(self.replicas))
+                confirmed(read_reply(conn), self.replicas)
+            return reply
+        except (ResponseError, Redirected) as e:  # one error reply: still in step
+            if isinstance(e, Redirected) and e.elsewhere:
+                conn.disconnect()  # type: ignore[no-untyped-call]  # to the new owner next
+            return e
+        except BaseException:
+            # The reply is unknown (and may still arrive): never reuse this connection.
+            conn.disconnect()  # type: ignore[no-untyped-call]
+            raise
 
     def _pipelined(self, calls: Sequence[Call[Any]]) -> list[Any]:
         """Send ``calls`` in one write on this thread's connection and read each reply (an
         error reply, or a redirect, as the exception in its place). Sent once: a redis-py
         pipeline would send it all again after a lost connection or a redirect, and the
         calls that had run would run twice."""
-        waits = bool(self.replicas) and any(c.replicated for c in calls)
-        packed = b"".join(
-            pack(*self._command(c.name), 1, c.key, self._keys.prefix, *c.args) for c in calls
+        packed, waits = pack_batch(
+            calls, self._scripts, self.functions, self._keys.prefix, self.replicas
         )
-        if waits:
-            packed += pack("WAIT", self.replicas, REPLICA_TIMEOUT_MS)
         conn = self._connection()
         results: list[Any] = []
         try:
@@ -303,8 +265,5 @@ class Transport:
         if any(isinstance(r, Redirected) and r.elsewhere for r in results):
             conn.disconnect()  # type: ignore[no-untyped-call]  # to the new owner next time
         if waits:
-            replicas = results.pop()
-            if isinstance(replicas, Exception):
-                raise replicas
-            confirmed(replicas, self.replicas)
+            confirmed(results.pop(), self.replicas)
         return results

@@ -1,7 +1,9 @@
 """What a transport does when a call does not simply run (``kue_core.store.recovery``), decided
 apart from any I/O: for each error reply a server gives, and for a batch whose calls ran, or
-not, in any mix. The transports carrying the decisions out against a real server are tested in
-tests/integration (test_functions.py, test_cluster.py, test_connection.py)."""
+not, in any mix; and the loops that carry it out, driven here by hand as a transport drives
+them (each action answered with what came of it). The transports carrying the decisions out
+against a real server are tested in tests/integration (test_functions.py, test_cluster.py,
+test_connection.py)."""
 
 from __future__ import annotations
 
@@ -28,14 +30,23 @@ from kue_core.store.recovery import (
     LOADED,
     RAISE,
     REDIRECT,
+    TRIES,
+    Load,
+    Loop,
+    Pause,
     Redirects,
+    Resend,
+    Unsent,
     batch_remedy,
     load_failed,
     lost,
     merged,
+    recover_batch,
+    recover_call,
     redo,
     remedy,
     replies,
+    settled,
     translate,
     unreachable,
     unrecoverable,
@@ -191,3 +202,125 @@ def test_a_batch_that_ran_reads_each_reply() -> None:
     lost_one = redis.ConnectionError("lost")
     with pytest.raises(redis.ConnectionError, match="lost"):
         replies(_saves(2), ["7", lost_one])
+
+
+# -- the loops, driven by hand --------------------------------------------------------------
+class _Mode:
+    """The transport as a loop reads it: whether the scripts run as functions now."""
+
+    def __init__(self, functions: bool = True) -> None:
+        self.functions = functions
+
+
+def _returned(loop: Loop[object], answer: object) -> object:
+    """What ``loop`` returns once sent ``answer`` (it must ask for nothing more)."""
+    with pytest.raises(StopIteration) as done:
+        loop.send(answer)
+    return done.value.value
+
+
+def test_a_redirected_call_is_sent_again_at_once_then_paced() -> None:
+    moved = Redirected("slot 1 moved", elsewhere=True)
+    loop = recover_call("save", moved, _Mode())
+    assert next(loop) == Pause(0.0)  # a moved slot is served at once by its new owner
+    assert loop.send(None) == Resend()
+    pause = loop.send(Redirected("slot 1 is migrating", elsewhere=False))
+    assert isinstance(pause, Pause) and 0 < pause.seconds <= 0.25
+    assert loop.send(None) == Resend()
+    assert _returned(loop, b"7") == b"7"
+
+
+def test_a_lost_script_is_loaded_then_the_call_sent_again() -> None:
+    loop = recover_call("save", NoScriptError("No matching script."), _Mode(functions=False))
+    assert next(loop) == Load(LOAD_SCRIPT)
+    assert loop.send(None) == Resend()
+    assert _returned(loop, b"7") == b"7"
+
+
+def test_a_lost_function_is_loaded_and_a_refused_load_falls_back() -> None:
+    mode = _Mode()
+    loop = recover_call("save", ResponseError("Function not found"), mode)
+    assert next(loop) == Load(LOAD_FUNCTION)
+    # This user may call functions but not load them: the scripts run as scripts.
+    assert loop.send(ResponseError(NO_FUNCTIONS[3])) == Load(FALL_BACK)
+    mode.functions = False
+    assert loop.send(None) == Resend()
+    assert _returned(loop, b"7") == b"7"
+
+
+def test_a_function_another_process_loaded_meanwhile_is_called_at_once() -> None:
+    loop = recover_call("save", ResponseError("Function not found"), _Mode())
+    assert next(loop) == Load(LOAD_FUNCTION)
+    assert loop.send(ResponseError("Library 'kue_1' already exists")) == Resend()
+    assert _returned(loop, b"7") == b"7"
+
+
+def test_a_function_that_does_not_compile_is_raised() -> None:
+    loop = recover_call("save", ResponseError("Function not found"), _Mode())
+    assert next(loop) == Load(LOAD_FUNCTION)
+    with pytest.raises(ResponseError, match="syntax error"):
+        loop.send(ResponseError("ERR Error compiling function: syntax error"))
+
+
+def test_a_call_that_reaches_no_connection_is_given_up_after_tries() -> None:
+    loop = recover_call("save", Unsent("Connection refused"), _Mode())
+    assert next(loop) == Resend()
+    for _ in range(TRIES - 2):
+        assert loop.send(Unsent("Connection refused")) == Resend()
+    with pytest.raises(Unreachable, match="could not send the save script: Connection refused"):
+        loop.send(Unsent("Connection refused"))
+
+
+def test_a_script_lost_again_and_again_is_given_up_after_two_loads() -> None:
+    lost_script = NoScriptError("No matching script.")
+    loop = recover_call("save", lost_script, _Mode(functions=False))
+    assert next(loop) == Load(LOAD_SCRIPT)
+    assert loop.send(None) == Resend()
+    assert loop.send(lost_script) == Load(LOAD_SCRIPT)
+    assert loop.send(None) == Resend()
+    with pytest.raises(Unreachable, match="could not run the save script"):
+        loop.send(lost_script)
+
+
+def test_a_kue_error_reply_is_raised_at_once_and_never_sent_again() -> None:
+    loop = recover_call("save", ResponseError("KUE_NOT_FOUND 7"), _Mode())
+    with pytest.raises(JobNotFound):
+        next(loop)
+    # Neither is one that came back after a redirect.
+    loop = recover_call("save", Redirected("slot 1 moved"), _Mode())
+    assert next(loop) == Pause(0.0)
+    assert loop.send(None) == Resend()
+    with pytest.raises(InvalidJob):
+        loop.send(ResponseError("KUE_INVALID bad"))
+
+
+def test_a_batch_sends_again_only_its_redirected_call() -> None:
+    batch = _saves(3)
+    results = ["1", Redirected("slot 1 moved"), "3"]
+    assert not settled(results) and settled(["1", ResponseError("KUE_INVALID bad")])
+    loop = recover_batch(batch, results, _Mode())
+    assert next(loop) == Pause(0.0)
+    assert loop.send(None) == Resend([batch[1]])
+    assert _returned(loop, ["2"]) == [1, 2, 3]
+
+
+def test_a_batch_loads_its_function_then_reads_every_reply() -> None:
+    batch = _saves(4)
+    missing = ResponseError("Function not found")
+    loop = recover_batch(batch, [ResponseError("KUE_INVALID bad"), missing, "2", missing], _Mode())
+    assert next(loop) == Load(LOAD_FUNCTION)
+    assert loop.send(None) == Resend([batch[1], batch[3]])
+    with pytest.raises(InvalidJob):  # once every call that could run has
+        loop.send(["11", "13"])
+
+
+def test_a_batch_whose_script_stays_lost_raises_after_two_loads() -> None:
+    batch = _saves(2)
+    lost_script = NoScriptError("No matching script.")
+    loop = recover_batch(batch, ["1", lost_script], _Mode(functions=False))
+    assert next(loop) == Load(LOAD_SCRIPT)
+    assert loop.send(None) == Resend([batch[1]])
+    assert loop.send([lost_script]) == Load(LOAD_SCRIPT)
+    assert loop.send(None) == Resend([batch[1]])
+    with pytest.raises(NoScriptError):  # TRIES - 1 loads made: raised as the reply it is
+        loop.send([lost_script])
