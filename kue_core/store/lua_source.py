@@ -218,17 +218,12 @@ def _locals(text: str) -> list[tuple[str, str]]:
     return [(m.group(1), text[m.start() : end]) for m, end in zip(starts, ends, strict=True)]
 
 
-def _parts(name: str) -> tuple[str, str]:
-    """The Lua text of script ``name`` in two parts: its definitions (the constants from the
-    defaults and the helpers it uses, directly or through other helpers, in the order of
-    :func:`lib_text`) and what each call runs (the ``fence`` part, then the script itself)."""
-    return _parts_for(name, lua_preamble())
-
-
 @functools.lru_cache(maxsize=4 * len(SCRIPT_NAMES))
 def _parts_for(name: str, preamble: str) -> tuple[str, str]:
-    """:func:`_parts` with the constants' ``preamble`` given: kept, since every Queue asks
-    for every script (a few ms each to work out)."""
+    """The Lua text of script ``name`` in two parts, with the constants' ``preamble``: its
+    definitions (the constants and the helpers it uses, directly or through other helpers, in
+    the order of :func:`lib_text`) and what each call runs (the ``fence`` part, then the script
+    itself). Kept, since every Queue asks for every script (a few ms each to work out)."""
     folder = resources.files("kue_core") / "scripts"
     lib = lib_text()
     own = (folder / f"{name}.lua").read_text("utf-8")
@@ -263,8 +258,7 @@ def script_source(name: str) -> str:
     defined costs time even when not called (capturing the helpers it uses as upvalues is
     linear in the helpers defined before it), up to 20 µs a call. A Redis function
     (:func:`function_library`) pays that once, when it is loaded."""
-    definitions, body = _parts(name)
-    return definitions + body
+    return lua_scripts().sources[name]
 
 
 @dataclass(frozen=True)

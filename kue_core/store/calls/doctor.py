@@ -16,35 +16,8 @@ from .replies import Inspected, JobFields, JobSnapshot, Screened, TypeSnapshot
 def _fields(f: Sequence[Any]) -> JobFields | None:
     if not f:
         return None
-    (
-        jtype,
-        state,
-        priority,
-        promote_at,
-        ttl,
-        updated_at,
-        created_at,
-        delay,
-        worker,
-        stalls,
-        has_data,
-        known_type,
-        fans_out,
-    ) = f  # in inspect.lua's order
-    facts = bool(has_data), bool(known_type), bool(fans_out)
-    return JobFields(
-        jtype,
-        state,
-        priority,
-        promote_at,
-        ttl,
-        updated_at,
-        created_at,
-        delay,
-        worker,
-        stalls,
-        *facts,
-    )
+    *values, has_data, known_type, fans_out = f  # inspect.lua's order, which JobFields follows
+    return JobFields._make((*values, bool(has_data), bool(known_type), bool(fans_out)))
 
 
 def _job(row: Sequence[Any]) -> JobSnapshot:
