@@ -18,11 +18,9 @@ from datetime import date
 from typing import Any
 
 import redis.asyncio
-import redis.asyncio.sentinel
 
 from . import connection, defaults
 from .base import checks
-from .base.errors import ConnectionFailed
 from .base.keys import Keys
 from .base.states import PROMOTABLE, RETRYABLE
 from .base.values import validate_type
@@ -36,56 +34,12 @@ from .features.search import Found
 from .jobs import ops
 from .jobs.aio_job import AsyncJob
 from .jobs.log_lines import LogLine
-from .store import calls, embedded, embedded_conn
-from .store.aio_cluster import AsyncSlotPool
+from .store import calls
 from .store.aio_events import AsyncEvents
 from .store.aio_transport import AsyncTransport
 from .store.events import wanted_events
 
 __all__ = ["AioAsyncTask", "AioTask", "AsyncEvents", "AsyncJob", "AsyncQueue"]
-
-
-def _client(
-    url: str | None, data_dir: str | os.PathLike[str] | None, prefix: str
-) -> redis.asyncio.Redis:
-    """An asyncio client for ``url`` (any URL :class:`kue_core.Queue` takes: one server, a
-    cluster, Sentinel), or for the embedded Redis (started if need be) when there is none."""
-    options = dict(connection.CLIENT_OPTIONS)
-    url = connection.base_url(url) if url else connection.embedded_url(data_dir)
-    scheme = url.partition("://")[0].lower()
-    if scheme == "unix":
-        options.pop("socket_keepalive", None)  # a TCP option; unix sockets refuse it
-    # Calls at once are bounded by AsyncTransport (AIO_CONNECTIONS), event streams by their
-    # listeners: the pool itself never refuses a connection.
-    options["max_connections"] = 2**31 - 1
-    try:
-        if scheme not in connection.TOPOLOGIES:
-            pool = _embedded_pool(url, options) or redis.asyncio.ConnectionPool.from_url(
-                url, **options
-            )
-            return redis.asyncio.Redis.from_pool(pool)
-        t = connection.topology(url, prefix, options)
-    except ValueError as e:
-        raise ConnectionFailed(f"invalid Redis URL {connection.redact(url)!r}: {e}") from None
-    if t.kind == "cluster":
-        return redis.asyncio.Redis.from_pool(AsyncSlotPool(t.nodes, prefix, **t.settings))
-    sentinel = redis.asyncio.sentinel.Sentinel(t.nodes, sentinel_kwargs=t.sentinel_settings)  # type: ignore[no-untyped-call]
-    client: redis.asyncio.Redis = sentinel.master_for(t.service, db=t.db, **t.settings)
-    return client
-
-
-def _embedded_pool(url: str, options: dict[str, Any]) -> redis.asyncio.ConnectionPool | None:
-    """A pool for ``url`` if it names an embedded server's socket: its connections start the
-    server again when it is gone (see :mod:`kue_core.store.embedded_conn`)."""
-    if url.partition("://")[0].lower() != "unix":
-        return None
-    settings = {**options, **redis.asyncio.connection.parse_url(url)}
-    sock = str(settings.pop("path", ""))
-    data_dir = embedded.folder_of(sock)
-    if data_dir is None:
-        return None
-    settings.pop("connection_class", None)
-    return embedded_conn.async_pool(sock, data_dir, **settings)
 
 
 class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
@@ -110,7 +64,9 @@ class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
         self._tasks = {}  # the typed tasks defined on it, by type (see clients/queue_tasks.py)
         self._owns_client = client is None
-        self.client = client if client is not None else _client(url, data_dir, self.prefix)
+        self.client = (
+            client if client is not None else connection.async_client(url, data_dir, self.prefix)
+        )
         if replicas is None:
             replicas = connection.url_options(url).get("replicas", 0) if url and not client else 0
         else:

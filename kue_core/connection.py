@@ -17,6 +17,7 @@ it (made here from no URL, or from its ``unix://`` URL) starts it again if it is
 from __future__ import annotations
 
 import atexit
+import inspect
 import os
 import re
 import threading
@@ -26,12 +27,16 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 import redis
+import redis.asyncio
+import redis.asyncio.connection as aio_connection
+import redis.asyncio.sentinel
 import redis.sentinel
 
 from . import defaults
 from .base.errors import ConnectionFailed, InvalidJob
 from .store import embedded as embedded_server
 from .store import embedded_conn
+from .store.aio_cluster import AsyncSlotPool
 from .store.cluster import SlotPool, hash_tag
 
 _embedded: dict[str, redis.Redis] = {}
@@ -290,3 +295,85 @@ def _leave_embedded(path: str, sock: str, client: redis.Redis) -> None:
     """At exit: this process's connections close, and the server stops if it was the last."""
     client.connection_pool.disconnect()
     embedded_server.stop(path, sock)
+
+
+# -- asyncio clients ------------------------------------------------------------------------
+def async_client(
+    url: str | None, data_dir: str | os.PathLike[str] | None, prefix: str
+) -> redis.asyncio.Redis:
+    """An asyncio client for ``url`` (any URL :func:`from_url` takes: one server, a cluster,
+    Sentinel), or for the embedded Redis (started if need be) when there is none."""
+    options = dict(CLIENT_OPTIONS)
+    url = base_url(url) if url else embedded_url(data_dir)
+    scheme = url.partition("://")[0].lower()
+    if scheme == "unix":
+        options.pop("socket_keepalive", None)  # a TCP option; unix sockets refuse it
+    # Calls at once are bounded by AsyncTransport (AIO_CONNECTIONS), event streams by their
+    # listeners: the pool itself never refuses a connection.
+    options["max_connections"] = 2**31 - 1
+    try:
+        if scheme not in TOPOLOGIES:
+            pool = _async_embedded_pool(url, options) or redis.asyncio.ConnectionPool.from_url(
+                url, **options
+            )
+            return redis.asyncio.Redis.from_pool(pool)
+        t = topology(url, prefix, options)
+    except ValueError as e:
+        raise ConnectionFailed(f"invalid Redis URL {redact(url)!r}: {e}") from None
+    if t.kind == "cluster":
+        return redis.asyncio.Redis.from_pool(AsyncSlotPool(t.nodes, prefix, **t.settings))
+    sentinel = redis.asyncio.sentinel.Sentinel(t.nodes, sentinel_kwargs=t.sentinel_settings)  # type: ignore[no-untyped-call]
+    client: redis.asyncio.Redis = sentinel.master_for(t.service, db=t.db, **t.settings)
+    return client
+
+
+def _async_embedded_pool(url: str, options: dict[str, Any]) -> redis.asyncio.ConnectionPool | None:
+    """A pool for ``url`` if it names an embedded server's socket: its connections start the
+    server again when it is gone (see :mod:`kue_core.store.embedded_conn`)."""
+    if url.partition("://")[0].lower() != "unix":
+        return None
+    settings = {**options, **redis.asyncio.connection.parse_url(url)}
+    sock = str(settings.pop("path", ""))
+    data_dir = embedded_server.folder_of(sock)
+    if data_dir is None:
+        return None
+    settings.pop("connection_class", None)
+    return embedded_conn.async_pool(sock, data_dir, **settings)
+
+
+#: A blocking connection class -> its asyncio counterpart, for :func:`async_twin`.
+_TWINS: dict[type[Any], type[Any]] = {
+    redis.connection.Connection: aio_connection.Connection,
+    redis.connection.SSLConnection: aio_connection.SSLConnection,
+    redis.connection.UnixDomainSocketConnection: aio_connection.UnixDomainSocketConnection,
+    embedded_conn.EmbeddedConnection: embedded_conn.AsyncEmbeddedConnection,
+}
+
+
+#: Connection settings that hold objects of the blocking client's own.
+_OWN = frozenset({"retry", "redis_connect_func", "maint_notifications_config"})
+
+
+def async_twin(client: redis.Redis, prefix: str) -> redis.asyncio.Redis | None:
+    """An asyncio client to the server ``client`` talks to, with its settings: made from the
+    same URL when :func:`from_url` made ``client``, else from its pool's connection settings;
+    None for a client of a kind it cannot copy (a pool of another class)."""
+    made_from = source(client)
+    if made_from is not None:
+        url, _, options = made_from
+        twin = async_client(url, None, prefix)
+        if options:  # a caller's own options (socket_timeout=5, say) hold for the twin too
+            twin.connection_pool.connection_kwargs.update(options)
+        return twin
+    pool = client.connection_pool
+    kind = _TWINS.get(pool.connection_class) if type(pool) is redis.ConnectionPool else None
+    if kind is None:
+        return None
+    accepted = set(inspect.signature(kind.__init__).parameters) | set(
+        inspect.signature(redis.asyncio.connection.AbstractConnection.__init__).parameters
+    )
+    # Objects made for blocking connections (a retry policy, a connect hook) are left out:
+    # the asyncio connection makes its own.
+    kwargs = {k: v for k, v in pool.connection_kwargs.items() if k in accepted and k not in _OWN}
+    twin_pool = redis.asyncio.ConnectionPool(connection_class=kind, **kwargs)
+    return redis.asyncio.Redis.from_pool(twin_pool)

@@ -11,6 +11,10 @@ PREFIX_ENV = "KUE_PREFIX"
 
 #: Environment variable naming the Redis URL when ``Queue(redis_url=...)`` is not given.
 REDIS_URL_ENV = "KUE_REDIS_URL"
+#: The environment variable that picks the worker runtime when ``Queue(runtime=...)`` does not.
+RUNTIME_ENV = "KUE_RUNTIME"
+#: The worker runtimes: a thread per slot, or every slot a task on one event loop.
+RUNTIMES = ("thread", "loop")
 
 #: Where the embedded Redis keeps its data when no URL is configured (relative to the cwd).
 DATA_DIR = ".kue"

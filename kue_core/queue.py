@@ -57,6 +57,8 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
     ``worker_id``: the id this process's workers register under, the same across restarts
     (letters, digits and ``. _ : @ -``, up to 100 characters); one live process at a time
     may have it (:class:`WorkerIdTaken`). By default, one made up: ``host:pid:hex8``.
+    ``runtime``: ``"thread"`` (a thread per slot) or ``"loop"`` (every slot a task on one event
+    loop, see :mod:`kue_core.worker.loop`); by default ``$KUE_RUNTIME``, else ``"thread"``.
     """
 
     def __init__(
@@ -71,8 +73,16 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
         replicas: int | None = None,
         worker_id: str | None = None,
         version: str | None = None,
+        runtime: str | None = None,
     ) -> None:
         prefix = connection.queue_prefix(prefix)
+        runtime = runtime or os.environ.get(defaults.RUNTIME_ENV) or "thread"
+        if runtime not in defaults.RUNTIMES:
+            raise InvalidJob(
+                f"runtime must be one of {', '.join(defaults.RUNTIMES)}, got {runtime!r}"
+            )
+        #: How this process's workers run their slots (see kue_core.worker.loop).
+        self.runtime = runtime
         #: The version this process's workers say they run (deploy markers in the history).
         self.version = identity.check_version(version)
         checks.integer(lease_ms, "lease_ms", 10)
@@ -380,7 +390,7 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
     def _worker_side(self) -> Workers:
         with self._workers_lock:
             if self._workers is None:
-                self._workers = Workers(self, self.lease_ms, self.stall_limit)
+                self._workers = Workers(self, self.lease_ms, self.stall_limit, self.runtime)
             return self._workers
 
     def paused(self) -> list[str]:

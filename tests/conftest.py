@@ -16,7 +16,7 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -492,3 +492,34 @@ class Producer(threading.Thread):
         self.halt.set()
         self.join(timeout=30)
         assert not self.is_alive(), "the producer is stuck in a save"
+
+
+def after_worker_calls(
+    monkeypatch: pytest.MonkeyPatch, queue: Queue, hook: Callable[[Any, Any], None]
+) -> None:
+    """Call ``hook(call, reply)`` after each script call ``queue``'s workers make, on the
+    thread that made it (a slot's thread, or the worker's event loop with ``runtime="loop"``),
+    before the reply goes on: a hook that blocks holds the slot (or every slot) up there, as a
+    frozen process would be."""
+    if queue.runtime == "thread":
+        real = queue.scripts.call
+
+        def call(c: Any) -> Any:
+            reply = real(c)
+            hook(c, reply)
+            return reply
+
+        monkeypatch.setattr(queue.scripts, "call", call)
+        return
+    from kue_core.store.aio_transport import AsyncTransport
+
+    transport = queue._worker_side().loop.transport  # type: ignore[union-attr]
+    real_async = AsyncTransport.call
+
+    async def async_call(self: AsyncTransport, c: Any) -> Any:
+        reply = await real_async(self, c)
+        if self is transport:
+            hook(c, reply)
+        return reply
+
+    monkeypatch.setattr(AsyncTransport, "call", async_call)

@@ -127,6 +127,42 @@ class AsyncTransport:
         finally:
             op.close()  # a step that raised past it (or a cancel): its spans end now
 
+    async def wait_for_token(
+        self, lists: Sequence[tuple[str, bool]], timeout: float, blocked: Callable[[int], None]
+    ) -> bool:
+        """Wait until one of the wake-up ``lists`` (key, whether its token is left there) has
+        a token or ``timeout`` seconds pass, as ``Transport.wait_for_token`` does, on a
+        connection of its own for the wait (not counted among the calls at once):
+        ``blocked(client_id)`` as it starts, so that ``CLIENT UNBLOCK`` ends it early. True if
+        woken by a token."""
+        seconds = max(timeout, 0.001)  # 0 would block for ever
+        if len(lists) == 1 and lists[0][1]:
+            key = lists[0][0]
+            block = pack("BLMOVE", key, key, "RIGHT", "LEFT", seconds)
+        else:
+            block = pack("BLPOP", *(key for key, _ in lists), seconds)
+        pool = self._client.connection_pool
+        try:
+            conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+        except ConnectionError as e:
+            raise lost(e) from e
+        try:
+            await conn.send_packed_command(pack("CLIENT", "ID") + block)
+            blocked(int(await conn.read_response()))
+            reply = await conn.read_response()
+        except BaseException as e:
+            await conn.disconnect()  # its replies are unknown: never reused
+            if isinstance(e, ConnectionError):
+                raise lost(e) from e
+            raise
+        finally:
+            await pool.release(conn)
+        if isinstance(reply, list):
+            key = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
+            if dict(lists).get(key):
+                await self._pipe.exchange(pack("LPUSH", key, reply[1]), 1)  # not ours to take
+        return reply is not None
+
     async def close(self) -> None:
         """Stop the pipelined connection (calls under way get ``ConnectionError``)."""
         await self._pipe.close()

@@ -44,7 +44,7 @@ def wake_lists(keys: Keys, job_type: str, why: Any, worker_id: str) -> list[tupl
     return [(keys.tokens(job_type), True)]
 
 
-def _failed(job: Job, result: str, delay: int) -> str:
+def failed_text(job: Job, result: str, delay: int) -> str:
     """What became of a job whose attempt failed, for the log: ``failed attempt 1 of 3,
     retrying (attempt 2 of 3) in 1.5 s``, or ``failed for good (attempt 3 of 3)``."""
     if job.fan_out() is not None:  # a run failed: the job's attempts do not count runs
@@ -76,6 +76,16 @@ class Serving:
         slot.thread = threading.Thread(target=self._work, args=(slot,), name=slot.name, daemon=True)
         slot.thread.start()
 
+    def alive(self) -> list[Slot]:
+        """The slots whose thread still runs."""
+        with self._state.lock:
+            return [s for s in self._state.slots if s.thread and s.thread.is_alive()]
+
+    def join(self, slot: Slot, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the thread of ``slot`` to end."""
+        if slot.thread is not None:
+            slot.thread.join(timeout)
+
     def _work(self, slot: Slot) -> None:
         """A slot's thread: claim, run, report, until shutdown, or until the slot goes on in
         a new thread because this one's handler outlived its attempt."""
@@ -99,7 +109,7 @@ class Serving:
                     continue
             try:
                 if order:
-                    slot.asked = _clock()
+                    slot.asked = clock()
                 claimed = nxt if order == [] else self._claim(order)
                 nxt = None
                 if isinstance(claimed, tuple) and claimed[1].get("type") in state.held:
@@ -214,7 +224,7 @@ class Serving:
             state.attempts.pop((job_id, attempt.token), None)
         ours = attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
         if span is not None:
-            _traced(span, attempt, outcome)
+            traced(span, attempt, outcome)
         if not ours:
             return None  # ttl exceeded, lease lost or released: reported by whoever ended it
         ran = round((time.monotonic() - attempt.began) * 1000)
@@ -233,7 +243,7 @@ class Serving:
         elif order:
             nxt = (self.id, self.lease_ms, order)
         keys = self.queue.keys
-        slot.asked = _clock()  # the report claims the slot's next job in the same call
+        slot.asked = clock()  # the report claims the slot's next job in the same call
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
             done = calls.complete(keys, job_id, attempt.token, outcome.result, nxt, tallied=True)
@@ -250,18 +260,18 @@ class Serving:
             )
             ended = self.scripts.call(failed)
             claimed = ended.next_job
-            told = _failed(job, ended.outcome, delay)
+            told = failed_text(job, ended.outcome, delay)
             log.info("job %d (%s) %s: %s", job_id, job.type, told, outcome.message)
         return claimed
 
 
-def _clock() -> tuple[float, float]:
+def clock() -> tuple[float, float]:
     """Now on both clocks: a process frozen then resumed shows on the monotonic one, a machine
     suspended then resumed on the wall clock."""
     return time.monotonic(), time.time()
 
 
-def _traced(span: Span, attempt: Attempt, outcome: Outcome) -> None:
+def traced(span: Span, attempt: Attempt, outcome: Outcome) -> None:
     """Tell the attempt's span how it ended (see :func:`kue_core.tracing.ended`)."""
     if isinstance(outcome, Limited) and attempt.reason == Reason.FAILED:
         tracing.ended(span, "limited")

@@ -5,6 +5,7 @@ wrapped in the queue's middleware each time (:mod:`kue_core.worker.middleware`).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ class Slot:
     name: str
     child: Child | None = None  # isolation="process"
     thread: threading.Thread | None = None  # the thread serving the slot now
+    #: The loop runtime's: the task serving the slot now is the one of this turn, and its end.
+    turn: int = 0
+    done: concurrent.futures.Future[None] | None = None
     attempt: Attempt | None = None  # the attempt that thread runs
     blocked_on: int | None = None  # Redis client id while waiting for work
     held_back: bool = False  # a stuck handler holds the slot: too many threads left behind
@@ -49,10 +53,15 @@ class HandlerRunner:
     def`` handlers (one thread, started when first needed). ``child_started`` is called when
     a child process begins a job (the keeper then watches its ttl)."""
 
-    def __init__(self, child_started: Callable[[], Any]) -> None:
+    def __init__(
+        self, child_started: Callable[[], Any], loop: asyncio.AbstractEventLoop | None = None
+    ) -> None:
         self._child_started = child_started  # a child began a job: its ttl counts from now
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        #: The loop of ``async def`` handlers: the worker's own (runtime="loop"), or one of
+        #: this runner's, started when first needed.
+        self._loop: asyncio.AbstractEventLoop | None = loop
+        self._owns_loop = loop is None
         self._thread: threading.Thread | None = None
 
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -92,6 +101,12 @@ class HandlerRunner:
             return run(mw.wrap(middleware, slot.handler), attempt.job)
         return run(slot.handler, attempt.job)
 
+    def async_handler(
+        self, slot: Slot, middleware: tuple[mw.Middleware, ...]
+    ) -> Callable[[Job], Any]:
+        """The slot's ``async def`` handler wrapped in ``middleware`` (all ``async def``)."""
+        return mw.wrap_async(middleware, slot.handler) if middleware else slot.handler
+
     def _await(self, attempt: Attempt, handler: Handler) -> Any:
         future = asyncio.run_coroutine_threadsafe(handler(attempt.job), self.loop())
         attempt.stop_with(future.cancel)
@@ -101,7 +116,7 @@ class HandlerRunner:
         """Stop the event loop, if there is one."""
         with self._lock:
             loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
+        if loop is None or thread is None or not self._owns_loop:
             return
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5)

@@ -28,7 +28,7 @@ from ..base.retry import Repeats
 from ..features.tally import Tally
 from ..features.timings import Recorder
 from ..store import calls
-from ..store.calls import Holder, Lease
+from ..store.calls import Call, Holder, Lease
 from . import isolation, promoter
 from . import middleware as mw
 from .attempt import Attempt, Reason
@@ -155,11 +155,14 @@ class WorkerState:
     def beat(self, held: Sequence[tuple[int, str]]) -> list[Lease] | Holder:
         """Register this process (``heartbeat.lua``) and renew the leases of ``held`` (job id,
         token): the pairs whose lease is lost, or the ``Holder`` that took the worker id over."""
+        return self.scripts.call(self.beat_call(held))
+
+    def beat_call(self, held: Sequence[tuple[int, str]]) -> Call[list[Lease] | Holder]:
+        """The call :meth:`beat` makes, for a caller on the event loop."""
         info = json.dumps(self.info(), separators=(",", ":"))
-        beat = calls.heartbeat(
+        return calls.heartbeat(
             self.queue.keys, self.id, self.lease_ms, info, held, instance=self.instance
         )
-        return self.scripts.call(beat)
 
     def end(self, attempt: Attempt, reason: Reason) -> bool:
         """End ``attempt`` (see :meth:`Attempt.end`) and forget it; True for the caller that

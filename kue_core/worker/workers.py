@@ -52,11 +52,13 @@ from . import middleware as mw
 from .attempt import Reason
 from .isolation import ISOLATIONS, Child, check_handler
 from .keeper import Keeper
+from .loop import EventLoop
 from .promoter import Promoter
 from .reserve import Reserver, job_types
 from .serving import Serving
 from .slots import Handler, HandlerRunner, Slot
 from .state import Owner, WorkerState
+from .tasks import LoopServing
 
 __all__ = ["Owner", "Workers"]
 
@@ -66,15 +68,25 @@ log = logging.getLogger(__name__)
 class Workers:
     """The worker side of one queue in this process (see the module docstring)."""
 
-    def __init__(self, queue: Owner, lease_ms: int, stall_limit: int) -> None:
+    def __init__(
+        self, queue: Owner, lease_ms: int, stall_limit: int, runtime: str = "thread"
+    ) -> None:
         self.queue = queue
         #: What the threads share.
         self.state = WorkerState(queue, lease_ms, stall_limit)
         self.scripts = self.state.scripts
         self.id = self.state.id
-        self._runner = HandlerRunner(self.state.bell.ring)
-        #: The slots' threads.
-        self.serving = Serving(queue, self.state, self._runner)
+        #: The event loop of runtime="loop": the slots are its tasks.
+        self.loop: EventLoop | None = None
+        #: The slots' threads, or tasks.
+        self.serving: Serving | LoopServing
+        if runtime == "loop":
+            self.loop = EventLoop(queue)
+            self._runner = HandlerRunner(self.state.bell.ring, self.loop.loop)
+            self.serving = LoopServing(queue, self.state, self._runner, self.loop)
+        else:
+            self._runner = HandlerRunner(self.state.bell.ring)
+            self.serving = Serving(queue, self.state, self._runner)
         self._closing = threading.Event()  # keeper and promoter end
         #: The keeper thread's work.
         self.keeper = Keeper(queue, self.state, self.serving.serve, self._closing)
@@ -125,7 +137,7 @@ class Workers:
                 self._control.close()
                 self._control = None
                 raise
-        if is_async and isolation == "thread":
+        if is_async and isolation == "thread" and self.loop is None:
             self._runner.loop()
         if first:  # a type paused before the claim read the paused flag gets the flag
             for paused in self.queue.paused():
@@ -213,15 +225,14 @@ class Workers:
             event.set()
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
-            with state.lock:
-                alive = [s for s in state.slots if s.thread and s.thread.is_alive()]
+            alive = self.serving.alive()
             for slot in alive:
                 if slot.blocked_on is not None:
                     self._unblock(slot.blocked_on)
             left = deadline - time.monotonic()
             if not alive or left <= 0:
                 break
-            alive[0].thread.join(min(left, 0.05))  # type: ignore[union-attr]
+            self.serving.join(alive[0], min(left, 0.05))
         with state.lock:
             running = list(state.attempts.values())
         for attempt in running:
@@ -233,6 +244,8 @@ class Workers:
         state.bell.ring()
         state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # wake promoter
         self._runner.close()
+        if self.loop is not None:
+            self.loop.close()
         for thread in self._threads:
             thread.join(timeout=5)
         if self._control is not None:

@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from kue_core import InvalidJob, InvalidTransition, Job, JobNotFound, NoRetry, Queue, WorkerNotFound
-from tests.conftest import never, wait_for
+from tests.conftest import after_worker_calls, never, wait_for
 from tests.integration import isolated_handlers
 
 
@@ -451,15 +451,13 @@ def test_a_claim_answered_after_a_local_pause_gives_its_job_back(
     paused: list[bool] = []
     with Queue(redis_url, prefix=prefix) as q:
         job = q.create_job("t").save()
-        call = q.scripts.call
 
-        def claim_then_pause(c: Any) -> Any:
-            answer = call(c)  # a claimed job is this worker's now...
+        def claim_then_pause(c: Any, answer: Any) -> None:
+            # A claimed job is this worker's now, and the type is paused here.
             if c.name == "claim" and isinstance(answer, tuple) and not paused:
-                paused.append(q.pause("t", local=True))  # ...and the type is paused here
-            return answer
+                paused.append(q.pause("t", local=True))
 
-        monkeypatch.setattr(q.scripts, "call", claim_then_pause)
+        after_worker_calls(monkeypatch, q, claim_then_pause)
         q.process("t", 1, lambda j: ran.append(j.id))
         wait_for(lambda: any(w["paused"] == ["t"] for w in q.workers()))
         wait_for(lambda: q.get_job(job.id).state == "inactive")  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from kue_core import Job, Queue, doctor
-from tests.conftest import wait_for
+from tests.conftest import after_worker_calls, wait_for
 
 LEASE_MS = 400
 
@@ -46,19 +46,16 @@ def test_a_claim_held_up_past_its_lease_is_not_run(
     ran: dict[str, list[int]] = {"frozen": [], "other": []}
     claimed, thaw = threading.Event(), threading.Event()
     calls = [0]
-    real_call = frozen.scripts.call
 
-    def claim_then_freeze(c: Any) -> Any:
-        reply = real_call(c)
+    def claim_then_freeze(c: Any, reply: Any) -> None:
         if c.name != "claim":
-            return reply
+            return
         calls[0] += 1
         if isinstance(reply, tuple) and not claimed.is_set():
             claimed.set()
             thaw.wait(30)  # the whole slot stands still, as a frozen process's would
-        return reply
 
-    monkeypatch.setattr(frozen.scripts, "call", claim_then_freeze)
+    after_worker_calls(monkeypatch, frozen, claim_then_freeze)
 
     def handler(name: str) -> Any:
         def run(job: Job) -> str:
@@ -93,17 +90,14 @@ def test_a_claim_held_up_within_its_lease_runs(
     """Asked of Redis once the lease may have lapsed, the job is still this worker's (nothing
     recovered it): its lease is renewed and it runs."""
     ran: list[int] = []
-    real_call = frozen.scripts.call
     held = threading.Event()
 
-    def claim_then_wait(c: Any) -> Any:
-        reply = real_call(c)
+    def claim_then_wait(c: Any, reply: Any) -> None:
         if c.name == "claim" and isinstance(reply, tuple) and not held.is_set():
             held.set()
             threading.Event().wait(LEASE_MS / 1000 / 2)  # a hold-up, shorter than the lease
-        return reply
 
-    monkeypatch.setattr(frozen.scripts, "call", claim_then_wait)
+    after_worker_calls(monkeypatch, frozen, claim_then_wait)
     frozen.process("t", lambda job: ran.append(job.id))
     job = frozen.create_job("t").save()
     wait_for(lambda: frozen.get_job(job.id).state == "complete")  # type: ignore[arg-type]
@@ -119,6 +113,7 @@ def test_a_claim_held_up_within_its_lease_runs(
 FREEZING_WORKER = """
 import os, signal, sys, threading, time
 from kue_core import Queue
+from kue_core.store.aio_transport import AsyncTransport
 from kue_core.store.transport import Transport
 
 url, prefix, lease, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -135,6 +130,17 @@ if mode == "freeze":
         return reply
 
     Transport.call = complete_then_stop
+    real_async = AsyncTransport.call
+
+    async def complete_then_stop_async(self, c):  # runtime="loop": on the worker's loop
+        reply = await real_async(self, c)
+        claimed = reply.next_job if c.name == "complete" else None
+        if isinstance(claimed, tuple) and "freeze" in claimed[1].get("data", ""):
+            os.kill(os.getpid(), signal.SIGSTOP)
+            signal.sigwait({signal.SIGCONT})
+        return reply
+
+    AsyncTransport.call = complete_then_stop_async
 queue = Queue(url, prefix=prefix, lease_ms=lease)
 stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *a: stop.set())

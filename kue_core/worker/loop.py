@@ -1,0 +1,84 @@
+"""The worker process's event loop: one thread running one asyncio loop, which owns the
+process's asyncio connection to Redis (:class:`kue_core.store.aio_transport.AsyncTransport`,
+every call of it on one pipelined connection) and the thread pool its ``def`` handlers run in.
+
+The slots are tasks on this loop (:mod:`kue_core.worker.tasks`): their claims and reports go
+out on the one connection, those made while others are on their way together in one write,
+and ``async def`` handlers are awaited on the loop itself, never crossing to another thread.
+Other threads (the keeper, the control listener, shutdown) hand it work with :meth:`submit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import redis.asyncio
+
+from .. import connection
+from ..base.errors import InvalidJob
+from ..store.aio_transport import AsyncTransport
+from .state import Owner
+
+T = TypeVar("T")
+
+#: The most threads the ``def`` handlers' pool may have: it makes one only when a job is
+#: handed to it and none is free, so it holds as many as the slots running ``def`` handlers at
+#: once, and those whose handler outlived its attempt (``defaults.ABANDONED_THREADS``).
+_POOL_BOUND = 4096
+
+
+class EventLoop:
+    """The event loop of the workers of one queue in this process (see the module doc)."""
+
+    def __init__(self, queue: Owner) -> None:
+        client = connection.async_twin(queue.client, queue.prefix)
+        if client is None:
+            raise InvalidJob(
+                'runtime="loop" needs a client made from a URL, the embedded Redis, or a '
+                "redis.Redis on a plain connection pool; this queue's client is none of them"
+            )
+        self.client: redis.asyncio.Redis = client
+        self.transport = AsyncTransport(client, queue.keys, queue.scripts.replicas)
+        self.loop = asyncio.new_event_loop()
+        #: Where ``def`` handlers (and the calls that block: a child process's run) go.
+        self.pool = concurrent.futures.ThreadPoolExecutor(_POOL_BOUND, thread_name_prefix="kue-run")
+        self.loop.set_default_executor(self.pool)
+        self._thread = threading.Thread(target=self._run, name="kue-async", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the loop, from any thread."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def soon(self, fn: Any, *args: Any) -> None:
+        """Call ``fn(*args)`` on the loop, from any thread."""
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Close the connection, stop the loop and its thread; the pool's threads still
+        running a handler left behind finish on their own."""
+        if not self.loop.is_running():
+            return
+        with contextlib.suppress(Exception):  # a connection that cannot close is dropped
+            self.submit(self._close()).result(timeout)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout)
+        if not self.loop.is_running():
+            self.loop.close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _close(self) -> None:
+        for task in asyncio.all_tasks():
+            if task is not asyncio.current_task():
+                task.cancel()
+        await self.transport.close()
+        await self.client.aclose()

@@ -1,0 +1,271 @@
+"""The slots' serving on the worker's event loop (:mod:`kue_core.worker.loop`): each slot is a
+task that claims a job, runs its handler, reports how it ended and claims the next one in the
+same call, and waits on its types' wake-up lists when there is none, as a slot's thread does
+(:mod:`kue_core.worker.serving`), with every Redis exchange on the loop's one connection.
+
+An ``async def`` handler runs on the loop, in a task of its own that an attempt ended from
+outside cancels; a ``def`` handler, and a process-isolated one's child, run in the loop's
+thread pool, so their Python stays off the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from .. import defaults, tracing
+from ..base.retry import Pauses
+from ..jobs.job import Job, to_json
+from ..store import calls
+from ..store.calls import Claim, Held, Holder, Next, Waits
+from . import middleware as mw
+from .attempt import Attempt, Reason
+from .loop import EventLoop
+from .outcome import Done, Limited, Outcome, failure, retry_delay
+from .serving import clock, failed_text, traced, wake_lists
+from .slots import HandlerRunner, Slot
+from .state import Owner, WorkerState
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+log = logging.getLogger(__name__)
+
+
+class LoopServing:
+    """The slots' tasks of :class:`kue_core.worker.workers.Workers` with ``runtime="loop"``:
+    :meth:`serve` starts one for a slot; each serves its slot until shutdown, or until the
+    keeper gives the slot a new task because this one's ``def`` handler outlived its attempt
+    (a thread cannot be stopped: the task waits for it, and the slot goes on without it)."""
+
+    def __init__(
+        self, queue: Owner, state: WorkerState, runner: HandlerRunner, loop: EventLoop
+    ) -> None:
+        self.queue = queue
+        self._state = state
+        self._runner = runner
+        self._loop = loop
+        self._redis = loop.transport
+        self.id = state.id
+        self.lease_ms = state.lease_ms
+
+    # -- what Workers and the keeper call, from any thread ------------------------------------
+    def serve(self, slot: Slot) -> None:
+        """Start a task serving ``slot`` (called under ``state.lock``); a task serving it
+        already ends once its handler returns."""
+        slot.turn += 1
+        slot.done = self._loop.submit(self._work(slot, slot.turn))
+
+    def alive(self) -> list[Slot]:
+        """The slots whose task still runs."""
+        with self._state.lock:
+            return [s for s in self._state.slots if s.done is not None and not s.done.done()]
+
+    def join(self, slot: Slot, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the task of ``slot`` to end."""
+        if slot.done is not None:
+            # Ended (cancelled, or failed: reported), or still running.
+            with contextlib.suppress(BaseException):
+                slot.done.result(timeout)
+
+    # -- a slot's task -------------------------------------------------------------------------
+    async def _work(self, slot: Slot, turn: int) -> None:
+        """A slot's task: claim, run, report, until shutdown, or until the slot goes on in a
+        new task because this one's handler outlived its attempt."""
+        state = self._state
+        pauses = Pauses()
+        if slot.child is not None and turn == 1:
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, slot.child.start)
+            except Exception as e:  # the first job will try again, and fail if it cannot
+                state.report(e)
+        nxt: Claim = None  # a job claimed by the last report, in the same call
+        while not state.stopping.is_set() and slot.turn == turn:
+            order: list[str] = []
+            if not isinstance(nxt, tuple):  # else a job claimed in the last report's call
+                order = self._order(slot)
+                if not order:  # paused in this process only
+                    held = [state.held.get(t) for t in slot.types]
+                    event = next((e for e in held if e is not None), state.stopping)
+                    await asyncio.to_thread(event.wait, defaults.IDLE_WAIT)
+                    continue
+            try:
+                if order:
+                    slot.asked = clock()
+                claimed = nxt if order == [] else await self._claim(order)
+                nxt = None
+                if isinstance(claimed, tuple) and claimed[1].get("type") in state.held:
+                    await self._give_back(claimed)  # paused here while the claim was on its way
+                elif isinstance(claimed, tuple):
+                    nxt = await self._run(slot, *claimed)
+                else:
+                    await self._idle(slot, order, claimed)
+                pauses.reset()
+            except Exception as e:
+                # Redis is down or restarting (or a bug): a job this slot held comes back
+                # through its lease; the slot keeps trying until Redis answers again.
+                state.report(e)
+                await asyncio.to_thread(state.stopping.wait, pauses.next())
+        await self._give_back(nxt)  # a job claimed as the slot stopped, if any
+        if slot.turn != turn:
+            with state.lock:
+                state.abandoned -= 1
+                left = state.abandoned
+            log.info("a handler left running on %s returned (%d still running)", slot.name, left)
+            state.bell.ring(beat=True)  # a stuck slot may get a new task now
+
+    async def _claim(self, order: list[str]) -> Claim:
+        """The best waiting job of the types in ``order`` (see ``claim.lua``)."""
+        return await self._redis.call(calls.claim(self.queue.keys, order, self.id, self.lease_ms))
+
+    async def _give_back(self, claimed: Claim) -> None:
+        """Release a job claimed but not run (not counted as an attempt)."""
+        if isinstance(claimed, tuple):
+            job_id, fields = claimed
+            release = calls.release(self.queue.keys, job_id, fields.get("lease", ""))
+            try:
+                await self._redis.call(release)
+            except Exception as e:  # the lease gives it back later
+                self._state.report(e)
+
+    def _order(self, slot: Slot) -> list[str]:
+        """The types the slot claims from next, in order, leaving out those paused here."""
+        order = slot.reserver.order()
+        if self._state.held:
+            order = [t for t in order if t not in self._state.held]
+        return order
+
+    async def _idle(self, slot: Slot, order: list[str], claimed: Claim) -> None:
+        """No job for the slot: wait until one of its types may have one, on each type's
+        wake-up lists (see ``wake_lists``), the longest ``IDLE_WAIT``."""
+        each = claimed.each if isinstance(claimed, Waits) else (claimed,)
+        keys = self.queue.keys
+        lists = [
+            pair
+            for t, w in zip(order, each, strict=True)
+            for pair in wake_lists(keys, t, w, self.id)
+        ]
+        holds = [w.wait_ms / 1000 for w in each if isinstance(w, Held)]
+        timeout = min([defaults.IDLE_WAIT, *holds])
+
+        def blocked(client_id: int) -> None:
+            slot.blocked_on = client_id
+
+        try:
+            await self._redis.wait_for_token(lists, timeout, blocked)
+        finally:
+            slot.blocked_on = None
+
+    async def _run(self, slot: Slot, job_id: int, fields: dict[str, str]) -> Claim:
+        """Run the handler on one claimed job; report how it ended, unless the attempt was
+        ended elsewhere first; return the next job claimed in the same call. Traced, when
+        traces are on (see :mod:`kue_core.tracing`)."""
+        if await self._stale(slot, job_id, fields):
+            return None
+        if not tracing.enabled:
+            return await self._attempt(slot, job_id, fields, None)
+        with tracing.consuming(job_id, fields.get("type", ""), fields) as span:
+            return await self._attempt(slot, job_id, fields, span)
+
+    async def _stale(self, slot: Slot, job_id: int, fields: dict[str, str]) -> bool:
+        """Whether a job claimed for ``slot`` is another worker's by now (see
+        ``Serving._stale``): asked of Redis only when a third of the lease has passed."""
+        mono, wall = slot.asked
+        away = max(time.monotonic() - mono, time.time() - wall)
+        if away * 1000 < self.lease_ms / 3:
+            return False
+        token = fields.get("lease", "")
+        lost = await self._redis.call(self._state.beat_call([(job_id, token)]))
+        if not isinstance(lost, Holder) and (job_id, token) not in lost:
+            return False
+        log.warning(
+            "job %d (%s): claimed %.1f s ago, and this process was held up past its lease "
+            "since; another worker has the job now: not run here",
+            job_id,
+            fields.get("type", ""),
+            away,
+        )
+        return True
+
+    async def _handle(self, slot: Slot, attempt: Attempt, fields: dict[str, str]) -> Outcome:
+        """Run the slot's handler on the attempt's job: an ``async def`` one (with no plain
+        middleware) in a task on the loop, which an attempt ended from outside cancels; any
+        other in the thread pool."""
+        middleware = self.queue.middleware
+        if not slot.is_async or slot.child is not None or not all(map(mw.is_async, middleware)):
+            # In the slot's context (a trace's span, say), as a task on the loop would be.
+            run = contextvars.copy_context().run
+            loop = asyncio.get_running_loop()
+            call = self._runner.call
+            return await loop.run_in_executor(None, run, call, slot, attempt, fields, middleware)
+        handler = self._runner.async_handler(slot, middleware)
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(handler(attempt.job))
+        attempt.stop_with(lambda: loop.call_soon_threadsafe(task.cancel))
+        try:
+            return Done(to_json(await task, "result"))
+        except asyncio.CancelledError as e:
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():  # this slot's own task: the loop closes
+                raise
+            return failure(e)  # the attempt was ended from outside: reported by whoever did
+        except BaseException as e:  # the handler's failure, whatever it is, fails the attempt
+            return failure(e)
+
+    async def _attempt(
+        self, slot: Slot, job_id: int, fields: dict[str, str], span: Span | None
+    ) -> Claim:
+        state = self._state
+        job = Job.from_hash(self.queue, job_id, fields)
+        grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
+        attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
+        started_at = job.started_at or 0
+        state.timings.add(job.type, "wait", int(fields.get("waited") or 0), started_at)
+        with state.lock:
+            state.attempts[job_id, attempt.token] = attempt
+            slot.attempt = attempt
+        if attempt.deadline is not None:
+            state.bell.ring()  # the keeper watches the deadline
+        outcome = await self._handle(slot, attempt, fields)
+        with state.lock:  # the handler returned: this slot is not stuck, and it is not running
+            if slot.attempt is attempt:
+                slot.attempt, slot.held_back = None, False
+            state.attempts.pop((job_id, attempt.token), None)
+        ours = attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
+        if span is not None:
+            traced(span, attempt, outcome)
+        if not ours:
+            return None  # ttl exceeded, lease lost or released: reported by whoever ended it
+        ran = round((time.monotonic() - attempt.began) * 1000)
+        state.timings.add(job.type, "run", ran, started_at)
+        keys = self.queue.keys
+        if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
+            log.info("job %d (%s): %s", job_id, job.type, outcome.message)
+            state.may_retry(job_id)
+            await self._redis.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
+            return None
+        order = [] if state.stopping.is_set() else self._order(slot)
+        nxt: Next | None = None
+        if order == [job.type]:
+            nxt = (self.id, self.lease_ms)  # the finished job's type, as the script assumes
+        elif order:
+            nxt = (self.id, self.lease_ms, order)
+        slot.asked = clock()  # the report claims the slot's next job in the same call
+        if isinstance(outcome, Done):
+            log.debug("job %d (%s) complete", job_id, job.type)
+            done = calls.complete(keys, job_id, attempt.token, outcome.result, nxt, tallied=True)
+            ended = await self._redis.call(done)
+            if ended.tally is not None:  # see kue_core.features.tally
+                state.tally.add(job.type, *ended.tally)
+            return ended.next_job
+        delay = retry_delay(job, outcome.no_retry)
+        if delay >= 0:  # it may come back later: before the report, as a burst reads it
+            state.may_retry(job_id)
+        failed = calls.fail(keys, job_id, attempt.token, outcome.message, outcome.text, delay, nxt)
+        ended = await self._redis.call(failed)
+        told = failed_text(job, ended.outcome, delay)
+        log.info("job %d (%s) %s: %s", job_id, job.type, told, outcome.message)
+        return ended.next_job
