@@ -23,6 +23,7 @@ from ..store import calls
 from ..store.calls import Claim, Held, Holder, Next, Waits
 from . import middleware as mw
 from .attempt import Attempt, Reason
+from .dispatch import Dispatcher
 from .loop import EventLoop
 from .outcome import Done, Limited, Outcome, failure, retry_delay
 from .serving import clock, failed_text, traced, wake_lists
@@ -49,6 +50,8 @@ class LoopServing:
         self._runner = runner
         self._loop = loop
         self._redis = loop.transport
+        #: Where claims and completions go, several in one call (see kue_core.worker.dispatch).
+        self._dispatch = Dispatcher(loop.transport, queue.keys, state.id, state.lease_ms)
         self.id = state.id
         self.lease_ms = state.lease_ms
 
@@ -119,7 +122,7 @@ class LoopServing:
 
     async def _claim(self, order: list[str]) -> Claim:
         """The best waiting job of the types in ``order`` (see ``claim.lua``)."""
-        return await self._redis.call(calls.claim(self.queue.keys, order, self.id, self.lease_ms))
+        return await self._dispatch.claim(order)
 
     async def _give_back(self, claimed: Claim) -> None:
         """Release a job claimed but not run (not counted as an attempt)."""
@@ -248,19 +251,16 @@ class LoopServing:
             await self._redis.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
             return None
         order = [] if state.stopping.is_set() else self._order(slot)
-        nxt: Next | None = None
-        if order == [job.type]:
-            nxt = (self.id, self.lease_ms)  # the finished job's type, as the script assumes
-        elif order:
-            nxt = (self.id, self.lease_ms, order)
         slot.asked = clock()  # the report claims the slot's next job in the same call
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
-            done = calls.complete(keys, job_id, attempt.token, outcome.result, nxt, tallied=True)
-            ended = await self._redis.call(done)
+            ended, claimed = await self._dispatch.complete(
+                job_id, attempt.token, outcome.result, order
+            )
             if ended.tally is not None:  # see kue_core.features.tally
                 state.tally.add(job.type, *ended.tally)
-            return ended.next_job
+            return claimed
+        nxt: Next | None = (self.id, self.lease_ms, order) if order else None
         delay = retry_delay(job, outcome.no_retry)
         if delay >= 0:  # it may come back later: before the report, as a burst reads it
             state.may_retry(job_id)

@@ -1,0 +1,163 @@
+"""The worker loop's dispatcher: the slots' completions and claims go to Redis together.
+
+A slot hands :class:`Dispatcher` a completion (with the types to claim its next job from) or
+a claim, and waits for its answer. What the slots hand it while a call is on its way goes out
+in the next call, as one script call: the completions of k jobs with the claims of the next
+jobs for the slots they free (``complete_batch.lua``), and one claim of up to n jobs for the
+slots that asked with the same types (``claim_batch.lua``). Nothing waits for company: a
+completion or claim handed to an idle dispatcher goes at once, alone, as the single-job script
+(``complete.lua``, ``claim.lua``) it would have been without batching.
+
+Each answer is a slot's own: its completion's :class:`~kue_core.store.calls.Reported` and the
+job claimed for it, or (when fewer jobs were waiting than slots asked) why there was none, from
+which the slot picks the lists to wait on. When a call fails, every slot in it gets the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..base.keys import Keys
+from ..store import calls
+from ..store.aio_transport import AsyncTransport
+from ..store.calls import Claim, Next, Reported
+
+#: The most completions (and claims) one call carries: more wait for the next call.
+BATCH_MOST = 64
+
+
+@dataclass(eq=False)
+class _Ask:
+    """One slot's request: a completion (``job_id`` set) and/or a claim (``order`` not empty)."""
+
+    order: tuple[str, ...]
+    future: asyncio.Future[tuple[Reported | None, Claim]]
+    job_id: int = 0
+    token: str = ""
+    result: str = ""
+
+
+class Dispatcher:
+    """Sends the slots' completions and claims of one worker process (see the module doc)."""
+
+    def __init__(self, transport: AsyncTransport, keys: Keys, worker_id: str, lease_ms: int):
+        self._redis = transport
+        self._keys = keys
+        self._id = worker_id
+        self._lease_ms = lease_ms
+        self._queued: list[_Ask] = []
+        self._sending = False
+
+    async def complete(
+        self, job_id: int, token: str, result: str, order: Sequence[str]
+    ) -> tuple[Reported, Claim]:
+        """Complete a job held under ``token`` (``result``: JSON) and claim the slot's next one
+        from ``order`` (none when empty): the completion's report, and the job claimed (or why
+        there was none)."""
+        reported, claimed = await self._ask(
+            _Ask(tuple(order), self._future(), job_id, token, result)
+        )
+        assert reported is not None
+        return reported, claimed
+
+    async def claim(self, order: Sequence[str]) -> Claim:
+        """The best waiting job of the types in ``order`` (or why there was none)."""
+        _, claimed = await self._ask(_Ask(tuple(order), self._future()))
+        return claimed
+
+    def _future(self) -> asyncio.Future[tuple[Reported | None, Claim]]:
+        return asyncio.get_running_loop().create_future()
+
+    async def _ask(self, ask: _Ask) -> tuple[Reported | None, Claim]:
+        self._queued.append(ask)
+        if not self._sending:
+            self._sending = True
+            asyncio.get_running_loop().create_task(self._send_all())
+        return await ask.future
+
+    async def _send_all(self) -> None:
+        """Send what is queued, then what was queued meanwhile, until nothing is."""
+        try:
+            while self._queued:
+                batch, self._queued = self._queued[:BATCH_MOST], self._queued[BATCH_MOST:]
+                try:
+                    await self._send(batch)
+                except Exception as e:  # each slot reports it and tries again
+                    for ask in batch:
+                        if not ask.future.done():
+                            ask.future.set_exception(e)
+        finally:
+            self._sending = False
+
+    async def _send(self, batch: list[_Ask]) -> None:
+        if len(batch) == 1:
+            await self._alone(batch[0])
+            return
+        groups: dict[tuple[str, ...], list[_Ask]] = {}
+        for ask in batch:
+            if ask.order:
+                groups.setdefault(ask.order, []).append(ask)
+        # The completions carry the claims of the largest group; the other groups claim
+        # apart, in the same write (the transport pipelines the calls made at once).
+        done = [a for a in batch if a.job_id]
+        first = max(groups, key=lambda o: len(groups[o]), default=None) if done else None
+        reports: dict[int, Reported] = {}
+        claims: dict[int, Claim] = {}
+        sent = []
+        if done:
+            sent.append(self._complete(done, first, groups.pop(first, []), reports, claims))
+        sent.extend(self._claim(order, asks, claims) for order, asks in groups.items())
+        failed = [r for r in await asyncio.gather(*sent, return_exceptions=True) if r is not None]
+        for ask in batch:
+            if ask.job_id and id(ask) not in reports:  # its completion's call failed
+                ask.future.set_exception(failed[0])
+            else:  # a claim whose call failed: none now, the slot waits and asks again
+                ask.future.set_result((reports.get(id(ask)), claims.get(id(ask))))
+
+    async def _alone(self, ask: _Ask) -> None:
+        """One request: the single-job script, as a slot would call it alone."""
+        keys = self._keys
+        nxt: Next | None = None
+        if ask.order:
+            nxt = (self._id, self._lease_ms, list(ask.order))
+        if ask.job_id:
+            c = calls.complete(keys, ask.job_id, ask.token, ask.result, nxt, tallied=True)
+            reported = await self._redis.call(c)
+            ask.future.set_result((reported, reported.next_job))
+        else:
+            claimed = await self._redis.call(
+                calls.claim(keys, list(ask.order), self._id, self._lease_ms)
+            )
+            ask.future.set_result((None, claimed))
+
+    async def _complete(
+        self,
+        done: list[_Ask],
+        order: tuple[str, ...] | None,
+        claiming: list[_Ask],
+        reports: dict[int, Reported],
+        claims: dict[int, Claim],
+    ) -> None:
+        items = [(a.job_id, a.token, a.result) for a in done]
+        claim = (self._id, self._lease_ms, len(claiming), list(order)) if order else None
+        finished = await self._redis.call(calls.complete_batch(self._keys, items, claim))
+        _share(claiming, finished.jobs, finished.why, claims)
+        for ask, reported in zip(done, finished.reports, strict=True):
+            reports[id(ask)] = reported
+
+    async def _claim(
+        self, order: tuple[str, ...], asks: list[_Ask], claims: dict[int, Claim]
+    ) -> None:
+        c = calls.claim_batch(self._keys, list(order), self._id, self._lease_ms, len(asks))
+        batch = await self._redis.call(c)
+        _share(asks, batch.jobs, batch.why, claims)
+
+
+def _share(
+    asks: list[_Ask], jobs: list[tuple[int, dict[str, str]]], why: Claim, claims: dict[int, Claim]
+) -> None:
+    """Each ask's claim into ``claims``: the jobs claimed, in turn, then why there were none."""
+    for i, ask in enumerate(asks):
+        claims[id(ask)] = jobs[i] if i < len(jobs) else why
