@@ -59,13 +59,21 @@ end
 -- A fan-out job starts a run instead (see run_begin): its first from where it waits, the
 -- next ones while it is active (run_claim); its token is the run's, `run` in the reply the
 -- worker id, and its lease is the run's (<p>:run-leases), not in <p>:leases.
-local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, pinned, open)
-  local id = zid_id(member)
-  local jkey = k_job(p, id)
-  -- The whole hash, read once: the reply is this hash with the claim's changes applied.
-  local out = redis.call('HGETALL', jkey)
-  local at = {}  -- field -> index of its value in `out`
-  for i = 1, #out, 2 do at[out[i]] = i + 1 end
+-- `id`, `out` and `at`: the job's id, its hash as HGETALL gave it and field -> index of its
+-- value there, when the caller read them (claim_plain); read here when nil.
+local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, pinned, open,
+                            id, out, at)
+  local jkey
+  if out then
+    jkey = k_job(p, id)
+  else
+    id = zid_id(member)
+    jkey = k_job(p, id)
+    -- The whole hash, read once: the reply is this hash with the claim's changes applied.
+    out = redis.call('HGETALL', jkey)
+    at = {}  -- field -> index of its value in `out`
+    for i = 1, #out, 2 do at[out[i]] = i + 1 end
+  end
   local state = at.state and out[at.state]
   local prefer = at.prefer and out[at.prefer]  -- a preferred job waits inactive, in places too
   local from = (pinned and not prefer) and 'pinned' or 'inactive'
@@ -204,6 +212,80 @@ local function pick(p, jtype, worker, key, r)
   return nil
 end
 
+-- Claim up to `m` jobs of `jtype`, a type with no rules, for `worker`, appending each to
+-- `got` as claim_member gives it: the jobs m successive claims would take, the set's best
+-- first. Returns nil when m were claimed, false when the set ran out first (then the type's
+-- wake-up tokens, all stale, are cleared). Members popped together cost one ZPOPMIN, and a
+-- plain job (waiting inactive as a job of the type, with no group, prefer, fan-out or trail
+-- left) one HGETALL and one HSET: its index writes go with the others' in one variadic command
+-- each (ZREM jobs:inactive, ZADD jobs:active, jobs:<type>:active and leases, RPOP of the
+-- tokens with a count). Any other member goes the way of claim_member, its hash read once.
+local function claim_plain(p, jtype, worker, lease_ms, now, m, got)
+  local key = k_type_state(p, jtype, 'inactive')
+  local encoded = cjson.encode(jtype)
+  local until_ms = int(now + lease_ms)
+  local left = m
+  while left > 0 do
+    local want = math.min(left, CLAIM_CHUNK)
+    local top = redis.call('ZPOPMIN', key, want)
+    local members, active, typed, leases = {}, {}, {}, {}
+    local k = 0
+    for i = 1, #top, 2 do
+      local member = top[i]
+      local id = zid_id(member)
+      local jkey = k_job(p, id)
+      local out = redis.call('HGETALL', jkey)
+      local at = {}  -- field -> index of its value in `out`
+      for j = 1, #out, 2 do at[out[j]] = j + 1 end
+      if out[at.state or 0] ~= 'inactive' or out[at.type or 0] ~= jtype or at.group
+          or at.prefer or at.fan_out or at.trail then
+        local job = claim_member(p, jtype, member, worker, lease_ms, now, true, false, nil, nil,
+          id, out, at)
+        if job then
+          got[#got + 1] = job
+          left = left - 1
+        end
+      else
+        local priority = tonumber(out[at.priority or 0]) or 0
+        local ttl = tonumber(out[at.ttl or 0]) or 0
+        local attempts = tonumber(out[at.attempts or 0]) or 0
+        local waiting_since = tonumber(out[at.updated_at or 0]) or now
+        local lease = int((tonumber(out[at.lease or 0]) or 0) + 1)
+        local fields = claim_changes(out, at, { 'state', 'active', 'started_at', int(now),
+          'updated_at', int(now), 'workerId', worker, 'lease', lease,
+          'trail', int(now) .. ',' .. int(attempts + 1) })
+        redis.call('HSET', jkey, unpack(fields))
+        k = k + 1
+        members[k] = member
+        active[2 * k - 1] = score(state_score('active', priority, 0, ttl, now))
+        active[2 * k] = member
+        typed[2 * k - 1] = score(priority)
+        typed[2 * k] = member
+        leases[2 * k - 1] = until_ms
+        leases[2 * k] = member
+        publish(p, id, jtype, 'start', encoded)
+        -- Not stored: how long it waited, from its last change while waiting (for statistics).
+        out[#out + 1] = 'waited'; out[#out + 1] = int(math.max(0, now - waiting_since))
+        table.insert(out, 1, id)
+        got[#got + 1] = out
+        left = left - 1
+      end
+    end
+    if k > 0 then
+      redis.call('ZREM', k_state(p, 'inactive'), unpack(members))
+      redis.call('ZADD', k_state(p, 'active'), unpack(active))
+      redis.call('ZADD', k_type_state(p, jtype, 'active'), unpack(typed))
+      redis.call('ZADD', k_leases(p), unpack(leases))
+    end
+    if #top < 2 * want then
+      redis.call('DEL', k_tokens(p, jtype))  -- nothing is waiting: every token left is stale
+      return false
+    end
+    if k > 0 then redis.call('RPOP', k_tokens(p, jtype), k) end
+  end
+  return nil
+end
+
 -- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score; a
 -- job pinned to `worker` first at equal scores, then a fan-out job's open place) under its
 -- rules (paused, limits, groups, pins, fan-out): the job as claim_member gives it, or false
@@ -232,6 +314,9 @@ local function claim(p, jtype, worker, lease_ms, now)
       src, member = pick(p, jtype, worker, key, r)  -- that one was stale
     end
     if r.groups then return claim_grouped(p, jtype, r, worker, lease_ms, now) end
+  else
+    local got = {}
+    return claim_plain(p, jtype, worker, lease_ms, now, 1, got) == nil and got[1] or false
   end
   for _ = 1, 100 do
     local top = redis.call('ZPOPMIN', key)
@@ -265,6 +350,42 @@ local function claim_first(p, first, worker, lease_ms, now)
     end
   end
   return waits
+end
+
+-- Claim up to `n` jobs for `worker` from the types ARGV[first..#ARGV], tried in that order as
+-- claim_first tries them: the jobs n successive claim_first calls would give, in their order.
+-- Returns two values: the table of the jobs claimed (each {id, field, value, ...} as claim
+-- gives it, with `lease` and `waited`), and, when fewer than n were claimed, what the next
+-- claim_first would give (false, {'pins'}, {'paused'}, {'limited', ms}, or with several
+-- types {'wait', ...}); nil when n were. A type is drained before the next is tried (what it
+-- answered once it had no job holds for the rest of the call: claims of other types do not
+-- change it); a type with no rules goes by claim_plain, its index writes one command each.
+local function claim_up_to(p, first, worker, lease_ms, now, n)
+  local got, waits = {}, { 'wait' }
+  local why
+  for i = first, #ARGV do
+    local jtype = ARGV[i]
+    if rule_of(p, jtype) then
+      while #got < n do
+        why = claim(p, jtype, worker, lease_ms, now)
+        if not why or why[1] == 'paused' or why[1] == 'pins' or why[1] == 'limited' then break end
+        got[#got + 1] = why
+        why = nil
+      end
+    else
+      why = claim_plain(p, jtype, worker, lease_ms, now, n - #got, got)
+    end
+    if #got >= n then return got, nil end
+    if not why then
+      waits[#waits + 1] = ''
+    elseif why[1] == 'limited' then
+      waits[#waits + 1] = why[2]
+    else
+      waits[#waits + 1] = why[1]
+    end
+  end
+  if first == #ARGV then return got, why end
+  return got, waits
 end
 
 -- The claim a finishing script makes for its worker, from ARGV[first..] (worker id, lease

@@ -61,6 +61,25 @@ def claimed(reply: Sequence[Any]) -> Claim:
     return int(reply[0]), dict(zip(it, it, strict=True))
 
 
+class Batch(NamedTuple):
+    """What ``claim_batch.lua`` gives: the jobs claimed, in the order successive claims would
+    have taken them, and, when fewer than asked, why no more (the :data:`Claim` a claim gives
+    with no job: None, ``PAUSED``, ``PINS``, ``Held`` or ``Waits``); None when all were."""
+
+    jobs: list[Claimed]
+    why: Claim
+
+
+def batch(reply: Sequence[Any]) -> Batch:
+    """``{why, job, job, ...}`` -> :class:`Batch` (each part read as :func:`claimed` reads a
+    claim's reply)."""
+    jobs: list[Claimed] = []
+    for one in reply[1:]:
+        it = iter(one[1:])
+        jobs.append((int(one[0]), dict(zip(it, it, strict=True))))
+    return Batch(jobs, claimed(reply[0]))
+
+
 def _wait(why: str) -> Literal["paused", "pins"] | Held | None:
     """One type's entry of a ``{'wait', ...}`` reply (see ``Waits``)."""
     if why == "":
