@@ -423,7 +423,7 @@ end
 -- answered once it had no job holds for the rest of the call: claims of other types do not
 -- change it); a type with no rules goes by claim_plain, its index writes one command each.
 local function claim_up_to(p, first, worker, lease_ms, now, n)
-  local got, waits = {}, { 'wait' }
+  local got, waits = {}, nil
   local why
   for i = first, #ARGV do
     local jtype = ARGV[i]
@@ -438,6 +438,7 @@ local function claim_up_to(p, first, worker, lease_ms, now, n)
       why = claim_plain(p, jtype, worker, lease_ms, now, n - #got, got)
     end
     if #got >= n then return got, nil end
+    waits = waits or { 'wait' }
     if not why then
       waits[#waits + 1] = ''
     elseif why[1] == 'limited' then

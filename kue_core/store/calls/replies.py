@@ -44,7 +44,7 @@ Claim = Claimed | Literal["paused", "pins"] | Held | Waits | None
 Next = tuple[str, int] | tuple[str, int, Sequence[str]]
 
 
-def claimed(reply: Sequence[Any]) -> Claim:
+def claimed(reply: Sequence[Any] | None) -> Claim:
     """``{id, field, value, ...}`` -> (id, hash); ``{'paused'}`` -> ``PAUSED``; ``{'pins'}``
     -> ``PINS``; ``{'limited', ms}`` -> ``Held``; None for an empty reply."""
     if not reply:
@@ -71,13 +71,13 @@ class Batch(NamedTuple):
 
 
 def batch(reply: Sequence[Any]) -> Batch:
-    """``{why, job, job, ...}`` -> :class:`Batch` (each part read as :func:`claimed` reads a
-    claim's reply)."""
+    """``{job, job, ..., why}`` -> :class:`Batch` (each part read as :func:`claimed` reads a
+    claim's reply; ``why`` nil or empty: None)."""
     jobs: list[Claimed] = []
-    for one in reply[1:]:
+    for one in reply[:-1]:
         it = iter(one[1:])
         jobs.append((int(one[0]), dict(zip(it, it, strict=True))))
-    return Batch(jobs, claimed(reply[0]))
+    return Batch(jobs, claimed(reply[-1]))
 
 
 def _wait(why: str) -> Literal["paused", "pins"] | Held | None:
