@@ -282,3 +282,38 @@ def test_n_must_be_positive(queue: Queue, n: int) -> None:
     with pytest.raises(KueError):
         _batch(queue, "t", n)
     assert queue.count("inactive", "t") == 1
+
+
+def _claim_view(r: redis.Redis, q: Queue, job_id: int) -> dict[str, Any]:
+    """What a claim wrote for job ``job_id``: its hash and its members' scores (times masked),
+    and the type's wake-up tokens."""
+    k, member = q.keys, zid(job_id)
+    sets = [k.state("inactive"), k.state("active"), k.type_state("t", "active"), k.leases]
+    return {
+        "hash": {f: _masked(v) for f, v in r.hgetall(k.job(job_id)).items()},
+        "sets": [_masked(r.zscore(key, member)) for key in sets],
+        "tokens": r.llen(k.tokens("t")),
+        "history": [_masked(h) for h in r.lrange(k.history(job_id), 0, -1)],
+    }
+
+
+@pytest.mark.parametrize("trail", [False, True])
+def test_a_plain_claim_writes_what_a_claim_under_rules_does(
+    r: redis.Redis, twins: tuple[Queue, Queue], trail: bool
+) -> None:
+    """A type with no rules claims by its shorter way; one with rules that do not hold its
+    jobs back (a high concurrency limit) by claim_member: both write the same."""
+    plain, ruled = twins
+    ruled.limit("t", concurrency=1000)
+    for q in twins:
+        for i in range(3):
+            job = q.create_job("t", {"i": i}).priority(i - 1)
+            (job.ttl(9_000) if i == 1 else job).save()
+        if trail:
+            r.hset(q.keys.job(1), "trail", "1700000000000,1")
+    for _ in range(3):
+        one = plain.scripts.call(calls.claim(plain.keys, "t", W, LEASE))
+        other = ruled.scripts.call(calls.claim(ruled.keys, "t", W, LEASE))
+        assert isinstance(one, tuple) and isinstance(other, tuple)
+        assert _job(one) == _job(other)
+        assert _claim_view(r, plain, one[0]) == _claim_view(r, ruled, other[0])
