@@ -152,6 +152,10 @@ LIMIT_RECHECK_MS = 1000
 #: their group limits); past them the claim reports when to try again.
 GROUP_SCAN = 16
 
+#: Most jobs a claim of several (``claim_batch``) pops off a type's set in one command; its
+#: index writes then take twice as many arguments, well within what Lua's ``unpack`` takes.
+CLAIM_CHUNK = 500
+
 #: Largest max_jobs of a rate and largest concurrency cap (``queue.limit``).
 MAX_LIMIT = 10**9
 

@@ -24,6 +24,7 @@ NOT_HASHES = {
     ("finished.lua", "<anon>", "a"): "table.sort's pair {score, member}, built in the script",
     ("finished.lua", "<anon>", "b"): "table.sort's pair {score, member}, built in the script",
     ("lib/claims.lua", "claim_first", "got"): "claim's reply, {id, fields}, as the caller's",
+    ("lib/claims.lua", "claim_up_to", "why"): "claim's reply, {id, fields} or why none",
     ("tick.lua", "<body>", "made"): "save_unique's reply {id, created}, as save_unique.lua's",
 }
 

@@ -174,3 +174,17 @@ def test_a_claim_is_keyed_by_its_first_type(types_: str | list[str]) -> None:
     assert claim.key == KEYS.type_state("email", "inactive")
     assert claim.parse(["limited", "40"]) == calls.Held(40)
     assert claim.parse([]) is None
+
+
+@pytest.mark.parametrize("types_", ["email", ["email", "sms"]])
+def test_a_batch_claim_is_keyed_by_its_first_type(types_: str | list[str]) -> None:
+    batch = calls.claim_batch(KEYS, types_, "w", 500, 4)
+    assert batch.key == KEYS.type_state("email", "inactive")
+    assert batch.args[:3] == ("w", 500, 4)
+    assert batch.parse([None]) == calls.Batch([], None)
+    job = ["7", "state", "active", "lease", "2"]
+    assert batch.parse([job, ["limited", "40"]]) == calls.Batch(
+        [(7, {"state": "active", "lease": "2"})], calls.Held(40)
+    )
+    assert batch.parse([job, job, ["wait", "", "paused"]]).why == calls.Waits((None, "paused"))
+    assert batch.parse([job, None]).why is None

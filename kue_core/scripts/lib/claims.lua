@@ -59,13 +59,21 @@ end
 -- A fan-out job starts a run instead (see run_begin): its first from where it waits, the
 -- next ones while it is active (run_claim); its token is the run's, `run` in the reply the
 -- worker id, and its lease is the run's (<p>:run-leases), not in <p>:leases.
-local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, pinned, open)
-  local id = zid_id(member)
-  local jkey = k_job(p, id)
-  -- The whole hash, read once: the reply is this hash with the claim's changes applied.
-  local out = redis.call('HGETALL', jkey)
-  local at = {}  -- field -> index of its value in `out`
-  for i = 1, #out, 2 do at[out[i]] = i + 1 end
+-- `id`, `out` and `at`: the job's id, its hash as HGETALL gave it and field -> index of its
+-- value there, when the caller read them (claim_plain); read here when nil.
+local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, pinned, open,
+                            id, out, at)
+  local jkey
+  if out then
+    jkey = k_job(p, id)
+  else
+    id = zid_id(member)
+    jkey = k_job(p, id)
+    -- The whole hash, read once: the reply is this hash with the claim's changes applied.
+    out = redis.call('HGETALL', jkey)
+    at = {}  -- field -> index of its value in `out`
+    for i = 1, #out, 2 do at[out[i]] = i + 1 end
+  end
   local state = at.state and out[at.state]
   local prefer = at.prefer and out[at.prefer]  -- a preferred job waits inactive, in places too
   local from = (pinned and not prefer) and 'pinned' or 'inactive'
@@ -204,6 +212,140 @@ local function pick(p, jtype, worker, key, r)
   return nil
 end
 
+-- The fields of a job a claim of a type with no rules looks at, by their place in
+-- plain_take's table of where each is: a job with any of the last four is no plain job.
+local PLAIN_FIELDS = { state = 1, type = 2, priority = 3, ttl = 4, attempts = 5,
+  updated_at = 6, lease = 7, started_at = 8, workerId = 9,
+  group = 10, prefer = 10, fan_out = 10, trail = 10 }
+
+-- Claim member `member` of <p>:jobs:<jtype>:inactive, popped already, as claim_member does
+-- (`out`: its hash, as HGETALL gave it).
+local function claim_read(p, jtype, member, worker, lease_ms, now, id, out)
+  local named = {}  -- field -> index of its value in `out`, as claim_member reads it
+  for j = 1, #out, 2 do named[out[j]] = j + 1 end
+  return claim_member(p, jtype, member, worker, lease_ms, now, true, false, nil, nil, id, out,
+    named)
+end
+
+-- The claim of `member`, popped off the set of `jtype` (a type with no rules), for `worker`
+-- at `now` (`now_s`: int(now)), when it is a plain job (waiting inactive as a job of the
+-- type, with no group, prefer, fan-out or trail left), but for its indexes and its start
+-- event: its hash read and changed, its reply made as claim_member makes it. Returns the job's
+-- id, then the reply and the job's scores in jobs:active and jobs:<type>:active; or, for any
+-- other member, its id, nil and its hash as read.
+local function plain_take(p, jtype, member, worker, now, now_s)
+  local id = zid_id(member)
+  local jkey = k_job(p, id)
+  local out = redis.call('HGETALL', jkey)
+  local at = { false, false, false, false, false, false, false, false, false, false }
+  for j = 1, #out, 2 do
+    local w = PLAIN_FIELDS[out[j]]
+    if w then at[w] = j + 1 end
+  end
+  if at[10] or not at[1] or out[at[1]] ~= 'inactive' or out[at[2] or 0] ~= jtype then
+    return id, nil, out
+  end
+  local priority = tonumber(out[at[3] or 0]) or 0
+  local ttl = tonumber(out[at[4] or 0]) or 0
+  local waiting_since = tonumber(out[at[6] or 0]) or now
+  local lease = int((tonumber(out[at[7] or 0]) or 0) + 1)
+  local trail = now_s .. ',' .. int((tonumber(out[at[5] or 0]) or 0) + 1)
+  redis.call('HSET', jkey, 'state', 'active', 'started_at', now_s, 'updated_at', now_s,
+    'workerId', worker, 'lease', lease, 'trail', trail)
+  -- The reply: the hash as it is now (the fields the claim added appended).
+  local last = #out
+  out[at[1]] = 'active'
+  if at[8] then out[at[8]] = now_s else
+    out[last + 1] = 'started_at'; out[last + 2] = now_s; last = last + 2 end
+  if at[6] then out[at[6]] = now_s else
+    out[last + 1] = 'updated_at'; out[last + 2] = now_s; last = last + 2 end
+  if at[9] then out[at[9]] = worker else
+    out[last + 1] = 'workerId'; out[last + 2] = worker; last = last + 2 end
+  if at[7] then out[at[7]] = lease else
+    out[last + 1] = 'lease'; out[last + 2] = lease; last = last + 2 end
+  out[last + 1] = 'trail'; out[last + 2] = trail
+  -- Not stored: how long it waited, from its last change while waiting (for statistics).
+  out[last + 3] = 'waited'; out[last + 4] = int(math.max(0, now - waiting_since))
+  table.insert(out, 1, id)
+  return id, out, score(state_score('active', priority, 0, ttl, now)), score(priority)
+end
+
+-- Claim `member`, popped off the set of `jtype`, a type with no rules, for `worker`: the job
+-- as claim_member gives it, or nil for a stale member. A plain job's claim writes what
+-- claim_member's would, read and written in fewer steps.
+local function claim_popped(p, jtype, member, worker, lease_ms, now)
+  local id, job, active, typed = plain_take(p, jtype, member, worker, now, int(now))
+  if not job then return claim_read(p, jtype, member, worker, lease_ms, now, id, active) end
+  redis.call('ZREM', k_state(p, 'inactive'), member)
+  redis.call('RPOP', k_tokens(p, jtype))
+  redis.call('ZADD', k_state(p, 'active'), active, member)
+  redis.call('ZADD', k_type_state(p, jtype, 'active'), typed, member)
+  redis.call('ZADD', k_leases(p), int(now + lease_ms), member)
+  publish(p, id, jtype, 'start', cjson.encode(jtype))
+  return job
+end
+
+-- Claim up to `m` jobs of `jtype`, a type with no rules, for `worker`, appending each to
+-- `got` as claim_member gives it: the jobs m successive claims would take, the set's best
+-- first. Returns nil when m were claimed, false when the set ran out first (then the type's
+-- wake-up tokens, all stale, are cleared). Members popped together cost one ZPOPMIN, and a
+-- plain job one HGETALL and one HSET: its index writes go with the others' in one variadic
+-- command each (ZREM jobs:inactive, ZADD jobs:active, jobs:<type>:active and leases, RPOP of
+-- the tokens). A member popped alone (m = 1, or the last of a batch) goes by claim_popped:
+-- for one job the tables of a batch's writes cost more than they save (bench/claim_batch.py).
+local function claim_plain(p, jtype, worker, lease_ms, now, m, got)
+  local key = k_type_state(p, jtype, 'inactive')
+  local left = m
+  while left > 0 do
+    local want = math.min(left, CLAIM_CHUNK)
+    local top = want == 1 and redis.call('ZPOPMIN', key) or redis.call('ZPOPMIN', key, want)
+    if want == 1 and top[1] then
+      local job = claim_popped(p, jtype, top[1], worker, lease_ms, now)
+      if job then
+        got[#got + 1] = job
+        left = 0
+      end
+    elseif top[1] then
+      local members, active, typed, leases = {}, {}, {}, {}
+      local k = 0
+      local now_s, until_ms, encoded = int(now), int(now + lease_ms), cjson.encode(jtype)
+      for i = 1, #top, 2 do
+        local member = top[i]
+        local id, job, a, t = plain_take(p, jtype, member, worker, now, now_s)
+        if job then
+          k = k + 1
+          members[k] = member
+          active[2 * k - 1] = a
+          typed[2 * k - 1] = t
+          active[2 * k] = member
+          typed[2 * k] = member
+          leases[2 * k - 1] = until_ms
+          leases[2 * k] = member
+          publish(p, id, jtype, 'start', encoded)
+        else
+          job = claim_read(p, jtype, member, worker, lease_ms, now, id, a)
+        end
+        if job then
+          got[#got + 1] = job
+          left = left - 1
+        end
+      end
+      if k > 0 then
+        redis.call('ZREM', k_state(p, 'inactive'), unpack(members))
+        redis.call('ZADD', k_state(p, 'active'), unpack(active))
+        redis.call('ZADD', k_type_state(p, jtype, 'active'), unpack(typed))
+        redis.call('ZADD', k_leases(p), unpack(leases))
+        if #top == 2 * want then redis.call('RPOP', k_tokens(p, jtype), k) end
+      end
+    end
+    if left > 0 and #top < 2 * want then
+      redis.call('DEL', k_tokens(p, jtype))  -- nothing is waiting: every token left is stale
+      return false
+    end
+  end
+  return nil
+end
+
 -- Claim the best inactive job of `jtype` for `worker` (lowest score, FIFO within a score; a
 -- job pinned to `worker` first at equal scores, then a fan-out job's open place) under its
 -- rules (paused, limits, groups, pins, fan-out): the job as claim_member gives it, or false
@@ -239,7 +381,12 @@ local function claim(p, jtype, worker, lease_ms, now)
       redis.call('DEL', k_tokens(p, jtype))  -- nothing is waiting: every token left is stale
       return r and r.pins and { 'pins' } or false
     end
-    local out = claim_member(p, jtype, top[1], worker, lease_ms, now, true, r)
+    local out
+    if r then
+      out = claim_member(p, jtype, top[1], worker, lease_ms, now, true, r)
+    else
+      out = claim_popped(p, jtype, top[1], worker, lease_ms, now)
+    end
     if out then return out end
   end
   return false  -- only stale members so far; the caller asks again
@@ -265,6 +412,43 @@ local function claim_first(p, first, worker, lease_ms, now)
     end
   end
   return waits
+end
+
+-- Claim up to `n` jobs for `worker` from the types ARGV[first..#ARGV], tried in that order as
+-- claim_first tries them: the jobs n successive claim_first calls would give, in their order.
+-- Returns two values: the table of the jobs claimed (each {id, field, value, ...} as claim
+-- gives it, with `lease` and `waited`), and, when fewer than n were claimed, what the next
+-- claim_first would give (false, {'pins'}, {'paused'}, {'limited', ms}, or with several
+-- types {'wait', ...}); nil when n were. A type is drained before the next is tried (what it
+-- answered once it had no job holds for the rest of the call: claims of other types do not
+-- change it); a type with no rules goes by claim_plain, its index writes one command each.
+local function claim_up_to(p, first, worker, lease_ms, now, n)
+  local got, waits = {}, nil
+  local why
+  for i = first, #ARGV do
+    local jtype = ARGV[i]
+    if rule_of(p, jtype) then
+      while #got < n do
+        why = claim(p, jtype, worker, lease_ms, now)
+        if not why or why[1] == 'paused' or why[1] == 'pins' or why[1] == 'limited' then break end
+        got[#got + 1] = why
+        why = nil
+      end
+    else
+      why = claim_plain(p, jtype, worker, lease_ms, now, n - #got, got)
+    end
+    if #got >= n then return got, nil end
+    waits = waits or { 'wait' }
+    if not why then
+      waits[#waits + 1] = ''
+    elseif why[1] == 'limited' then
+      waits[#waits + 1] = why[2]
+    else
+      waits[#waits + 1] = why[1]
+    end
+  end
+  if first == #ARGV then return got, why end
+  return got, waits
 end
 
 -- The claim a finishing script makes for its worker, from ARGV[first..] (worker id, lease

@@ -34,6 +34,7 @@ from .reading import finished, search, server_now
 from .replies import (
     PAUSED,
     PINS,
+    Batch,
     Claim,
     Claimed,
     Completion,
@@ -58,6 +59,7 @@ from .replies import (
 from .saving import flow, sample, save, save_unique, schedule, tick
 from .working import (
     claim,
+    claim_batch,
     complete,
     fail,
     heartbeat,
@@ -72,6 +74,7 @@ from .working import (
 __all__ = [
     "PAUSED",
     "PINS",
+    "Batch",
     "Call",
     "Claim",
     "Claimed",
@@ -98,6 +101,7 @@ __all__ = [
     "bulk",
     "cancel",
     "claim",
+    "claim_batch",
     "claimed",
     "complete",
     "edit",

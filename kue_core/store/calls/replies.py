@@ -44,7 +44,7 @@ Claim = Claimed | Literal["paused", "pins"] | Held | Waits | None
 Next = tuple[str, int] | tuple[str, int, Sequence[str]]
 
 
-def claimed(reply: Sequence[Any]) -> Claim:
+def claimed(reply: Sequence[Any] | None) -> Claim:
     """``{id, field, value, ...}`` -> (id, hash); ``{'paused'}`` -> ``PAUSED``; ``{'pins'}``
     -> ``PINS``; ``{'limited', ms}`` -> ``Held``; None for an empty reply."""
     if not reply:
@@ -59,6 +59,25 @@ def claimed(reply: Sequence[Any]) -> Claim:
         return Waits(tuple(_wait(w) for w in reply[1:]))
     it = iter(reply[1:])
     return int(reply[0]), dict(zip(it, it, strict=True))
+
+
+class Batch(NamedTuple):
+    """What ``claim_batch.lua`` gives: the jobs claimed, in the order successive claims would
+    have taken them, and, when fewer than asked, why no more (the :data:`Claim` a claim gives
+    with no job: None, ``PAUSED``, ``PINS``, ``Held`` or ``Waits``); None when all were."""
+
+    jobs: list[Claimed]
+    why: Claim
+
+
+def batch(reply: Sequence[Any]) -> Batch:
+    """``{job, job, ..., why}`` -> :class:`Batch` (each part read as :func:`claimed` reads a
+    claim's reply; ``why`` nil or empty: None)."""
+    jobs: list[Claimed] = []
+    for one in reply[:-1]:
+        it = iter(one[1:])
+        jobs.append((int(one[0]), dict(zip(it, it, strict=True))))
+    return Batch(jobs, claimed(reply[-1]))
 
 
 def _wait(why: str) -> Literal["paused", "pins"] | Held | None:

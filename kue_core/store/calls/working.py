@@ -11,6 +11,7 @@ from typing import Any
 from ...base.keys import Keys
 from .call import Call, flag, integer, pair
 from .replies import (
+    Batch,
     Claim,
     Holder,
     Lease,
@@ -19,6 +20,7 @@ from .replies import (
     Recovered,
     Reported,
     Retained,
+    batch,
     beat,
     claimed,
     reported,
@@ -41,6 +43,17 @@ def claim(keys: Keys, job_types: str | Sequence[str], worker_id: str, lease_ms: 
     types = [job_types] if isinstance(job_types, str) else list(job_types)
     key = keys.type_state(types[0], "inactive")
     return Call("claim", key, (worker_id, lease_ms, *types), claimed)
+
+
+def claim_batch(
+    keys: Keys, job_types: str | Sequence[str], worker_id: str, lease_ms: int, n: int
+) -> Call[Batch]:
+    """Up to ``n`` (at least 1) of the best inactive jobs of ``job_types`` in one call, each
+    active under its lease: the jobs ``n`` successive :func:`claim` calls would give, in their
+    order, and, when fewer than ``n``, what the next :func:`claim` would give with no job."""
+    types = [job_types] if isinstance(job_types, str) else list(job_types)
+    key = keys.type_state(types[0], "inactive")
+    return Call("claim_batch", key, (worker_id, lease_ms, n, *types), batch)
 
 
 def complete(
