@@ -28,6 +28,7 @@ SCRIPT_NAMES = (
     "edit",
     "claim",
     "complete",
+    "complete_batch",
     "fail",
     "release",
     "heartbeat",
