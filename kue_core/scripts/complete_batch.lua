@@ -18,17 +18,19 @@
 --          for jobs that waited only for it; remove [type] for each job retention removes;
 --          start [type] for each claim.
 -- Uses     lib/base (now_ms, int, score), lib/keys (k_job, k_leases, k_state, k_type_state,
---          k_finished), lib/members (zid), lib/type_rules (rule_of), lib/events (publish, history), lib/attempts (next_attempt),
---          lib/unique (release_unique), lib/retention (retire),
+--          k_finished), lib/members (zid), lib/type_rules (rule_of), lib/events (publish,
+--          history), lib/attempts (next_attempt), lib/unique (release_unique),
+--          lib/retention (retire),
 --          lib/finishing (load_for_complete, run_complete, complete_job, runs_rewake),
 --          lib/claims (claim_first)
 -- A plain job (no fan-out, group, dependents, removeOnComplete, policy of its own, in a type
 -- without rules) completes as complete_job completes it, but the sets it leaves and enters
--- are written once per call for all of them (one ZREM or ZADD with every member: leases,
+-- are written for a run of them at once (one ZREM or ZADD with every member: leases,
 -- jobs:active, jobs:<type>:active, jobs:complete, jobs:<type>:complete, finished:complete),
--- and retention looks once per call, removing as many as k separate completions would (at
--- most RETIRE_BATCH each). Any other job completes as complete.lua completes it. The same job
--- twice in one call is refused the second time.
+-- and retention looks once for the run, removing as many as its completions one by one
+-- would (at most RETIRE_BATCH each). Any other job completes as complete.lua completes it,
+-- once the run before it is written (so that retention sees what it would see). The same
+-- job twice in one call is refused the second time.
 local p = ARGV[1]
 local k = tonumber(ARGV[2])
 if not k then return redis.error_reply('KUE_INVALID the count of completions must be a number') end
@@ -52,65 +54,19 @@ local function claim_up_to(p, first, worker, lease_ms, now, n)
 end
 
 local reports = {}
-local members, done, finished = {}, {}, {}  -- the plain jobs': their ZREM and ZADD arguments
-local typed = {}  -- type -> {active = members, complete = score, member, ...}
-local fanned = {}  -- the types of fan-out jobs among these
-local ages = false
-for i = 3, 2 + 3 * k, 3 do
-  local id, token, result = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local key = k_job(p, id)
-  local h = load_for_complete(key)
-  local jtype = h[COMPLETE_TYPE]
-  local at, duration, outcome = '', '', 'refused'
-  if jtype and h[COMPLETE_FAN_OUT] then
-    fanned[jtype] = true
-    if h[COMPLETE_STATE] == 'active' then
-      outcome = run_complete(p, id, key, token, result, now)  -- counted there
-    end
-  elseif jtype and h[COMPLETE_STATE] == 'active' and h[COMPLETE_LEASE] == token then
-    outcome, at = 'complete', now
-    if h[COMPLETE_GROUP] or h[COMPLETE_DEPENDENTS] or h[COMPLETE_KEEP_COMPLETE]
-      or h[COMPLETE_REMOVE_ON_COMPLETE] == 'true' or rule_of(p, jtype) then
-      duration = complete_job(p, id, key, h, result, now, true)
-    else
-      -- complete_job's steps, the sets' writes left for after the loop
-      duration = math.max(0, now - (tonumber(h[COMPLETE_STARTED_AT]) or now))
-      local attempt = next_attempt(h[COMPLETE_ATTEMPTS], h[COMPLETE_MAX_ATTEMPTS])
-      release_unique(p, id, h[COMPLETE_UNIQUE], h[COMPLETE_UNIQUE_MODE])
-      publish(p, id, jtype, 'complete', result)
-      local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
-        'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
-      local trail = h[COMPLETE_TRAIL]
-      trail = trail and not string.find(trail, ',.*,') and trail
-      if trail then
-        fields[13] = 'trail'
-        fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
-      end
-      redis.call('HSET', key, unpack(fields))
-      if not trail then
-        history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
-          attempt = attempt, duration = duration })
-      end
-      local member = zid(id)
-      local priority = score(tonumber(h[COMPLETE_PRIORITY]) or 0)
-      local t = typed[jtype]
-      if not t then
-        t = { active = {}, complete = {} }
-        typed[jtype] = t
-      end
-      members[#members + 1] = member
-      t.active[#t.active + 1] = member
-      t.complete[#t.complete + 1] = priority; t.complete[#t.complete + 1] = member
-      done[#done + 1] = priority; done[#done + 1] = member
-      finished[#finished + 1] = int(now); finished[#finished + 1] = member
-      ages = ages or tonumber(id) % RETIRE_BATCH == 0
-    end
-  end
-  reports[#reports + 1] = at
-  reports[#reports + 1] = duration
-  reports[#reports + 1] = outcome
+-- The plain jobs completed since the last flush: their members, and what the sets get.
+local members, done, finished, typed, ages
+
+local function begin()
+  members, done, finished = {}, {}, {}
+  typed = {}  -- type -> {active = members, complete = {score, member, ...}}
+  ages = false
 end
-if #members > 0 then
+
+-- Write the pending plain jobs' sets, one command per set, and apply retention as their
+-- completions one by one would have (at most RETIRE_BATCH removed each).
+local function flush()
+  if #members == 0 then return end
   redis.call('ZREM', k_leases(p), unpack(members))
   redis.call('ZREM', k_state(p, 'active'), unpack(members))
   for jtype, t in pairs(typed) do
@@ -122,7 +78,73 @@ if #members > 0 then
   end
   redis.call('ZADD', k_finished(p, 'complete'), unpack(finished))
   retire(p, 'complete', nil, now, RETIRE_BATCH * #members, ages)
+  begin()
 end
+
+-- complete_job's steps for a plain job, its sets' writes left for flush.
+local function complete_plain(id, key, h, jtype, result)
+  local duration = math.max(0, now - (tonumber(h[COMPLETE_STARTED_AT]) or now))
+  local attempt = next_attempt(h[COMPLETE_ATTEMPTS], h[COMPLETE_MAX_ATTEMPTS])
+  release_unique(p, id, h[COMPLETE_UNIQUE], h[COMPLETE_UNIQUE_MODE])
+  publish(p, id, jtype, 'complete', result)
+  local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
+    'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
+  local trail = h[COMPLETE_TRAIL]
+  trail = trail and not string.find(trail, ',.*,') and trail
+  if trail then
+    fields[13] = 'trail'
+    fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
+  end
+  redis.call('HSET', key, unpack(fields))
+  if not trail then
+    history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
+      attempt = attempt, duration = duration })
+  end
+  local member = zid(id)
+  local priority = score(tonumber(h[COMPLETE_PRIORITY]) or 0)
+  local t = typed[jtype]
+  if not t then
+    t = { active = {}, complete = {} }
+    typed[jtype] = t
+  end
+  members[#members + 1] = member
+  t.active[#t.active + 1] = member
+  t.complete[#t.complete + 1] = priority; t.complete[#t.complete + 1] = member
+  done[#done + 1] = priority; done[#done + 1] = member
+  finished[#finished + 1] = int(now); finished[#finished + 1] = member
+  ages = ages or tonumber(id) % RETIRE_BATCH == 0
+  return duration
+end
+
+begin()
+local fanned = {}  -- the types of fan-out jobs among these
+for i = 3, 2 + 3 * k, 3 do
+  local id, token, result = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local key = k_job(p, id)
+  local h = load_for_complete(key)
+  local jtype = h[COMPLETE_TYPE]
+  local at, duration, outcome = '', '', 'refused'
+  if jtype and h[COMPLETE_FAN_OUT] then
+    fanned[jtype] = true
+    if h[COMPLETE_STATE] == 'active' then
+      flush()  -- what came before is written first, as k calls would have
+      outcome = run_complete(p, id, key, token, result, now)  -- counted there
+    end
+  elseif jtype and h[COMPLETE_STATE] == 'active' and h[COMPLETE_LEASE] == token then
+    outcome, at = 'complete', now
+    if h[COMPLETE_GROUP] or h[COMPLETE_DEPENDENTS] or h[COMPLETE_KEEP_COMPLETE]
+      or h[COMPLETE_REMOVE_ON_COMPLETE] == 'true' or rule_of(p, jtype) then
+      flush()
+      duration = complete_job(p, id, key, h, result, now, true)
+    else
+      duration = complete_plain(id, key, h, jtype, result)
+    end
+  end
+  reports[#reports + 1] = at
+  reports[#reports + 1] = duration
+  reports[#reports + 1] = outcome
+end
+flush()
 
 local jobs, why = {}, {}
 local w = 3 + 3 * k
