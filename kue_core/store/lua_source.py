@@ -29,6 +29,7 @@ SCRIPT_NAMES = (
     "claim",
     "claim_batch",
     "complete",
+    "complete_batch",
     "fail",
     "release",
     "heartbeat",

@@ -115,6 +115,27 @@ def test_a_completion_reply_reads_its_outcome_next_job_and_tally() -> None:
     assert calls.fail(KEYS, 4, "tok", "m", "t", -1, None).parse(["failed"]).outcome == "failed"
 
 
+def test_a_batch_of_completions_sends_each_then_the_claim_and_reads_its_reports() -> None:
+    batch = calls.complete_batch(
+        KEYS, [(4, "t4", "{}"), (7, "t7", "1")], ("w", 1000, 3, ["a", "b"])
+    )
+    assert batch.name == "complete_batch" and batch.key == KEYS.leases
+    assert batch.args == (2, 4, "t4", "{}", 7, "t7", "1", "w", 1000, 3, "a", "b")
+    reply = [[100, 20, "complete", "", "", "refused"], [[9, "lease", "3"]], ["limited", "50"]]
+    done = batch.parse(reply)
+    assert done.reports == [
+        calls.Reported("complete", None, calls.Completion(100, 20)),
+        calls.Reported("refused", None, None),
+    ]
+    assert done.jobs == [(9, {"lease": "3"})] and done.why == calls.Held(50)
+    alone = calls.complete_batch(KEYS, [(4, "t4", "{}")], None)
+    assert alone.args == (1, 4, "t4", "{}", "", "", 0)
+    assert alone.parse([["", "", "complete"], [], []]) == ([("complete", None, None)], [], None)
+    assert calls.complete_batch(KEYS, [], ("w", 1000, 2, ["a"])).parse(
+        [[], [], ["paused"]]
+    ).why == (calls.PAUSED)
+
+
 def test_heartbeat_promote_and_recover_replies_have_names() -> None:
     beat = calls.heartbeat(KEYS, "w", 1000, "{}", [(1, "a"), (2, "b")])
     assert beat.args == ("w", "", "beat", 1000, "{}", 2, 1, "a", 2, "b")

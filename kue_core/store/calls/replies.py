@@ -158,6 +158,34 @@ def reported_tallied(reply: Sequence[Any]) -> Reported:
     return Reported(reply[-1], claimed(reply[:-3]), tally)
 
 
+class Finished(NamedTuple):
+    """What ``complete_batch.lua`` gives: per completion, in the order sent, its
+    :class:`Reported` (no next job: the claims are ``jobs``; ``tally`` what the caller counts,
+    None when nothing); the jobs claimed for the worker; and, when fewer than asked were
+    claimed, why (a :data:`Claim` without a job: None when none was waiting, or none was
+    asked)."""
+
+    reports: list[Reported]
+    jobs: list[Claimed]
+    why: Claim
+
+
+def finished(reply: Sequence[Any]) -> Finished:
+    """``{{at, duration, outcome, ...}, {job, ...}, why}`` (``complete_batch.lua``)."""
+    flat, jobs, why = reply
+    reports = [
+        Reported(
+            flat[i + 2], None, None if flat[i] == "" else Completion(int(flat[i]), int(flat[i + 1]))
+        )
+        for i in range(0, len(flat), 3)
+    ]
+    taken = []
+    for job in jobs:
+        it = iter(job[1:])
+        taken.append((int(job[0]), dict(zip(it, it, strict=True))))
+    return Finished(reports, taken, claimed(why))
+
+
 class Recovered(NamedTuple):
     """What ``recover.lua`` did with jobs whose lease expired."""
 

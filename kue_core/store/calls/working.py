@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base.keys import Keys
-from .call import Call, flag, integer, pair
+from .call import Call, flag, flat, integer, pair
 from .replies import (
     Batch,
     Claim,
+    Finished,
     Holder,
     Lease,
     Next,
@@ -23,6 +24,7 @@ from .replies import (
     batch,
     beat,
     claimed,
+    finished,
     reported,
     reported_tallied,
 )
@@ -70,6 +72,23 @@ def complete(
     counters alone and the reply's ``tally`` says what to count (None: nothing)."""
     args = (job_id, token, result_json, flag(tallied), *next_args(claim))
     return Call("complete", keys.job(job_id), args, reported_tallied if tallied else reported)
+
+
+def complete_batch(
+    keys: Keys,
+    done: Sequence[tuple[int, str, str]],
+    claim: tuple[str, int, int, Sequence[str]] | None,
+) -> Call[Finished]:
+    """Complete the jobs of ``done`` (job id, token, result JSON each) in one call, the
+    caller counting every completion (as :func:`complete` with ``tallied``); with ``claim``
+    (worker id, lease ms, n, types in order), also claim up to n jobs of those types for the
+    worker. The reply's ``reports`` are in the order of ``done``."""
+    tail: tuple[Any, ...] = ("", "", 0)
+    if claim is not None:
+        worker_id, lease_ms, n, types = claim
+        tail = (worker_id, lease_ms, n, *types)
+    args = (len(done), *flat(done), *tail)
+    return Call("complete_batch", keys.leases, args, finished)
 
 
 def fail(
