@@ -68,6 +68,14 @@ from .errors import BadUsage
     help="process: each handler runs in a child process of its own.",
 )
 @click.option(
+    "--runtime",
+    type=click.Choice(core_defaults.RUNTIMES),
+    envvar=core_defaults.RUNTIME_ENV,
+    help="thread: a thread per slot; loop: every slot a task on one event loop, which owns "
+    "the process's Redis connection (async def handlers run on it, def handlers in a thread "
+    "pool). [env: KUE_RUNTIME; default: thread]",
+)
+@click.option(
     "--burst",
     is_flag=True,
     help="Stop once the work of the types has run out (no job of theirs waiting, running, due, "
@@ -138,6 +146,7 @@ def worker(
     shared: bool,
     reserve: str | None,
     isolation: str,
+    runtime: str | None,
     burst: bool,
     shutdown_timeout: float,
     lease: float,
@@ -194,6 +203,7 @@ def worker(
         "stall_limit": stall_limit,
         "worker_id": own_id,
         "version": version,
+        "runtime": runtime,
     }
     queue, url = main.connect(redis_url, prefix, **options)
     if processes > 1:
@@ -206,6 +216,8 @@ def worker(
             argv += [f"--concurrency={concurrency}"]
         argv += [f"--shutdown-timeout={shutdown_timeout}", f"--lease={lease}"]
         argv += [f"--stall-limit={stall_limit}", f"--version-tag={version}"]
+        if runtime is not None:
+            argv += [f"--runtime={runtime}"]
         if shared:
             argv += ["--shared", f"--reserve={reserve or 'ordered'}"]
         if otel:

@@ -71,14 +71,24 @@ class Dispatcher:
         return asyncio.get_running_loop().create_future()
 
     async def _ask(self, ask: _Ask) -> tuple[Reported | None, Claim]:
-        self._queued.append(ask)
-        if not self._sending:
-            self._sending = True
-            asyncio.get_running_loop().create_task(self._send_all())
-        return await ask.future
+        if self._sending:  # goes with the next call
+            self._queued.append(ask)
+            return await ask.future
+        # Alone: sent from the asking task itself, at once; what is asked meanwhile goes
+        # in the next call.
+        self._sending = True
+        try:
+            await self._send([ask])
+        finally:
+            if self._queued:
+                asyncio.get_running_loop().create_task(self._send_all())
+            else:
+                self._sending = False
+        return ask.future.result()
 
     async def _send_all(self) -> None:
-        """Send what is queued, then what was queued meanwhile, until nothing is."""
+        """Send what is queued, then what was queued meanwhile, until nothing is (with
+        ``_sending`` set by the caller)."""
         try:
             while self._queued:
                 batch, self._queued = self._queued[:BATCH_MOST], self._queued[BATCH_MOST:]

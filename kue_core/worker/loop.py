@@ -11,10 +11,13 @@ Other threads (the keeper, the control listener, shutdown) hand it work with :me
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
+import contextvars
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
+from queue import SimpleQueue
 from typing import Any, TypeVar
 
 import redis.asyncio
@@ -30,6 +33,69 @@ T = TypeVar("T")
 #: handed to it and none is free, so it holds as many as the slots running ``def`` handlers at
 #: once, and those whose handler outlived its attempt (``defaults.ABANDONED_THREADS``).
 _POOL_BOUND = 4096
+
+
+class Handoff:
+    """The threads ``def`` handlers run in, for the loop: :meth:`run` hands a call to one and
+    gives back a future of the loop's. A thread that finishes a call wakes the loop only if
+    no other has since the loop last looked, so many calls ending at once cost one wake-up
+    (``ThreadPoolExecutor`` with ``run_in_executor`` costs two futures chained and a wake-up
+    a call: a third of a worker's CPU per job with 16 slots of no-op handlers). A thread is
+    made when a call comes and none is free; threads stay for the next calls."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._calls: SimpleQueue[Any] = SimpleQueue()
+        self._free = threading.Semaphore(0)  # released by a thread as it waits for a call
+        self._threads: list[threading.Thread] = []
+        self._ended: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
+        self._lock = threading.Lock()
+        self._told = False  # the loop has been woken for the calls ended since it looked
+
+    def run(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Call ``fn(*args)`` in a thread, in the caller's context (a trace's span, say)."""
+        future: asyncio.Future[T] = self._loop.create_future()
+        self._calls.put((future, contextvars.copy_context(), fn, args))
+        if not self._free.acquire(blocking=False):
+            name = f"kue-run-{len(self._threads) + 1}"
+            thread = threading.Thread(target=self._serve, name=name, daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        return future
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._calls.put(None)
+
+    def _serve(self) -> None:
+        while True:
+            call = self._calls.get()
+            if call is None:
+                return
+            future, context, fn, args = call
+            try:
+                ended = (future, True, context.run(fn, *args))
+            except BaseException as e:
+                ended = (future, False, e)
+            self._ended.append(ended)
+            with self._lock:
+                tell, self._told = not self._told, True
+            if tell:
+                self._loop.call_soon_threadsafe(self._deliver)
+            self._free.release()
+
+    def _deliver(self) -> None:
+        """On the loop: the calls ended since it last looked, to their futures."""
+        with self._lock:
+            self._told = False
+        while self._ended:
+            future, ok, value = self._ended.popleft()
+            if future.cancelled():
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
 
 
 class EventLoop:
@@ -48,6 +114,8 @@ class EventLoop:
         #: Where ``def`` handlers (and the calls that block: a child process's run) go.
         self.pool = concurrent.futures.ThreadPoolExecutor(_POOL_BOUND, thread_name_prefix="kue-run")
         self.loop.set_default_executor(self.pool)
+        #: Where the ``def`` handlers run.
+        self.handoff = Handoff(self.loop)
         self._thread = threading.Thread(target=self._run, name="kue-async", daemon=True)
         self._thread.start()
 
@@ -75,6 +143,7 @@ class EventLoop:
         if not self.loop.is_running():
             self.loop.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.handoff.close()
 
     async def _close(self) -> None:
         for task in asyncio.all_tasks():

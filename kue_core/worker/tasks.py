@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -195,28 +194,39 @@ class LoopServing:
 
     async def _handle(self, slot: Slot, attempt: Attempt, fields: dict[str, str]) -> Outcome:
         """Run the slot's handler on the attempt's job: an ``async def`` one (with no plain
-        middleware) in a task on the loop, which an attempt ended from outside cancels; any
-        other in the thread pool."""
+        middleware) awaited in the slot's own task, which an attempt ended from outside
+        cancels while the handler runs (and only then); any other in the thread pool."""
         middleware = self.queue.middleware
         if not slot.is_async or slot.child is not None or not all(map(mw.is_async, middleware)):
-            # In the slot's context (a trace's span, say), as a task on the loop would be.
-            run = contextvars.copy_context().run
-            loop = asyncio.get_running_loop()
-            call = self._runner.call
-            return await loop.run_in_executor(None, run, call, slot, attempt, fields, middleware)
+            return await self._loop.handoff.run(
+                self._runner.call, slot, attempt, fields, middleware
+            )
         handler = self._runner.async_handler(slot, middleware)
         loop = asyncio.get_running_loop()
-        task = loop.create_task(handler(attempt.job))
-        attempt.stop_with(lambda: loop.call_soon_threadsafe(task.cancel))
+        me = asyncio.current_task()
+        assert me is not None
+        # Both on the loop, so a stop cannot land once the handler has returned.
+        running, stopped = True, False
+
+        def stop() -> None:
+            nonlocal stopped
+            if running:
+                stopped = True
+                me.cancel()
+
+        attempt.stop_with(lambda: loop.call_soon_threadsafe(stop))
         try:
-            return Done(to_json(await task, "result"))
+            return Done(to_json(await handler(attempt.job), "result"))
         except asyncio.CancelledError as e:
-            me = asyncio.current_task()
-            if me is not None and me.cancelling():  # this slot's own task: the loop closes
+            if not stopped:  # not ours: the loop is closing
                 raise
             return failure(e)  # the attempt was ended from outside: reported by whoever did
         except BaseException as e:  # the handler's failure, whatever it is, fails the attempt
             return failure(e)
+        finally:
+            running = False
+            if stopped:  # the cancel is spent (or the handler swallowed it): the slot goes on
+                me.uncancel()
 
     async def _attempt(
         self, slot: Slot, job_id: int, fields: dict[str, str], span: Span | None

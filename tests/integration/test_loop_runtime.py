@@ -1,0 +1,154 @@
+"""The worker runtime on one event loop (``runtime="loop"``): what only it does. Everything the
+two runtimes share is tested by the worker tests, which CI runs under each
+(``KUE_RUNTIME=loop`` for its Valkey pass)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from kue_core import InvalidJob, Job, Queue, doctor
+from kue_core.store.aio_transport import AsyncTransport
+from tests.conftest import wait_for
+
+
+@pytest.fixture
+def lq(redis_url: str, prefix: str) -> Iterator[Queue]:
+    q = Queue(redis_url, prefix=prefix, lease_ms=1000, runtime="loop")
+    yield q
+    q.close()
+
+
+def _record_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """(script, jobs in it) of every call the loop's transport makes from now on."""
+    seen: list[tuple[str, int]] = []
+    real = AsyncTransport.call
+
+    async def call(self: AsyncTransport, c: Any) -> Any:
+        reply = await real(self, c)
+        if c.name == "complete_batch":
+            seen.append((c.name, len(reply.reports)))
+        elif c.name == "claim_batch":
+            seen.append((c.name, len(reply.jobs)))
+        else:
+            seen.append((c.name, 1))
+        return reply
+
+    monkeypatch.setattr(AsyncTransport, "call", call)
+    return seen
+
+
+def test_the_runtime_is_checked(redis_url: str, prefix: str) -> None:
+    with pytest.raises(InvalidJob, match="runtime must be one of thread, loop"):
+        Queue(redis_url, prefix=prefix, runtime="fibers")
+
+
+def test_completions_made_while_a_call_is_away_go_together(
+    lq: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """16 async slots on 400 jobs: completions and claims go out many to a call, each job
+    completes once, and the queue is left consistent."""
+    seen = _record_calls(monkeypatch)
+    jobs = lq.save_many([lq.create_job("t", {"i": i}) for i in range(400)])
+    done: list[int] = []
+
+    async def handler(job: Job) -> int:
+        await asyncio.sleep(0)
+        done.append(job.data["i"])
+        return int(job.data["i"])
+
+    lq.process("t", 16, handler)
+    wait_for(lambda: lq.count("complete") == 400)
+    assert sorted(done) == list(range(400))
+    assert all(lq.get_job(j.id).result == j.data["i"] for j in jobs[::37])  # type: ignore[union-attr,index]
+    batched = [n for name, n in seen if name == "complete_batch"]
+    assert batched and max(batched) > 1  # several completions in one call
+    assert sum(batched) + sum(1 for name, _ in seen if name == "complete") == 400
+    lq.shutdown()
+    assert doctor.check(lq).findings == []
+
+
+def test_def_handlers_run_off_the_loop(lq: Queue) -> None:
+    """A def handler runs in the loop's thread pool, never on the loop's thread: one that
+    blocks holds its own slot only."""
+    names: list[str] = []
+    release = threading.Event()
+
+    def handler(job: Job) -> None:
+        names.append(threading.current_thread().name)
+        if job.data["block"]:
+            release.wait(30)
+
+    blocked = lq.create_job("t", {"block": True}).save()
+    wait_for(lambda: lq.get_job(blocked.id).state == "inactive")  # type: ignore[union-attr]
+    lq.process("t", 2, handler)
+    wait_for(lambda: lq.get_job(blocked.id).state == "active")  # type: ignore[union-attr]
+    quick = [lq.create_job("t", {"block": False}).save() for _ in range(5)]
+    wait_for(lambda: all(lq.get_job(j.id).state == "complete" for j in quick))  # type: ignore[union-attr]
+    release.set()
+    wait_for(lambda: lq.get_job(blocked.id).state == "complete")  # type: ignore[union-attr]
+    assert names and all(n.startswith("kue-run") for n in names)
+
+
+def test_a_client_of_ones_own_gets_a_loop_of_its_own(redis_url: str, prefix: str) -> None:
+    """A queue made with a client (not a URL) runs the loop on a copy of that client's
+    connection settings."""
+    own = redis.Redis.from_url(redis_url, decode_responses=True)
+    if type(own.connection_pool) is not redis.ConnectionPool:
+        pytest.skip("a cluster's client is made from its URL")
+    with Queue(client=own, prefix=prefix, runtime="loop") as q:
+        job = q.create_job("t", {"x": 1}).save()
+        q.process("t", 2, lambda j: j.data["x"] + 1)
+        assert job.wait(15) == 2
+
+
+WORKER = """
+import os, sys, threading
+from kue_core import Queue
+queue = Queue(sys.argv[1], prefix=sys.argv[2], lease_ms=800, runtime="loop")
+hold = threading.Event()
+
+def handler(job):
+    queue.client.rpush(sys.argv[2] + ":started", job.id)
+    hold.wait(60)
+
+queue.process("t", 8, handler)
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.mark.slow
+def test_jobs_claimed_in_a_batch_by_a_killed_worker_come_back(queue: Queue, redis_url: str) -> None:
+    """A worker killed (SIGKILL) while 8 jobs it claimed in batches run: every one comes back
+    through its lease and completes elsewhere, once; the doctor finds nothing."""
+    prefix = queue.prefix
+    jobs = queue.save_many([queue.create_job("t", {"i": i}) for i in range(8)])
+    argv = [sys.executable, "-c", textwrap.dedent(WORKER), redis_url, prefix]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        wait_for(lambda: queue.client.llen(f"{prefix}:started") == 8, timeout=30)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    ran: list[int] = []
+    with Queue(redis_url, prefix=prefix, runtime="loop") as other:
+        other.process("t", 4, lambda j: ran.append(j.id))
+        wait_for(lambda: queue.count("complete") == 8, timeout=30)
+        other.shutdown()
+    assert sorted(ran) == sorted(j.id for j in jobs)
+    assert doctor.check(queue).findings == []
