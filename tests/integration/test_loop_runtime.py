@@ -103,9 +103,9 @@ def test_def_handlers_run_off_the_loop(lq: Queue) -> None:
 def test_a_client_of_ones_own_gets_a_loop_of_its_own(redis_url: str, prefix: str) -> None:
     """A queue made with a client (not a URL) runs the loop on a copy of that client's
     connection settings."""
-    own = redis.Redis.from_url(redis_url, decode_responses=True)
-    if type(own.connection_pool) is not redis.ConnectionPool:
+    if "+" in redis_url.partition("://")[0]:
         pytest.skip("a cluster's client is made from its URL")
+    own = redis.Redis.from_url(redis_url, decode_responses=True)
     with Queue(client=own, prefix=prefix, runtime="loop") as q:
         job = q.create_job("t", {"x": 1}).save()
         q.process("t", 2, lambda j: j.data["x"] + 1)
@@ -151,4 +151,6 @@ def test_jobs_claimed_in_a_batch_by_a_killed_worker_come_back(queue: Queue, redi
         wait_for(lambda: queue.count("complete") == 8, timeout=30)
         other.shutdown()
     assert sorted(ran) == sorted(j.id for j in jobs)
-    assert doctor.check(queue).findings == []
+    # The killed process is still listed, until its registration expires or is repaired.
+    found = doctor.check(queue).findings
+    assert [f.kind for f in found] in ([], ["gone-worker"])
