@@ -75,7 +75,8 @@ LIB_PARTS = {
     "saving": "saving jobs, unique ones too",
     "limits": "rate and concurrency waits",
     "places": "the places of pinned and fan-out jobs",
-    "claims": "claiming jobs (in groups, pinned, late joiners), and the next one",
+    "taking": "claiming one member of a type's set: under rules, pinned, fan-out, or plain",
+    "claims": "claiming jobs (in groups, pinned, late joiners, several at once), the next one",
     "fence": "the code every call runs first: the Cluster fence, the per-call state",
 }
 
