@@ -28,6 +28,7 @@ from .outcome import Done, Limited, Outcome, failure, retry_delay
 from .serving import clock, failed_text, traced, wake_lists
 from .slots import HandlerRunner, Slot
 from .state import Owner, WorkerState
+from .waiting import Waiting
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -51,6 +52,7 @@ class LoopServing:
         self._redis = loop.transport
         #: Where claims and completions go, several in one call (see kue_core.worker.dispatch).
         self._dispatch = Dispatcher(loop.transport, queue.keys, state.id, state.lease_ms)
+        self._waiting = Waiting(loop.transport)
         self.id = state.id
         self.lease_ms = state.lease_ms
 
@@ -142,7 +144,8 @@ class LoopServing:
 
     async def _idle(self, slot: Slot, order: list[str], claimed: Claim) -> None:
         """No job for the slot: wait until one of its types may have one, on each type's
-        wake-up lists (see ``wake_lists``), the longest ``IDLE_WAIT``."""
+        wake-up lists (see ``wake_lists``), the longest ``IDLE_WAIT``: one wait for all the
+        slots waiting on the same lists (see kue_core.worker.waiting)."""
         each = claimed.each if isinstance(claimed, Waits) else (claimed,)
         keys = self.queue.keys
         lists = [
@@ -153,13 +156,10 @@ class LoopServing:
         holds = [w.wait_ms / 1000 for w in each if isinstance(w, Held)]
         timeout = min([defaults.IDLE_WAIT, *holds])
 
-        def blocked(client_id: int) -> None:
+        def blocked(client_id: int | None) -> None:
             slot.blocked_on = client_id
 
-        try:
-            await self._redis.wait_for_token(lists, timeout, blocked)
-        finally:
-            slot.blocked_on = None
+        await self._waiting.wait(lists, timeout, blocked)
 
     async def _run(self, slot: Slot, job_id: int, fields: dict[str, str]) -> Claim:
         """Run the handler on one claimed job; report how it ended, unless the attempt was
