@@ -127,7 +127,8 @@ def summarize(path: str) -> None:
                 if s not in med:
                     cells.append("")
                     continue
-                ratio = f" ({med[s] / base:.2f}×)" if base and s != "bullmq" else ""
+                times = "\N{MULTIPLICATION SIGN}"
+                ratio = f" ({med[s] / base:.2f}{times})" if base and s != "bullmq" else ""
                 cells.append(f"{med[s]:,.1f}{ratio}" if med[s] < 100 else f"{med[s]:,.0f}{ratio}")
             print(f"| {w} | {name} | " + " | ".join(cells) + " |")
 
