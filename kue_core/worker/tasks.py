@@ -53,6 +53,7 @@ class LoopServing:
         #: Where claims and completions go, several in one call (see kue_core.worker.dispatch).
         self._dispatch = Dispatcher(loop.transport, queue.keys, state.id, state.lease_ms)
         self._waiting = Waiting(loop.transport)
+        self._stopping = asyncio.Event()  # state.stopping, as the loop's tasks await it
         self.id = state.id
         self.lease_ms = state.lease_ms
 
@@ -62,6 +63,11 @@ class LoopServing:
         already ends once its handler returns."""
         slot.turn += 1
         slot.done = self._loop.submit(self._work(slot, slot.turn))
+
+    def stop(self) -> None:
+        """Tell the slots' tasks that the workers stop (``state.stopping`` is set): one
+        pausing after an error goes on at once, to its end."""
+        self._loop.soon(self._stopping.set)
 
     def alive(self) -> list[Slot]:
         """The slots whose task still runs."""
@@ -112,7 +118,8 @@ class LoopServing:
                 # Redis is down or restarting (or a bug): a job this slot held comes back
                 # through its lease; the slot keeps trying until Redis answers again.
                 state.report(e)
-                await asyncio.to_thread(state.stopping.wait, pauses.next())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), pauses.next())
         await self._give_back(nxt)  # a job claimed as the slot stopped, if any
         if slot.turn != turn:
             with state.lock:
