@@ -200,6 +200,25 @@ def test_plain_completions_with_refused_tokens_end_as_single_ones_and_claim_the_
     clean(twin)
 
 
+def test_plain_jobs_of_several_types_each_leave_and_enter_their_types_sets(
+    queue: Queue, twin: Queue, r: redis.Redis
+) -> None:
+    def setup(q: Queue) -> list[tuple[int, str]]:
+        for i in range(6):
+            q.create_job("ab"[i % 2], {"i": i}).priority(i - 3).save()
+        return _claim_all(q, W, "a", 3) + _claim_all(q, W, "b", 3)
+
+    def results(held: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
+        return [(i, t, json.dumps(i)) for i, t in sorted(held)]  # the types interleaved
+
+    batch, _, _ = _compare(queue, twin, r, setup, results)
+    assert [rep.outcome for rep in batch.reports] == ["complete"] * 6
+    assert queue.count("complete", "a") == queue.count("complete", "b") == 3
+    assert queue.count("active") == 0
+    assert r.zscore(queue.keys.type_state("b", "complete"), "01|6") == 2  # its priority
+    clean(queue)
+
+
 def test_claims_stop_at_the_first_answer_without_a_job(
     queue: Queue, twin: Queue, r: redis.Redis
 ) -> None:
