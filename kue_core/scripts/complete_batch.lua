@@ -37,23 +37,6 @@ local k = tonumber(ARGV[2])
 if not k then return redis.error_reply('KUE_INVALID the count of completions must be a number') end
 local now = now_ms()
 
--- Claim up to `n` jobs for `worker`, each as claim_first gives one, stopping at the first
--- answer without a job: the jobs and that answer ({} when n were claimed or none waits).
--- (lib/claims.lua's claim_up_to, in the meantime: the same contract.)
-local function claim_up_to(p, first, worker, lease_ms, now, n)
-  local jobs = {}
-  for _ = 1, n do
-    local got = claim_first(p, first, worker, lease_ms, now)
-    if not got then return jobs, {} end
-    local head = got[1]
-    if head == 'paused' or head == 'pins' or head == 'limited' or head == 'wait' then
-      return jobs, got
-    end
-    jobs[#jobs + 1] = got
-  end
-  return jobs, {}
-end
-
 -- Sized for one completion and the counts after it: a table that grows is copied each time.
 local reports = k == 1 and { '', '', '', 0, 0 } or {}
 local run = nil  -- the plain jobs whose sets are not written yet (see complete_plain)
@@ -94,27 +77,68 @@ if not (worker and worker ~= '' and lease_ms and n > 0 and #ARGV > w + 2) then
   reports[3 * k + 2] = 0  -- no job
   return reports
 end
-local jobs, why = claim_up_to(p, w + 3, worker, lease_ms, now, n)
+-- The claims: the first job claimed (its table becomes the reply), all of them (when more
+-- than one was asked), and why no more (claim_first's answer without a job, or nothing).
+local first, more, why = nil, nil, nil
+if n == 1 then  -- claim_first's answer as it is: no list made
+  local got = claim_first(p, w + 3, worker, lease_ms, now)
+  local head = got and got[1]
+  if head and head ~= 'paused' and head ~= 'pins' and head ~= 'limited' and head ~= 'wait' then
+    first = got
+  else
+    why = got or nil
+  end
+else
+  -- Claim up to `n` jobs for `worker`, each as claim_first gives one, stopping at the first
+  -- answer without a job: the jobs and that answer ({} when n were claimed or none waits).
+  -- (lib/claims.lua's claim_up_to, in the meantime: the same contract.)
+  local function claim_up_to(p, first, worker, lease_ms, now, n)
+    local jobs = {}
+    for _ = 1, n do
+      local got = claim_first(p, first, worker, lease_ms, now)
+      if not got then return jobs, {} end
+      local head = got[1]
+      if head == 'paused' or head == 'pins' or head == 'limited' or head == 'wait' then
+        return jobs, got
+      end
+      jobs[#jobs + 1] = got
+    end
+    return jobs, {}
+  end
+  local jobs
+  jobs, why = claim_up_to(p, w + 3, worker, lease_ms, now, n)
+  first, more = jobs[1], jobs
+end
 if fanned then
   for jtype in pairs(fanned) do runs_rewake(p, jtype) end  -- see claim_after
 end
 -- The reply: the first job's table (or why's), the rest appended.
-local out = jobs[1] or why
-local first = jobs[1] and #out or 0
+local out = first or why or {}
+local width = first and #first or 0
 local at = #out
-for j = 2, #jobs do
-  local job = jobs[j]
-  for x = 1, #job do out[at + x] = job[x] end
-  at = at + #job
+if more then
+  for j = 2, #more do
+    local job = more[j]
+    for x = 1, #job do out[at + x] = job[x] end
+    at = at + #job
+  end
 end
-if jobs[1] then
-  for j = 1, #why do out[at + j] = why[j] end
-  at = at + #why
+local because = why and #why or 0
+if first and why then
+  for j = 1, because do out[at + j] = why[j] end
+  at = at + because
 end
 for j = 1, 3 * k do out[at + j] = reports[j] end
 at = at + 3 * k
-out[at + 1] = #why
-if first > 0 then out[at + 2] = first end
-for j = 2, #jobs do out[at + 1 + j] = #jobs[j] end
-out[at + 2 + #jobs] = #jobs
+out[at + 1] = because
+local count = 0
+if first then
+  count = 1
+  out[at + 2] = width
+end
+if more then
+  for j = 2, #more do out[at + 1 + j] = #more[j] end
+  count = #more
+end
+out[at + 2 + count] = count
 return out

@@ -219,6 +219,25 @@ def test_plain_jobs_of_several_types_each_leave_and_enter_their_types_sets(
     clean(queue)
 
 
+def test_one_completion_and_one_claim_end_as_complete_lua_with_its_claim(
+    queue: Queue, twin: Queue, r: redis.Redis
+) -> None:
+    def results(held: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
+        return [(i, t, '"one"') for i, t in held]
+
+    batch, _, _ = _compare(queue, twin, r, _plain(3, 1), results, (W, LEASE, 1, ["t"]))
+    assert [rep.outcome for rep in batch.reports] == ["complete"]
+    assert [i for i, _ in batch.jobs] == [2] and batch.why is None
+    held = [(i, h["lease"]) for i, h in batch.jobs]
+    batch, _, _ = _compare(queue, twin, r, lambda q: held, results, (W, LEASE, 1, ["t"]))
+    assert [i for i, _ in batch.jobs] == [3] and batch.why is None
+    done = queue.scripts.call(
+        calls.complete_batch(queue.keys, [(3, "1", "1")], (W, LEASE, 1, ["t"]))
+    )
+    assert done.reports[0].outcome == "complete" and done.jobs == [] and done.why is None
+    clean(queue)
+
+
 def test_claims_stop_at_the_first_answer_without_a_job(
     queue: Queue, twin: Queue, r: redis.Redis
 ) -> None:
@@ -232,8 +251,9 @@ def test_claims_stop_at_the_first_answer_without_a_job(
     for q in (queue, twin):
         q.create_job("p").save()
         q.pause("p")
-    batch = queue.scripts.call(calls.complete_batch(queue.keys, [], (W, LEASE, 2, ["p"])))
-    assert batch.reports == [] and batch.jobs == [] and batch.why == PAUSED
+    for n in (1, 2):
+        batch = queue.scripts.call(calls.complete_batch(queue.keys, [], (W, LEASE, n, ["p"])))
+        assert batch.reports == [] and batch.jobs == [] and batch.why == PAUSED
     # Several types, in order: the first with jobs first, then the next.
     for q in (queue, twin):
         q.create_job("a").save()
