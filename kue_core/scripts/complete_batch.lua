@@ -22,7 +22,7 @@
 -- Uses     lib/base (now_ms), lib/keys (k_job), lib/type_rules (rule_of),
 --          lib/finishing (load_for_complete, run_complete, complete_job, complete_plain,
 --          plain_flush, runs_rewake),
---          lib/claims (claim_first)
+--          lib/claims (claim_first, claim_up_to)
 -- A plain job (no fan-out, group, dependents, removeOnComplete, policy of its own, in a type
 -- without rules) completes as complete_job completes it, but the sets it leaves and enters
 -- are written for a run of them at once (one ZREM or ZADD with every member: leases,
@@ -89,22 +89,6 @@ if n == 1 then  -- claim_first's answer as it is: no list made
     why = got or nil
   end
 else
-  -- Claim up to `n` jobs for `worker`, each as claim_first gives one, stopping at the first
-  -- answer without a job: the jobs and that answer ({} when n were claimed or none waits).
-  -- (lib/claims.lua's claim_up_to, in the meantime: the same contract.)
-  local function claim_up_to(p, first, worker, lease_ms, now, n)
-    local jobs = {}
-    for _ = 1, n do
-      local got = claim_first(p, first, worker, lease_ms, now)
-      if not got then return jobs, {} end
-      local head = got[1]
-      if head == 'paused' or head == 'pins' or head == 'limited' or head == 'wait' then
-        return jobs, got
-      end
-      jobs[#jobs + 1] = got
-    end
-    return jobs, {}
-  end
   local jobs
   jobs, why = claim_up_to(p, w + 3, worker, lease_ms, now, n)
   first, more = jobs[1], jobs
