@@ -56,6 +56,9 @@ def test_the_plain_path_writes_what_the_general_one_does(
             assert row[-1] == ""  # no records: the plain path
             # The same job with an empty records object takes the general path.
             rows += [row, [*row[:-1], "{}"]]
+        # A priority that is not an integer (the client sends none): the same text and scores.
+        odd = [*rows[0][:2], "2.5", *rows[0][3:]]
+        rows += [odd, [*odd[:-1], "{}"]]
         ids = queue.scripts.call(calls.save(queue.keys, rows))
         for plain, general in zip(ids[::2], ids[1::2], strict=True):
             assert _layout(r, prefix, plain, 't "q"') == _layout(r, prefix, general, 't "q"')
@@ -75,9 +78,9 @@ def test_the_plain_path_writes_what_the_general_one_does(
         # A bare job after one with options: the options are not carried over.
         (last,) = queue.scripts.call(calls.save(queue.keys, [rows[0]]))
         assert set(r.hgetall(f"{prefix}:job:{last}")) == set(bare)
-        assert r.llen(f'{prefix}:t "q":jobs') == 5
+        assert r.llen(f'{prefix}:t "q":jobs') == 7
         assert r.smembers(f"{prefix}:job:types") == {'t "q"'}
-        wait_for(lambda: len(got) >= 5)
+        wait_for(lambda: len(got) >= 7)
         expected = {"event": "enqueue", "args": ["enqueue", 't "q"'], "type": 't "q"'}
         assert got == [{"id": i, **expected} for i in [*ids, last]]
     finally:

@@ -33,7 +33,11 @@ end
 -- for a job saved inactive, in straight lines: most jobs are plain, and each helper call,
 -- table and string made on the way costs (bench/instructions.py measures it).
 local function save_plain(p, b, sid, jtype, priority, ttl, now)
-  local member, pri, at = zid(sid), score(priority), int(now)
+  -- Each number made text once, here: int()'s per-call table would cost more than it saves.
+  local pri, at = string.format('%d', priority), string.format('%d', now)
+  local rank = pri  -- the score in the zsets, as score() gives it
+  if not (priority % 1 == 0 and priority > -2 ^ 53 and priority < 2 ^ 53) then rank = priority end
+  local member = zid(sid)
   local more = NO_FIELDS  -- the optional fields: most jobs have none (no table made)
   if ARGV[b + 6] ~= '' or ttl > 0 or ARGV[b + 8] == '1' then
     more = {}
@@ -48,11 +52,11 @@ local function save_plain(p, b, sid, jtype, priority, ttl, now)
     end
   end
   redis.call('HSET', k_job(p, sid), 'type', jtype, 'data', ARGV[b + 2],
-    'priority', int(priority), 'state', 'inactive', 'created_at', at, 'promote_at', at,
+    'priority', pri, 'state', 'inactive', 'created_at', at, 'promote_at', at,
     'updated_at', at, 'max_attempts', ARGV[b + 5], unpack(more))
-  redis.call('ZADD', k_jobs(p), pri, member)
-  redis.call('ZADD', k_state(p, 'inactive'), pri, member)  -- state_score: the priority
-  redis.call('ZADD', k_type_state(p, jtype, 'inactive'), pri, member)
+  redis.call('ZADD', k_jobs(p), rank, member)
+  redis.call('ZADD', k_state(p, 'inactive'), rank, member)  -- state_score: the priority
+  redis.call('ZADD', k_type_state(p, jtype, 'inactive'), rank, member)
   redis.call('LPUSH', k_tokens(p, jtype), '1')
   redis.call('SADD', k_types(p), jtype)
   local type_json = cjson.encode(jtype)
