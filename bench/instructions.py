@@ -11,7 +11,11 @@ Phases: ``enqueue`` (``save()`` one by one) and ``drain`` at each concurrency (j
 bulk first, then one worker process drains them: its keeper's sweeps are counted too).
 
 usage: python bench/instructions.py [--redis-server /usr/bin/redis-server] [--n 2000]
-       [--conc 1,16] [--bullmq /tmp/kue-bench]
+       [--conc 1,16] [--bullmq /tmp/kue-bench] [--save-many 1,4,16,96]
+
+``--save-many K,...`` also counts ``save_many`` in calls of K jobs, with nobody listening to
+the events and then with a subscriber (a call sends its first ``EVENTS_UNASKED`` events, then
+asks whether anyone listens: see ``publish`` in ``kue_core/scripts/lib/events.lua``).
 
 ``--bullmq DIR`` also runs ``bench/bullmq_instructions.js`` with the BullMQ installed in
 ``DIR/node_bullmq`` (the shared harness's setup.sh puts it in /tmp/kue-bench). Prints one JSON
@@ -152,6 +156,29 @@ def _kue(cg: Callgrind, n: int, concs: list[int]) -> None:
         print(json.dumps({"system": "kue_core", "phase": f"drain_c{conc}", **figures}))
 
 
+def _save_many(cg: Callgrind, n: int, sizes: list[int]) -> None:
+    """Instructions per job of ``save_many`` in calls of each size, without and with a
+    subscriber to the events."""
+    q = Queue(f"redis://127.0.0.1:{cg.port}", prefix="bench")
+    q.save_many([_job(q, i) for i in range(8)])  # the script loaded, outside the count
+    for listening in (False, True):
+        pubsub = q.client.pubsub()  # type: ignore[no-untyped-call]
+        if listening:
+            pubsub.subscribe(q.keys.events)
+            pubsub.get_message(timeout=5)  # the subscription's confirmation
+        for k in sizes:
+            q.client.flushall()
+
+            def save(k: int = k) -> None:
+                for start in range(0, n, k):
+                    q.save_many([_job(q, i) for i in range(start, min(n, start + k))])
+
+            row = {"system": "kue_core", "phase": f"save_many_{k}", "listening": listening}
+            print(json.dumps({**row, **_phase(cg, n, save)}))
+        pubsub.close()
+    q.close()
+
+
 def _bullmq(cg: Callgrind, n: int, concs: list[int], home: str) -> None:
     script = os.path.join(HERE, "bullmq_instructions.js")
     for phase in ["enqueue", *(f"drain_c{c}" for c in concs)]:
@@ -168,12 +195,15 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--conc", default="1,16")
     ap.add_argument("--bullmq", help="the shared harness's directory (its node_bullmq)")
+    ap.add_argument("--save-many", help="also save_many in calls of these sizes: 1,4,16,96")
     args = ap.parse_args()
-    concs = [int(c) for c in args.conc.split(",")]
+    concs = [int(c) for c in args.conc.split(",") if c]  # "": no drain
     with tempfile.TemporaryDirectory() as workdir:
         cg = Callgrind(args.redis_server, workdir)
         try:
             _kue(cg, args.n, concs)
+            if args.save_many:
+                _save_many(cg, args.n, [int(k) for k in args.save_many.split(",")])
             if args.bullmq:
                 _bullmq(cg, args.n, concs, args.bullmq)
         finally:

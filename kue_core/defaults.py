@@ -139,6 +139,12 @@ IDLE_WAIT = 5.0
 #: than any of their waits (``IDLE_WAIT``), so each sees it.
 RESUMED_SIGNAL_MS = 60_000
 
+#: Kue's job events a script call sends before it asks whether anyone hears ``<p>:events``
+#: (``PUBSUB NUMSUB``/``NUMPAT``): when no one does, it sends no more (see ``publish`` in
+#: ``scripts/lib/events.lua``). Asking costs about what sending three does, so a call with
+#: one or two events (a save, a claim and a completion) never asks.
+EVENTS_UNASKED = 4
+
 #: Most wake-ups kept for the slots waiting for a place under a concurrency limit (one is
 #: pushed each time a running job of such a type ends; a slot takes one and claims again).
 LIMIT_WAKE_MAX = 64

@@ -9,7 +9,8 @@
 --          records ('' = none): tags, search words, tracking, retention, group and trace
 --          context, as the JSON object kue_core/features/records.py save_extras makes
 -- Returns  the new ids, in order.
--- Events   enqueue [type] for every job that starts inactive (a delayed job publishes none);
+-- Events   enqueue [type] for every job that starts inactive (a delayed job publishes none;
+--          past the first EVENTS_UNASKED of a call, only when someone listens: lib/events);
 --          a delayed job's due time (ms) on <p>:promote, for promotion timers.
 -- Errors   KUE_INVALID when a numeric value is not a number (nothing is written).
 -- Uses     lib/base (now_ms), lib/saving (save_row_ok, save_job)

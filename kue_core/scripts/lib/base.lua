@@ -12,7 +12,7 @@
 -- Milliseconds since the epoch on the Redis server's clock: one clock for every worker.
 local function now_ms()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return t[1] * 1000 + math.floor(t[2] / 1000)  -- arithmetic reads the digits (no tonumber call)
 end
 
 -- Integers as plain decimal text (Lua would print large numbers in exponent form), each

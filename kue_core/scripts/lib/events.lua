@@ -1,15 +1,44 @@
 -- Uses     lib/keys, lib/type_rules
+-- Kue's events go out when someone hears them. The first EVENTS_UNASKED (defaults.py) of a
+-- call are sent as they come; at the next, the call asks once whether <p>:events has a
+-- subscriber on this server, by name or by pattern (asking costs about what sending three
+-- events does), and when none has, sends no more: a call that saves or ends many jobs pays
+-- for no message nobody reads (the feeds are written all the same). On Redis Cluster a
+-- message reaches the subscribers of every node, and a node counts only its own: there every
+-- event goes out, as it does when the asking is refused (an ACL without PUBSUB or INFO). A
+-- subscriber on a replica is not counted: kue's clients and Node Kue's subscribe on the
+-- primary.
+-- Per call (set by lib/fence.lua): the events sent so far, or false once nobody hears them.
+local events_sent
+
+-- Whether anyone may hear a message on <p>:events (see EVENTS_UNASKED).
+local function events_heard(p)
+  local subscribers = redis.pcall('PUBSUB', 'NUMSUB', k_events(p))
+  if subscribers.err or subscribers[2] > 0 then return true end
+  local patterns = redis.pcall('PUBSUB', 'NUMPAT')
+  if type(patterns) ~= 'number' or patterns > 0 then return true end
+  local cluster = redis.pcall('INFO', 'cluster')
+  return type(cluster) ~= 'string' or string.find(cluster, 'cluster_enabled:1', 1, true) ~= nil
+end
+
 -- Publish a Kue event: {"id":<id>,"event":"<name>","args":["<name>", ...],"type":"<type>"}
 -- (`type` is ours: Kue's listeners ignore it; it lets a stream filter by type).
 -- `extra` is the JSON text of the further arguments, comma separated ('' for none).
 -- A feed's event (FEED_EVENTS) of a type with that feed also goes, as "<type>/<id>", to the
 -- feed's list, where kue rules takes it; the rules were read already by the transitions that
 -- end a job (leave_active), so a type without feeds pays nothing more there.
-local function publish(p, id, jtype, event, extra)
-  local args = '"' .. event .. '"'
-  if extra ~= '' then args = args .. ',' .. extra end
-  redis.call('PUBLISH', k_events(p), '{"id":' .. tostring(id) .. ',"event":"' .. event
-    .. '","args":[' .. args .. '],"type":' .. cjson.encode(jtype) .. '}')
+-- `type_json`: the type's JSON text when the caller has it (else made here). The message is
+-- made in one concatenation: each string Lua makes costs a few hundred instructions.
+local function publish(p, id, jtype, event, extra, type_json)
+  local sent = events_sent
+  if sent == EVENTS_UNASKED and not events_heard(p) then sent = false end
+  if sent then
+    local sep = extra ~= '' and ',' or ''
+    redis.call('PUBLISH', k_events(p), '{"id":' .. id .. ',"event":"' .. event .. '","args":["'
+      .. event .. '"' .. sep .. extra .. '],"type":' .. (type_json or cjson.encode(jtype)) .. '}')
+    sent = sent + 1
+  end
+  events_sent = sent
   if FEED_EVENTS[event] then
     local r = rule_of(p, jtype)
     if r and r.feeds and r.feeds[event] then

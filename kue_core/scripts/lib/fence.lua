@@ -1,7 +1,8 @@
--- Uses     lib/base, lib/keys, lib/type_rules
+-- Uses     lib/base, lib/keys, lib/type_rules, lib/events
 -- What one call learns, for that call only.
 rules_read = {}
 ints_made = {}
+events_sent = 0
 -- Redis Cluster: while this queue's slot migrates to another node, its keys move a batch at a
 -- time, and a script that met an already-moved key half-way would stop with its first writes
 -- done. So every script first reads a key that never exists: on a migrating slot Redis
