@@ -71,20 +71,15 @@ class Dispatcher:
         return asyncio.get_running_loop().create_future()
 
     async def _ask(self, ask: _Ask) -> tuple[Reported | None, Claim]:
-        if self._sending:  # goes with the next call
-            self._queued.append(ask)
-            return await ask.future
-        # Alone: sent from the asking task itself, at once; what is asked meanwhile goes
-        # in the next call.
-        self._sending = True
-        try:
-            await self._send([ask])
-        finally:
-            if self._queued:
-                asyncio.get_running_loop().create_task(self._send_all())
-            else:
-                self._sending = False
-        return ask.future.result()
+        self._queued.append(ask)
+        if not self._sending:
+            # Sent by a task of its own, which starts once the loop has run what is ready
+            # now: the other slots a reply woke in the same turn ask before it sends, so a
+            # reply that gave 16 slots their jobs is followed by one call, not a call of one
+            # and then one of 15. Nothing waits for more than that turn.
+            self._sending = True
+            asyncio.get_running_loop().create_task(self._send_all())
+        return await ask.future
 
     async def _send_all(self) -> None:
         """Send what is queued, then what was queued meanwhile, until nothing is (with
