@@ -4,9 +4,10 @@ A slot hands :class:`Dispatcher` a completion (with the types to claim its next 
 a claim, and waits for its answer. What the slots hand it while a call is on its way goes out
 in the next call, as one script call: the completions of k jobs with the claims of the next
 jobs for the slots they free (``complete_batch.lua``), and one claim of up to n jobs for the
-slots that asked with the same types (``claim_batch.lua``). Nothing waits for company: a
-completion or claim handed to an idle dispatcher goes at once, alone, as the single-job script
-(``complete.lua``, ``claim.lua``) it would have been without batching.
+slots that asked with the same types (``claim_batch.lua``). Nothing waits for company: what an
+idle dispatcher is handed goes out once the loop has run what was ready with it (the other
+slots woken by the same reply), and a request that is alone then goes as the single-job
+script (``complete.lua``, ``claim.lua``) it would have been without batching.
 
 Each answer is a slot's own: its completion's :class:`~kue_core.store.calls.Reported` and the
 job claimed for it, or (when fewer jobs were waiting than slots asked) why there was none, from
@@ -91,8 +92,7 @@ class Dispatcher:
                     await self._send(batch)
                 except Exception as e:  # each slot reports it and tries again
                     for ask in batch:
-                        if not ask.future.done():
-                            ask.future.set_exception(e)
+                        _answer(ask, error=e)
         finally:
             self._sending = False
 
@@ -118,9 +118,9 @@ class Dispatcher:
         failed = [r for r in await asyncio.gather(*sent, return_exceptions=True) if r is not None]
         for ask in batch:
             if ask.job_id and id(ask) not in reports:  # its completion's call failed
-                ask.future.set_exception(failed[0])
+                _answer(ask, error=failed[0])
             else:  # a claim whose call failed: none now, the slot waits and asks again
-                ask.future.set_result((reports.get(id(ask)), claims.get(id(ask))))
+                _answer(ask, (reports.get(id(ask)), claims.get(id(ask))))
 
     async def _alone(self, ask: _Ask) -> None:
         """One request: the single-job script, as a slot would call it alone."""
@@ -131,12 +131,12 @@ class Dispatcher:
         if ask.job_id:
             c = calls.complete(keys, ask.job_id, ask.token, ask.result, nxt, tallied=True)
             reported = await self._redis.call(c)
-            ask.future.set_result((reported, reported.next_job))
+            _answer(ask, (reported, reported.next_job))
         else:
             claimed = await self._redis.call(
                 calls.claim(keys, list(ask.order), self._id, self._lease_ms)
             )
-            ask.future.set_result((None, claimed))
+            _answer(ask, (None, claimed))
 
     async def _complete(
         self,
@@ -159,6 +159,21 @@ class Dispatcher:
         c = calls.claim_batch(self._keys, list(order), self._id, self._lease_ms, len(asks))
         batch = await self._redis.call(c)
         _share(asks, batch.jobs, batch.why, claims)
+
+
+def _answer(
+    ask: _Ask,
+    value: tuple[Reported | None, Claim] = (None, None),
+    error: BaseException | None = None,
+) -> None:
+    """Answer ``ask``, unless its slot stopped waiting (its task cancelled as the loop closed:
+    a job claimed for it comes back through its lease)."""
+    if ask.future.done():
+        return
+    if error is not None:
+        ask.future.set_exception(error)
+    else:
+        ask.future.set_result(value)
 
 
 def _share(
