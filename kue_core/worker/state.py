@@ -45,6 +45,8 @@ class Owner(isolation.Owner, promoter.Owner, Protocol):
 
     events: EventBus
     version: str
+    #: How the workers run their slots: "thread" or "loop" (see kue_core.worker.loop).
+    runtime: str
     #: Set once the workers stopped on another process's request (``stop_worker``).
     stopped_remotely: threading.Event
 
@@ -147,6 +149,7 @@ class WorkerState:
             "types": types,
             "started_at": self.started_at,
             "lease_ms": self.lease_ms,
+            "runtime": self.queue.runtime,
             "abandoned_threads": abandoned,
             "paused": sorted(self.held),
             "stopping": self.stopping.is_set(),

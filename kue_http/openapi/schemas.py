@@ -127,6 +127,12 @@ def schemas() -> Schema:
                 },
                 "started_at": MS,
                 "lease_ms": {"type": "integer", "minimum": 1},
+                "runtime": {
+                    "type": "string",
+                    "enum": ["thread", "loop"],
+                    "description": "How it runs its slots: a thread each, or tasks on one event "
+                    "loop (Queue(runtime=), kue worker --runtime)",
+                },
                 "abandoned_threads": {
                     **COUNT,
                     "description": "Handler threads left running past their attempt",
@@ -142,7 +148,7 @@ def schemas() -> Schema:
                     "description": "Shutting down (a signal or a remote stop): claims nothing",
                 },
             },
-            optional="abandoned_threads paused stopping version",
+            optional="abandoned_threads paused runtime stopping version",
         ),
         "Timing": obj(
             {

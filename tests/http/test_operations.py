@@ -103,6 +103,7 @@ def test_workers(client: FlaskClient, redis_url: str, prefix: str) -> None:
     assert workers[0]["jobs"] == [job.id] and workers[0]["types"] == {"slow": 2}
     assert workers[0]["heartbeat"] > 0
     assert workers[0]["abandoned_threads"] == 0
+    assert workers[0]["runtime"] == queue.runtime
     gate.set()
     queue.close()
     assert client.get("/api/workers").json == []  # a worker that shut down is gone at once
