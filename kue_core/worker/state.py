@@ -85,8 +85,9 @@ class Bell:
         if loop is not None:
             if _running() is loop:
                 self._woken.set()
-            else:
-                loop.call_soon_threadsafe(self._woken.set)
+            else:  # a handler's thread may ring after the loop closed: nobody waits then
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._woken.set)
 
     def clear(self) -> None:
         """The keeper's, as it begins a round: a ring from now on wakes it again."""
