@@ -8,6 +8,8 @@ one round trip per job (complete and claim the next in one script).
 
 ``KUE_BENCH_PROCESSES=P`` (P > 1) runs the worker side as ``kue worker --processes P`` instead,
 reported as system ``kue_core_pP``: P processes, each with ``--conc`` slots.
+``KUE_BENCH_HANDLER=async`` gives the workers an ``async def`` handler (``_async`` in the
+system's name), and ``KUE_RUNTIME=loop`` runs them on the event loop runtime (``_loop``).
 """
 
 import os
@@ -22,6 +24,8 @@ from kue_core import Queue
 
 TYPE = "bench"
 PROCESSES = int(os.environ.get("KUE_BENCH_PROCESSES", "1"))
+ASYNC = os.environ.get("KUE_BENCH_HANDLER", "def") == "async"
+LOOP = os.environ.get("KUE_RUNTIME") == "loop"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -29,8 +33,17 @@ def handler(job):
     common.record(job.data["t"])
 
 
+async def async_handler(job):
+    common.record(job.data["t"])
+
+
 class KueCoreAdapter(common.Adapter):
-    system = "kue_core" if PROCESSES == 1 else f"kue_core_p{PROCESSES}"
+    system = (
+        "kue_core"
+        + ("_loop" if LOOP else "")
+        + ("_async" if ASYNC else "")
+        + (f"_p{PROCESSES}" if PROCESSES > 1 else "")
+    )
 
     def conc_model(self, conc):
         if PROCESSES > 1:
@@ -43,7 +56,8 @@ class KueCoreAdapter(common.Adapter):
         kue = os.path.join(os.path.dirname(sys.executable), "kue")
         # The handler is this module's, imported by the worker processes from this directory.
         os.chdir(HERE)
-        argv = [kue, "worker", "bench_kue_core:handler", "--type", TYPE]
+        fn = "async_handler" if ASYNC else "handler"
+        argv = [kue, "worker", f"bench_kue_core:{fn}", "--type", TYPE]
         argv += ["--concurrency", str(conc), "--processes", str(PROCESSES)]
         return [*argv, "--redis", self.args.redis]
 
@@ -68,7 +82,7 @@ class KueCoreAdapter(common.Adapter):
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
-        self.queue.process(TYPE, conc, handler)
+        self.queue.process(TYPE, conc, async_handler if ASYNC else handler)
         stop.wait()
         self.queue.shutdown(timeout=5)
 

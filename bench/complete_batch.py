@@ -13,7 +13,9 @@ Two phases, each on N plain jobs saved in bulk first:
   completion, so it is a completion and a claim per job.
 
 usage: python bench/complete_batch.py [--redis-server /usr/bin/redis-server] [--n 1000]
-       [--k 1,4,16]
+       [--k 1,4,16] [--fail]
+
+``--fail`` also counts fail.lua per failed attempt (retried at once), for its own A/B.
 
 Prints one JSON line per script, phase and k: instructions and Redis commands per job.
 """
@@ -107,11 +109,31 @@ def complete_and_claim(cg: Callgrind, q: Queue, n: int, k: int | None) -> dict[s
     return _count(cg, q, n, single if k is None else batched)
 
 
+def fail_only(cg: Callgrind, q: Queue, n: int, k: int | None) -> dict[str, float]:
+    """N failed attempts of claimed jobs, one fail.lua call each (a job has one attempt by
+    default: it fails for good; the figure of a plain failure, for fail.lua's own A/B)."""
+    _fresh(q, n)
+    held = _claimed(q, n)
+
+    def run() -> None:
+        for job_id, token in held:
+            q.scripts.call(calls.fail(q.keys, job_id, token, "boom", "boom", 0, None))
+
+    cg.zero()
+    before = cg.commands()
+    run()
+    commands = cg.commands() - before
+    figures = {"instructions_per_job": round(cg.dumped() / n), "commands_per_job": commands / n}
+    assert q.count("failed", TYPE) == n
+    return figures
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--k", default="1,4,16")
+    ap.add_argument("--fail", action="store_true", help="also fail.lua's figure per attempt")
     args = ap.parse_args()
     ks = [int(k) for k in args.k.split(",")]
     with tempfile.TemporaryDirectory() as workdir:
@@ -128,6 +150,10 @@ def main() -> None:
                 for script, k in rows:
                     figures = measure(cg, q, args.n, k)
                     print(json.dumps({"script": script, "phase": phase, "k": k or 1, **figures}))
+            if args.fail:
+                fail_only(cg, q, 32, None)
+                figures = fail_only(cg, q, args.n, None)
+                print(json.dumps({"script": "fail", "phase": "fail", "k": 1, **figures}))
         finally:
             q.close()
             cg.close()

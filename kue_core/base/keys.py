@@ -52,8 +52,9 @@ class Keys:
         self.promote = f"{prefix}:promote"
         #: set of the job types whose jobs workers do not claim for now.
         self.paused = f"{prefix}:paused"
-        #: never written: each script reads it first, so that on Redis Cluster a script
-        #: stops before any write while the queue's slot is migrating (see lib/fence.lua).
+        #: never written: on Redis Cluster (a prefix with a hash tag) each script reads it
+        #: first, so that it stops before any write while the queue's slot is migrating (see
+        #: lib/fence.lua).
         self.fence = f"{prefix}:fence"
         #: hash of counters: ``complete:<type>`` and ``failed:<type>`` (jobs that ended so),
         #: ``le:<ms>`` and ``le:inf`` (completed jobs by duration bucket).

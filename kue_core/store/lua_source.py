@@ -210,8 +210,9 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 #: strings): names in either are not uses. One pattern, so that a quote in a comment, or
 #: "--" in a string, is read as Lua reads it.
 _NOT_CODE = re.compile(r"--[^\n]*|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"")
-#: Where the code every script runs (``lib/fence.lua``: the Cluster fence read) begins.
-_LIB_TAIL = re.compile(r"^redis\.call\(", re.M)
+#: Where the code every script runs (``lib/fence.lua``: the per-call state, then the Cluster
+#: fence read) begins: the first top-level line that is not a definition.
+LIB_TAIL = re.compile(r"^rules_read = ", re.M)
 
 
 def _locals(text: str) -> list[tuple[str, str]]:
@@ -231,8 +232,8 @@ def _parts_for(name: str, preamble: str) -> tuple[str, str]:
     folder = resources.files("kue_core") / "scripts"
     lib = lib_text()
     own = (folder / f"{name}.lua").read_text("utf-8")
-    tail = _LIB_TAIL.search(lib)
-    assert tail is not None, "the helpers end with the fence read"
+    tail = LIB_TAIL.search(lib)
+    assert tail is not None, "the helpers end with the code every call runs"
     head = preamble[: preamble.index("\nlocal ") + 1]  # its comment line
     definitions = _locals(preamble) + _locals(lib[: tail.start()])
     known = dict(definitions)

@@ -117,7 +117,8 @@ class Dispatcher:
         claims: dict[int, Claim] = {}
         sent = []
         if done:
-            sent.append(self._complete(done, first, groups.pop(first, []), reports, claims))
+            claiming = groups.pop(first) if first is not None else []
+            sent.append(self._complete(done, first, claiming, reports, claims))
         sent.extend(self._claim(order, asks, claims) for order, asks in groups.items())
         failed = [r for r in await asyncio.gather(*sent, return_exceptions=True) if r is not None]
         for ask in batch:

@@ -81,7 +81,10 @@ class Handoff:
             with self._lock:
                 tell, self._told = not self._told, True
             if tell:
-                self._loop.call_soon_threadsafe(self._deliver)
+                # A handler left running past shutdown ends after the loop closed: nobody
+                # waits for its outcome any more.
+                with contextlib.suppress(RuntimeError):
+                    self._loop.call_soon_threadsafe(self._deliver)
             self._free.release()
 
     def _deliver(self) -> None:

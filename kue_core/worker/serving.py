@@ -76,6 +76,9 @@ class Serving:
         slot.thread = threading.Thread(target=self._work, args=(slot,), name=slot.name, daemon=True)
         slot.thread.start()
 
+    def stop(self) -> None:
+        """The threads see ``state.stopping`` for themselves."""
+
     def alive(self) -> list[Slot]:
         """The slots whose thread still runs."""
         with self._state.lock:

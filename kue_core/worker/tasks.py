@@ -28,6 +28,7 @@ from .outcome import Done, Limited, Outcome, failure, retry_delay
 from .serving import clock, failed_text, traced, wake_lists
 from .slots import HandlerRunner, Slot
 from .state import Owner, WorkerState
+from .waiting import Waiting
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -51,6 +52,8 @@ class LoopServing:
         self._redis = loop.transport
         #: Where claims and completions go, several in one call (see kue_core.worker.dispatch).
         self._dispatch = Dispatcher(loop.transport, queue.keys, state.id, state.lease_ms)
+        self._waiting = Waiting(loop.transport)
+        self._stopping = asyncio.Event()  # state.stopping, as the loop's tasks await it
         self.id = state.id
         self.lease_ms = state.lease_ms
 
@@ -60,6 +63,11 @@ class LoopServing:
         already ends once its handler returns."""
         slot.turn += 1
         slot.done = self._loop.submit(self._work(slot, slot.turn))
+
+    def stop(self) -> None:
+        """Tell the slots' tasks that the workers stop (``state.stopping`` is set): one
+        pausing after an error goes on at once, to its end."""
+        self._loop.soon(self._stopping.set)
 
     def alive(self) -> list[Slot]:
         """The slots whose task still runs."""
@@ -110,7 +118,8 @@ class LoopServing:
                 # Redis is down or restarting (or a bug): a job this slot held comes back
                 # through its lease; the slot keeps trying until Redis answers again.
                 state.report(e)
-                await asyncio.to_thread(state.stopping.wait, pauses.next())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), pauses.next())
         await self._give_back(nxt)  # a job claimed as the slot stopped, if any
         if slot.turn != turn:
             with state.lock:
@@ -142,7 +151,8 @@ class LoopServing:
 
     async def _idle(self, slot: Slot, order: list[str], claimed: Claim) -> None:
         """No job for the slot: wait until one of its types may have one, on each type's
-        wake-up lists (see ``wake_lists``), the longest ``IDLE_WAIT``."""
+        wake-up lists (see ``wake_lists``), the longest ``IDLE_WAIT``: one wait for all the
+        slots waiting on the same lists (see kue_core.worker.waiting)."""
         each = claimed.each if isinstance(claimed, Waits) else (claimed,)
         keys = self.queue.keys
         lists = [
@@ -153,13 +163,10 @@ class LoopServing:
         holds = [w.wait_ms / 1000 for w in each if isinstance(w, Held)]
         timeout = min([defaults.IDLE_WAIT, *holds])
 
-        def blocked(client_id: int) -> None:
+        def blocked(client_id: int | None) -> None:
             slot.blocked_on = client_id
 
-        try:
-            await self._redis.wait_for_token(lists, timeout, blocked)
-        finally:
-            slot.blocked_on = None
+        await self._waiting.wait(lists, timeout, blocked)
 
     async def _run(self, slot: Slot, job_id: int, fields: dict[str, str]) -> Claim:
         """Run the handler on one claimed job; report how it ended, unless the attempt was

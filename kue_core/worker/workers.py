@@ -227,6 +227,7 @@ class Workers:
         jobs still running then (not counted as attempts); stop every thread."""
         state = self.state
         state.stopping.set()
+        self.serving.stop()
         state.bell.ring(beat=True)  # tell of it: "stopping" in Queue.workers()
         with state.lock:
             held = list(state.held.values())

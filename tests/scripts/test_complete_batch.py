@@ -200,6 +200,44 @@ def test_plain_completions_with_refused_tokens_end_as_single_ones_and_claim_the_
     clean(twin)
 
 
+def test_plain_jobs_of_several_types_each_leave_and_enter_their_types_sets(
+    queue: Queue, twin: Queue, r: redis.Redis
+) -> None:
+    def setup(q: Queue) -> list[tuple[int, str]]:
+        for i in range(6):
+            q.create_job("ab"[i % 2], {"i": i}).priority(i - 3).save()
+        return _claim_all(q, W, "a", 3) + _claim_all(q, W, "b", 3)
+
+    def results(held: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
+        return [(i, t, json.dumps(i)) for i, t in sorted(held)]  # the types interleaved
+
+    batch, _, _ = _compare(queue, twin, r, setup, results)
+    assert [rep.outcome for rep in batch.reports] == ["complete"] * 6
+    assert queue.count("complete", "a") == queue.count("complete", "b") == 3
+    assert queue.count("active") == 0
+    assert r.zscore(queue.keys.type_state("b", "complete"), "01|6") == 2  # its priority
+    clean(queue)
+
+
+def test_one_completion_and_one_claim_end_as_complete_lua_with_its_claim(
+    queue: Queue, twin: Queue, r: redis.Redis
+) -> None:
+    def results(held: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
+        return [(i, t, '"one"') for i, t in held]
+
+    batch, _, _ = _compare(queue, twin, r, _plain(3, 1), results, (W, LEASE, 1, ["t"]))
+    assert [rep.outcome for rep in batch.reports] == ["complete"]
+    assert [i for i, _ in batch.jobs] == [2] and batch.why is None
+    held = [(i, h["lease"]) for i, h in batch.jobs]
+    batch, _, _ = _compare(queue, twin, r, lambda q: held, results, (W, LEASE, 1, ["t"]))
+    assert [i for i, _ in batch.jobs] == [3] and batch.why is None
+    done = queue.scripts.call(
+        calls.complete_batch(queue.keys, [(3, "1", "1")], (W, LEASE, 1, ["t"]))
+    )
+    assert done.reports[0].outcome == "complete" and done.jobs == [] and done.why is None
+    clean(queue)
+
+
 def test_claims_stop_at_the_first_answer_without_a_job(
     queue: Queue, twin: Queue, r: redis.Redis
 ) -> None:
@@ -213,8 +251,9 @@ def test_claims_stop_at_the_first_answer_without_a_job(
     for q in (queue, twin):
         q.create_job("p").save()
         q.pause("p")
-    batch = queue.scripts.call(calls.complete_batch(queue.keys, [], (W, LEASE, 2, ["p"])))
-    assert batch.reports == [] and batch.jobs == [] and batch.why == PAUSED
+    for n in (1, 2):
+        batch = queue.scripts.call(calls.complete_batch(queue.keys, [], (W, LEASE, n, ["p"])))
+        assert batch.reports == [] and batch.jobs == [] and batch.why == PAUSED
     # Several types, in order: the first with jobs first, then the next.
     for q in (queue, twin):
         q.create_job("a").save()

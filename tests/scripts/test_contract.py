@@ -15,6 +15,7 @@ from kue_core.doctor import functions as doctor_functions
 from kue_core.store import calls
 from kue_core.store.lua_source import (
     LIB_PARTS,
+    LIB_TAIL,
     LUA_CONSTANTS,
     LUA_FIELDS,
     REPAIR_WIDTH,
@@ -81,11 +82,11 @@ def _lib_parts() -> tuple[dict[str, str], dict[str, str], str]:
     owner: dict[str, str] = {}
     for part in LIB_PARTS:
         text = (FOLDER / "lib" / f"{part}.lua").read_text("utf-8")
-        tail = re.search(r"^redis\.call\(", text, re.M)
+        tail = LIB_TAIL.search(text)
         for local in _TOP_LOCAL.findall(text[: tail.start()] if tail else text):
             owner.setdefault(local, part)
     lib = lib_text()
-    tail_at = re.search(r"^redis\.call\(", lib, re.M).start()  # type: ignore[union-attr]
+    tail_at = LIB_TAIL.search(lib).start()  # type: ignore[union-attr]
     starts = list(_TOP_LOCAL.finditer(lib[:tail_at]))
     ends = [m.start() for m in starts[1:]] + [tail_at]
     defined = {m.group(1): lib[m.start() : e] for m, e in zip(starts, ends, strict=True)}
@@ -114,7 +115,7 @@ def test_header_names_the_helpers_the_script_calls(name: str) -> None:
             wanted.add(word)
             todo |= set(re.findall(r"[A-Za-z_]\w*", _code(defined[word])))
     source = script_source(name)
-    definitions = source[: re.search(r"^redis\.call\(", source, re.M).start()]  # type: ignore[union-attr]
+    definitions = source[: LIB_TAIL.search(source).start()]  # type: ignore[union-attr]
     pulled = set(_TOP_LOCAL.findall(definitions)) - set(_preamble_values())
     assert pulled == wanted
 
@@ -280,7 +281,7 @@ def test_lib_keeps_no_state_between_calls() -> None:
     first, sets afresh."""
     lib = lib_text()
     values = re.findall(r"^local (?!function )([A-Za-z_]\w*)", _code(lib), re.M)
-    tail = lib[re.search(r"^redis\.call\(", lib, re.M).start() :]  # type: ignore[union-attr]
+    tail = lib[LIB_TAIL.search(lib).start() :]  # type: ignore[union-attr]
     for name in values:
         if name.isupper():
             for path in _lua_files():

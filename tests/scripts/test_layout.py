@@ -8,6 +8,7 @@ from redis.crc import key_slot
 
 from kue_core import Queue
 from kue_core.base.keys import Keys
+from kue_core.store.cluster import hash_tag
 from tests.conftest import keys_under
 
 
@@ -45,11 +46,8 @@ def test_every_key_is_one_keys_py_names(queue: Queue, r: redis.Redis, prefix: st
     assert keys_under(r, prefix) == expected
 
 
-def test_every_script_reads_the_fence_first_and_never_writes_it(
-    queue: Queue, r: redis.Redis, prefix: str
-) -> None:
-    """The fence lib/fence.lua reads is the key keys.py names, read before anything else (so that
-    on a migrating Cluster slot a script stops before any write), and never written."""
+def _commands_of_a_save(queue: Queue, r: redis.Redis, prefix: str) -> list[str]:
+    """The commands a save's script runs on ``prefix``'s keys, in order."""
     with r.monitor() as monitor:
         queue.create_job("email").save()
         seen: list[str] = []  # this queue's commands run inside the script, in order
@@ -57,8 +55,39 @@ def test_every_script_reads_the_fence_first_and_never_writes_it(
             command = monitor.next_command()["command"]
             if prefix in command and not command.startswith(("EVALSHA", "FCALL")):
                 seen.append(command)
-    assert seen[0] == f"EXISTS {queue.keys.fence}"
+    return seen
+
+
+def test_every_script_reads_the_fence_first_and_never_writes_it(
+    queue: Queue, r: redis.Redis, prefix: str
+) -> None:
+    """The fence lib/fence.lua reads is the key keys.py names, read before anything else (so that
+    on a migrating Cluster slot a script stops before any write), and never written; on a
+    prefix with a hash tag only (a Cluster's, on the suite's cluster runs): one without is on
+    a single server, where no slot migrates."""
+    seen = _commands_of_a_save(queue, r, prefix)
+    if hash_tag(prefix) is None:
+        assert f"EXISTS {queue.keys.fence}" not in seen
+    else:
+        assert seen[0] == f"EXISTS {queue.keys.fence}"
     assert r.exists(queue.keys.fence) == 0
+
+
+@pytest.mark.single_node
+@pytest.mark.parametrize("tag", ["{q}", "a{b}c", "x{y"])
+def test_a_prefix_with_a_hash_tag_reads_the_fence_on_a_single_server_too(
+    redis_url: str, r: redis.Redis, prefix: str, tag: str
+) -> None:
+    """Any prefix Redis Cluster would read a hash tag in (the first ``{``, then the first
+    ``}`` after it, something between) reads the fence; ``x{y`` has none."""
+    tagged = prefix + tag
+    q = Queue(redis_url, prefix=tagged)
+    try:
+        seen = _commands_of_a_save(q, r, tagged)
+    finally:
+        q.close()
+    assert (seen[0] == f"EXISTS {q.keys.fence}") == (hash_tag(tagged) is not None)
+    assert hash_tag(tagged) is None or r.exists(q.keys.fence) == 0
 
 
 def test_kue_types_of_every_key(queue: Queue, r: redis.Redis, prefix: str) -> None:

@@ -25,7 +25,8 @@ NOT_HASHES = {
     ("finished.lua", "<anon>", "b"): "table.sort's pair {score, member}, built in the script",
     ("lib/claims.lua", "claim_first", "got"): "claim's reply, {id, fields}, as the caller's",
     ("lib/claims.lua", "claim_up_to", "why"): "claim's reply, {id, fields} or why none",
-    ("complete_batch.lua", "claim_up_to", "got"): "claim_first's reply, {id, fields}, or why not",
+    ("complete_batch.lua", "<body>", "got"): "claim_first's reply, {id, fields}, or why not",
+    ("complete_batch.lua", "<body>", "jobs"): "claim_up_to's list of jobs claimed (a list)",
     ("tick.lua", "<body>", "made"): "save_unique's reply {id, created}, as save_unique.lua's",
 }
 

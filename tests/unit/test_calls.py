@@ -121,7 +121,7 @@ def test_a_batch_of_completions_sends_each_then_the_claim_and_reads_its_reports(
     )
     assert batch.name == "complete_batch" and batch.key == KEYS.leases
     assert batch.args == (2, 4, "t4", "{}", 7, "t7", "1", "w", 1000, 3, "a", "b")
-    reply = [[100, 20, "complete", "", "", "refused"], [[9, "lease", "3"]], ["limited", "50"]]
+    reply = [9, "lease", "3", "limited", "50", 100, 20, "complete", "", "", "refused", 2, 3, 1]
     done = batch.parse(reply)
     assert done.reports == [
         calls.Reported("complete", None, calls.Completion(100, 20)),
@@ -130,10 +130,9 @@ def test_a_batch_of_completions_sends_each_then_the_claim_and_reads_its_reports(
     assert done.jobs == [(9, {"lease": "3"})] and done.why == calls.Held(50)
     alone = calls.complete_batch(KEYS, [(4, "t4", "{}")], None)
     assert alone.args == (1, 4, "t4", "{}", "", "", 0)
-    assert alone.parse([["", "", "complete"], [], []]) == ([("complete", None, None)], [], None)
-    assert calls.complete_batch(KEYS, [], ("w", 1000, 2, ["a"])).parse(
-        [[], [], ["paused"]]
-    ).why == (calls.PAUSED)
+    assert alone.parse(["", "", "complete", 0, 0]) == ([("complete", None, None)], [], None)
+    paused = calls.complete_batch(KEYS, [], ("w", 1000, 2, ["a"])).parse(["paused", 1, 0])
+    assert paused.reports == [] and paused.why == calls.PAUSED
 
 
 def test_heartbeat_promote_and_recover_replies_have_names() -> None:

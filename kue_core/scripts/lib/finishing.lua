@@ -1,5 +1,5 @@
--- Uses     lib/base, lib/keys, lib/type_rules, lib/pins, lib/indexes, lib/events, lib/attempts,
---          lib/unique, lib/deps, lib/runs, lib/moves, lib/retention
+-- Uses     lib/base, lib/keys, lib/members, lib/type_rules, lib/pins, lib/indexes, lib/events,
+--          lib/attempts, lib/unique, lib/deps, lib/runs, lib/moves, lib/retention
 -- Record how a failed attempt ends, for a job already out of active. `f` holds type,
 -- priority, attempts (made, this one included), worker, message (one line), text (kept on
 -- the job), promote_at, group and only (and no_retry: true, kept in its history entry, for a
@@ -92,6 +92,89 @@ local function complete_job(p, id, key, h, result, now, tallied)
     retire(p, 'complete', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
   end
   return duration
+end
+
+-- Plain jobs completed in one call of complete_batch.lua whose sets are not written yet:
+-- their zids (run[1], run[2]...), `run.scored` (priority, zid, ...: jobs:complete's ZADD
+-- arguments), their type `run.jtype` while they share one, else `run.types` (each one's),
+-- and whether retention looks at ages (`run.ages`, as complete_job's). A plain job: no
+-- fan-out, group, dependents, removeOnComplete or policy of its own, and its type has no
+-- rules (see complete_batch.lua). Made when its first job comes (nil until then): every
+-- table a call makes costs Redis's Lua collector work too.
+
+-- complete_job's steps for a plain job (`h` as load_for_complete read it), but for its
+-- sets: those go into `run` (nil: a new one), for plain_flush. Returns its duration (ms)
+-- and the run.
+local function complete_plain(p, id, key, h, result, now, run)
+  local jtype = h[COMPLETE_TYPE]
+  local duration = math.max(0, now - (tonumber(h[COMPLETE_STARTED_AT]) or now))
+  local attempt = next_attempt(h[COMPLETE_ATTEMPTS], h[COMPLETE_MAX_ATTEMPTS])
+  release_unique(p, id, h[COMPLETE_UNIQUE], h[COMPLETE_UNIQUE_MODE])
+  publish(p, id, jtype, 'complete', result)
+  local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
+    'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
+  local trail = h[COMPLETE_TRAIL]
+  trail = trail and not string.find(trail, ',.*,') and trail
+  if trail then
+    fields[13] = 'trail'
+    fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
+  end
+  redis.call('HSET', key, unpack(fields))
+  if not trail then
+    history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
+      attempt = attempt, duration = duration })
+  end
+  run = run or { scored = {}, ages = false }
+  local scored = run.scored
+  local n = #run + 1
+  local member = zid(id)
+  run[n] = member
+  scored[2 * n - 1] = score(tonumber(h[COMPLETE_PRIORITY]) or 0)
+  scored[2 * n] = member
+  if run.types then
+    run.types[n] = jtype
+  elseif not run.jtype then
+    run.jtype = jtype
+  elseif run.jtype ~= jtype then  -- a second type: each one's, from now on
+    local types = {}
+    for i = 1, n - 1 do types[i] = run.jtype end
+    types[n] = jtype
+    run.types = types
+  end
+  run.ages = run.ages or tonumber(id) % RETIRE_BATCH == 0
+  return duration, run
+end
+
+-- Write the sets of the plain jobs in `run`, one command per set with every member, and
+-- apply retention as their completions one by one would (at most RETIRE_BATCH removed
+-- each). `run` may be nil (nothing to write). Returns nil: the run to go on with.
+local function plain_flush(p, run, now)
+  if not run then return nil end
+  local members, scored = run, run.scored
+  redis.call('ZREM', k_leases(p), unpack(members))
+  redis.call('ZREM', k_state(p, 'active'), unpack(members))
+  redis.call('ZADD', k_state(p, 'complete'), unpack(scored))
+  if run.types then  -- several types: each one's sets, with its members
+    local active, complete = {}, {}
+    for i, jtype in ipairs(run.types) do
+      if not active[jtype] then active[jtype], complete[jtype] = {}, {} end
+      local a, c = active[jtype], complete[jtype]
+      a[#a + 1] = members[i]
+      c[#c + 1] = scored[2 * i - 1]; c[#c + 1] = members[i]
+    end
+    for jtype, a in pairs(active) do
+      redis.call('ZREM', k_type_state(p, jtype, 'active'), unpack(a))
+      redis.call('ZADD', k_type_state(p, jtype, 'complete'), unpack(complete[jtype]))
+    end
+  else
+    redis.call('ZREM', k_type_state(p, run.jtype, 'active'), unpack(members))
+    redis.call('ZADD', k_type_state(p, run.jtype, 'complete'), unpack(scored))
+  end
+  local at = int(now)
+  for i = 1, #scored, 2 do scored[i] = at end  -- by finish time, for retention
+  redis.call('ZADD', k_finished(p, 'complete'), unpack(scored))
+  retire(p, 'complete', nil, now, RETIRE_BATCH * #members, run.ages)
+  return nil
 end
 
 -- Fan-out runs, continued: how they end, start, and how a job is saved to fan out.

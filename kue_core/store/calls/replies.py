@@ -7,7 +7,7 @@ holder of a worker id, what the sweeps did, and the doctor's snapshots (see
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
 
@@ -170,20 +170,30 @@ class Finished(NamedTuple):
     why: Claim
 
 
-def finished(reply: Sequence[Any]) -> Finished:
-    """``{{at, duration, outcome, ...}, {job, ...}, why}`` (``complete_batch.lua``)."""
-    flat, jobs, why = reply
-    reports = [
-        Reported(
-            flat[i + 2], None, None if flat[i] == "" else Completion(int(flat[i]), int(flat[i + 1]))
-        )
-        for i in range(0, len(flat), 3)
-    ]
-    taken = []
-    for job in jobs:
-        it = iter(job[1:])
-        taken.append((int(job[0]), dict(zip(it, it, strict=True))))
-    return Finished(reports, taken, claimed(why))
+def finished(k: int) -> Callable[[Sequence[Any]], Finished]:
+    """The reader of a ``complete_batch.lua`` reply to ``k`` completions (one flat list):
+    the jobs claimed, one after another; why no more; ``{at, duration, outcome}`` per
+    completion; the length of why, the length of each job, and how many."""
+
+    def read(reply: Sequence[Any]) -> Finished:
+        count = int(reply[-1])
+        widths = [int(w) for w in reply[len(reply) - 1 - count : len(reply) - 1]]
+        why_len = int(reply[-2 - count])
+        end = len(reply) - 2 - count  # where the reports end
+        reports = []
+        for i in range(end - 3 * k, end, 3):
+            at, duration, outcome = reply[i : i + 3]
+            tally = None if at == "" else Completion(int(at), int(duration))
+            reports.append(Reported(outcome, None, tally))
+        why_at = end - 3 * k - why_len
+        jobs, start = [], 0
+        for width in widths:
+            it = iter(reply[start + 1 : start + width])
+            jobs.append((int(reply[start]), dict(zip(it, it, strict=True))))
+            start += width
+        return Finished(reports, jobs, claimed(reply[why_at : why_at + why_len]))
+
+    return read
 
 
 class Recovered(NamedTuple):

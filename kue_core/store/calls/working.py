@@ -88,7 +88,7 @@ def complete_batch(
         worker_id, lease_ms, n, types = claim
         tail = (worker_id, lease_ms, n, *types)
     args = (len(done), *flat(done), *tail)
-    return Call("complete_batch", keys.leases, args, finished)
+    return Call("complete_batch", keys.leases, args, finished(len(done)))
 
 
 def fail(
