@@ -18,6 +18,10 @@ One :class:`Workers` per queue holds the threads and slots of a worker process:
   workers down as SIGTERM would. ``queue.pause(type, local=True)`` holds this process's slots
   of a type; ``queue.use(middleware)`` wraps every handler call (:mod:`kue_core.worker.slots`).
 
+With ``runtime="loop"`` (:mod:`kue_core.worker.loop`) the slots, the keeper, the promotion
+timer and the control listener are all tasks of one event loop, on its connection; the keeper
+and the promoter run the same rounds (operations of Redis steps) on either transport.
+
 Each run of a handler is an :class:`~kue_core.worker.attempt.Attempt`, which decides once how it
 ended. A coroutine is cancelled and a child process killed when their attempt ends early;
 a thread cannot be killed, so a ``def`` handler still running then is left to finish on its
