@@ -256,7 +256,8 @@ class Workers:
                 )
         self._closing.set()
         state.bell.ring()
-        state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # wake promoter
+        if self.loop is None:  # wake the promoter's thread (the loop's task is cancelled)
+            state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")
         self._runner.close()
         if self.loop is not None:
             if self._tasks:  # the keeper's last round ends (the promoter is cancelled)
