@@ -12,18 +12,22 @@ publishes ``{"op": "end", ...}`` on the channel of the worker process holding th
 (``Keys.control``): the process stops the handler within milliseconds instead of at its next
 heartbeat (which would find the lease lost anyway, if the message was missed). A stop request
 is ``{"op": "stop", "timeout": seconds}`` on the same channel. Each worker process listens to
-its own channel with a :class:`Listener`.
+its own channel with a :class:`Listener` (a thread), or with runtime="loop" a
+:class:`LoopListener` (a task of its event loop).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 import redis
+import redis.asyncio
 
 from .. import defaults
 from ..base import checks
@@ -135,7 +139,32 @@ def parse(message: str) -> dict[str, Any] | None:
     return None
 
 
-class Listener:
+class _Listening:
+    """What both listeners share: the channel, the handling of a message, the flags."""
+
+    def __init__(
+        self,
+        channel: str,
+        handle: Callable[[dict[str, Any]], Any],
+        report: Callable[[Exception], Any],
+    ) -> None:
+        self._channel = channel
+        self._handle = handle
+        self._report = report
+        self._stop = threading.Event()
+        self.listening = threading.Event()
+
+    def _dispatch(self, data: str) -> None:
+        parsed = parse(data)
+        if parsed is None:
+            return
+        try:
+            self._handle(parsed)
+        except Exception as e:  # a bug: report it and go on listening
+            self._report(e)
+
+
+class Listener(_Listening):
     """A thread subscribed to one worker process's control channel; ``handle(message)`` is
     called for each message (parsed). Resubscribes after a Redis error."""
 
@@ -146,12 +175,8 @@ class Listener:
         handle: Callable[[dict[str, Any]], Any],
         report: Callable[[Exception], Any],
     ) -> None:
+        super().__init__(channel, handle, report)
         self._client = client
-        self._channel = channel
-        self._handle = handle
-        self._report = report
-        self._stop = threading.Event()
-        self.listening = threading.Event()
         self._thread = threading.Thread(target=self._listen, name="kue-control", daemon=True)
 
     def start(self) -> None:
@@ -163,15 +188,6 @@ class Listener:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
-
-    def _dispatch(self, data: str) -> None:
-        parsed = parse(data)
-        if parsed is None:
-            return
-        try:
-            self._handle(parsed)
-        except Exception as e:  # a bug: report it and go on listening
-            self._report(e)
 
     def _listen(self) -> None:
         pauses = Pauses()
@@ -194,3 +210,55 @@ class Listener:
             finally:
                 self.listening.clear()
                 pubsub.close()
+
+
+class LoopListener(_Listening):
+    """A :class:`Listener` that is a task of a worker's event loop (``runtime="loop"``), on
+    its asyncio ``client``, instead of a thread: ``submit`` runs a coroutine on the loop from
+    any thread (``EventLoop.submit``). ``handle`` is called on the loop."""
+
+    def __init__(
+        self,
+        client: redis.asyncio.Redis,
+        channel: str,
+        handle: Callable[[dict[str, Any]], Any],
+        report: Callable[[Exception], Any],
+        submit: Callable[[Coroutine[Any, Any, None]], concurrent.futures.Future[None]],
+    ) -> None:
+        super().__init__(channel, handle, report)
+        self._client = client
+        self._submit = submit
+        self._task: concurrent.futures.Future[None] | None = None
+
+    def start(self) -> None:
+        """Start listening; returns once subscribed (or after ``SUBSCRIBE_TIMEOUT``)."""
+        self._task = self._submit(self._listen_async())
+        self.listening.wait(defaults.SUBSCRIBE_TIMEOUT)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            self._task.cancel()  # its pubsub is closed as it ends
+
+    async def _listen_async(self) -> None:
+        pauses = Pauses()
+        while not self._stop.is_set():
+            pubsub: Any = self._client.pubsub()
+            try:
+                await pubsub.subscribe(self._channel)
+                confirm = await pubsub.get_message(timeout=defaults.SUBSCRIBE_TIMEOUT)
+                if confirm is None:  # not subscribed: try again
+                    raise redis.ConnectionError(f"no confirmation of {self._channel}")
+                self.listening.set()
+                pauses.reset()
+                while not self._stop.is_set():
+                    # No timeout: close() cancels the task (and so does the loop's end).
+                    msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+                    if msg is not None and msg["type"] == "message":
+                        self._dispatch(msg["data"])
+            except (redis.RedisError, OSError) as e:
+                self._report(e)
+                await asyncio.sleep(pauses.next())
+            finally:
+                self.listening.clear()
+                await pubsub.aclose()

@@ -7,7 +7,7 @@ time (``<prefix>:stats:work-time``), the minute's count of completions
 duration's bucket (``le:<ms>``/``le:inf``). ``complete.lua`` adds them itself for any other
 caller; a worker's own completions it leaves to the worker, which counts them here, in
 memory, with the completion's time and duration as the script gives them back, and adds them
-every ``TALLY_FLUSH`` seconds (its keeper thread) and at shutdown. That takes four increments
+every ``TALLY_FLUSH`` seconds (its keeper) and at shutdown. That takes four increments
 off the script of every completed job, in Redis's single thread, for a pipeline of a few
 increments a second.
 
@@ -18,11 +18,14 @@ flushes loses its last completions' counts, as it loses its last wait and run fi
 from __future__ import annotations
 
 from collections import Counter, deque
+from typing import Any
 
 import redis
 
 from .. import defaults
 from ..base.keys import Keys
+from ..store.calls import Op, read
+from ..store.transport import Transport
 from . import timings
 
 
@@ -39,33 +42,39 @@ class Tally:
         ``duration_ms`` (as the job's ``duration`` says)."""
         self._done.append((job_type, at_ms, duration_ms))
 
-    def flush(self, client: redis.Redis, keys: Keys) -> None:
-        """Add the pending counts to Redis; kept for the next flush if Redis fails."""
+    def flushing(self, keys: Keys) -> Op[None]:
+        """Add the pending counts to Redis, an operation either transport runs (the keeper's
+        round, see :mod:`kue_core.worker.keeper`); kept for the next flush if it fails."""
         done = self._done
         taken = [done.popleft() for _ in range(len(done))]  # others may append meanwhile
         if not taken:
             return
-        minutes: Counter[int] = Counter()
-        types: Counter[str] = Counter()
-        buckets: Counter[str] = Counter()
-        for job_type, at_ms, duration_ms in taken:
-            minutes[at_ms // 60_000] += 1
-            types[job_type] += 1
-            buckets[timings.LABELS[timings.bucket(duration_ms)]] += 1  # as lib/attempts.lua's
-        pipe = client.pipeline(transaction=False)
-        pipe.incrby(keys.work_time, sum(ms for _, _, ms in taken))
-        for minute, n in minutes.items():
-            key = keys.minute("complete", minute)
-            pipe.incrby(key, n)
-            pipe.expire(key, defaults.MINUTE_COUNTER_TTL)
-        for job_type, n in types.items():
-            pipe.hincrby(keys.totals, f"complete:{job_type}", n)
-        for label, n in buckets.items():
-            pipe.hincrby(keys.totals, f"le:{label}", n)
         try:
-            pipe.execute()
-        except redis.RedisError:
+            yield read(*commands(keys, taken))
+        except BaseException:
             # A pipeline that failed part-way may have added some: counting those twice is
             # the lesser harm than losing them all (these are statistics, not jobs).
             done.extend(taken)
             raise
+
+    def flush(self, client: redis.Redis, keys: Keys) -> None:
+        """:meth:`flushing` on ``client``."""
+        Transport(client, keys).drive(self.flushing(keys))
+
+
+def commands(keys: Keys, taken: list[tuple[str, int, int]]) -> list[tuple[Any, ...]]:
+    """The increments that add the completions ``taken`` (type, at, duration) to Redis."""
+    minutes: Counter[int] = Counter()
+    types: Counter[str] = Counter()
+    buckets: Counter[str] = Counter()
+    for job_type, at_ms, duration_ms in taken:
+        minutes[at_ms // 60_000] += 1
+        types[job_type] += 1
+        buckets[timings.LABELS[timings.bucket(duration_ms)]] += 1  # as lib/attempts.lua's
+    out: list[tuple[Any, ...]] = [("INCRBY", keys.work_time, sum(ms for _, _, ms in taken))]
+    for minute, n in minutes.items():
+        key = keys.minute("complete", minute)
+        out += [("INCRBY", key, n), ("EXPIRE", key, defaults.MINUTE_COUNTER_TTL)]
+    out += [("HINCRBY", keys.totals, f"complete:{t}", n) for t, n in types.items()]
+    out += [("HINCRBY", keys.totals, f"le:{label}", n) for label, n in buckets.items()]
+    return out

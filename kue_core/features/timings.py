@@ -19,11 +19,14 @@ from __future__ import annotations
 import bisect
 import threading
 from datetime import UTC, datetime
+from typing import Any
 
 import redis
 
 from .. import defaults
 from ..base.keys import Keys
+from ..store.calls import Op, read
+from ..store.transport import Transport
 
 _BOUNDS = defaults.DURATION_BUCKETS_MS
 #: The buckets' labels, as Prometheus's ``le`` (and lib/attempts.lua's ``duration_bucket``).
@@ -73,27 +76,22 @@ class Recorder:
             sums.squares += float(ms) * ms
             sums.buckets[bucket(ms)] += 1
 
-    def flush(self, client: redis.Redis, keys: Keys) -> None:
-        """Add the pending figures to Redis; kept for the next flush if Redis fails."""
+    def flushing(self, keys: Keys) -> Op[None]:
+        """Add the pending figures to Redis, an operation either transport runs (the
+        keeper's round); kept for the next flush if it fails."""
         with self._lock:
             pending, self._pending = self._pending, {}
         if not pending:
             return
-        pipe = client.pipeline(transaction=False)
-        for (job_type, day, kind), sums in pending.items():
-            key = keys.timings(job_type, day, kind)
-            pipe.hincrby(key, "count", sums.count)
-            pipe.hincrby(key, "sum", sums.total)
-            pipe.hincrbyfloat(key, "sumsq", sums.squares)
-            for label, n in zip(LABELS, sums.buckets, strict=True):
-                if n:
-                    pipe.hincrby(key, f"le:{label}", n)
-            pipe.expire(key, defaults.TIMINGS_TTL)
         try:
-            pipe.execute()
-        except redis.RedisError:
+            yield read(*commands(keys, pending))
+        except BaseException:
             self._restore(pending)
             raise
+
+    def flush(self, client: redis.Redis, keys: Keys) -> None:
+        """:meth:`flushing` on ``client``."""
+        Transport(client, keys).drive(self.flushing(keys))
 
     def _restore(self, pending: dict[tuple[str, str, str], _Sums]) -> None:
         # A pipeline that failed part-way may have added some: counting them twice is the
@@ -105,3 +103,20 @@ class Recorder:
                 mine.total += sums.total
                 mine.squares += sums.squares
                 mine.buckets = [a + b for a, b in zip(mine.buckets, sums.buckets, strict=True)]
+
+
+def commands(keys: Keys, pending: dict[tuple[str, str, str], _Sums]) -> list[tuple[Any, ...]]:
+    """The increments that add the ``pending`` figures (by type, day, kind) to Redis."""
+    out: list[tuple[Any, ...]] = []
+    for (job_type, day, kind), sums in pending.items():
+        key = keys.timings(job_type, day, kind)
+        out += [
+            ("HINCRBY", key, "count", sums.count),
+            ("HINCRBY", key, "sum", sums.total),
+            ("HINCRBYFLOAT", key, "sumsq", sums.squares),
+        ]
+        for label, n in zip(LABELS, sums.buckets, strict=True):
+            if n:
+                out.append(("HINCRBY", key, f"le:{label}", n))
+        out.append(("EXPIRE", key, defaults.TIMINGS_TTL))
+    return out

@@ -319,34 +319,47 @@ class Timer(Side[JobSpec], Protocol):
 
 
 def fire_due(queue: Timer, now: int) -> int:
-    """Fire every schedule due at server time ``now`` (the promotion timer calls it); returns
-    the next due time of a schedule, or -1."""
-    due = cast(
-        list[tuple[str, float]],
-        queue.client.zrangebyscore(
-            queue.keys.schedules, "-inf", now, start=0, num=defaults.SWEEP_LIMIT, withscores=True
-        ),
-    )
-    for key, score in due:
-        h = cast(
-            list[str | None],
-            queue.client.hmget(queue.keys.schedule(key), "definition", "anchor", "rev", "runs"),
+    """Fire every schedule due at server time ``now`` (see :func:`firing`)."""
+    return queue.scripts.drive(firing(queue, now))
+
+
+def firing(side: Side[JobSpec], now: int) -> Op[int]:
+    """Fire every schedule due at server time ``now`` (the promotion timer's operation, run
+    by either transport); returns the next due time of a schedule, or -1."""
+    keys = side.keys
+    (due,) = yield read(
+        (
+            "ZRANGEBYSCORE",
+            keys.schedules,
+            "-inf",
+            now,
+            "WITHSCORES",
+            "LIMIT",
+            0,
+            defaults.SWEEP_LIMIT,
         )
+    )
+    for key, score in _scored(due):
+        (h,) = yield read(("HMGET", keys.schedule(key), "definition", "anchor", "rev", "runs"))
         if h[0] is None or h[1] is None:
-            queue.scripts.call(
-                calls.tick(queue.keys, key, int(score), "", -1, [])
-            )  # gone: drops it
+            yield calls.tick(keys, key, int(score), "", -1, [])  # gone: drops it
             continue
         definition = json.loads(h[0])
         definition["anchor"] = int(h[1])
         plan = rules.plan(definition, int(score), now, int(h[3] or 0))
-        made = _made(queue, definition)
+        made = _made(side, definition)
         row = made._save_row()
         rows = [[*row, tick] for tick in plan.ticks]
         at = -1 if plan.next is None else plan.next
-        fire = calls.tick(queue.keys, key, int(score), h[2] or "", at, rows, made._unique)
-        queue.scripts.call(fire)
-    first = cast(
-        list[tuple[str, float]], queue.client.zrange(queue.keys.schedules, 0, 0, withscores=True)
-    )
-    return int(first[0][1]) if first else -1
+        yield calls.tick(keys, key, int(score), h[2] or "", at, rows, made._unique)
+    (first,) = yield read(("ZRANGE", keys.schedules, 0, 0, "WITHSCORES"))
+    scored = _scored(first)
+    return int(scored[0][1]) if scored else -1
+
+
+def _scored(reply: Any) -> list[tuple[str, float]]:
+    """A sorted set's members with their scores, as a plain command replies (a flat list, or
+    pairs under RESP3)."""
+    if reply and isinstance(reply[0], list | tuple):
+        return [(str(m), float(sc)) for m, sc in reply]
+    return [(str(m), float(sc)) for m, sc in zip(reply[::2], reply[1::2], strict=True)]

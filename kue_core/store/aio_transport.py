@@ -56,9 +56,10 @@ class AsyncTransport:
         self._slots = asyncio.Semaphore(defaults.AIO_CONNECTIONS)
         #: The connection every other script call shares, pipelined (see kue_core.store.aio_pipe).
         self._pipe = Pipe(client)
-        #: Held while a lost function or script is loaded; ``_loads`` counts the loads.
+        #: Held while a lost function or script is loaded; ``_loads`` counts the loads of
+        #: each script (each is a library of its own: a load of one does not bring another).
         self._loading = asyncio.Lock()
-        self._loads = 0
+        self._loads: dict[str, int] = {}
         #: Whether the scripts run as Redis functions: until the server says it has none.
         self.functions = True
 
@@ -66,7 +67,7 @@ class AsyncTransport:
     async def call(self, c: Call[T]) -> T:
         """Run one script call; its reply, read. With ``c.replicated``, only once the
         queue's replicas have its writes (``WAIT``, sent with it)."""
-        sent = self._loads
+        sent = self._loads.get(c.name, 0)
         try:
             reply = self._replied(await self._sending(c))
         except Unsent as e:
@@ -80,7 +81,7 @@ class AsyncTransport:
         """Several calls of one script in one round trip (see ``Transport.batch``)."""
         if not calls:
             return []
-        sent = self._loads
+        sent = self._loads.get(calls[0].name, 0)
         results = await self._pipelined(calls)
         if settled(results):
             return replies(calls, results)
@@ -195,7 +196,8 @@ class AsyncTransport:
         self, loop: Loop[T], name: str, resend: Callable[[Resend], Awaitable[Any]], sent: int
     ) -> T:
         """Carry out recovery's ``loop`` for a call (or batch) of script ``name`` (see
-        ``Transport._recover``); ``sent``: the loads counted when it was first sent."""
+        ``Transport._recover``); ``sent``: the loads of the script counted when it was first
+        sent."""
         got: Any = None
         while True:
             try:
@@ -203,7 +205,7 @@ class AsyncTransport:
             except StopIteration as done:
                 return cast(T, done.value)
             if isinstance(action, Resend):
-                sent = self._loads
+                sent = self._loads.get(name, 0)
                 got = await resend(action)
             elif isinstance(action, Pause):
                 await asyncio.sleep(action.seconds)
@@ -213,16 +215,17 @@ class AsyncTransport:
 
     async def _load(self, name: str, load: Load, sent: int) -> ResponseError | None:
         """Load script ``name`` or its function, or fall back (``load.what``); ``FUNCTION
-        LOAD``'s error reply is returned, for the loop to read. ``sent``: the loads counted
-        when the call was sent; calls that failed at once load the code once, not each."""
+        LOAD``'s error reply is returned, for the loop to read. ``sent``: the loads of
+        ``name`` counted when the call was sent; calls of it that failed at once load the code
+        once, not each (a load of another script is no load of this one)."""
         if load.what == FALL_BACK:
             # Also when another call found out first: this one was sent as FCALL before.
             self.functions = False
             return None
         async with self._loading, self._slots:
-            if self._loads != sent:
+            if self._loads.get(name, 0) != sent:
                 return None  # loaded since this call was sent
-            self._loads += 1
+            self._loads[name] = sent + 1
             if load.what == LOAD_SCRIPT:
                 await self._client.script_load(self._scripts.sources[name])
                 return None

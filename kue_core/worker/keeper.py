@@ -1,12 +1,12 @@
-"""The keeper thread of a worker process: renews the leases of its running jobs and registers
-the process under its worker id (``heartbeat.lua``, :mod:`kue_core.worker.identity`), returns jobs
-whose lease expired to the queue (``recover.lua``), applies retention and unblocks dependents
-(their sweeps), fails attempts that outlive their ``ttl``, gives a new thread to a slot whose
-handler outlived its attempt, adds the slots' completions, waits and runs to the
-statistics once a second, and samples the statistics' history once a minute (whichever
-keeper of the queue comes first). :class:`Keeper` is given the queue, the workers' shared
-state (:mod:`kue_core.worker.state`), how to give a slot a new thread, and the event that ends
-it."""
+"""The keeper of a worker process, a thread of its own or a task of its event loop
+(``runtime="loop"``): renews the leases of its running jobs and registers the process under
+its worker id (``heartbeat.lua``, :mod:`kue_core.worker.identity`), returns jobs whose lease
+expired to the queue (``recover.lua``), applies retention and unblocks dependents (their
+sweeps), fails attempts that outlive their ``ttl``, gives a new thread to a slot whose handler
+outlived its attempt, adds the slots' completions, waits and runs to the statistics once a
+second, and samples the statistics' history once a minute (whichever keeper of the queue comes
+first). :class:`Keeper` is given the queue, the workers' shared state
+(:mod:`kue_core.worker.state`), how to give a slot a new thread, and the event that ends it."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from .. import defaults
 from ..base.retry import Pauses
 from ..features import history
 from ..store import calls
-from ..store.calls import Holder
+from ..store.aio_transport import AsyncTransport
+from ..store.calls import Holder, Op
 from . import identity
 from .attempt import Reason
 from .outcome import retry_delay
@@ -32,9 +33,11 @@ log = logging.getLogger(__name__)
 
 
 class Keeper:
-    """The keeper thread of :class:`kue_core.worker.workers.Workers`: :meth:`run` until
-    ``closing`` is set, woken early by ``state.bell``; ``serve`` starts a new thread for a
-    slot (:meth:`kue_core.worker.serving.Serving.serve`)."""
+    """The keeper of :class:`kue_core.worker.workers.Workers`: :meth:`run` in a thread of its
+    own, or :meth:`run_async` as a task of the worker's event loop (``runtime="loop"``), until
+    ``closing`` is set, woken early by ``state.bell``; ``serve`` starts a new thread (or task)
+    for a slot (``Serving.serve``). Both run the same :meth:`round`, an operation of Redis
+    steps (see :mod:`kue_core.store.calls`) that either transport drives."""
 
     def __init__(
         self,
@@ -53,72 +56,110 @@ class Keeper:
         self.lease_ms = state.lease_ms
         self.stall_limit = state.stall_limit
         self._relieved = False  # a slot got a new thread: tell of it (abandoned_threads)
+        self._beat_every = self.lease_ms / 3000
+        self._sweep_every = min(self.lease_ms / 2000, 5.0)
+        # When each part of the round is due next (monotonic seconds): all at once at first.
+        self._next = dict.fromkeys(("beat", "sweep", "retain", "deps", "tally", "sample"), 0.0)
 
-    def run(self) -> None:
-        """The keeper's thread: a round of what is due, then a wait until the next due time,
-        a ttl or a stuck slot's grace, or a ring of the bell, until ``closing`` is set. A
-        Redis error is reported, and the round tried again after a pause."""
-        beat_every = self.lease_ms / 3000
+    def _pauses(self) -> Pauses:
         # After a Redis error, try again at least as often as a heartbeat is due, so that a
         # short lease does not expire while Redis is back.
-        pauses = Pauses(last=min(defaults.RETRY_PAUSE[1], beat_every))
-        sweep_every = min(self.lease_ms / 2000, 5.0)
-        keys = self.queue.keys
-        next_beat = next_sweep = next_retain = next_deps = next_tally = next_sample = 0.0
+        return Pauses(last=min(defaults.RETRY_PAUSE[1], self._beat_every))
+
+    def run(self) -> None:
+        """The keeper's thread: a :meth:`round` of what is due, then a wait until the next
+        due time, a ttl or a stuck slot's grace, or a ring of the bell, until ``closing`` is
+        set. A Redis error is reported, and the round tried again after a pause."""
+        pauses = self._pauses()
         while not self._closing.is_set():
             try:
-                now = time.monotonic()
                 self._bell.clear()
-                wake = self._expire(now)
-                relieve = self.relieve(now)
-                if relieve is not None:
-                    wake = relieve if wake is None else min(wake, relieve)
-                asked = self._bell.beat_asked() or self._relieved
-                if now >= next_beat or asked:
-                    self._relieved = False
-                    self._heartbeat()
-                    next_beat = now + beat_every
-                if now >= next_sweep:
-                    self.scripts.call(calls.recover(keys, self.stall_limit, defaults.SWEEP_LIMIT))
-                    next_sweep = now + sweep_every
-                if now >= next_retain:  # see kue_core.features.retention
-                    self.scripts.call(calls.retain(keys, defaults.SWEEP_LIMIT))
-                    next_retain = now + defaults.RETENTION_SWEEP
-                if now >= next_deps:  # see kue_core.features.flows
-                    self.scripts.call(calls.unblock(keys, defaults.SWEEP_LIMIT))
-                    next_deps = now + defaults.DEPS_SWEEP
-                if now >= next_tally:  # the slots' completions, waits and runs
-                    self._state.tally.flush(self.queue.client, self.queue.keys)
-                    self._state.timings.flush(self.queue.client, self.queue.keys)
-                    next_tally = now + defaults.TALLY_FLUSH
-                if now >= next_sample:
-                    self._sample()
-                    next_sample = now + defaults.HISTORY_CHECK
+                wake = self.scripts.drive(self.round(time.monotonic()))
                 pauses.reset()
                 self._state.answered()
             except redis.RedisError as e:
                 self._state.report(e)
                 self._closing.wait(pauses.next())
                 continue
-            until = min(next_beat, next_sweep, next_deps, next_tally, next_sample)
-            if wake is not None:
-                until = min(until, wake)
-            self._bell.wait(max(0.0, until - time.monotonic()))
+            self._bell.wait(self._until(wake))
 
-    def _sample(self) -> None:
+    async def run_async(self, transport: AsyncTransport) -> None:
+        """:meth:`run` as a task of the worker's event loop, its steps on ``transport``: it
+        only awaits, so the slots' tasks never hold a heartbeat back (an ``async def``
+        handler that blocks the loop does, as it blocks every other task)."""
+        pauses = self._pauses()
+        while not self._closing.is_set():
+            try:
+                self._bell.clear()
+                wake = await transport.drive(self.round(time.monotonic()))
+                pauses.reset()
+                self._state.answered()
+            except redis.RedisError as e:
+                self._state.report(e)
+                await self._bell.wait_async(pauses.next())  # rung at the end, too
+                continue
+            except Exception as e:  # a bug: reported, and the keeper goes on
+                self._state.report(e)
+                await self._bell.wait_async(pauses.next())
+                continue
+            await self._bell.wait_async(self._until(wake))
+
+    def _until(self, wake: float | None) -> float:
+        """Seconds until the next round is due: the earliest of the parts' due times and
+        ``wake`` (a ttl, or a stuck slot's grace)."""
+        until = min(self._next.values())
+        if wake is not None:
+            until = min(until, wake)
+        return max(0.0, until - time.monotonic())
+
+    def round(self, now: float) -> Op[float | None]:
+        """One round of what is due at ``now`` (an operation either transport drives): the
+        attempts past their ttl failed, stuck slots relieved, then each of the heartbeat, the
+        sweeps, the figures' flush and the history's sample that is due. Returns when to look
+        again for a ttl or a stuck slot, if any. Each part's next due time moves on once it
+        is done, so a round that fails part-way does the rest in the next."""
+        keys, due = self.queue.keys, self._next
+        wake = yield from self._expire(now)
+        relieve = self.relieve(now)
+        if relieve is not None:
+            wake = relieve if wake is None else min(wake, relieve)
+        asked = self._bell.beat_asked() or self._relieved
+        if now >= due["beat"] or asked:
+            self._relieved = False
+            yield from self._heartbeat()
+            due["beat"] = now + self._beat_every
+        if now >= due["sweep"]:
+            yield calls.recover(keys, self.stall_limit, defaults.SWEEP_LIMIT)
+            due["sweep"] = now + self._sweep_every
+        if now >= due["retain"]:  # see kue_core.features.retention
+            yield calls.retain(keys, defaults.SWEEP_LIMIT)
+            due["retain"] = now + defaults.RETENTION_SWEEP
+        if now >= due["deps"]:  # see kue_core.features.flows
+            yield calls.unblock(keys, defaults.SWEEP_LIMIT)
+            due["deps"] = now + defaults.DEPS_SWEEP
+        if now >= due["tally"]:  # the slots' completions, waits and runs
+            yield from self._state.tally.flushing(keys)
+            yield from self._state.timings.flushing(keys)
+            due["tally"] = now + defaults.TALLY_FLUSH
+        if now >= due["sample"]:
+            yield from self._sample()
+            due["sample"] = now + defaults.HISTORY_CHECK
+        return wake
+
+    def _sample(self) -> Op[None]:
         """The history's sample of the minute, if due (see kue_core.features.history): a
         failure other than Redis's is logged, never let stop the keeper's other work."""
         try:
-            self.scripts.drive(history.sample(self.queue.keys))
+            yield from history.sample(self.queue.keys)
         except redis.RedisError:
             raise
         except Exception:
             log.exception("worker %s: the statistics' history could not be sampled", self.id)
 
-    def _heartbeat(self) -> None:
+    def _heartbeat(self) -> Op[None]:
         with self._state.lock:
             running = [a for a in self._state.attempts.values() if not a.over]
-        reply = self._state.beat([(a.job_id, a.token) for a in running])
+        reply = yield self._state.beat_call([(a.job_id, a.token) for a in running])
         if isinstance(reply, Holder):  # another process has the id now
             self._state.stop(0, identity.taken_over(self.id, reply), logging.ERROR)
             return
@@ -128,7 +169,7 @@ class Keeper:
                 # Recovered, moved or removed meanwhile: its result will be dropped.
                 self._state.end(attempt, Reason.LEASE_LOST)
 
-    def _expire(self, now: float) -> float | None:
+    def _expire(self, now: float) -> Op[float | None]:
         """Fail attempts past their ttl; return the next deadline, if any."""
         with self._state.lock:
             timed = [a for a in self._state.attempts.values() if a.deadline is not None]
@@ -144,10 +185,9 @@ class Keeper:
                 message = "TTL exceeded"
                 text = f"{message}: the attempt ran longer than its ttl of {attempt.ttl_ms} ms"
                 delay = retry_delay(attempt.job, False)
-                failed = calls.fail(
+                yield calls.fail(
                     self.queue.keys, attempt.job_id, attempt.token, message, text, delay, None
                 )
-                self.scripts.call(failed)
         return min(upcoming, default=None)
 
     def relieve(self, now: float) -> float | None:

@@ -5,7 +5,8 @@ every call of it on one pipelined connection) and the thread pool its ``def`` ha
 The slots are tasks on this loop (:mod:`kue_core.worker.tasks`): their claims and reports go
 out on the one connection, those made while others are on their way together in one write,
 and ``async def`` handlers are awaited on the loop itself, never crossing to another thread.
-Other threads (the keeper, the control listener, shutdown) hand it work with :meth:`submit`.
+The keeper, the promotion timer and the control listener are its tasks too
+(:mod:`kue_core.worker.keeper`); other threads (shutdown, say) hand it work with :meth:`submit`.
 """
 
 from __future__ import annotations

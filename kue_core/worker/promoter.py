@@ -1,21 +1,27 @@
 """The promotion timer of a worker process: moves due delayed jobs to inactive
-(``promote.lua``) and fires due schedules (:mod:`kue_core.jobs.schedules`). It sleeps until the next
-due time of either, and is woken at once, on the promote channel, when a job or a schedule due
-sooner is saved."""
+(``promote.lua``) and fires due schedules (:mod:`kue_core.jobs.schedules`). It sleeps until the
+next due time of either, and is woken at once, on the promote channel, when a job or a schedule
+due sooner is saved. It runs in a thread of its own (:meth:`Promoter.run`), or as a task of the
+worker's event loop (:meth:`Promoter.run_async`, ``runtime="loop"``); both run the same
+operation (:meth:`Promoter.promoting`) on their transport."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import redis
+import redis.asyncio
 
 from .. import defaults
 from ..base.retry import Pauses
 from ..jobs import schedules
 from ..store import calls
+from ..store.aio_transport import AsyncTransport
+from ..store.calls import Op
 
 
 class Owner(schedules.Timer, Protocol):
@@ -23,7 +29,7 @@ class Owner(schedules.Timer, Protocol):
 
 
 class Promoter:
-    """Runs in a thread of its own until ``closed`` is set; errors go to ``report``."""
+    """Runs until ``closed`` is set; errors go to ``report``."""
 
     def __init__(
         self, queue: Owner, closed: threading.Event, report: Callable[[Exception], None]
@@ -34,13 +40,14 @@ class Promoter:
         self._clock = (0, 0.0)  # (server ms, local monotonic) of the last promotion call
 
     def run(self) -> None:
+        """In a thread of its own, on the queue's client."""
         pauses = Pauses()
         while not self._closed.is_set():
             pubsub = self.queue.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
             try:
                 pubsub.subscribe(self.queue.keys.promote)
                 while not self._closed.is_set():
-                    wake = self._promote_due()
+                    wake = self.queue.scripts.drive(self.promoting())
                     while not self._closed.is_set():
                         left = wake - time.monotonic()
                         if left <= 0:
@@ -55,20 +62,46 @@ class Promoter:
             finally:
                 pubsub.close()
 
-    def _promote_due(self) -> float:
-        """Promote what is due; return the monotonic time of the next due job."""
+    async def run_async(self, client: redis.asyncio.Redis, transport: AsyncTransport) -> None:
+        """As a task of the worker's event loop, on its client and transport."""
+        pauses = Pauses()
+        while not self._closed.is_set():
+            pubsub: Any = client.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self.queue.keys.promote)
+                while not self._closed.is_set():
+                    wake = await transport.drive(self.promoting())
+                    while not self._closed.is_set():
+                        left = wake - time.monotonic()
+                        if left <= 0:
+                            break
+                        msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
+                        if msg is not None:
+                            wake = min(wake, self._due_at(msg["data"]))
+                    pauses.reset()
+            except (redis.RedisError, OSError) as e:
+                self._report(e)
+                await asyncio.sleep(pauses.next())
+            finally:
+                await pubsub.aclose()
+
+    def promoting(self) -> Op[float]:
+        """Promote what is due (an operation either transport runs); return the monotonic
+        time of the next due job or schedule."""
         while True:
-            promote = calls.promote(self.queue.keys, defaults.SWEEP_LIMIT)
-            moved, next_due, now, schedule = self.queue.scripts.call(promote)
+            moved, next_due, now, schedule = yield calls.promote(
+                self.queue.keys, defaults.SWEEP_LIMIT
+            )
             if 0 <= schedule <= now:  # see kue_core.jobs.schedules
-                schedule = schedules.fire_due(self.queue, now)
+                schedule = yield from schedules.firing(self.queue, now)
             if moved < defaults.SWEEP_LIMIT:
                 break
         self._clock = (now, time.monotonic())  # server ms <-> local monotonic, for _due_at
         due = [d for d in (next_due, schedule) if d >= 0]
         if not due:
             return time.monotonic() + defaults.PROMOTE_MAX_WAIT
-        return self._clock[1] + min(max(0, min(due) - now) / 1000, defaults.PROMOTE_MAX_WAIT)
+        wait: float = min(max(0, min(due) - now) / 1000, defaults.PROMOTE_MAX_WAIT)
+        return self._clock[1] + wait
 
     def _due_at(self, data: str) -> float:
         """Local monotonic time of a due time (server ms) heard on the promote channel."""

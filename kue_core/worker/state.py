@@ -11,6 +11,8 @@ thread-safe)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -61,26 +63,51 @@ class Owner(isolation.Owner, promoter.Owner, Protocol):
 class Bell:
     """How the other threads wake the keeper before its next due time: to look now at a new
     ttl, a stuck slot or the end (:meth:`ring`), and to heartbeat now as well, because what
-    this process tells of itself changed (``ring(beat=True)``)."""
+    this process tells of itself changed (``ring(beat=True)``). A keeper in a thread waits with
+    :meth:`wait`; one on an event loop (``runtime="loop"``, see :meth:`on`) with
+    :meth:`wait_async`, rung from any thread the same way."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()  # a ring never lost between a look and its reset
         self._beat = True  # register at once
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._woken = asyncio.Event()  # the loop's, once :meth:`on` gave it one
+
+    def on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Let a keeper on ``loop`` wait for the rings (:meth:`wait_async`)."""
+        self._loop = loop
 
     def ring(self, beat: bool = False) -> None:
         if beat:
             with self._lock:
                 self._beat = True
         self._event.set()
+        loop = self._loop
+        if loop is not None:
+            if _running() is loop:
+                self._woken.set()
+            else:  # a handler's thread may ring after the loop closed: nobody waits then
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._woken.set)
 
     def clear(self) -> None:
         """The keeper's, as it begins a round: a ring from now on wakes it again."""
         self._event.clear()
+        if self._loop is not None and _running() is self._loop:
+            self._woken.clear()
 
     def wait(self, timeout: float) -> None:
         """The keeper's, between two rounds: until a ring, or ``timeout`` seconds."""
         self._event.wait(timeout)
+
+    async def wait_async(self, timeout: float) -> None:
+        """:meth:`wait` for a keeper on the loop given to :meth:`on`."""
+        if self._woken.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._woken.wait()
 
     def beat_asked(self) -> bool:
         """The keeper's: whether a heartbeat was asked for since it last looked (and the
@@ -88,6 +115,14 @@ class Bell:
         with self._lock:
             asked, self._beat = self._beat, False
         return asked
+
+
+def _running() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class WorkerState:

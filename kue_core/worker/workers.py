@@ -18,6 +18,10 @@ One :class:`Workers` per queue holds the threads and slots of a worker process:
   workers down as SIGTERM would. ``queue.pause(type, local=True)`` holds this process's slots
   of a type; ``queue.use(middleware)`` wraps every handler call (:mod:`kue_core.worker.slots`).
 
+With ``runtime="loop"`` (:mod:`kue_core.worker.loop`) the slots, the keeper, the promotion
+timer and the control listener are all tasks of one event loop, on its connection; the keeper
+and the promoter run the same rounds (operations of Redis steps) on either transport.
+
 Each run of a handler is an :class:`~kue_core.worker.attempt.Attempt`, which decides once how it
 ended. A coroutine is cancelled and a child process killed when their attempt ends early;
 a thread cannot be killed, so a ``def`` handler still running then is left to finish on its
@@ -35,17 +39,19 @@ control listener's messages itself. ``Queue`` calls its public methods.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from ..base import checks
 from ..base.errors import InvalidJob
-from ..features.control import Listener
+from ..features.control import Listener, LoopListener
 from ..store import calls
 from . import burst, identity
 from . import middleware as mw
@@ -84,6 +90,7 @@ class Workers:
             self.loop = EventLoop(queue)
             self._runner = HandlerRunner(self.state.bell.ring, self.loop.loop)
             self.serving = LoopServing(queue, self.state, self._runner, self.loop)
+            self.state.bell.on(self.loop.loop)  # the keeper is a task of the loop
         else:
             self._runner = HandlerRunner(self.state.bell.ring)
             self.serving = Serving(queue, self.state, self._runner)
@@ -93,7 +100,8 @@ class Workers:
         #: Set once :meth:`shutdown` has finished.
         self.closed = threading.Event()
         self._threads: list[threading.Thread] = []  # keeper, promoter
-        self._control: Listener | None = None  # this process's control channel
+        self._tasks: list[Future[None]] = []  # the same, as the loop's tasks
+        self._control: Listener | LoopListener | None = None  # this process's control channel
 
     # -- public ---------------------------------------------------------------------------
     def process(
@@ -116,7 +124,7 @@ class Workers:
             self.check_middleware(each, is_async, isolation == "process")
         if state.stopping.is_set():
             raise InvalidJob("the workers of this queue are shutting down")
-        first = not self._threads  # the first process() call of this queue
+        first = not self._threads and not self._tasks  # the first process() call of this queue
         label = "+".join(types)
         slots = [Slot(types, reserver, handler, is_async, f"kue-{label}-{i + 1}") for i in range(n)]
         for slot in slots:
@@ -126,7 +134,7 @@ class Workers:
             # Listening before it is listed: a stop sent once it shows in workers() reaches
             # it, and so does a cancel of the first job it claims.
             channel = self.queue.keys.control(self.id)
-            self._control = Listener(self.queue.client, channel, self._on_control, state.report)
+            self._control = self._listener(channel)
             self._control.start()
             info = json.dumps(state.info(slots), separators=(",", ":"))
             try:  # before anything starts: WorkerIdTaken if a live process has the id
@@ -147,9 +155,14 @@ class Workers:
             for slot in slots:
                 self.serving.serve(slot)
         if first:  # keeper and promoter start once the slots are there to tell of
-            self._start_thread(self.keeper.run, "kue-keeper")
             promoter = Promoter(self.queue, self._closing, state.report)
-            self._start_thread(promoter.run, "kue-promoter")
+            if self.loop is not None:  # the loop's tasks, on its connection
+                aio = self.loop.transport
+                self._start_task(self.keeper.run_async(aio))
+                self._start_task(promoter.run_async(self.loop.client, aio))
+            else:
+                self._start_thread(self.keeper.run, "kue-keeper")
+                self._start_thread(promoter.run, "kue-promoter")
         state.bell.ring(beat=True)  # register the new types now
 
     def check_middleware(self, each: mw.Middleware, is_async: bool, isolated: bool) -> None:
@@ -243,9 +256,13 @@ class Workers:
                 )
         self._closing.set()
         state.bell.ring()
-        state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # wake promoter
+        if self.loop is None:  # wake the promoter's thread (the loop's task is cancelled)
+            state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")
         self._runner.close()
         if self.loop is not None:
+            if self._tasks:  # the keeper's last round ends (the promoter is cancelled)
+                with contextlib.suppress(BaseException):
+                    self._tasks[0].result(timeout=5)
             self.loop.close()
         for thread in self._threads:
             thread.join(timeout=5)
@@ -254,14 +271,15 @@ class Workers:
         for slot in state.slots:
             if slot.child is not None:
                 slot.child.close()
-        state.safely(state.timings.flush, self.queue.client, self.queue.keys)
-        state.safely(state.tally.flush, self.queue.client, self.queue.keys)
+        state.safely(self.scripts.drive, state.timings.flushing(self.queue.keys))
+        state.safely(self.scripts.drive, state.tally.flushing(self.queue.keys))
         state.safely(self._deregister)
         self.closed.set()
 
     def _on_control(self, message: dict[str, Any]) -> None:
         """A message on this process's control channel (see :mod:`kue_core.features.control`),
-        on the listener's thread: a stop request, or a running job cancelled or moved by hand."""
+        on the listener's thread (or the event loop): a stop request, or a running job
+        cancelled or moved by hand."""
         state = self.state
         if message["op"] == "stop":
             timeout = message["timeout"]
@@ -280,6 +298,25 @@ class Workers:
         thread = threading.Thread(target=target, name=name, daemon=True)
         self._threads.append(thread)
         thread.start()
+
+    def _listener(self, channel: str) -> Listener | LoopListener:
+        """The control channel's listener: the loop's task with runtime="loop"."""
+        if self.loop is None:
+            return Listener(self.queue.client, channel, self._on_control, self.state.report)
+        loop = self.loop
+        return LoopListener(loop.client, channel, self._on_control, self.state.report, loop.submit)
+
+    def _start_task(self, coro: Coroutine[Any, Any, None]) -> None:
+        assert self.loop is not None
+        future = self.loop.submit(coro)
+        future.add_done_callback(self._task_ended)
+        self._tasks.append(future)
+
+    def _task_ended(self, future: Future[None]) -> None:
+        """A keeper's or promoter's task ended: on a bug, said (it ends with the loop else)."""
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, Exception):
+            self.state.report(error)
 
     def _wake_slots(self, job_type: str) -> None:
         """End the waits for work of the idle slots of ``job_type``."""

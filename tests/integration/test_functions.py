@@ -131,3 +131,37 @@ def test_doctor_deletes_the_libraries_of_other_versions(queue: Queue, r: redis.R
     assert OLD not in _loaded(r) and function_library("save").name in _loaded(r)
     assert doctor.check(queue).healthy
     assert queue.create_job("t").save().id == 2
+
+
+@pytest.mark.usefixtures("functions")
+def test_calls_of_several_lost_libraries_at_once_load_each(queue: Queue, r: redis.Redis) -> None:
+    """On the asyncio transport, calls of five scripts sent at once, none loaded: each
+    library is loaded (the load of one is not taken for another's) and every call runs."""
+    import asyncio
+
+    from kue_core import connection, defaults
+    from kue_core.store.aio_transport import AsyncTransport
+
+    keys = queue.keys
+
+    async def run() -> list[object]:
+        twin = connection.async_twin(queue.client, queue.prefix)
+        assert twin is not None
+        transport = AsyncTransport(twin, keys)
+        try:
+            out: list[object] = []
+            for _ in range(3):
+                r.execute_command("FUNCTION", "FLUSH")
+                out += await asyncio.gather(
+                    transport.call(calls.promote(keys, defaults.SWEEP_LIMIT)),
+                    transport.call(calls.recover(keys, 1, defaults.SWEEP_LIMIT)),
+                    transport.call(calls.retain(keys, defaults.SWEEP_LIMIT)),
+                    transport.call(calls.unblock(keys, defaults.SWEEP_LIMIT)),
+                    transport.call(calls.heartbeat(keys, "w", 1000, "{}", [], instance="i")),
+                )
+            return out
+        finally:
+            await transport.close()
+            await twin.aclose()
+
+    assert len(asyncio.run(run())) == 15

@@ -129,7 +129,12 @@ def test_ticks_make_one_job_each_on_time(queue: Queue, wq: Queue, r: redis.Redis
     assert jobs[0].to_dict()["schedule"] == "beat" and jobs[0].to_dict()["tick"] == ticks[0]
     assert all(j.created_at >= j.tick for j in jobs)  # type: ignore[operator]  # not early
     last = queue.schedule("beat")["last_job"]
-    assert last["id"] in [j.id for j in jobs] and last["state"] in ("inactive", "complete")
+    # Its worker may be running it (active) as the schedule is read.
+    assert last["id"] in [j.id for j in jobs] and last["state"] in (
+        "inactive",
+        "active",
+        "complete",
+    )
 
 
 @pytest.mark.parametrize("mode", ["one", "all", "none"])

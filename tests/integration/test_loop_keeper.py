@@ -1,0 +1,83 @@
+"""With ``runtime="loop"``, the keeper (heartbeats, sweeps, ttl, figures), the promotion timer
+and the control listener are tasks of the worker's event loop, on its connection: no thread of
+their own, and a heartbeat on time however busy the slots' tasks are."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kue_core import Job, Queue
+from kue_core.store.aio_transport import AsyncTransport
+from tests.conftest import wait_for
+
+
+@pytest.fixture
+def lq(redis_url: str, prefix: str) -> Iterator[Queue]:
+    q = Queue(redis_url, prefix=prefix, lease_ms=600, runtime="loop")
+    yield q
+    q.close()
+
+
+def test_keeper_promoter_and_listener_are_tasks_of_the_loop(
+    lq: Queue, queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: set[str] = set()
+    real = AsyncTransport.call
+
+    async def call(self: AsyncTransport, c: Any) -> Any:
+        seen.add(c.name)
+        return await real(self, c)
+
+    monkeypatch.setattr(AsyncTransport, "call", call)
+    started = threading.Event()
+    outcome: list[str] = []
+
+    async def handler(job: Job) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            outcome.append("cancelled")
+            raise
+
+    job = lq.create_job("t").delay(100).save()
+    lq.process("t", 1, handler)
+    names = {t.name for t in threading.enumerate()}
+    assert not names & {"kue-keeper", "kue-promoter", "kue-control"}, names
+    assert started.wait(10)  # promoted by the loop's promoter, then claimed
+    wait_for(lambda: {"heartbeat", "recover", "promote"} <= seen)
+    assert [w["id"] for w in queue.workers()] == [lq.worker_id]
+    queue.cancel(job.id)  # type: ignore[arg-type]
+    wait_for(lambda: outcome == ["cancelled"], timeout=2)  # heard on the loop's listener
+    lq.shutdown()
+    assert queue.workers() == []
+
+
+def test_a_heartbeat_is_on_time_while_the_slots_are_busy(lq: Queue) -> None:
+    """Sixteen slots keep the loop busy (2 ms of Python a job, 6 s in all) for longer than
+    several leases of 600 ms: the long job's lease is renewed all the while, so it completes
+    at its first attempt, never recovered by a sweep."""
+    lq.save_many([lq.create_job("busy") for _ in range(3000)])
+    long = lq.create_job("long").save()
+
+    async def busy(job: Job) -> None:
+        end = time.perf_counter() + 0.002
+        while time.perf_counter() < end:
+            pass
+
+    async def slow(job: Job) -> str:
+        await asyncio.sleep(2.5)
+        return "done"
+
+    lq.process("busy", 16, busy)
+    lq.process("long", 1, slow)
+    wait_for(lambda: lq.get_job(long.id).state == "complete", timeout=20)  # type: ignore[union-attr]
+    got = lq.get_job(long.id)
+    assert got is not None and got.result == "done" and got.attempts_made == 1
+    assert 0 < lq.count("inactive", "busy") < 3000  # the slots were busy all the while
