@@ -56,6 +56,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--systems", default=",".join(["bullmq", *KUE]))
     ap.add_argument("--processes", type=int, default=4, help="0: no drain by several processes")
+    ap.add_argument("--workloads", default=WORKLOADS, help=f"of one process (default {WORKLOADS})")
     ap.add_argument("--out", help="the JSON lines (default: a temporary file)")
     args = ap.parse_args()
     home, systems = args.home, args.systems.split(",")
@@ -69,11 +70,11 @@ def main() -> None:
             for system in turn:
                 common = ["--n", str(args.n), "--min-seconds", "2"]
                 if system == "bullmq":
-                    argv = ["node", "bench_bullmq.js", "--workloads", WORKLOADS, *common]
+                    argv = ["node", "bench_bullmq.js", "--workloads", args.workloads, *common]
                     env: dict[str, str] = {}
                 else:
                     py = os.path.join(home, "venv_kue_core/bin/python")
-                    argv = [py, "bench_kue_core.py", "--workloads", WORKLOADS, *common]
+                    argv = [py, "bench_kue_core.py", "--workloads", args.workloads, *common]
                     env = KUE[system]
                 print(f"round {r}: {system}", file=sys.stderr, flush=True)
                 _flush(home)

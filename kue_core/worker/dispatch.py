@@ -27,6 +27,9 @@ from ..store.calls import Claim, Next, Reported
 
 #: The most completions (and claims) one call carries: more wait for the next call.
 BATCH_MOST = 64
+#: Calls on their way at once: while Redis runs one, the slots it answered run their
+#: handlers and the next call fills, so Redis and the worker each work while the other does.
+IN_FLIGHT = int(__import__("os").environ.get("KUE_IN_FLIGHT", "2"))
 
 
 @dataclass(eq=False)
@@ -49,7 +52,10 @@ class Dispatcher:
         self._id = worker_id
         self._lease_ms = lease_ms
         self._queued: list[_Ask] = []
-        self._sending = False
+        self._senders = 0  # tasks sending: at most IN_FLIGHT
+        #: The slots that ask: with one, nothing can join a call, which goes from the
+        #: asking task itself.
+        self.company = 0
 
     async def complete(
         self, job_id: int, token: str, result: str, order: Sequence[str]
@@ -72,29 +78,35 @@ class Dispatcher:
         return asyncio.get_running_loop().create_future()
 
     async def _ask(self, ask: _Ask) -> tuple[Reported | None, Claim]:
+        if self.company <= 1 and not self._senders:
+            await self._send([ask])
+            return ask.future.result()
         self._queued.append(ask)
-        if not self._sending:
+        if self._senders < IN_FLIGHT:
             # Sent by a task of its own, which starts once the loop has run what is ready
             # now: the other slots a reply woke in the same turn ask before it sends, so a
             # reply that gave 16 slots their jobs is followed by one call, not a call of one
             # and then one of 15. Nothing waits for more than that turn.
-            self._sending = True
+            self._senders += 1
             asyncio.get_running_loop().create_task(self._send_all())
         return await ask.future
 
     async def _send_all(self) -> None:
-        """Send what is queued, then what was queued meanwhile, until nothing is (with
-        ``_sending`` set by the caller)."""
+        """Send what is queued, then what was queued meanwhile, until nothing is (counted
+        in ``_senders`` by the caller)."""
         try:
+            # A share of the slots a call: the others' call goes out behind it, and Redis
+            # runs it while this one's slots run their handlers.
+            most = min(BATCH_MOST, max(1, -(-self.company // IN_FLIGHT)))
             while self._queued:
-                batch, self._queued = self._queued[:BATCH_MOST], self._queued[BATCH_MOST:]
+                batch, self._queued = self._queued[:most], self._queued[most:]
                 try:
                     await self._send(batch)
                 except Exception as e:  # each slot reports it and tries again
                     for ask in batch:
                         _answer(ask, error=e)
         finally:
-            self._sending = False
+            self._senders -= 1
 
     async def _send(self, batch: list[_Ask]) -> None:
         if len(batch) == 1:

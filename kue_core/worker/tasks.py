@@ -62,6 +62,7 @@ class LoopServing:
         """Start a task serving ``slot`` (called under ``state.lock``); a task serving it
         already ends once its handler returns."""
         slot.turn += 1
+        self._dispatch.company = len(self._state.slots)
         slot.done = self._loop.submit(self._work(slot, slot.turn))
 
     def stop(self) -> None:
