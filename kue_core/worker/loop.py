@@ -17,8 +17,8 @@ import concurrent.futures
 import contextlib
 import contextvars
 import threading
+import time
 from collections.abc import Callable, Coroutine
-from queue import SimpleQueue
 from typing import Any, TypeVar
 
 import redis.asyncio
@@ -36,44 +36,98 @@ T = TypeVar("T")
 _POOL_BOUND = 4096
 
 
+#: How long a call handed to the ``def`` handlers' threads may wait before another thread is
+#: woken for it: the handler before it in the same thread blocks (I/O, a sleep), so it runs
+#: beside it rather than after it.
+STALE_S = 0.002
+
+
 class Handoff:
-    """The threads ``def`` handlers run in, for the loop: :meth:`run` hands a call to one and
-    gives back a future of the loop's. A thread that finishes a call wakes the loop only if
-    no other has since the loop last looked, so many calls ending at once cost one wake-up
-    (``ThreadPoolExecutor`` with ``run_in_executor`` costs two futures chained and a wake-up
-    a call: a third of a worker's CPU per job with 16 slots of no-op handlers). A thread is
-    made when a call comes and none is free; threads stay for the next calls."""
+    """The threads ``def`` handlers run in, for the loop: :meth:`run` hands a call over and
+    gives back a future of the loop's.
+
+    Waking a thread is what a call costs here (two switches of the interpreter's lock), so
+    the calls handed over at once are run one after another by one woken thread while they
+    are quick, and a thread more is woken for each call that has waited ``STALE_S`` (the
+    one before it blocks): quick handlers cost one wake-up for many, slow ones run side by
+    side as in a pool of the slots' size. A thread that finishes calls wakes the loop only if
+    no other has since the loop last looked. Threads are made when none is free, and stay."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._calls: SimpleQueue[Any] = SimpleQueue()
-        self._free = threading.Semaphore(0)  # released by a thread as it waits for a call
-        self._threads: list[threading.Thread] = []
-        self._ended: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
         self._lock = threading.Lock()
+        #: Calls not yet taken by a thread: (handed at, future, context, fn, args).
+        self._calls: collections.deque[tuple[float, asyncio.Future[Any], Any, Any, Any]] = (
+            collections.deque()
+        )
+        self._idle: list[threading.Event] = []  # threads waiting to be woken
+        self._awake = 0  # threads taking calls, or about to
+        self._threads: list[threading.Thread] = []
+        self._closing = False
+        self._watching = False  # a look at the calls waiting is due on the loop
+        self._ended: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
         self._told = False  # the loop has been woken for the calls ended since it looked
 
     def run(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Call ``fn(*args)`` in a thread, in the caller's context (a trace's span, say)."""
         future: asyncio.Future[T] = self._loop.create_future()
-        self._calls.put((future, contextvars.copy_context(), fn, args))
-        if not self._free.acquire(blocking=False):
-            name = f"kue-run-{len(self._threads) + 1}"
-            thread = threading.Thread(target=self._serve, name=name, daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        call = (time.monotonic(), future, contextvars.copy_context(), fn, args)
+        with self._lock:
+            self._calls.append(call)
+            if not self._awake:
+                self._wake()
+        if not self._watching:
+            self._watching = True
+            self._loop.call_later(STALE_S, self._watch)
         return future
 
     def close(self) -> None:
-        for _ in self._threads:
-            self._calls.put(None)
+        with self._lock:
+            self._closing = True
+            idle, self._idle = self._idle, []
+        for event in idle:
+            event.set()
+
+    def _wake(self) -> None:
+        """One thread more takes calls (under the lock)."""
+        self._awake += 1
+        if self._idle:
+            self._idle.pop().set()
+            return
+        name = f"kue-run-{len(self._threads) + 1}"
+        thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _watch(self) -> None:
+        """On the loop: a thread more for each call that has waited too long."""
+        with self._lock:
+            stale = time.monotonic() - STALE_S
+            for handed_at, *_ in self._calls:
+                if handed_at > stale:
+                    break
+                self._wake()
+            waiting = bool(self._calls)
+        if waiting:
+            self._loop.call_later(STALE_S, self._watch)
+        else:
+            self._watching = False
 
     def _serve(self) -> None:
+        wake = threading.Event()
         while True:
-            call = self._calls.get()
+            with self._lock:
+                call = self._calls.popleft() if self._calls else None
+                if call is None:
+                    if self._closing:
+                        return
+                    self._awake -= 1
+                    wake.clear()
+                    self._idle.append(wake)
             if call is None:
-                return
-            future, context, fn, args = call
+                wake.wait()
+                continue
+            _, future, context, fn, args = call
             try:
                 ended = (future, True, context.run(fn, *args))
             except BaseException as e:
@@ -86,7 +140,6 @@ class Handoff:
                 # waits for its outcome any more.
                 with contextlib.suppress(RuntimeError):
                     self._loop.call_soon_threadsafe(self._deliver)
-            self._free.release()
 
     def _deliver(self) -> None:
         """On the loop: the calls ended since it last looked, to their futures."""
