@@ -27,9 +27,13 @@ from ..store.calls import Claim, Next, Reported
 
 #: The most completions (and claims) one call carries: more wait for the next call.
 BATCH_MOST = 64
-#: Calls on their way at once: while Redis runs one, the slots it answered run their
-#: handlers and the next call fills, so Redis and the worker each work while the other does.
-IN_FLIGHT = int(__import__("os").environ.get("KUE_IN_FLIGHT", "2"))
+#: Calls on their way at once, each with a share of the slots: while Redis runs one, the
+#: slots of the other run their handlers, so Redis and the worker work at the same time.
+#: Measured with 16 slots of no-op handlers: one call of 16 at a time costs Redis the least
+#: (288k instructions a job drained, against 337k for two calls of 8) but leaves each side
+#: idle while the other works (async def: 8-9k jobs/s, against 19k with two; 4 calls of 4:
+#: 11k).
+IN_FLIGHT = 2
 
 
 @dataclass(eq=False)
