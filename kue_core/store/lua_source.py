@@ -213,7 +213,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _NOT_CODE = re.compile(r"--[^\n]*|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"")
 #: Where the code every script runs (``lib/fence.lua``: the per-call state, then the Cluster
 #: fence read) begins: the first top-level line that is not a definition.
-LIB_TAIL = re.compile(r"^rules_read = ", re.M)
+LIB_TAIL = re.compile(r"^forget_call\(\)", re.M)
 
 
 def _locals(text: str) -> list[tuple[str, str]]:

@@ -1,8 +1,13 @@
 -- Uses     lib/base, lib/keys, lib/type_rules, lib/events
--- What one call learns, for that call only.
-rules_read = {}
-ints_made = {}
-events_sent = 0
+-- What one call learns, for that call only, forgotten as each call begins. One function that
+-- the call's body names, rather than the three values: as a Redis function, a script's body
+-- may name at most 60 of the library's locals, and repair.lua's names nearly as many.
+local function forget_call()
+  rules_read = {}
+  ints_made = {}
+  events_sent = 0
+end
+forget_call()
 -- Redis Cluster: while this queue's slot migrates to another node, its keys move a batch at a
 -- time, and a script that met an already-moved key half-way would stop with its first writes
 -- done. So every script first reads a key that never exists: on a migrating slot Redis
