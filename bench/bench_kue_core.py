@@ -43,6 +43,7 @@ class KueCoreAdapter(common.Adapter):
         + ("_loop" if LOOP else "")
         + ("_async" if ASYNC else "")
         + (f"_p{PROCESSES}" if PROCESSES > 1 else "")
+        + os.environ.get("KUE_BENCH_VARIANT", "")
     )
 
     def conc_model(self, conc):

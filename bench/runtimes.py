@@ -38,6 +38,18 @@ KUE = {
 WORKLOADS = "w2_drain,w3_latency,w4_delayed"
 
 
+def _env(system: str) -> dict[str, str]:
+    """The environment of a kue_core system; ``kue_core_loop@NAME=VALUE`` is a variant of it
+    with one more variable, reported under that name (``kue_core_loop@NAME=VALUE``)."""
+    base, _, extra = system.partition("@")
+    env = dict(KUE[base])
+    if extra:
+        name, _, value = extra.partition("=")
+        env[name] = value
+        env["KUE_BENCH_VARIANT"] = "@" + extra
+    return env
+
+
 def _run(argv: list[str], env: dict[str, str], home: str, out: str, round_: int) -> None:
     full = {**os.environ, **env, "BENCH_OUT": out, "BENCH_ROUND": str(round_)}
     full["PYTHONPATH"] = ROOT
@@ -75,7 +87,7 @@ def main() -> None:
                 else:
                     py = os.path.join(home, "venv_kue_core/bin/python")
                     argv = [py, "bench_kue_core.py", "--workloads", args.workloads, *common]
-                    env = KUE[system]
+                    env = _env(system)
                 print(f"round {r}: {system}", file=sys.stderr, flush=True)
                 _flush(home)
                 _run(argv, env, home, out, r)
@@ -89,7 +101,7 @@ def main() -> None:
                     _run(["node", js, *many], {"BULLMQ_PROCESSES": p}, home, out, r)
                 else:
                     py = os.path.join(home, "venv_kue_core/bin/python")
-                    env = {**KUE[system], "KUE_BENCH_PROCESSES": p}
+                    env = {**_env(system), "KUE_BENCH_PROCESSES": p}
                     _run([py, "bench_kue_core.py", *many], env, home, out, r)
     finally:
         subprocess.run(["./redis_ctl.sh", "stop"], cwd=home, check=False, stdout=subprocess.DEVNULL)
@@ -101,10 +113,11 @@ def summarize(path: str) -> None:
     with open(path) as f:
         for line in f:
             rec = json.loads(line)
-            system = rec["system"]
+            system, at, variant = rec["system"].partition("@")
             many = system.rsplit("_p", 1)
             base = many[0] if len(many) == 2 and many[1].isdigit() else system
             workload = rec["workload"] + (f" ({many[1]} processes)" if base != system else "")
+            base += at + variant
             base = "bullmq" if base.startswith("bullmq") else base
             figures = rows.setdefault((workload, base), {})
             for name in ("jobs_per_s", "p50_ms", "p99_ms", "redis_cpu_us_per_job"):

@@ -193,6 +193,9 @@ BURST_FOLLOW = 10_000
 
 #: Seconds ``queue.shutdown()`` lets running handlers finish before giving their jobs back.
 SHUTDOWN_TIMEOUT = 10.0
+#: The longest shutdown waits for the jobs a worker claimed ahead to go back (s); past it,
+#: their leases give them back.
+STOP_GIVE_BACK = 5.0
 
 #: Seconds a ``def`` handler whose attempt was ended from outside (ttl, lost lease, cancel)
 #: gets to return by itself before its slot goes on in a new thread.

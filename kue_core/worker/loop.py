@@ -184,6 +184,10 @@ class EventLoop:
         """Run ``coro`` on the loop, from any thread."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
+    def here(self) -> bool:
+        """Whether the caller runs on the loop's thread."""
+        return threading.current_thread() is self._thread
+
     def soon(self, fn: Any, *args: Any) -> None:
         """Call ``fn(*args)`` on the loop, from any thread."""
         self.loop.call_soon_threadsafe(fn, *args)

@@ -178,7 +178,7 @@ class Serving:
         """Run the handler on one claimed job; report how it ended, unless the attempt was
         ended elsewhere first; return the next job claimed in the same call. Traced, when
         traces are on (see :mod:`kue_core.tracing`)."""
-        if self._stale(slot, job_id, fields):
+        if self._state.ended_before(job_id, fields) or self._stale(slot, job_id, fields):
             return None
         if not tracing.enabled:
             return self._attempt(slot, job_id, fields, None)

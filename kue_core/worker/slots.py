@@ -41,6 +41,8 @@ class Slot:
     held_back: bool = False  # a stuck handler holds the slot: too many threads left behind
     #: When the slot last asked for a job (monotonic and wall clock, s): see Serving._stale.
     asked: tuple[float, float] = (0.0, 0.0)
+    #: The loop runtime's: its last handler returned quickly, so it claims ahead (see tasks.py).
+    quick: bool = False
 
     @property
     def in_thread(self) -> bool:

@@ -12,6 +12,7 @@ thread-safe)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
     from ..store.events import EventBus
 
 log = logging.getLogger(__name__)
+
+#: How many attempts ended by hand before they began a process remembers (see
+#: ``WorkerState.ended_early``): more than a process has claimed ahead at once.
+_ENDED_EARLY = 256
 
 
 class Owner(isolation.Owner, promoter.Owner, Protocol):
@@ -148,6 +153,9 @@ class WorkerState:
         self.attempts: dict[tuple[int, str], Attempt] = {}
         #: Threads whose handler outlived its attempt, still running.
         self.abandoned = 0
+        #: Attempts ended by hand (cancelled, moved) before they began here, a job claimed
+        #: ahead (see kue_core.worker.tasks) say: then not run. The latest ``_ENDED_EARLY``.
+        self.ended_early: collections.OrderedDict[tuple[int, str], None] = collections.OrderedDict()
         #: Set once the workers shut down: no more claims.
         self.stopping = threading.Event()
         #: The types paused in this process only: each event is set on resume.
@@ -166,6 +174,24 @@ class WorkerState:
         self.bell = Bell()
         self._repeats = Repeats()  # the Redis errors logged, counted when they repeat
         self._stop_asked = False  # a stop request came, or another process took the id
+
+    def end_early(self, job_id: int, token: str) -> None:
+        """An attempt not running here was ended by hand: see ``ended_early``."""
+        with self.lock:
+            self.ended_early[job_id, token] = None
+            if len(self.ended_early) > _ENDED_EARLY:
+                self.ended_early.popitem(last=False)
+
+    def ended_before(self, job_id: int, fields: dict[str, str]) -> bool:
+        """Whether a claimed job's attempt was ended by hand before it began here: then it
+        is not run (see ``ended_early``)."""
+        if not self.ended_early:
+            return False
+        with self.lock:
+            ended = self.ended_early.pop((job_id, fields.get("lease", "")), False) is None
+        if ended:
+            log.info("job %d: ended by hand before it began here: not run", job_id)
+        return ended
 
     def info(self, adding: Sequence[Slot] = ()) -> dict[str, Any]:
         """What this process tells others about itself (see ``Queue.workers()``), with the

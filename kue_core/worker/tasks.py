@@ -10,9 +10,11 @@ thread pool, so their Python stays off the loop."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import defaults, tracing
@@ -35,6 +37,23 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: A slot whose last handler returned within this long (s) claims its next job while the
+#: job it runs now runs: the reply is there when the handler returns, and a job costs no
+#: round trip of its own. Measured with one slot of no-op handlers (see dispatch.py).
+QUICK_S = 0.005
+#: The longest a job claimed ahead waits behind a handler that turned out slow: then it is
+#: given back (no attempt counted), for another slot or process to run.
+HOLD_S = 0.02
+
+
+@dataclass(eq=False)
+class Ahead:
+    """A slot's job claimed ahead: the claim's task (a completion's, which claims in the
+    same call, or a claim's), the types it asked for, and when."""
+
+    claim: asyncio.Future[Claim]
+    asked: tuple[float, float]
+
 
 class LoopServing:
     """The slots' tasks of :class:`kue_core.worker.workers.Workers` with ``runtime="loop"``:
@@ -54,6 +73,8 @@ class LoopServing:
         self._dispatch = Dispatcher(loop.transport, queue.keys, state.id, state.lease_ms)
         self._waiting = Waiting(loop.transport)
         self._stopping = asyncio.Event()  # state.stopping, as the loop's tasks await it
+        self._letting_go: set[asyncio.Future[None]] = set()  # give-backs on their way
+        self._lines: dict[str, collections.deque[Ahead]] = {}  # by slot name: see _work
         self.id = state.id
         self.lease_ms = state.lease_ms
 
@@ -67,8 +88,20 @@ class LoopServing:
 
     def stop(self) -> None:
         """Tell the slots' tasks that the workers stop (``state.stopping`` is set): one
-        pausing after an error goes on at once, to its end."""
-        self._loop.soon(self._stopping.set)
+        pausing after an error goes on at once, to its end; the jobs claimed ahead go back
+        now, whatever the handlers still running do (waited for a few seconds at most)."""
+        done = self._loop.submit(self._stop())
+        if not self._loop.here():
+            with contextlib.suppress(Exception):  # reported; their leases give them back
+                done.result(defaults.STOP_GIVE_BACK)
+
+    async def _stop(self) -> None:
+        self._stopping.set()
+        held: collections.deque[Ahead] = collections.deque()
+        for line in self._lines.values():
+            held.extend(line)
+            line.clear()
+        await self._let_go(held)
 
     def alive(self) -> list[Slot]:
         """The slots whose task still runs."""
@@ -94,8 +127,12 @@ class LoopServing:
             except Exception as e:  # the first job will try again, and fail if it cannot
                 state.report(e)
         nxt: Claim = None  # a job claimed by the last report, in the same call
+        line: collections.deque[Ahead] = collections.deque()  # jobs claimed ahead, in turn
+        self._lines[slot.name] = line
         while not state.stopping.is_set() and slot.turn == turn:
             order: list[str] = []
+            if line and not isinstance(nxt, tuple):  # the next job claimed ahead
+                nxt = await self._ahead(slot, line)
             if not isinstance(nxt, tuple):  # else a job claimed in the last report's call
                 order = self._order(slot)
                 if not order:  # paused in this process only
@@ -111,7 +148,7 @@ class LoopServing:
                 if isinstance(claimed, tuple) and claimed[1].get("type") in state.held:
                     await self._give_back(claimed)  # paused here while the claim was on its way
                 elif isinstance(claimed, tuple):
-                    nxt = await self._run(slot, *claimed)
+                    nxt = await self._run(slot, *claimed, line)
                 else:
                     await self._idle(slot, order, claimed)
                 pauses.reset()
@@ -122,6 +159,7 @@ class LoopServing:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), pauses.next())
         await self._give_back(nxt)  # a job claimed as the slot stopped, if any
+        await self._let_go(line)
         if slot.turn != turn:
             with state.lock:
                 state.abandoned -= 1
@@ -142,6 +180,42 @@ class LoopServing:
                 await self._redis.call(release)
             except Exception as e:  # the lease gives it back later
                 self._state.report(e)
+
+    async def _ahead(self, slot: Slot, line: collections.deque[Ahead]) -> Claim:
+        """The first job claimed ahead in ``line``, if any."""
+        while line:
+            ahead = line.popleft()
+            try:
+                claimed = await ahead.claim
+            except Exception as e:  # the call's jobs come back by their lease
+                self._state.report(e)
+                continue
+            if isinstance(claimed, tuple):
+                slot.asked = ahead.asked
+                return claimed
+        return None
+
+    async def _let_go(self, line: collections.deque[Ahead]) -> None:
+        """Give back the jobs claimed ahead in ``line`` (emptied): the slot stops, or its
+        handler turned out slow."""
+        while line:
+            claim = line.popleft().claim
+            try:
+                claimed = await claim
+            except Exception as e:  # its call failed: the jobs in it come back by their lease
+                self._state.report(e)
+                continue
+            await self._give_back(claimed)
+
+    def _claim_ahead(self, slot: Slot, line: collections.deque[Ahead]) -> None:
+        """While a quick slot's handler runs, its next job is claimed (see ``QUICK_S``)."""
+        alone = self._dispatch.company == 1
+        if line or not alone or not slot.quick or self._state.stopping.is_set():
+            return
+        order = self._order(slot)
+        if order:
+            asked = clock()
+            line.append(Ahead(asyncio.ensure_future(self._claim(order)), asked))
 
     def _order(self, slot: Slot) -> list[str]:
         """The types the slot claims from next, in order, leaving out those paused here."""
@@ -169,16 +243,20 @@ class LoopServing:
 
         await self._waiting.wait(lists, timeout, blocked)
 
-    async def _run(self, slot: Slot, job_id: int, fields: dict[str, str]) -> Claim:
+    async def _run(
+        self, slot: Slot, job_id: int, fields: dict[str, str], line: collections.deque[Ahead]
+    ) -> Claim:
         """Run the handler on one claimed job; report how it ended, unless the attempt was
         ended elsewhere first; return the next job claimed in the same call. Traced, when
         traces are on (see :mod:`kue_core.tracing`)."""
+        if self._state.ended_before(job_id, fields):
+            return None
         if await self._stale(slot, job_id, fields):
             return None
         if not tracing.enabled:
-            return await self._attempt(slot, job_id, fields, None)
+            return await self._attempt(slot, job_id, fields, line, None)
         with tracing.consuming(job_id, fields.get("type", ""), fields) as span:
-            return await self._attempt(slot, job_id, fields, span)
+            return await self._attempt(slot, job_id, fields, line, span)
 
     async def _stale(self, slot: Slot, job_id: int, fields: dict[str, str]) -> bool:
         """Whether a job claimed for ``slot`` is another worker's by now (see
@@ -237,7 +315,12 @@ class LoopServing:
                 me.uncancel()
 
     async def _attempt(
-        self, slot: Slot, job_id: int, fields: dict[str, str], span: Span | None
+        self,
+        slot: Slot,
+        job_id: int,
+        fields: dict[str, str],
+        line: collections.deque[Ahead],
+        span: Span | None,
     ) -> Claim:
         state = self._state
         job = Job.from_hash(self.queue, job_id, fields)
@@ -250,7 +333,14 @@ class LoopServing:
             slot.attempt = attempt
         if attempt.deadline is not None:
             state.bell.ring()  # the keeper watches the deadline
+        self._claim_ahead(slot, line)
+        hold = None
+        if line:  # a job waits behind this one: given back if this one turns out slow
+            hold = asyncio.get_running_loop().call_later(HOLD_S, self._slow, slot, line)
         outcome = await self._handle(slot, attempt, fields)
+        slot.quick = time.monotonic() - attempt.began < QUICK_S
+        if hold is not None:
+            hold.cancel()
         with state.lock:  # the handler returned: this slot is not stuck, and it is not running
             if slot.attempt is attempt:
                 slot.attempt, slot.held_back = None, False
@@ -268,16 +358,23 @@ class LoopServing:
             state.may_retry(job_id)
             await self._redis.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
             return None
+        # The report claims the slot's next job in the same call, or the one after it when
+        # the next is claimed ahead already.
         order = [] if state.stopping.is_set() else self._order(slot)
-        slot.asked = clock()  # the report claims the slot's next job in the same call
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
-            ended, claimed = await self._dispatch.complete(
-                job_id, attempt.token, outcome.result, order
-            )
-            if ended.tally is not None:  # see kue_core.features.tally
-                state.tally.add(job.type, *ended.tally)
-            return claimed
+            pipelined = bool(line and slot.quick and order)
+            if line and not pipelined:
+                order = []
+            report = self._complete(job_id, job.type, attempt.token, outcome.result, order)
+            if pipelined:  # the next job runs while this call is away
+                line.append(Ahead(asyncio.ensure_future(report), clock()))
+                return None
+            slot.asked = clock()
+            return await report
+        if line:
+            order = []
+        slot.asked = clock()
         nxt: Next | None = (self.id, self.lease_ms, order) if order else None
         delay = retry_delay(job, outcome.no_retry)
         if delay >= 0:  # it may come back later: before the report, as a burst reads it
@@ -287,3 +384,21 @@ class LoopServing:
         told = failed_text(job, ended.outcome, delay)
         log.info("job %d (%s) %s: %s", job_id, job.type, told, outcome.message)
         return ended.next_job
+
+    async def _complete(
+        self, job_id: int, job_type: str, token: str, result: str, order: list[str]
+    ) -> Claim:
+        """Report the attempt done; the next job claimed from ``order`` in the same call."""
+        ended, claimed = await self._dispatch.complete(job_id, token, result, order)
+        if ended.tally is not None:  # see kue_core.features.tally
+            self._state.tally.add(job_type, *ended.tally)
+        return claimed
+
+    def _slow(self, slot: Slot, line: collections.deque[Ahead]) -> None:
+        """A handler with a job claimed ahead behind it passed ``HOLD_S``: the job goes back."""
+        slot.quick = False
+        held = collections.deque(line)
+        line.clear()
+        task = asyncio.ensure_future(self._let_go(held))
+        self._letting_go.add(task)
+        task.add_done_callback(self._letting_go.discard)

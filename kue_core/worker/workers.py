@@ -287,8 +287,9 @@ class Workers:
             return
         with state.lock:
             attempt = state.attempts.get((message["id"], message["lease"]))
-        if attempt is None:
-            return  # ended already
+        if attempt is None:  # ended already, or claimed ahead and not begun
+            state.end_early(message["id"], message["lease"])
+            return
         if state.end(attempt, Reason.CANCELLED):  # Redis has it failed or moved already
             log.info("job %d (%s): %s", attempt.job_id, attempt.job.type, message["reason"])
             state.bell.ring()  # the keeper gives a stuck thread slot a new thread now

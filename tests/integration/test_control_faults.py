@@ -69,6 +69,9 @@ def test_cancel_a_running_handler_from_another_process(
     proc = workers.start(kind)
     job = queue.create_job("t", {"block": True}).save()
     wait_for(lambda: _state(queue, job) == "active", timeout=30)
+    if kind == "thread":  # its handler has begun (a job cancelled before is not run at all)
+        started = f"{queue.prefix}:started"
+        wait_for(lambda: queue.client.lrange(started, 0, -1) == [str(job.id)], timeout=10)
     # The running job's lease is renewed (600 ms leases): it would never end on its own.
     cancelled_at = time.monotonic()
     queue.cancel(job.id, "operator")  # type: ignore[arg-type]

@@ -1,0 +1,184 @@
+"""A worker process of one slot on the event loop runtime claims its next job while a quick
+handler runs (``kue_core.worker.tasks``: ``QUICK_S``, ``HOLD_S``): the job claimed ahead runs
+next, goes back when the handler turns out slow, is not run once cancelled, goes back at
+shutdown, and comes back through its lease when the process is killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kue_core import Job, Queue, doctor
+from kue_core.worker import tasks
+from tests.conftest import wait_for
+
+
+@pytest.fixture
+def lq(redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Queue]:
+    # Every handler counts as quick, whatever the machine's load does to its time.
+    monkeypatch.setattr(tasks, "QUICK_S", 60.0)
+    q = Queue(redis_url, prefix=prefix, lease_ms=5000, runtime="loop")
+    yield q
+    q.close()
+
+
+class Blocking:
+    """A handler quick on every job but the one of ``data["i"] == stop``, which waits for
+    ``go``; it records the ids it ran, in order."""
+
+    def __init__(self, stop: int = 2) -> None:
+        self.stop = stop
+        self.ran: list[int] = []
+        self.began = threading.Event()
+        self.go = threading.Event()
+
+    def __call__(self, job: Job) -> None:
+        self.ran.append(job.id)  # type: ignore[arg-type]
+        if job.data["i"] == self.stop:
+            self.began.set()
+            assert self.go.wait(30)
+
+
+def _jobs(q: Queue, n: int) -> list[Job]:
+    return q.save_many([q.create_job("t", {"i": i}) for i in range(n)])
+
+
+def _state(q: Queue, job: Job) -> str:
+    return q.get_job(job.id).state  # type: ignore[arg-type]
+
+
+def test_the_next_job_is_claimed_while_a_quick_one_runs(
+    lq: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tasks, "HOLD_S", 60.0)
+    jobs = _jobs(lq, 5)
+    handler = Blocking()
+    lq.process("t", 1, handler)
+    assert handler.began.wait(15)
+    # Job 2 runs, and job 3 is held ahead for the slot: two active jobs with one slot.
+    wait_for(lambda: _state(lq, jobs[3]) == "active")
+    assert lq.count("active") == 2 and _state(lq, jobs[4]) == "inactive"
+    handler.go.set()
+    wait_for(lambda: lq.count("complete") == 5)
+    assert handler.ran == [j.id for j in jobs]
+    assert all(lq.get_job(j.id).attempts_made == 1 for j in jobs)  # type: ignore[arg-type]
+    assert doctor.check(lq).findings == []
+
+
+def test_a_job_claimed_ahead_goes_back_when_the_handler_is_slow(
+    lq: Queue, redis_url: str, prefix: str
+) -> None:
+    """Behind a handler past ``HOLD_S``, the job claimed ahead waits again, for any worker:
+    here another process's slot runs it while the slow handler still runs."""
+    jobs = _jobs(lq, 5)
+    handler = Blocking()
+    lq.process("t", 1, handler)
+    assert handler.began.wait(15)
+    wait_for(lambda: _state(lq, jobs[3]) == "inactive" and lq.count("active") == 1)
+    history = lq.history(jobs[3].id)  # type: ignore[arg-type]
+    assert any(h.get("released") for h in history), history
+    ran: list[int] = []
+    with Queue(redis_url, prefix=prefix, runtime="loop") as other:
+        other.process("t", 1, lambda j: ran.append(j.id))
+        wait_for(lambda: len(ran) == 2)
+        other.shutdown()
+    assert ran == [jobs[3].id, jobs[4].id]
+    handler.go.set()
+    wait_for(lambda: lq.count("complete") == 5)
+    assert handler.ran == [j.id for j in jobs[:3]]
+    assert lq.get_job(jobs[3].id).attempts_made == 1  # type: ignore[arg-type]
+
+
+def test_a_job_cancelled_while_claimed_ahead_is_not_run(
+    lq: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tasks, "HOLD_S", 60.0)
+    jobs = _jobs(lq, 5)
+    handler = Blocking()
+    lq.process("t", 1, handler)
+    assert handler.began.wait(15)
+    wait_for(lambda: _state(lq, jobs[3]) == "active")
+    lease = lq.client.hget(lq.keys.job(jobs[3].id), "lease")  # type: ignore[arg-type]
+    lq.cancel(jobs[3].id, "not wanted")  # type: ignore[arg-type]
+    # The worker hears of it on its control channel, a moment later.
+    state = lq._workers.state  # type: ignore[union-attr]
+    wait_for(lambda: (jobs[3].id, lease) in state.ended_early)
+    handler.go.set()
+    wait_for(lambda: lq.count("complete") == 4)
+    assert jobs[3].id not in handler.ran
+    assert _state(lq, jobs[3]) == "failed"
+    assert doctor.check(lq).findings == []
+
+
+def test_shutdown_gives_back_a_job_claimed_ahead(
+    lq: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tasks, "HOLD_S", 60.0)
+    jobs = _jobs(lq, 5)
+    handler = Blocking()
+    lq.process("t", 1, handler)
+    assert handler.began.wait(15)
+    wait_for(lambda: _state(lq, jobs[3]) == "active")
+    stopping = threading.Thread(target=lq.shutdown, args=(0.2,))
+    stopping.start()
+    stopping.join(30)
+    handler.go.set()
+    assert not stopping.is_alive()
+    # The running job and the one claimed ahead wait again, no attempt counted for either.
+    assert [_state(lq, j) for j in jobs[2:]] == ["inactive"] * 3
+    assert [lq.get_job(j.id).attempts_made for j in jobs[2:4]] == [0, 0]  # type: ignore[arg-type]
+    assert doctor.check(lq).findings == []
+
+
+WORKER = """
+import sys, threading
+from kue_core import Queue
+from kue_core.worker import tasks
+tasks.QUICK_S = tasks.HOLD_S = 600.0  # claims ahead, and holds the job claimed
+queue = Queue(sys.argv[1], prefix=sys.argv[2], lease_ms=800, runtime="loop")
+
+def handler(job):
+    queue.client.rpush(sys.argv[2] + ":ran", job.id)
+    if job.data["i"] == 2:
+        threading.Event().wait()
+
+queue.process("t", 1, handler)
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.mark.slow
+def test_jobs_claimed_ahead_by_a_killed_worker_come_back(queue: Queue, redis_url: str) -> None:
+    """A worker killed (SIGKILL) while it runs one job and holds the next: both come back
+    through their leases and complete elsewhere, once each; the doctor finds nothing."""
+    prefix = queue.prefix
+    jobs = _jobs(queue, 5)
+    argv = [sys.executable, "-c", textwrap.dedent(WORKER), redis_url, prefix]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        wait_for(lambda: queue.client.llen(f"{prefix}:ran") == 3, timeout=30)
+        wait_for(lambda: queue.count("active") == 2, timeout=30)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    ran: list[Any] = []
+    with Queue(redis_url, prefix=prefix, runtime="loop") as other:
+        other.process("t", 2, lambda j: ran.append(j.id))
+        wait_for(lambda: queue.count("complete") == 5, timeout=30)
+        other.shutdown()
+    assert sorted(ran) == [j.id for j in jobs[2:]]
+    found = doctor.check(queue).findings
+    assert [f.kind for f in found] in ([], ["gone-worker"])
