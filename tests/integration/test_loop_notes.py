@@ -92,12 +92,17 @@ def test_progress_and_log_leave_the_loop_to_the_other_slots(
     assert len(writing) > 20, f"{len(writing)} quick jobs ran while the writes were on their way"
 
 
+@pytest.mark.parametrize("middleware", ["none", "def"])
 def test_what_a_handler_wrote_is_in_redis_before_its_job_completes(
-    lq: Queue, monkeypatch: pytest.MonkeyPatch
+    lq: Queue, monkeypatch: pytest.MonkeyPatch, middleware: str
 ) -> None:
     """A handler that reports and returns at once: the completion waits for the writes (slow
-    here), so a reader that sees the job complete sees its progress and its log."""
+    here), so a reader that sees the job complete sees its progress and its log. Also when a
+    ``def`` middleware wraps it (the handler still runs on the loop, the middleware in a
+    thread)."""
     _slow_notes(monkeypatch)
+    if middleware == "def":
+        lq.use(lambda job, call_next: call_next())
     heard: list[tuple[str, int]] = []
     lq.on("job progress", lambda jid, pct, data: heard.append(("progress", jid)))
     lq.on("job complete", lambda jid, result: heard.append(("complete", jid)))
