@@ -165,10 +165,11 @@ def test_a_typed_task_reports_through_current_job(lq: Queue) -> None:
     assert lq.get_log(job.id) == ["fetching https://example.com", "fetched"]  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("how", ["cancel", "ttl"])
+@pytest.mark.parametrize("how", ["cancel", "ttl", "lease lost"])
 def test_a_stopped_attempt_still_raises_stopped(lq: Queue, how: str) -> None:
-    """An ``async def`` handler is cancelled when its attempt is stopped; one that goes on
-    anyway gets ``Stopped`` from its progress and log calls, awaited or not, as before."""
+    """An ``async def`` handler is cancelled when its attempt is stopped (cancelled, past its
+    ttl, its lease lost: here, the job moved away with ``force``); one that goes on anyway
+    gets ``Stopped`` from its progress and log calls, awaited or not, as before."""
     raised: list[str] = []
     running = threading.Event()
 
@@ -197,16 +198,23 @@ def test_a_stopped_attempt_still_raises_stopped(lq: Queue, how: str) -> None:
     assert running.wait(10)
     if how == "cancel":
         lq.cancel(job.id)  # type: ignore[arg-type]
+    elif how == "lease lost":
+        lq.move(job.id, "elsewhere", force=True)  # type: ignore[arg-type]
     wait_for(lambda: len(raised) == 4)
     assert raised == ["sync", "sync", "awaited", "awaited"]
-    wait_for(lambda: lq.get_job(job.id).state == "failed")  # type: ignore[arg-type]
+    if how == "lease lost":
+        assert lq.get_job(job.id).type == "elsewhere"  # type: ignore[arg-type]
+    else:
+        wait_for(lambda: lq.get_job(job.id).state == "failed")  # type: ignore[arg-type]
     assert lq.get_log(job.id) == []  # type: ignore[arg-type]
 
 
-def test_a_write_that_fails_is_reported_or_raised(lq: Queue) -> None:
+def test_a_write_that_fails_is_reported_or_raised(redis_url: str, prefix: str) -> None:
     """The job is removed while its handler runs: a write nobody awaits is reported as the
     worker's errors are (the queue's ``error`` listeners); an awaited one raises in the
-    handler. Neither is lost."""
+    handler. Neither is lost. (A long lease: no heartbeat finds the job gone, which would
+    stop the handler first.)"""
+    lq = Queue(redis_url, prefix=prefix, lease_ms=60_000, runtime="loop")
     errors: list[Exception] = []
     lq.on("error", errors.append)
     raised: list[Exception] = []
@@ -223,12 +231,15 @@ def test_a_write_that_fails_is_reported_or_raised(lq: Queue) -> None:
         except JobNotFound as e:
             raised.append(e)
 
-    job = lq.create_job("t").save()
-    lq.process("t", handler)
-    assert running.wait(10)
-    lq.remove(job.id)  # type: ignore[arg-type]
-    removed.set()
-    wait_for(lambda: raised and any(isinstance(e, JobNotFound) for e in errors))
-    assert str(job.id) in str(raised[0])
-    with pytest.raises(JobNotFound):
-        lq.get_job(job.id)  # type: ignore[arg-type]
+    try:
+        job = lq.create_job("t").save()
+        lq.process("t", handler)
+        assert running.wait(10)
+        lq.remove(job.id)  # type: ignore[arg-type]
+        removed.set()
+        wait_for(lambda: raised and any(isinstance(e, JobNotFound) for e in errors))
+        assert str(job.id) in str(raised[0])
+        with pytest.raises(JobNotFound):
+            lq.get_job(job.id)  # type: ignore[arg-type]
+    finally:
+        lq.close()
