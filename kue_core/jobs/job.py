@@ -3,6 +3,7 @@ its reads and writes through the ``Queue`` that made it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -11,9 +12,11 @@ from ..base.states import JobState
 from ..base.values import now_ms, parse_priority, parse_state, to_json, validate_type
 from ..base.values import utf8 as _utf8
 from ..store import calls
+from ..store.calls import Call
 from ..store.events import EventBus, EventStream, Receiver
 from ..store.transport import Transport
 from . import log_lines, ops, record_ops, waiting
+from .notes import Notes
 from .spec import JobSpec
 
 __all__ = ["Job", "parse_priority", "parse_state", "to_json", "validate_type"]
@@ -53,6 +56,9 @@ class Job(JobSpec):
     queue: Host
     # Listeners added before the job has an id.
     _listeners: list[tuple[str, Receiver]] | None = None
+    # Set while an ``async def`` handler runs it on a worker's event loop: where its progress
+    # reports and log lines go there (see kue_core.jobs.notes).
+    _notes: Notes | None = None
 
     def save(self) -> Job:
         """Store the job (or, once saved, its changes); returns it with ``id`` set. With a
@@ -113,7 +119,31 @@ class Job(JobSpec):
         return self
 
     def log(self, fmt: Any, *args: Any) -> Job:
-        """Append a line to the job's log: ``job.log("sent %s to %s", n, to)``."""
+        """Append a line to the job's log: ``job.log("sent %s to %s", n, to)``. In an ``async
+        def`` handler on the worker's event loop it does not wait for Redis (see
+        :meth:`alog`)."""
+        self._write(self._log_call(fmt, args))
+        return self
+
+    async def alog(self, fmt: Any, *args: Any) -> Job:
+        """:meth:`log`, awaited, for an ``async def`` handler: it returns once Redis has the
+        line and raises what writing it raised (``JobNotFound`` once the job is removed, a
+        lost connection). On the worker's event loop it goes in turn with the job's other
+        lines and reports; elsewhere the call runs in a thread (``asyncio.to_thread``)."""
+        await self._awaited(self._log_call(fmt, args))
+        return self
+
+    async def aprogress(self, done: float, total: float, data: Any = None) -> Job:
+        """:meth:`progress` (``done`` of ``total``, ``data`` to listeners too), awaited, for an
+        ``async def`` handler: it returns once Redis has the report, and raises what writing
+        it raised, as :meth:`alog` does."""
+        percent, data_json = self._progress_args(done, total, data)
+        await self._awaited(calls.progress(self.queue.keys, self._saved_id(), percent, data_json))
+        self._progressed(percent, data)
+        return self
+
+    def _log_call(self, fmt: Any, args: tuple[Any, ...]) -> Call[int]:
+        """The script call that appends a log line (checked, and the attempt still running)."""
         self._check_running()
         if not isinstance(fmt, str):
             line = to_json(fmt, "log")
@@ -129,8 +159,23 @@ class Job(JobSpec):
         # line itself: Kue's log is a list of strings (see kue_core.jobs.log_lines).
         attempt = self.attempts_made + 1 if self.state == "active" else None
         stamped = log_lines.stamp(line, now_ms(), attempt)
-        self.queue.scripts.call(calls.log(self.queue.keys, self._saved_id(), stamped))
-        return self
+        return calls.log(self.queue.keys, self._saved_id(), stamped)
+
+    def _write(self, call: Call[Any]) -> None:
+        """Run a progress or log call: handed to the worker's event loop when called on it
+        (a blocking call would hold the loop up), else at once."""
+        notes = self._notes
+        if notes is not None and notes.here():
+            notes.send(call)
+        else:
+            self.queue.scripts.call(call)
+
+    async def _awaited(self, call: Call[Any]) -> None:
+        notes = self._notes
+        if notes is not None and notes.here():
+            await notes.wait(call)
+        else:
+            await asyncio.to_thread(self.queue.scripts.call, call)
 
     def history(self) -> list[dict[str, Any]]:
         """The job's recent transitions, oldest first."""
@@ -166,9 +211,7 @@ class Job(JobSpec):
         return self
 
     def _report(self, percent: int, data_json: str) -> None:
-        self.queue.scripts.call(
-            calls.progress(self.queue.keys, self._saved_id(), percent, data_json)
-        )
+        self._write(calls.progress(self.queue.keys, self._saved_id(), percent, data_json))
 
     def _retag(self, what: str, tags: list[str] | None = None) -> Any:
         return self.queue.scripts.drive(

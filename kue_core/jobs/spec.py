@@ -144,18 +144,26 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         """Record ``done`` of ``total`` (as a percentage); ``data`` goes to listeners too."""
         if done is _UNSET:
             return self._progress
+        percent, data_json = self._progress_args(done, total, data)
+        self._report(percent, data_json)
+        self._progressed(percent, data)
+        return self
+
+    def _progress_args(self, done: Any, total: Any, data: Any) -> tuple[int, str]:
+        """A report's percentage and data (JSON), checked (and the attempt still running)."""
         self._check_running()
         checks.number(done, "progress done", 0)
         if checks.number(total, "progress total") <= 0:
             raise InvalidJob(f"progress total must be above 0, got {total!r}")
         percent = min(100, int(done * 100 / total))
-        data_json = "" if data is None else to_json(data, "progress data")
-        self._report(percent, data_json)
+        return percent, "" if data is None else to_json(data, "progress data")
+
+    def _progressed(self, percent: int, data: Any) -> None:
+        """The job's fields as a report has set them."""
         self._progress = percent
         if data is not None:
             self.progress_data = data
             self._has_progress_data = True
-        return self
 
     def _report(self, percent: int, data_json: str) -> None:
         """Write a progress report of this saved job (a worker's client does)."""

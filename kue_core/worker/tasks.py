@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from .. import defaults, tracing
 from ..base.retry import Pauses
 from ..jobs.job import Job, to_json
+from ..jobs.notes import Notes
 from ..store import calls
 from ..store.calls import Claim, Held, Holder, Next, Waits
 from . import middleware as mw
@@ -324,6 +325,7 @@ class LoopServing:
     ) -> Claim:
         state = self._state
         job = Job.from_hash(self.queue, job_id, fields)
+        job._notes = Notes(self._loop.loop, self._redis, state.report)  # see kue_core.jobs.notes
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
         started_at = job.started_at or 0
@@ -341,6 +343,8 @@ class LoopServing:
         slot.quick = time.monotonic() - attempt.began < QUICK_S
         if hold is not None:
             hold.cancel()
+        if job._notes.pending:  # what the handler wrote goes before how its attempt ended
+            await job._notes.sent()
         with state.lock:  # the handler returned: this slot is not stuck, and it is not running
             if slot.attempt is attempt:
                 slot.attempt, slot.held_back = None, False

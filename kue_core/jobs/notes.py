@@ -1,0 +1,81 @@
+"""Where a job's progress reports and log lines go while its ``async def`` handler runs on a
+worker's event loop (``Queue(runtime="loop")``).
+
+A blocking call there would hold up the whole process for a round trip: every other slot, the
+heartbeats and the claims. So ``job.progress()`` and ``job.log()``, called on the loop, hand
+their script call to the loop's own connection and return at once; ``await job.aprogress()``
+and ``await job.alog()`` hand it over the same way and wait for Redis's reply.
+
+The writes go out in the order they were made: each is a task of the loop, and the loop starts
+its tasks in order, each writing to the one pipelined connection. The worker waits for them
+(:meth:`Notes.sent`) before it reports how the attempt ended, so that what a handler wrote
+before it returned is in Redis before its job completes or fails. A write that fails and that
+nobody awaits is reported as the worker's other errors are (its log, and the queue's
+``error`` listeners); an awaited one raises in the handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from ..store.aio_transport import AsyncTransport
+from ..store.calls import Call
+
+
+class Notes:
+    """The progress reports and log lines of one attempt on a worker's event loop (see the
+    module doc). ``report`` is told of each write that failed with nobody awaiting it."""
+
+    __slots__ = ("_loop", "_pending", "_redis", "_report")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        transport: AsyncTransport,
+        report: Callable[[Exception], Any],
+    ) -> None:
+        self._loop = loop
+        self._redis = transport
+        self._report = report
+        self._pending: set[asyncio.Task[Any]] = set()
+
+    def here(self) -> bool:
+        """Whether the caller runs on the loop (where a blocking call would hold it up)."""
+        try:
+            return asyncio.get_running_loop() is self._loop
+        except RuntimeError:  # a thread with no loop: a def handler's, say
+            return False
+
+    def send(self, call: Call[Any]) -> None:
+        """Write ``call`` without waiting (on the loop); a failure goes to ``report``."""
+        task = self._loop.create_task(self._redis.call(call))
+        self._pending.add(task)
+        task.add_done_callback(self._sent)
+
+    async def wait(self, call: Call[Any]) -> Any:
+        """Write ``call`` in turn with the others and wait for its reply; its error raises
+        here. A caller cancelled meanwhile (its attempt stopped) leaves the write to finish."""
+        task = self._loop.create_task(self._redis.call(call))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return await asyncio.shield(task)
+
+    @property
+    def pending(self) -> bool:
+        """Whether some write handed over has not been answered yet."""
+        return bool(self._pending)
+
+    async def sent(self) -> None:
+        """Wait until every write handed over so far has its reply (failures reported)."""
+        if self._pending:
+            await asyncio.wait(list(self._pending))
+
+    def _sent(self, task: asyncio.Task[Any]) -> None:
+        self._pending.discard(task)
+        if task.cancelled():  # the loop is closing: the attempt's job comes back by its lease
+            return
+        error = task.exception()
+        if isinstance(error, Exception):
+            self._report(error)
