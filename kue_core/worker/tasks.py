@@ -56,6 +56,14 @@ class Ahead:
     asked: tuple[float, float]
 
 
+class Line(collections.deque[Ahead]):
+    """A slot's jobs claimed ahead, in turn. ``more``: its last job came with others
+    waiting (a report's claim found one), so that claiming ahead is likely to find one too;
+    an idle slot's jobs, which come one by one, are not claimed ahead (a claim for nothing)."""
+
+    more = False
+
+
 class LoopServing:
     """The slots' tasks of :class:`kue_core.worker.workers.Workers` with ``runtime="loop"``:
     :meth:`serve` starts one for a slot; each serves its slot until shutdown, or until the
@@ -75,7 +83,7 @@ class LoopServing:
         self._waiting = Waiting(loop.transport)
         self._stopping = asyncio.Event()  # state.stopping, as the loop's tasks await it
         self._letting_go: set[asyncio.Future[None]] = set()  # give-backs on their way
-        self._lines: dict[str, collections.deque[Ahead]] = {}  # by slot name: see _work
+        self._lines: dict[str, Line] = {}  # by slot name: see _work
         self.id = state.id
         self.lease_ms = state.lease_ms
 
@@ -128,7 +136,7 @@ class LoopServing:
             except Exception as e:  # the first job will try again, and fail if it cannot
                 state.report(e)
         nxt: Claim = None  # a job claimed by the last report, in the same call
-        line: collections.deque[Ahead] = collections.deque()  # jobs claimed ahead, in turn
+        line = Line()  # jobs claimed ahead, in turn
         self._lines[slot.name] = line
         while not state.stopping.is_set() and slot.turn == turn:
             order: list[str] = []
@@ -145,6 +153,8 @@ class LoopServing:
                 if order:
                     slot.asked = clock()
                 claimed = nxt if order == [] else await self._claim(order)
+                if order == [] and isinstance(claimed, tuple):
+                    line.more = True
                 nxt = None
                 if isinstance(claimed, tuple) and claimed[1].get("type") in state.held:
                     await self._give_back(claimed)  # paused here while the claim was on its way
@@ -182,7 +192,7 @@ class LoopServing:
             except Exception as e:  # the lease gives it back later
                 self._state.report(e)
 
-    async def _ahead(self, slot: Slot, line: collections.deque[Ahead]) -> Claim:
+    async def _ahead(self, slot: Slot, line: Line) -> Claim:
         """The first job claimed ahead in ``line``, if any."""
         while line:
             ahead = line.popleft()
@@ -194,6 +204,7 @@ class LoopServing:
             if isinstance(claimed, tuple):
                 slot.asked = ahead.asked
                 return claimed
+            line.more = False
         return None
 
     async def _let_go(self, line: collections.deque[Ahead]) -> None:
@@ -208,10 +219,12 @@ class LoopServing:
                 continue
             await self._give_back(claimed)
 
-    def _claim_ahead(self, slot: Slot, line: collections.deque[Ahead]) -> None:
-        """While a quick slot's handler runs, its next job is claimed (see ``QUICK_S``)."""
+    def _claim_ahead(self, slot: Slot, line: Line) -> None:
+        """While a quick slot's handler runs, its next job is claimed (see ``QUICK_S``), when
+        jobs were waiting and the process has no other slot (else the slots' calls overlap
+        already: see kue_core.worker.dispatch)."""
         alone = self._dispatch.company == 1
-        if line or not alone or not slot.quick or self._state.stopping.is_set():
+        if line or not line.more or not alone or not slot.quick or self._state.stopping.is_set():
             return
         order = self._order(slot)
         if order:
@@ -244,9 +257,7 @@ class LoopServing:
 
         await self._waiting.wait(lists, timeout, blocked)
 
-    async def _run(
-        self, slot: Slot, job_id: int, fields: dict[str, str], line: collections.deque[Ahead]
-    ) -> Claim:
+    async def _run(self, slot: Slot, job_id: int, fields: dict[str, str], line: Line) -> Claim:
         """Run the handler on one claimed job; report how it ended, unless the attempt was
         ended elsewhere first; return the next job claimed in the same call. Traced, when
         traces are on (see :mod:`kue_core.tracing`)."""
@@ -320,7 +331,7 @@ class LoopServing:
         slot: Slot,
         job_id: int,
         fields: dict[str, str],
-        line: collections.deque[Ahead],
+        line: Line,
         span: Span | None,
     ) -> Claim:
         state = self._state
@@ -398,7 +409,7 @@ class LoopServing:
             self._state.tally.add(job_type, *ended.tally)
         return claimed
 
-    def _slow(self, slot: Slot, line: collections.deque[Ahead]) -> None:
+    def _slow(self, slot: Slot, line: Line) -> None:
         """A handler with a job claimed ahead behind it passed ``HOLD_S``: the job goes back."""
         slot.quick = False
         held = collections.deque(line)

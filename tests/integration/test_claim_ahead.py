@@ -182,3 +182,27 @@ def test_jobs_claimed_ahead_by_a_killed_worker_come_back(queue: Queue, redis_url
     assert sorted(ran) == [j.id for j in jobs[2:]]
     found = doctor.check(queue).findings
     assert [f.kind for f in found] in ([], ["gone-worker"])
+
+
+def test_jobs_that_come_one_by_one_are_not_claimed_ahead(
+    lq: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle slot's jobs, saved one at a time, are not claimed ahead: such a claim would
+    find nothing, and cost Redis a call a job."""
+    made: list[tasks.Ahead] = []
+
+    class Counted(tasks.Ahead):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(tasks, "Ahead", Counted)
+    lq.process("t", 1, lambda job: None)
+    for i in range(4):
+        job = lq.create_job("t", {"i": i}).save()
+        wait_for(lambda job=job: _state(lq, job) == "complete")  # type: ignore[misc]
+    assert made == []
+    # A backlog is claimed ahead (the same worker, the same handler).
+    _jobs(lq, 6)
+    wait_for(lambda: lq.count("complete") == 10)
+    assert made
