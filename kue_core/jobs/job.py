@@ -162,13 +162,16 @@ class Job(JobSpec):
         return calls.log(self.queue.keys, self._saved_id(), stamped)
 
     def _write(self, call: Call[Any]) -> None:
-        """Run a progress or log call: handed to the worker's event loop when called on it
-        (a blocking call would hold the loop up), else at once."""
+        """Run a progress or log call: on a worker's event loop (see kue_core.jobs.notes),
+        handed to it without waiting when called on it (a blocking call would hold the loop
+        up), waited for from a ``def`` handler's thread; else at once."""
         notes = self._notes
-        if notes is not None and notes.here():
+        if notes is None:
+            self.queue.scripts.call(call)
+        elif notes.here():
             notes.send(call)
         else:
-            self.queue.scripts.call(call)
+            notes.wait_from_thread(call)
 
     async def _awaited(self, call: Call[Any]) -> None:
         notes = self._notes

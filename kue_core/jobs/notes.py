@@ -6,6 +6,9 @@ heartbeats and the claims. So ``job.progress()`` and ``job.log()``, called on th
 their script call to the loop's own connection and return at once; ``await job.aprogress()``
 and ``await job.alog()`` hand it over the same way and wait for Redis's reply.
 
+A ``def`` handler's calls, made in its own thread, go on the loop's connection too, and wait
+for their reply there (:meth:`Notes.wait_from_thread`): the process has one way into Redis.
+
 The writes go out in the order they were made: each is a task of the loop, and the loop starts
 its tasks in order, each writing to the one pipelined connection. The worker waits for them
 (:meth:`Notes.sent`) before it reports how the attempt ended, so that what a handler wrote
@@ -17,9 +20,12 @@ nobody awaits is reported as the worker's other errors are (its log, and the que
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
+from .. import defaults
+from ..base.errors import ConnectionFailed
 from ..store.aio_transport import AsyncTransport
 from ..store.calls import Call
 
@@ -61,6 +67,19 @@ class Notes:
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         return await asyncio.shield(task)
+
+    def wait_from_thread(self, call: Call[Any]) -> Any:
+        """Write ``call`` from another thread (a ``def`` handler's) on the loop's connection
+        and wait for its reply, which raises here as it would on the blocking client. A loop
+        that has stopped (the workers shut down meanwhile) is a ``ConnectionFailed``."""
+        if self._loop.is_closed() or not self._loop.is_running():
+            raise ConnectionFailed("the worker's event loop has stopped")
+        future = asyncio.run_coroutine_threadsafe(self._redis.call(call), self._loop)
+        try:
+            return future.result(defaults.SOCKET_TIMEOUT)
+        except (concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
+            future.cancel()
+            raise ConnectionFailed("the worker's event loop stopped before the write") from None
 
     @property
     def pending(self) -> bool:

@@ -229,7 +229,7 @@ class LoopServing:
         order = self._order(slot)
         if order:
             asked = clock()
-            line.append(Ahead(asyncio.ensure_future(self._claim(order)), asked))
+            line.append(Ahead(asyncio.get_running_loop().create_task(self._claim(order)), asked))
 
     def _order(self, slot: Slot) -> list[str]:
         """The types the slot claims from next, in order, leaving out those paused here."""
@@ -383,7 +383,7 @@ class LoopServing:
                 order = []
             report = self._complete(job_id, job.type, attempt.token, outcome.result, order)
             if pipelined:  # the next job runs while this call is away
-                line.append(Ahead(asyncio.ensure_future(report), clock()))
+                line.append(Ahead(asyncio.get_running_loop().create_task(report), clock()))
                 return None
             slot.asked = clock()
             return await report
@@ -414,6 +414,6 @@ class LoopServing:
         slot.quick = False
         held = collections.deque(line)
         line.clear()
-        task = asyncio.ensure_future(self._let_go(held))
+        task = asyncio.get_running_loop().create_task(self._let_go(held))
         self._letting_go.add(task)
         task.add_done_callback(self._letting_go.discard)

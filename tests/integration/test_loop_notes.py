@@ -243,3 +243,38 @@ def test_a_write_that_fails_is_reported_or_raised(redis_url: str, prefix: str) -
             lq.get_job(job.id)  # type: ignore[arg-type]
     finally:
         lq.close()
+
+
+def test_a_def_handlers_writes_go_on_the_loops_connection(
+    lq: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``def`` handler's progress and log lines on the loop runtime are written on the
+    loop's connection (one way into Redis), and waited for: in Redis when they return."""
+    on_loop: list[str] = []
+    blocking: list[str] = []
+    real_async, real = AsyncTransport.call, Transport.call
+
+    async def async_call(self: AsyncTransport, c: Any) -> Any:
+        on_loop.append(c.name)
+        return await real_async(self, c)
+
+    def call(self: Transport, c: Any) -> Any:
+        blocking.append(c.name)
+        return real(self, c)
+
+    monkeypatch.setattr(AsyncTransport, "call", async_call)
+    monkeypatch.setattr(Transport, "call", call)
+    seen: list[Any] = []
+
+    def handler(job: Job) -> None:
+        job.progress(1, 2, {"half": True})
+        job.log("halfway")
+        fresh = lq.get_job(job.id)  # type: ignore[arg-type]
+        seen.append((fresh.progress(), fresh.progress_data, lq.get_log(job.id)))  # type: ignore[arg-type]
+
+    lq.process("t", 1, handler)
+    job = lq.create_job("t").save()
+    wait_for(lambda: lq.get_job(job.id).state == "complete")  # type: ignore[arg-type]
+    assert on_loop.count("progress") == 1 and on_loop.count("log") == 1
+    assert "progress" not in blocking and "log" not in blocking
+    assert seen[0][:2] == (50, {"half": True}) and "halfway" in seen[0][2][0]
