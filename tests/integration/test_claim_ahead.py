@@ -5,6 +5,7 @@ shutdown, and comes back through its lease when the process is killed."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -97,20 +98,34 @@ def test_a_job_claimed_ahead_goes_back_when_the_handler_is_slow(
     assert lq.get_job(jobs[3].id).attempts_made == 1  # type: ignore[arg-type]
 
 
+def _async(handler: Blocking) -> Any:
+    """``handler`` as an ``async def`` function: its blocking job awaits ``go`` in a thread."""
+
+    async def run(job: Job) -> None:
+        handler.ran.append(job.id)  # type: ignore[arg-type]
+        if job.data["i"] == handler.stop:
+            handler.began.set()
+            assert await asyncio.to_thread(handler.go.wait, 30)
+
+    return run
+
+
+@pytest.mark.parametrize("kind", ["def", "async"])
 def test_a_job_cancelled_while_claimed_ahead_is_not_run(
-    lq: Queue, monkeypatch: pytest.MonkeyPatch
+    lq: Queue, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     monkeypatch.setattr(tasks, "HOLD_S", 60.0)
     jobs = _jobs(lq, 5)
     handler = Blocking()
-    lq.process("t", 1, handler)
+    lq.process("t", 1, handler if kind == "def" else _async(handler))
     assert handler.began.wait(15)
     wait_for(lambda: _state(lq, jobs[3]) == "active")
-    lease = lq.client.hget(lq.keys.job(jobs[3].id), "lease")  # type: ignore[arg-type]
+    key = (jobs[3].id, lq.client.hget(lq.keys.job(jobs[3].id), "lease"))  # type: ignore[arg-type]
     lq.cancel(jobs[3].id, "not wanted")  # type: ignore[arg-type]
-    # The worker hears of it on its control channel, a moment later.
+    # The worker hears of it on its control channel, a moment later, and notes it for when
+    # the job comes up.
     state = lq._workers.state  # type: ignore[union-attr]
-    wait_for(lambda: (jobs[3].id, lease) in state.ended_early)
+    wait_for(lambda: key in state.ended_early)
     handler.go.set()
     wait_for(lambda: lq.count("complete") == 4)
     assert jobs[3].id not in handler.ran
