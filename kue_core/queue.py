@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable, Sequence
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -30,9 +29,7 @@ from .jobs.log_lines import LogLine
 from .store import calls
 from .store.events import EventBus, EventStream, Receiver
 from .store.transport import Transport
-from .worker import identity
-from .worker import middleware as mw
-from .worker.workers import Workers
+from .worker.state import Owner
 
 _job_id = checks.job_id
 
@@ -76,26 +73,7 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
         runtime: str | None = None,
     ) -> None:
         prefix = connection.queue_prefix(prefix)
-        runtime = runtime or os.environ.get(defaults.RUNTIME_ENV) or "thread"
-        if runtime not in defaults.RUNTIMES:
-            raise InvalidJob(
-                f"runtime must be one of {', '.join(defaults.RUNTIMES)}, got {runtime!r}"
-            )
-        #: How this process's workers run their slots (see kue_core.worker.loop).
-        self.runtime = runtime
-        #: The version this process's workers say they run (deploy markers in the history).
-        self.version = identity.check_version(version)
-        checks.integer(lease_ms, "lease_ms", 10)
-        checks.integer(stall_limit, "stall_limit", 0)
-        self._worker_id = (
-            identity.generated_worker_id() if worker_id is None else pins.check_worker_id(worker_id)
-        )
-        self._made_up_in = os.getpid() if worker_id is None else None
-        self.lease_ms = lease_ms
-        self.stall_limit = stall_limit
-        self._workers: Workers | None = None
-        self._workers_lock = threading.Lock()
-        self._closing: Workers | None = None  # the last workers shut down
+        self._set_up_workers(worker_id, version, lease_ms, stall_limit, runtime)
         self._tasks = {}  # the typed tasks defined on it, by type (see clients/queue_tasks.py)
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
         # Only a client made from a URL is ours to close: the embedded one is shared by every
@@ -116,11 +94,6 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
         self.scripts = Transport(self.client, self.keys, replicas)
         self.events = EventBus(self.client, self.keys.events)
         self.control = Control(self.client, self.keys, self.scripts)
-        self._middleware: tuple[mw.Middleware, ...] = ()
-        #: Set once this process's workers have shut down on a remote request
-        #: (:meth:`stop_worker` from anywhere), or because another process took their worker
-        #: id over while this one was silent past its lease: ``kue worker`` then exits.
-        self.stopped_remotely = threading.Event()
 
     def __repr__(self) -> str:
         return f"<Queue prefix={self.prefix!r}>"
@@ -387,12 +360,6 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
             return self._worker_side().resume_here(job_type)
         return self.scripts.call(calls.resume(self.keys, job_type))
 
-    def _worker_side(self) -> Workers:
-        with self._workers_lock:
-            if self._workers is None:
-                self._workers = Workers(self, self.lease_ms, self.stall_limit, self.runtime)
-            return self._workers
-
     def paused(self) -> list[str]:
         """The paused job types, sorted."""
         return self.scripts.drive(ops.paused(self))
@@ -413,3 +380,7 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
     def off(self, name: str, fn: Receiver) -> Queue:
         self.events.off(name, fn)
         return self
+
+
+if TYPE_CHECKING:  # the worker side gives its workers the queue itself (as their Owner)
+    _owner: type[Owner] = Queue

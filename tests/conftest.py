@@ -6,6 +6,7 @@ touch keys under their own prefix.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -17,6 +18,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -333,6 +335,36 @@ def never(predicate, window: float, interval: float = 0.01) -> bool:  # type: ig
             return False
         time.sleep(interval)
     return not predicate()
+
+
+@contextmanager
+def heard(r: redis.Redis, channel: str, pattern: bool = False) -> Iterator[list[dict]]:
+    """The messages (JSON, read) a subscriber to ``channel`` hears while the block runs, in
+    the order heard; with ``pattern``, ``channel`` is a pattern (``PSUBSCRIBE``). Subscribed
+    before the block starts; a thread of its own reads them."""
+    got: list[dict] = []
+    ps = r.pubsub()
+    if pattern:
+        ps.psubscribe(channel)
+    else:
+        ps.subscribe(channel)
+    assert ps.get_message(timeout=5)["type"] in ("subscribe", "psubscribe")  # type: ignore[index]
+    stop = threading.Event()
+
+    def pump() -> None:
+        while not stop.is_set():
+            m = ps.get_message(timeout=0.05)
+            if m and m["type"] in ("message", "pmessage"):
+                got.append(json.loads(m["data"]))
+
+    t = threading.Thread(target=pump, daemon=True)
+    t.start()
+    try:
+        yield got
+    finally:
+        stop.set()
+        t.join()
+        ps.close()
 
 
 def redis_servers_in(directory: Path) -> list[int]:

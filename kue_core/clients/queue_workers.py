@@ -8,21 +8,26 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self, cast
 
 import redis
 
 from .. import defaults
-from ..base.errors import InvalidWorkerConfig
+from ..base import checks
+from ..base.errors import InvalidJob, InvalidWorkerConfig
+from ..features import pins
 from ..worker import identity, signals
 from ..worker import middleware as mw
 from ..worker.slots import Handler
+from ..worker.state import Owner
 from ..worker.workers import Workers
 
 
 class WorkerMethods:
     """Mixed into ``Queue``: its workers in this process."""
 
+    runtime: str
+    version: str
     lease_ms: int
     stall_limit: int
     stopped_remotely: threading.Event
@@ -33,9 +38,49 @@ class WorkerMethods:
     _workers_lock: threading.Lock
     _closing: Workers | None  # the last workers shut down
 
-    if TYPE_CHECKING:  # Queue's: the workers are given the queue itself
+    def _set_up_workers(
+        self,
+        worker_id: str | None,
+        version: str | None,
+        lease_ms: int,
+        stall_limit: int,
+        runtime: str | None,
+    ) -> None:
+        """The worker side's settings, checked (``Queue``'s arguments of the same names); no
+        worker is made before the first :meth:`process` (or local pause)."""
+        runtime = runtime or os.environ.get(defaults.RUNTIME_ENV) or "thread"
+        if runtime not in defaults.RUNTIMES:
+            raise InvalidJob(
+                f"runtime must be one of {', '.join(defaults.RUNTIMES)}, got {runtime!r}"
+            )
+        #: How this process's workers run their slots (see kue_core.worker.loop).
+        self.runtime = runtime
+        #: The version this process's workers say they run (deploy markers in the history).
+        self.version = identity.check_version(version)
+        checks.integer(lease_ms, "lease_ms", 10)
+        checks.integer(stall_limit, "stall_limit", 0)
+        self._worker_id = (
+            identity.generated_worker_id() if worker_id is None else pins.check_worker_id(worker_id)
+        )
+        self._made_up_in = os.getpid() if worker_id is None else None
+        self.lease_ms = lease_ms
+        self.stall_limit = stall_limit
+        self._workers = None
+        self._workers_lock = threading.Lock()
+        self._closing = None
+        self._middleware = ()
+        #: Set once this process's workers have shut down on a remote request
+        #: (:meth:`stop_worker` from anywhere), or because another process took their worker
+        #: id over while this one was silent past its lease: ``kue worker`` then exits.
+        self.stopped_remotely = threading.Event()
 
-        def _worker_side(self) -> Workers: ...
+    def _worker_side(self) -> Workers:
+        """This process's workers, made at the first call."""
+        with self._workers_lock:
+            if self._workers is None:
+                queue = cast(Owner, self)  # mixed into Queue: the workers are given the queue
+                self._workers = Workers(queue, self.lease_ms, self.stall_limit, self.runtime)
+            return self._workers
 
     def process(
         self,

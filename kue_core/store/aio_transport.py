@@ -36,7 +36,7 @@ from .recovery import (
     settled,
     unreachable,
 )
-from .wire import pack, pack_batch, wait
+from .wire import pack, pack_batch, token_to_put_back, wait, wait_command
 
 T = TypeVar("T")
 
@@ -136,19 +136,13 @@ class AsyncTransport:
         connection of its own for the wait (not counted among the calls at once):
         ``blocked(client_id)`` as it starts, so that ``CLIENT UNBLOCK`` ends it early. True if
         woken by a token."""
-        seconds = max(timeout, 0.001)  # 0 would block for ever
-        if len(lists) == 1 and lists[0][1]:
-            key = lists[0][0]
-            block = pack("BLMOVE", key, key, "RIGHT", "LEFT", seconds)
-        else:
-            block = pack("BLPOP", *(key for key, _ in lists), seconds)
         pool = self._client.connection_pool
         try:
             conn = await pool.get_connection()  # type: ignore[no-untyped-call]
         except ConnectionError as e:
             raise lost(e) from e
         try:
-            await conn.send_packed_command(pack("CLIENT", "ID") + block)
+            await conn.send_packed_command(wait_command(lists, timeout))
             blocked(int(await conn.read_response()))
             reply = await conn.read_response()
         except BaseException as e:
@@ -158,10 +152,9 @@ class AsyncTransport:
             raise
         finally:
             await pool.release(conn)
-        if isinstance(reply, list):
-            key = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
-            if dict(lists).get(key):
-                await self._pipe.exchange(pack("LPUSH", key, reply[1]), 1)  # not ours to take
+        back = token_to_put_back(lists, reply)
+        if back is not None:
+            await self._pipe.exchange(pack("LPUSH", *back), 1)  # not ours to take
         return reply is not None
 
     async def close(self) -> None:

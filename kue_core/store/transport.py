@@ -40,7 +40,7 @@ from .recovery import (
     settled,
     unreachable,
 )
-from .wire import pack, pack_batch, wait
+from .wire import pack, pack_batch, token_to_put_back, wait, wait_command
 
 T = TypeVar("T")
 
@@ -136,23 +136,16 @@ class Transport:
         ``blocked(client_id)`` is called as the wait starts, so that another connection can
         end it early with ``CLIENT UNBLOCK``. True if woken by a token."""
         conn = self._connection()
-        seconds = max(timeout, 0.001)  # 0 would block for ever
-        if len(lists) == 1 and lists[0][1]:
-            key = lists[0][0]
-            block = pack("BLMOVE", key, key, "RIGHT", "LEFT", seconds)
-        else:
-            block = pack("BLPOP", *(key for key, _ in lists), seconds)
         try:
-            self._send(conn, pack("CLIENT", "ID") + block)
+            self._send(conn, wait_command(lists, timeout))
             blocked(int(read_reply(conn)))
             reply = read_reply(conn)
         except BaseException:
             conn.disconnect()  # type: ignore[no-untyped-call]
             raise
-        if isinstance(reply, list):
-            key = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
-            if dict(lists).get(key):
-                self._client.lpush(key, reply[1])  # not ours to take
+        back = token_to_put_back(lists, reply)
+        if back is not None:
+            self._client.lpush(*back)  # not ours to take
         return reply is not None
 
     # -- the I/O behind them ----------------------------------------------------------------

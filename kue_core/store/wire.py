@@ -38,3 +38,26 @@ def pack_batch(
     if waits:
         packed += wait(replicas)
     return packed, waits
+
+
+def wait_command(lists: Sequence[tuple[str, bool]], timeout: float) -> bytes:
+    """A worker's wait on its wake-up ``lists`` (key, whether its token is left there) for
+    ``timeout`` seconds, packed after ``CLIENT ID`` (the first reply, for ``CLIENT UNBLOCK``):
+    ``BLMOVE`` of the list onto itself for one list that keeps its token, else ``BLPOP``."""
+    seconds = max(timeout, 0.001)  # 0 would block for ever
+    if len(lists) == 1 and lists[0][1]:
+        key = lists[0][0]
+        block = pack("BLMOVE", key, key, "RIGHT", "LEFT", seconds)
+    else:
+        block = pack("BLPOP", *(key for key, _ in lists), seconds)
+    return pack("CLIENT", "ID") + block
+
+
+def token_to_put_back(lists: Sequence[tuple[str, bool]], reply: Any) -> tuple[str, Any] | None:
+    """After the wait of :func:`wait_command` replied ``reply``: the list and token that
+    ``BLPOP`` took from a list whose token is left there (not ours to take: claims take
+    them), to be pushed back; None when there is none."""
+    if not isinstance(reply, list):
+        return None
+    key = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
+    return (key, reply[1]) if dict(lists).get(key) else None

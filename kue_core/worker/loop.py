@@ -16,6 +16,7 @@ import collections
 import concurrent.futures
 import contextlib
 import contextvars
+import itertools
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -65,6 +66,9 @@ class Handoff:
         self._threads: list[threading.Thread] = []
         self._closing = False
         self._watching = False  # a look at the calls waiting is due on the loop
+        #: The first calls waiting that had a thread woken for them (by a look, which wakes
+        #: no other for them): threads take calls first in, first out.
+        self._covered = 0
         self._ended: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
         self._told = False  # the loop has been woken for the calls ended since it looked
 
@@ -100,16 +104,21 @@ class Handoff:
         thread.start()
 
     def _watch(self) -> None:
-        """On the loop: a thread more for each call that has waited too long."""
+        """On the loop: a thread more for each call that has waited too long; the next look
+        when the oldest call with no thread woken for it will have, none if there is none
+        (the next :meth:`run` makes one)."""
         with self._lock:
-            stale = time.monotonic() - STALE_S
-            for handed_at, *_ in self._calls:
+            now = time.monotonic()
+            stale = now - STALE_S
+            nxt = None
+            for handed_at, *_ in itertools.islice(self._calls, self._covered, None):
                 if handed_at > stale:
+                    nxt = handed_at + STALE_S - now
                     break
                 self._wake()
-            waiting = bool(self._calls)
-        if waiting:
-            self._loop.call_later(STALE_S, self._watch)
+                self._covered += 1
+        if nxt is not None:
+            self._loop.call_later(nxt, self._watch)
         else:
             self._watching = False
 
@@ -118,6 +127,8 @@ class Handoff:
         while True:
             with self._lock:
                 call = self._calls.popleft() if self._calls else None
+                if call is not None and self._covered:
+                    self._covered -= 1
                 if call is None:
                     if self._closing:
                         return

@@ -247,17 +247,15 @@ def test_claims_stop_at_the_first_answer_without_a_job(
     # Fewer waiting than asked: all of them, and no reason.
     batch, _, _ = _compare(queue, twin, r, _plain(3, 2), results, (W, LEASE, 4, ["t"]))
     assert len(batch.jobs) == 1 and batch.why is None
+    # The rest on ``queue`` alone: a paused type "p", and "a" and "b" with a job each.
+    for job_type in ("p", "a", "b"):
+        queue.create_job(job_type).save()
+    queue.pause("p")
     # A paused type: why says so.
-    for q in (queue, twin):
-        q.create_job("p").save()
-        q.pause("p")
     for n in (1, 2):
         batch = queue.scripts.call(calls.complete_batch(queue.keys, [], (W, LEASE, n, ["p"])))
         assert batch.reports == [] and batch.jobs == [] and batch.why == PAUSED
     # Several types, in order: the first with jobs first, then the next.
-    for q in (queue, twin):
-        q.create_job("a").save()
-        q.create_job("b").save()
     batch = queue.scripts.call(calls.complete_batch(queue.keys, [], (W, LEASE, 3, ["p", "a", "b"])))
     assert [queue.get_job(i).type for i, _ in batch.jobs] == ["a", "b"]
     assert batch.why == calls.Waits((PAUSED, None, None))

@@ -4,16 +4,11 @@ name or by pattern) and sends no more when none has. Feeds are written all the s
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-
 import pytest
 import redis
 
 from kue_core import Queue
-from tests.conftest import on_cluster, wait_for
+from tests.conftest import heard, on_cluster, wait_for
 
 #: lib/events.lua's EVENTS_UNASKED.
 UNASKED = 4
@@ -23,31 +18,6 @@ def _published(r: redis.Redis) -> int:
     """PUBLISH commands this Redis has run (also those from scripts)."""
     stats = r.info("commandstats")
     return int(stats.get("cmdstat_publish", {}).get("calls", 0))
-
-
-@contextmanager
-def _heard(r: redis.Redis, subscribe: Callable[[redis.client.PubSub], None]) -> Iterator[list]:
-    """The messages a subscriber hears while the block runs."""
-    got: list[dict] = []
-    ps = r.pubsub()
-    subscribe(ps)
-    assert ps.get_message(timeout=5)["type"] in ("subscribe", "psubscribe")  # type: ignore[index]
-    stop = threading.Event()
-
-    def pump() -> None:
-        while not stop.is_set():
-            m = ps.get_message(timeout=0.05)
-            if m and m["type"] in ("message", "pmessage"):
-                got.append(json.loads(m["data"]))
-
-    t = threading.Thread(target=pump, daemon=True)
-    t.start()
-    try:
-        yield got
-    finally:
-        stop.set()
-        t.join()
-        ps.close()
 
 
 def test_a_call_with_nobody_listening_sends_its_first_events_only(
@@ -76,13 +46,8 @@ def test_feeds_are_written_whoever_listens(queue: Queue, r: redis.Redis, redis_u
 def test_a_subscriber_hears_every_event(queue: Queue, r: redis.Redis, how: str) -> None:
     channel = f"{queue.prefix}:events"
 
-    def subscribe(ps: redis.client.PubSub) -> None:
-        if how == "channel":
-            ps.subscribe(channel)
-        else:
-            ps.psubscribe(channel[:-1] + "*")
-
-    with _heard(r, subscribe) as got:
+    pattern = how == "pattern"
+    with heard(r, channel[:-1] + "*" if pattern else channel, pattern) as got:
         jobs = queue.save_many([queue.create_job("t", {"n": i}) for i in range(10)])
         wait_for(lambda: len(got) >= 10)
     assert [(e["id"], e["event"]) for e in got] == [(j.id, "enqueue") for j in jobs]

@@ -3,15 +3,12 @@ path in lib/saving.lua (save_plain): it must write exactly what the general path
 
 from __future__ import annotations
 
-import json
-import threading
-
 import redis
 
 from kue_core import Queue
 from kue_core.base.keys import zid
 from kue_core.store import calls
-from tests.conftest import wait_for
+from tests.conftest import heard, wait_for
 
 
 def _layout(r: redis.Redis, prefix: str, job_id: int, jtype: str) -> dict[str, object]:
@@ -32,21 +29,7 @@ def _layout(r: redis.Redis, prefix: str, job_id: int, jtype: str) -> dict[str, o
 def test_the_plain_path_writes_what_the_general_one_does(
     queue: Queue, r: redis.Redis, prefix: str
 ) -> None:
-    got: list[dict] = []
-    ps = r.pubsub()
-    ps.subscribe(f"{prefix}:events")
-    assert ps.get_message(timeout=5)["type"] == "subscribe"  # type: ignore[index]
-    stop = threading.Event()
-
-    def pump() -> None:
-        while not stop.is_set():
-            m = ps.get_message(timeout=0.05)
-            if m and m["type"] == "message":
-                got.append(json.loads(m["data"]))
-
-    t = threading.Thread(target=pump, daemon=True)
-    t.start()
-    try:
+    with heard(r, f"{prefix}:events") as got:
         rows = []
         for options in ({}, {"ttl": 5000, "backoff": True, "once": True}):
             job = queue.create_job('t "q"', {"n": 1}).priority("high")
@@ -83,7 +66,3 @@ def test_the_plain_path_writes_what_the_general_one_does(
         wait_for(lambda: len(got) >= 7)
         expected = {"event": "enqueue", "args": ["enqueue", 't "q"'], "type": 't "q"'}
         assert got == [{"id": i, **expected} for i in [*ids, last]]
-    finally:
-        stop.set()
-        t.join()
-        ps.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -12,30 +11,14 @@ import redis
 from kue_core import InvalidJob, InvalidTransition, JobNotFound, Queue
 from kue_core.base.keys import zid
 from kue_core.store import calls
-from tests.conftest import keys_under, wait_for
+from tests.conftest import heard, keys_under, wait_for
 
 
 @pytest.fixture
 def events(r: redis.Redis, prefix: str) -> Iterator[list[dict]]:
     """Raw messages published on <prefix>:events while the test runs."""
-    got: list[dict] = []
-    ps = r.pubsub()
-    ps.subscribe(f"{prefix}:events")
-    assert ps.get_message(timeout=5)["type"] == "subscribe"  # type: ignore[index]
-    stop = threading.Event()
-
-    def pump() -> None:
-        while not stop.is_set():
-            m = ps.get_message(timeout=0.05)
-            if m and m["type"] == "message":
-                got.append(json.loads(m["data"]))
-
-    t = threading.Thread(target=pump, daemon=True)
-    t.start()
-    yield got
-    stop.set()
-    t.join()
-    ps.close()
+    with heard(r, f"{prefix}:events") as got:
+        yield got
 
 
 def _wait_events(got: list[dict], n: int) -> list[dict]:

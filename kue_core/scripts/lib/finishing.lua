@@ -52,6 +52,23 @@ local function load_for_complete(key)
     'keep_complete', 'dependents', 'group', 'fan_out', 'trail')
 end
 
+-- Store a job (at `key`; `h` as load_for_complete read it) complete with `result` (JSON
+-- text), as complete_job and complete_plain do: state, result, duration, progress, attempts
+-- and, when its claim left a trail with no completion yet, the completion in the trail too.
+-- Returns true when there is no such trail: the completion then goes into its history.
+local function hash_complete(key, h, result, now, duration, attempt)
+  local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
+    'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
+  local trail = h[COMPLETE_TRAIL]
+  trail = trail and not string.find(trail, ',.*,') and trail
+  if trail then
+    fields[13] = 'trail'
+    fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
+  end
+  redis.call('HSET', key, unpack(fields))
+  return not trail
+end
+
 -- Complete active job `id` (stored at `key`; `h` as load_for_complete reads it) with
 -- `result` (JSON text): out of active, its unique key released, counted (unless `tallied`:
 -- the worker process that completed it counts it, see kue_core/features/tally.py), its dependents
@@ -73,18 +90,9 @@ local function complete_job(p, id, key, h, result, now, tallied)
   if h[COMPLETE_REMOVE_ON_COMPLETE] == 'true' then
     delete_job(p, id, jtype, nil)
   else
-    local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
-      'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
-    -- Its claim's trail, with no completion yet: the completion goes there too.
-    local trail = h[COMPLETE_TRAIL]
-    trail = trail and not string.find(trail, ',.*,') and trail
-    if trail then
-      fields[13] = 'trail'
-      fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
-    end
-    redis.call('HSET', key, unpack(fields))
+    local untrailed = hash_complete(key, h, result, now, duration, attempt)
     index_add(p, id, jtype, 'complete', tonumber(h[COMPLETE_PRIORITY]) or 0, 0, 0, now)
-    if not trail then
+    if untrailed then
       history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
         attempt = attempt, duration = duration })
     end
@@ -111,16 +119,7 @@ local function complete_plain(p, id, key, h, result, now, run)
   local attempt = next_attempt(h[COMPLETE_ATTEMPTS], h[COMPLETE_MAX_ATTEMPTS])
   release_unique(p, id, h[COMPLETE_UNIQUE], h[COMPLETE_UNIQUE_MODE])
   publish(p, id, jtype, 'complete', result)
-  local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
-    'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
-  local trail = h[COMPLETE_TRAIL]
-  trail = trail and not string.find(trail, ',.*,') and trail
-  if trail then
-    fields[13] = 'trail'
-    fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
-  end
-  redis.call('HSET', key, unpack(fields))
-  if not trail then
+  if hash_complete(key, h, result, now, duration, attempt) then
     history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
       attempt = attempt, duration = duration })
   end
