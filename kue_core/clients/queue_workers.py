@@ -70,7 +70,7 @@ class WorkerMethods:
         self._closing = None
         self._middleware = ()
         #: Set once this process's workers have shut down on a remote request
-        #: (:meth:`stop_worker` from anywhere), or because another process took their worker
+        #: (``Queue.stop_worker`` from anywhere), or because another process took their worker
         #: id over while this one was silent past its lease: ``kue worker`` then exits.
         self.stopped_remotely = threading.Event()
 
