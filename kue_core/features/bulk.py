@@ -248,20 +248,27 @@ def run(
             members = members[: expect - status["matched"]]
             cursor = 0 if status["matched"] + len(members) >= expect else cursor
         seen.update(members)
-        for start in range(0, len(members), defaults.BULK_BATCH):
-            chunk = members[start : start + defaults.BULK_BATCH]
+        # A walk's step may give more than a batch (ZSCAN's COUNT is a hint: Valkey gives
+        # whole buckets), so the record and its stop are looked at after each batch.
+        batches = [
+            members[i : i + defaults.BULK_BATCH]
+            for i in range(0, len(members), defaults.BULK_BATCH)
+        ]
+        for i, chunk in enumerate(batches or [[]]):
             status["matched"] += len(chunk)
-            status["done"] += yield from _act(keys, action, f, chunk, reason)
-        if cursor == 0:
-            status["state"] = "done"
-        if record:
-            status["updated_at"] = yield from calls.server_now()
-            _, stop = yield read(("HSET", record, *_fields(status)), ("HGET", record, "stop"))
-            if stop and cursor:
-                status["state"] = "stopped"
-                yield read(("HSET", record, "state", "stopped"))
-        if status["state"] != "running":
-            return status
+            if chunk:
+                status["done"] += yield from _act(keys, action, f, chunk, reason)
+            more = cursor != 0 or i < len(batches) - 1
+            if not more:
+                status["state"] = "done"
+            if record:
+                status["updated_at"] = yield from calls.server_now()
+                _, stop = yield read(("HSET", record, *_fields(status)), ("HGET", record, "stop"))
+                if stop and more:
+                    status["state"] = "stopped"
+                    yield read(("HSET", record, "state", "stopped"))
+            if status["state"] != "running":
+                return status
 
 
 def _fields(status: dict[str, Any]) -> list[Any]:

@@ -6,13 +6,13 @@ can be pinned to it), or else one made up, ``host:pid:hex8``. Each
 :class:`~kue_core.worker.workers.Workers` also has an ``instance`` (a uuid4), written with its
 registration, which tells two processes with one id apart:
 
-* at start (:func:`register`), an id that another instance renewed within its lease is
+* at start (:func:`registering`), an id that another instance renewed within its lease is
   refused with :class:`WorkerIdTaken`, unless that process is dead for sure: on this host,
   with no process of its pid, or with this process's pid (an earlier run in a container)
   but none of this process's instances. Then the id is taken over.
 * a process whose id was taken over while it was silent past its lease (SIGSTOP, a long GC, a
   network cut) learns so at its next heartbeat (:func:`taken_over`) and shuts down.
-* shutdown (:func:`leave`) removes the registration only while it is still this instance's.
+* shutdown (:func:`leaving`) removes the registration only while it is still this instance's.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ import uuid
 from ..base.errors import InvalidJob, WorkerIdTaken
 from ..base.keys import Keys
 from ..store import calls
-from ..store.calls import Holder
-from ..store.transport import Transport
+from ..store.calls import Holder, Op
 
 log = logging.getLogger(__name__)
 
@@ -77,15 +76,14 @@ def generated_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def register(
-    scripts: Transport, keys: Keys, worker_id: str, instance: str, lease_ms: int, info: str
-) -> None:
-    """Register ``instance`` under ``worker_id`` before its workers start; ``WorkerIdTaken``
-    when a live process holds the id (see the module docstring)."""
+def registering(keys: Keys, worker_id: str, instance: str, lease_ms: int, info: str) -> Op[None]:
+    """Register ``instance`` under ``worker_id`` before its workers start (an operation
+    either transport drives); ``WorkerIdTaken`` when a live process holds the id (see the
+    module docstring)."""
     with _ours_lock:
         _ours.add(instance)
     start = calls.heartbeat(keys, worker_id, lease_ms, info, [], instance=instance, mode="start")
-    holder = scripts.call(start)
+    holder = yield start
     if not isinstance(holder, Holder):
         return
     if not _dead(holder):
@@ -101,16 +99,13 @@ def register(
         _name(holder),
         (holder.now - holder.heartbeat) / 1000,
     )
-    scripts.call(
-        calls.heartbeat(keys, worker_id, lease_ms, info, [], instance=instance, mode="force")
-    )
+    yield calls.heartbeat(keys, worker_id, lease_ms, info, [], instance=instance, mode="force")
 
 
-def leave(scripts: Transport, keys: Keys, worker_id: str, instance: str, lease_ms: int) -> None:
-    """Remove the registration, unless another instance holds the id now."""
-    scripts.call(
-        calls.heartbeat(keys, worker_id, lease_ms, "", [], instance=instance, mode="leave")
-    )
+def leaving(keys: Keys, worker_id: str, instance: str, lease_ms: int) -> Op[None]:
+    """Remove the registration, unless another instance holds the id now (an operation
+    either transport drives)."""
+    yield calls.heartbeat(keys, worker_id, lease_ms, "", [], instance=instance, mode="leave")
     with _ours_lock:
         _ours.discard(instance)
 

@@ -218,8 +218,10 @@ class EventLoop:
         self.handoff.close()
 
     async def _close(self) -> None:
-        for task in asyncio.all_tasks():
-            if task is not asyncio.current_task():
-                task.cancel()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        if tasks:  # their cleanup (a subscription's close) runs while the loop still does
+            await asyncio.wait(tasks, timeout=1.0)
         await self.transport.close()
         await self.client.aclose()

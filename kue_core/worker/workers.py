@@ -39,23 +39,23 @@ control listener's messages itself. ``Queue`` calls its public methods.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import inspect
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 from ..base import checks
 from ..base.errors import InvalidJob
 from ..features.control import Listener, LoopListener
 from ..store import calls
+from ..store.calls import Call, Op, read
 from . import burst, identity
 from . import middleware as mw
-from .attempt import Reason
+from .attempt import Attempt, Reason
 from .isolation import ISOLATIONS, Child, check_handler
 from .keeper import Keeper
 from .loop import EventLoop
@@ -69,6 +69,8 @@ from .tasks import LoopServing
 __all__ = ["Owner", "Workers"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class Workers:
@@ -100,7 +102,7 @@ class Workers:
         #: Set once :meth:`shutdown` has finished.
         self.closed = threading.Event()
         self._threads: list[threading.Thread] = []  # keeper, promoter
-        self._tasks: list[Future[None]] = []  # the same, as the loop's tasks
+        self._tasks: list[asyncio.Task[None]] = []  # the same, as the loop's tasks
         self._control: Listener | LoopListener | None = None  # this process's control channel
 
     # -- public ---------------------------------------------------------------------------
@@ -138,18 +140,13 @@ class Workers:
             self._control.start()
             info = json.dumps(state.info(slots), separators=(",", ":"))
             try:  # before anything starts: WorkerIdTaken if a live process has the id
-                identity.register(
-                    self.scripts, self.queue.keys, self.id, state.instance, state.lease_ms, info
-                )
+                self._drive(self._starting(info))
             except BaseException:
                 self._control.close()
                 self._control = None
                 raise
         if is_async and isolation == "thread" and self.loop is None:
             self._runner.loop()
-        if first:  # a type paused before the claim read the paused flag gets the flag
-            for paused in self.queue.paused():
-                self.scripts.call(calls.pause(self.queue.keys, paused))
         with state.lock:  # all at once: a heartbeat never tells of half of them
             state.slots.extend(slots)
             for slot in slots:
@@ -249,32 +246,91 @@ class Workers:
             self.serving.join(alive[0], min(left, 0.05))
         with state.lock:
             running = list(state.attempts.values())
-        for attempt in running:
-            if state.end(attempt, Reason.RELEASED):
-                state.safely(
-                    self.scripts.call, calls.release(self.queue.keys, attempt.job_id, attempt.token)
-                )
+        released = [a for a in running if state.end(a, Reason.RELEASED)]
+        if self.loop is None:
+            self._close_threads(released)
+        else:
+            self._close_loop(self.loop, released)
+        self.closed.set()
+
+    def _close_threads(self, released: list[Attempt]) -> None:
+        """The end of :meth:`shutdown` with threads: the jobs given back, the keeper and the
+        promoter stopped, then the last figures and the registration's removal."""
+        state = self.state
+        last = self._last_words(released)
+        for op in last[: len(released)]:
+            state.safely(self.scripts.drive, op)
         self._closing.set()
         state.bell.ring()
-        if self.loop is None:  # wake the promoter's thread (the loop's task is cancelled)
-            state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")
+        state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # the promoter
         self._runner.close()
-        if self.loop is not None:
-            if self._tasks:  # the keeper's last round ends (the promoter is cancelled)
-                with contextlib.suppress(BaseException):
-                    self._tasks[0].result(timeout=5)
-            self.loop.close()
         for thread in self._threads:
             thread.join(timeout=5)
         if self._control is not None:
             self._control.close()
-        for slot in state.slots:
+        self._close_children()
+        for op in last[len(released) :]:
+            state.safely(self.scripts.drive, op)
+
+    def _close_loop(self, loop: EventLoop, released: list[Attempt]) -> None:
+        """The end of :meth:`shutdown` with runtime="loop", on the loop's connection: the
+        keeper's last round ends first, so no heartbeat can follow the registration's
+        removal; then the jobs given back, the last figures, the removal; then the loop
+        closes (the promoter's task is cancelled with it)."""
+        self._closing.set()
+        self.state.bell.ring()
+        self._runner.close()
+        if self._control is not None:
+            self._control.close()
+        self._close_children()
+        if loop.loop.is_running():
+            try:
+                loop.submit(self._leave_async(loop, released)).result(_LAST_WORDS_S)
+            except Exception as e:  # the loop is held (a handler blocks it), or a bug
+                self.state.report(e)
+        loop.close()
+
+    def _close_children(self) -> None:
+        for slot in self.state.slots:
             if slot.child is not None:
                 slot.child.close()
-        state.safely(self.scripts.drive, state.timings.flushing(self.queue.keys))
-        state.safely(self.scripts.drive, state.tally.flushing(self.queue.keys))
-        state.safely(self._deregister)
-        self.closed.set()
+
+    async def _leave_async(self, loop: EventLoop, released: list[Attempt]) -> None:
+        if self._tasks:  # the keeper's last round (the promoter's task ends with the loop)
+            keeper = self._tasks[0]
+            if not (await asyncio.wait([keeper], timeout=_KEEPER_END_S))[0]:
+                keeper.cancel()  # a round stuck on Redis: what it sent goes before the rest
+                await asyncio.wait([keeper], timeout=_KEEPER_END_S)
+        for op in self._last_words(released):
+            try:  # one that fails (Redis is away) leaves the rest to be tried
+                await loop.transport.drive(op)
+            except Exception as e:
+                self.state.report(e)
+
+    def _last_words(self, released: list[Attempt]) -> list[Op[Any]]:
+        """What a worker process says to Redis as it ends: each job it gave back released
+        (not counted as an attempt), its last figures, and its registration removed."""
+        state, keys = self.state, self.queue.keys
+        ops: list[Op[Any]] = [_one(calls.release(keys, a.job_id, a.token)) for a in released]
+        ops += [state.timings.flushing(keys), state.tally.flushing(keys)]
+        ops.append(identity.leaving(keys, self.id, state.instance, state.lease_ms))
+        return ops
+
+    def _starting(self, info: str) -> Op[None]:
+        """What the first :meth:`process` call says to Redis before any slot starts: the
+        registration (``WorkerIdTaken`` if a live process has the id), then the paused flag
+        of every type paused before it, for the claims to read."""
+        state, keys = self.state, self.queue.keys
+        yield from identity.registering(keys, self.id, state.instance, state.lease_ms, info)
+        (paused,) = yield read(("SMEMBERS", keys.paused))
+        for job_type in sorted(paused):
+            yield calls.pause(keys, job_type)
+
+    def _drive(self, op: Op[T]) -> T:
+        """Run ``op`` on the workers' own connection: the event loop's with runtime="loop"."""
+        if self.loop is None:
+            return self.scripts.drive(op)
+        return self.loop.submit(self.loop.transport.drive(op)).result()
 
     def _on_control(self, message: dict[str, Any]) -> None:
         """A message on this process's control channel (see :mod:`kue_core.features.control`),
@@ -309,11 +365,15 @@ class Workers:
 
     def _start_task(self, coro: Coroutine[Any, Any, None]) -> None:
         assert self.loop is not None
-        future = self.loop.submit(coro)
-        future.add_done_callback(self._task_ended)
-        self._tasks.append(future)
 
-    def _task_ended(self, future: Future[None]) -> None:
+        async def start() -> asyncio.Task[None]:
+            task = asyncio.get_running_loop().create_task(coro)
+            task.add_done_callback(self._task_ended)
+            return task
+
+        self._tasks.append(self.loop.submit(start()).result())
+
+    def _task_ended(self, future: asyncio.Future[None]) -> None:
         """A keeper's or promoter's task ended: on a bug, said (it ends with the loop else)."""
         error = None if future.cancelled() else future.exception()
         if isinstance(error, Exception):
@@ -330,7 +390,14 @@ class Workers:
     def _unblock(self, client_id: int) -> None:
         self.state.safely(self.queue.client.client_unblock, client_id)
 
-    def _deregister(self) -> None:
-        identity.leave(
-            self.scripts, self.queue.keys, self.id, self.state.instance, self.state.lease_ms
-        )
+
+#: How long shutdown waits for the keeper's last round, and then for its cancel.
+_KEEPER_END_S = 5.0
+#: How long shutdown waits for its last words on the event loop (see ``Workers._leave_async``).
+_LAST_WORDS_S = 30.0
+
+
+def _one(call: Call[T]) -> Op[T]:
+    """One script call, as an operation."""
+    reply: T = yield call
+    return reply

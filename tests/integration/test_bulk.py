@@ -244,6 +244,21 @@ def test_a_recorded_run_and_its_stop(queue: Queue, r: redis.Redis) -> None:
     assert queue.bulk_status(other)["state"] == "stopped"
 
 
+def test_a_stop_lands_after_the_batch_when_a_step_of_the_walk_gives_more(
+    queue: Queue, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ZSCAN's COUNT is a hint: a small set comes whole in one step (and Valkey gives whole
+    buckets), more than a batch. A stop asked still ends the run after its first batch."""
+    monkeypatch.setattr(defaults, "BULK_BATCH", 10)
+    _failed(queue, 30)  # a small sorted set: one step of the walk gives all 30
+    r.hset(queue.keys.bulk(RUN), mapping={"state": "running", "updated_at": server_ms(r)})
+    assert queue.stop_bulk(RUN)["stopping"] is True
+    got = queue.bulk("remove", {"state": "failed"}, run_id=RUN)
+    assert (got["state"], got["matched"], got["done"]) == ("stopped", 10, 10)
+    assert queue.count("failed") == 20
+    assert queue.bulk_status(RUN)["state"] == "stopped"
+
+
 _KILLED = """
 import sys
 from kue_core import Queue

@@ -81,3 +81,56 @@ def test_a_heartbeat_is_on_time_while_the_slots_are_busy(lq: Queue) -> None:
     got = lq.get_job(long.id)
     assert got is not None and got.result == "done" and got.attempts_made == 1
     assert 0 < lq.count("inactive", "busy") < 3000  # the slots were busy all the while
+
+
+def test_the_start_and_the_last_words_go_on_the_loop(
+    lq: Queue, queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registration and the flags of the types paused before the start, and at shutdown
+    the release of a running job, the last figures and the registration's removal: all on the
+    loop's connection, none on the blocking client. The keeper's last round (a heartbeat held
+    up here as the shutdown begins) ends before the removal, so no heartbeat can write the
+    worker's key back once it is gone."""
+    sent: list[str] = []
+    hold, holding = threading.Event(), threading.Event()
+    real = AsyncTransport.call
+
+    async def call(self: AsyncTransport, c: Any) -> Any:
+        name = f"heartbeat {c.args[2]}" if c.name == "heartbeat" else c.name
+        if name == "heartbeat beat" and hold.is_set() and not holding.is_set():
+            name = "heartbeat held"
+            holding.set()
+            await asyncio.sleep(0.5)  # a round under way as the shutdown goes on
+        sent.append(name)
+        return await real(self, c)
+
+    monkeypatch.setattr(AsyncTransport, "call", call)
+    blocking: list[str] = []
+    for method in ("call", "batch", "drive", "read"):
+        real_method = getattr(lq.scripts, method)
+
+        def spy(*args: Any, _real: Any = real_method, _name: str = method) -> Any:
+            blocking.append(_name)
+            return _real(*args)
+
+        monkeypatch.setattr(lq.scripts, method, spy)
+    queue.pause("held")
+    started = threading.Event()
+
+    async def handler(job: Job) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    job = queue.create_job("t").save()
+    lq.process(["held", "t"], 1, handler)
+    assert sent[:2] == ["heartbeat start", "pause"]
+    assert started.wait(10)
+    hold.set()
+    assert holding.wait(10)  # the keeper beats every 200 ms
+    lq.shutdown(0)
+    assert blocking == []
+    assert sent[-1] == "heartbeat leave"
+    assert sent.index("heartbeat held") < sent.index("release") < len(sent) - 1
+    assert queue.workers() == [] and not queue.client.exists(queue.keys.worker(lq.worker_id))
+    got = queue.get_job(job.id)  # type: ignore[arg-type]
+    assert got is not None and got.state == "inactive" and got.attempts_made == 0

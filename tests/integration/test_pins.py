@@ -201,9 +201,13 @@ def test_the_doctor_finds_and_repairs_pinned_jobs_out_of_their_places(
 
 def test_an_idle_worker_wakes_for_a_job_pinned_to_it(redis_url: str, prefix: str) -> None:
     """Its idle slot waits on its own wake list too: the job starts well within the longest
-    idle wait (IDLE_WAIT), which is how long a slot that missed it would take."""
+    idle wait (IDLE_WAIT), which is how long a slot that missed it would take. (The type has
+    pinned jobs before the slots start, so that they wait on their own lists from the first.
+    The first pinned job of a type wakes the idle slots through the type's list, and a slot
+    between a claim and its wait at that moment may miss it, for IDLE_WAIT at most.)"""
     ran: list[str] = []
     with Queue(redis_url, prefix, worker_id=A) as gpu, Queue(redis_url, prefix) as other:
+        other.create_job("t").only([B]).save()  # no such worker runs: it waits
         other.process("t", 1, lambda job: ran.append("other"))
         gpu.process("t", 1, lambda job: ran.append(A))
         other.create_job("t").save()  # both idle after this one
