@@ -222,8 +222,9 @@ class LoopServing:
     def _claim_ahead(self, slot: Slot, line: Line) -> None:
         """While a quick slot's handler runs, its next job is claimed (see ``QUICK_S``), when
         jobs were waiting and the process has no other slot (else the slots' calls overlap
-        already: see kue_core.worker.dispatch)."""
-        alone = self._dispatch.company == 1
+        already: see kue_core.worker.dispatch). Not for a child process's handler, whose
+        job costs more in its pipes than in a round trip."""
+        alone = self._dispatch.company == 1 and slot.child is None
         if line or not line.more or not alone or not slot.quick or self._state.stopping.is_set():
             return
         order = self._order(slot)
@@ -373,22 +374,21 @@ class LoopServing:
             state.may_retry(job_id)
             await self._redis.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
             return None
-        # The report claims the slot's next job in the same call, or the one after it when
-        # the next is claimed ahead already.
-        order = [] if state.stopping.is_set() else self._order(slot)
+        # The report claims the slot's next job in the same call, or, when the next is
+        # claimed ahead already and the handler was quick, the one after it. The types'
+        # order is asked only for a claim (a round-robin's turn is one a claim).
+        quick = isinstance(outcome, Done) and slot.quick
+        claims = not state.stopping.is_set() and (not line or quick)
+        order = self._order(slot) if claims else []
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
-            pipelined = bool(line and slot.quick and order)
-            if line and not pipelined:
-                order = []
+            pipelined = bool(line and order)
             report = self._complete(job_id, job.type, attempt.token, outcome.result, order)
             if pipelined:  # the next job runs while this call is away
                 line.append(Ahead(asyncio.get_running_loop().create_task(report), clock()))
                 return None
             slot.asked = clock()
             return await report
-        if line:
-            order = []
         slot.asked = clock()
         nxt: Next | None = (self.id, self.lease_ms, order) if order else None
         delay = retry_delay(job, outcome.no_retry)

@@ -210,10 +210,11 @@ def test_a_stopped_attempt_still_raises_stopped(lq: Queue, how: str) -> None:
 
 
 def test_a_write_that_fails_is_reported_or_raised(redis_url: str, prefix: str) -> None:
-    """The job is removed while its handler runs: a write nobody awaits is reported as the
-    worker's errors are (the queue's ``error`` listeners); an awaited one raises in the
-    handler. Neither is lost. (A long lease: no heartbeat finds the job gone, which would
-    stop the handler first.)"""
+    """The job's hash is deleted while its handler runs: a write nobody awaits is reported
+    as the worker's errors are (the queue's ``error`` listeners); an awaited one raises in
+    the handler. Neither is lost. (Deleted by hand, not by ``remove()``, whose stop message
+    could reach the worker first and stop the handler; a long lease: no heartbeat finds the
+    job gone first.)"""
     lq = Queue(redis_url, prefix=prefix, lease_ms=60_000, runtime="loop")
     errors: list[Exception] = []
     lq.on("error", errors.append)
@@ -235,7 +236,7 @@ def test_a_write_that_fails_is_reported_or_raised(redis_url: str, prefix: str) -
         job = lq.create_job("t").save()
         lq.process("t", handler)
         assert running.wait(10)
-        lq.remove(job.id)  # type: ignore[arg-type]
+        lq.client.delete(lq.keys.job(job.id))  # type: ignore[arg-type]
         removed.set()
         wait_for(lambda: raised and any(isinstance(e, JobNotFound) for e in errors))
         assert str(job.id) in str(raised[0])
