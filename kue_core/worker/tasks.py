@@ -14,7 +14,6 @@ import collections
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import defaults, tracing
@@ -24,6 +23,7 @@ from ..jobs.notes import Notes
 from ..store import calls
 from ..store.calls import Claim, Held, Holder, Next, Waits
 from . import middleware as mw
+from .ahead import HOLD_S, QUICK_S, Ahead, Line
 from .attempt import Attempt, Reason
 from .dispatch import Dispatcher
 from .loop import EventLoop
@@ -37,31 +37,6 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
 log = logging.getLogger(__name__)
-
-#: A slot whose last handler returned within this long (s) claims its next job while the
-#: job it runs now runs: the reply is there when the handler returns, and a job costs no
-#: round trip of its own. Measured with one slot of no-op handlers (see dispatch.py).
-QUICK_S = 0.005
-#: The longest a job claimed ahead waits behind a handler that turned out slow: then it is
-#: given back (no attempt counted), for another slot or process to run.
-HOLD_S = 0.02
-
-
-@dataclass(eq=False)
-class Ahead:
-    """A slot's job claimed ahead: the claim's task (a completion's, which claims in the
-    same call, or a claim's), the types it asked for, and when."""
-
-    claim: asyncio.Future[Claim]
-    asked: tuple[float, float]
-
-
-class Line(collections.deque[Ahead]):
-    """A slot's jobs claimed ahead, in turn. ``more``: its last job came with others
-    waiting (a report's claim found one), so that claiming ahead is likely to find one too;
-    an idle slot's jobs, which come one by one, are not claimed ahead (a claim for nothing)."""
-
-    more = False
 
 
 class LoopServing:
