@@ -56,16 +56,25 @@ def _state(q: Queue, job: Job) -> str:
     return q.get_job(job.id).state  # type: ignore[arg-type]
 
 
-def test_the_next_job_is_claimed_while_a_quick_one_runs(
-    lq: Queue, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _held_ahead(
+    lq: Queue, monkeypatch: pytest.MonkeyPatch, kind: str = "def"
+) -> tuple[list[Job], Blocking]:
+    """Five jobs on one slot: job 2 blocks until ``handler.go``, and job 3 is claimed ahead,
+    held behind it (``HOLD_S`` long)."""
     monkeypatch.setattr(tasks, "HOLD_S", 60.0)
     jobs = _jobs(lq, 5)
     handler = Blocking()
-    lq.process("t", 1, handler)
+    lq.process("t", 1, handler if kind == "def" else _async(handler))
     assert handler.began.wait(15)
-    # Job 2 runs, and job 3 is held ahead for the slot: two active jobs with one slot.
     wait_for(lambda: _state(lq, jobs[3]) == "active")
+    return jobs, handler
+
+
+def test_the_next_job_is_claimed_while_a_quick_one_runs(
+    lq: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs, handler = _held_ahead(lq, monkeypatch)
+    # Job 2 runs, and job 3 is held ahead for the slot: two active jobs with one slot.
     assert lq.count("active") == 2 and _state(lq, jobs[4]) == "inactive"
     handler.go.set()
     wait_for(lambda: lq.count("complete") == 5)
@@ -114,12 +123,7 @@ def _async(handler: Blocking) -> Any:
 def test_a_job_cancelled_while_claimed_ahead_is_not_run(
     lq: Queue, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    monkeypatch.setattr(tasks, "HOLD_S", 60.0)
-    jobs = _jobs(lq, 5)
-    handler = Blocking()
-    lq.process("t", 1, handler if kind == "def" else _async(handler))
-    assert handler.began.wait(15)
-    wait_for(lambda: _state(lq, jobs[3]) == "active")
+    jobs, handler = _held_ahead(lq, monkeypatch, kind)
     key = (jobs[3].id, lq.client.hget(lq.keys.job(jobs[3].id), "lease"))  # type: ignore[arg-type]
     lq.cancel(jobs[3].id, "not wanted")  # type: ignore[arg-type]
     # The worker hears of it on its control channel, a moment later, and notes it for when
@@ -136,12 +140,7 @@ def test_a_job_cancelled_while_claimed_ahead_is_not_run(
 def test_shutdown_gives_back_a_job_claimed_ahead(
     lq: Queue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tasks, "HOLD_S", 60.0)
-    jobs = _jobs(lq, 5)
-    handler = Blocking()
-    lq.process("t", 1, handler)
-    assert handler.began.wait(15)
-    wait_for(lambda: _state(lq, jobs[3]) == "active")
+    jobs, handler = _held_ahead(lq, monkeypatch)
     stopping = threading.Thread(target=lq.shutdown, args=(0.2,))
     stopping.start()
     stopping.join(30)
