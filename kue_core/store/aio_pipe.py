@@ -23,11 +23,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio
+import redis.asyncio.connection
 from redis.exceptions import ConnectionError, ResponseError
 
 from ..base.errors import ConnectionFailed
 from .cluster import Redirected
 from .recovery import Unsent
+
+_MORE: Any
+try:  # what redis-py's hiredis parser gives for a reply not all read yet
+    from redis._parsers.hiredis import NOT_ENOUGH_DATA as _MORE
+except ImportError:  # pragma: no cover - another layout: read_response for every reply
+    _MORE = None
+_STOCK_READ = redis.asyncio.connection.AbstractConnection.read_response
 
 
 @dataclass
@@ -146,11 +154,12 @@ class Pipe:
         return line
 
     async def _read(self, line: _Line) -> None:
+        take = _Replies(line.conn).take
         try:
             while line.owed:
                 call = line.owed[0]
                 try:
-                    reply = await line.conn.read_response()
+                    reply = await take()
                 except (ResponseError, Redirected) as e:  # an error reply: still in step
                     reply = e
                 call.got.append(reply)
@@ -205,6 +214,84 @@ class Pipe:
         await asyncio.gather(
             *(t for t in (writer, *readers) if t is not None), return_exceptions=True
         )
+
+
+class _Replies:
+    """The replies of one connection, read by the pipe's reader task (which makes this).
+
+    With redis-py's hiredis parser, a reply already in its buffer is taken at once, and a
+    socket read sets no timer of its own: redis-py's ``read_response`` sets up a timeout for
+    every reply (and asks for the running loop four times, each a ``getpid()`` on Python
+    3.11), which was a tenth of a worker's Python per job. Reads owed replies still fail
+    when no byte comes for the connection's ``socket_timeout``: one timer watches them, set
+    again while bytes come (so a silent server is found within one to two timeouts). With
+    any other parser, ``read_response``.
+    """
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        parser = getattr(conn, "_parser", None)
+        reader = getattr(parser, "_reader", None)
+        stream = getattr(parser, "_stream", None)
+        size = getattr(parser, "_read_size", None)
+        # Only for redis-py's own reading: a connection that reads replies its own way (a
+        # cluster slot's, which turns MOVED into Redirected) goes by read_response.
+        stock = getattr(type(conn), "read_response", None) is _STOCK_READ
+        quick = stock and _MORE is not None and None not in (reader, stream, size)
+        self._reader: Any = reader if quick else None  # None: read_response for each reply
+        self._stream: Any = stream
+        self._size: Any = size
+        self._timeout: float | None = getattr(conn, "socket_timeout", None)
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._reads = 0  # socket reads that brought bytes
+        self._waiting = False  # a read is under way
+        self._watched = False  # the timer is set
+        self._silent = False  # the timer found the reads silent: the task was cancelled
+
+    async def take(self) -> Any:
+        """The next reply (an error reply raised)."""
+        reader = self._reader
+        if reader is None:
+            return await self._conn.read_response()
+        reply = reader.gets()
+        while reply is _MORE:
+            reader.feed(await self._read())
+            reply = reader.gets()
+        if isinstance(reply, (ResponseError, ConnectionError)):
+            raise reply
+        return reply
+
+    async def _read(self) -> bytes:
+        if self._timeout is not None and not self._watched:
+            self._watched = True
+            self._loop.call_later(self._timeout, self._watch, self._reads)
+        self._waiting = True
+        try:
+            data = await self._stream.read(self._size)
+        except asyncio.CancelledError:
+            if self._silent and self._task is not None:
+                self._task.uncancel()
+                raise ConnectionError(f"no reply from Redis in {self._timeout} s") from None
+            raise
+        finally:
+            self._waiting = False
+        if not data:
+            raise ConnectionError("the connection was closed by the server")
+        self._reads += 1
+        return bytes(data)
+
+    def _watch(self, reads: int) -> None:
+        """The timer: a read under way with no byte since the last look fails."""
+        self._watched = False
+        if not self._waiting:
+            return  # set again by the next read
+        if self._reads != reads:
+            self._watched = True
+            self._loop.call_later(self._timeout or 0, self._watch, self._reads)
+        elif self._task is not None:
+            self._silent = True
+            self._task.cancel()
 
 
 def _stale(conn: Any) -> bool:

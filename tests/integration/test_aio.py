@@ -361,3 +361,56 @@ def test_a_new_async_job_takes_tags_and_tracking(client: Any) -> None:
         with pytest.raises(InvalidJob, match="a worker's to write"):
             got.log("a line")
         assert got.progress() == 0  # reading it is anyone's
+
+
+def test_a_call_redis_does_not_answer_in_time_fails_and_the_next_goes_through(
+    url: str, prefix: str, r: redis.Redis
+) -> None:
+    """The pipelined connection reads its replies with no timer per reply, but a call that
+    gets no byte back for the client's socket timeout still fails (within two timeouts),
+    rather than waiting as long as Redis is silent; once Redis answers, calls go through on
+    a new connection."""
+
+    async def main() -> float:
+        client = redis.asyncio.Redis.from_url(url, socket_timeout=0.3)
+        async with AsyncQueue(prefix=prefix, client=client) as queue:
+            await queue.create_job("t").save()  # the pipe's connection is open
+            r.execute_command("CLIENT", "PAUSE", 3000, "ALL")  # Redis answers no one for 3 s
+            began = time.monotonic()
+            with pytest.raises((ConnectionFailed, redis.ConnectionError)):
+                await queue.create_job("t").save()
+            failed_after = time.monotonic() - began
+            deadline = time.monotonic() + 10
+            while True:  # the pause ends: a save goes through
+                try:
+                    await queue.create_job("t").save()
+                    break
+                except (ConnectionFailed, redis.ConnectionError):
+                    assert time.monotonic() < deadline
+            await client.aclose()
+            return failed_after
+
+    failed_after = run(main())
+    assert 0.25 <= failed_after < 2.0  # one to two socket timeouts, not the pause's 3 s
+
+
+def test_replies_larger_than_one_read_arrive_whole(url: str, prefix: str) -> None:
+    """A reply the socket delivers in several reads (a job of 1 MB of data), and many
+    replies in one read (calls made at once), are each read whole and in order."""
+
+    async def main() -> None:
+        async with AsyncQueue(url, prefix) as queue:
+            big = "x" * (1 << 20)
+            saved = await asyncio.gather(
+                *(
+                    queue.create_job("t", {"i": i, "big": big if i % 7 == 0 else ""}).save()
+                    for i in range(50)
+                )
+            )
+            got = await asyncio.gather(*(queue.get_job(job.id) for job in saved))
+            assert [job.data["i"] for job in got] == list(range(50))
+            assert all(
+                len(job.data["big"]) == (1 << 20 if i % 7 == 0 else 0) for i, job in enumerate(got)
+            )
+
+    run(main())
