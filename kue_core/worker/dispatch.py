@@ -50,7 +50,16 @@ class _Ask:
 class Dispatcher:
     """Sends the slots' completions and claims of one worker process (see the module doc)."""
 
-    def __init__(self, transport: AsyncTransport, keys: Keys, worker_id: str, lease_ms: int):
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        transport: AsyncTransport,
+        keys: Keys,
+        worker_id: str,
+        lease_ms: int,
+    ):
+        #: The loop it runs on (asking asyncio for the running one costs a getpid() on 3.11).
+        self._loop = loop
         self._redis = transport
         self._keys = keys
         self._id = worker_id
@@ -79,7 +88,7 @@ class Dispatcher:
         return claimed
 
     def _future(self) -> asyncio.Future[tuple[Reported | None, Claim]]:
-        return asyncio.get_running_loop().create_future()
+        return self._loop.create_future()
 
     async def _ask(self, ask: _Ask) -> tuple[Reported | None, Claim]:
         if self.company <= 1 and not self._senders:
@@ -92,7 +101,7 @@ class Dispatcher:
             # reply that gave 16 slots their jobs is followed by one call, not a call of one
             # and then one of 15. Nothing waits for more than that turn.
             self._senders += 1
-            asyncio.get_running_loop().create_task(self._send_all())
+            self._loop.create_task(self._send_all())
         return await ask.future
 
     async def _send_all(self) -> None:

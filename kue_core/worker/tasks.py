@@ -54,7 +54,7 @@ class LoopServing:
         self._loop = loop
         self._redis = loop.transport
         #: Where claims and completions go, several in one call (see kue_core.worker.dispatch).
-        self._dispatch = Dispatcher(loop.transport, queue.keys, state.id, state.lease_ms)
+        self._dispatch = Dispatcher(loop.loop, loop.transport, queue.keys, state.id, state.lease_ms)
         self._waiting = Waiting(loop.transport)
         self._stopping = asyncio.Event()  # state.stopping, as the loop's tasks await it
         self._letting_go: set[asyncio.Future[None]] = set()  # give-backs on their way
@@ -205,7 +205,7 @@ class LoopServing:
         order = self._order(slot)
         if order:
             asked = clock()
-            line.append(Ahead(asyncio.get_running_loop().create_task(self._claim(order)), asked))
+            line.append(Ahead(self._loop.loop.create_task(self._claim(order)), asked))
 
     def _order(self, slot: Slot) -> list[str]:
         """The types the slot claims from next, in order, leaving out those paused here."""
@@ -276,8 +276,8 @@ class LoopServing:
                 self._runner.call, slot, attempt, fields, middleware
             )
         handler = self._runner.async_handler(slot, middleware)
-        loop = asyncio.get_running_loop()
-        me = asyncio.current_task()
+        loop = self._loop.loop
+        me = asyncio.current_task(loop)  # (given the loop: no getpid() to find it)
         assert me is not None
         # Both on the loop, so a stop cannot land once the handler has returned.
         running, stopped = True, False
@@ -325,7 +325,7 @@ class LoopServing:
         self._claim_ahead(slot, line)
         hold = None
         if line:  # a job waits behind this one: given back if this one turns out slow
-            hold = asyncio.get_running_loop().call_later(HOLD_S, self._slow, slot, line)
+            hold = self._loop.loop.call_later(HOLD_S, self._slow, slot, line)
         outcome = await self._handle(slot, attempt, fields)
         slot.quick = time.monotonic() - attempt.began < QUICK_S
         if hold is not None:
@@ -360,7 +360,7 @@ class LoopServing:
             pipelined = bool(line and order)
             report = self._complete(job_id, job.type, attempt.token, outcome.result, order)
             if pipelined:  # the next job runs while this call is away
-                line.append(Ahead(asyncio.get_running_loop().create_task(report), clock()))
+                line.append(Ahead(self._loop.loop.create_task(report), clock()))
                 return None
             slot.asked = clock()
             return await report
@@ -389,6 +389,6 @@ class LoopServing:
         slot.quick = False
         held = collections.deque(line)
         line.clear()
-        task = asyncio.get_running_loop().create_task(self._let_go(held))
+        task = self._loop.loop.create_task(self._let_go(held))
         self._letting_go.add(task)
         task.add_done_callback(self._letting_go.discard)
