@@ -154,7 +154,7 @@ class Pipe:
         return line
 
     async def _read(self, line: _Line) -> None:
-        take = _Replies(line.conn).take
+        take = Replies(line.conn).take
         try:
             while line.owed:
                 call = line.owed[0]
@@ -216,8 +216,9 @@ class Pipe:
         )
 
 
-class _Replies:
-    """The replies of one connection, read by the pipe's reader task (which makes this).
+class Replies:
+    """The replies of one connection, read by one task (which makes this): the pipe's
+    reader, or a worker's blocking wait for a token.
 
     With redis-py's hiredis parser, a reply already in its buffer is taken at once, and a
     socket read sets no timer of its own: redis-py's ``read_response`` sets up a timeout for

@@ -16,7 +16,7 @@ from redis.exceptions import ConnectionError, ResponseError
 from .. import defaults
 from ..base.errors import KueError
 from ..base.keys import Keys
-from .aio_pipe import Pipe
+from .aio_pipe import Pipe, Replies
 from .calls import Call, Op, Read
 from .cluster import Redirected
 from .lua_source import lua_scripts
@@ -143,8 +143,9 @@ class AsyncTransport:
             raise lost(e) from e
         try:
             await conn.send_packed_command(wait_command(lists, timeout))
-            blocked(int(await conn.read_response()))
-            reply = await conn.read_response()
+            take = Replies(conn).take
+            blocked(int(await take()))
+            reply = await take()
         except BaseException as e:
             await conn.disconnect()  # its replies are unknown: never reused
             if isinstance(e, ConnectionError):

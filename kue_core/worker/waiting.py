@@ -41,6 +41,7 @@ class Waiting:
         given to ``blocked``; ``blocked(None)`` once this slot's wait is over)."""
         key = tuple(lists)
         shared = self._waits.get(key)
+        mine = shared is None
         if shared is None:
             shared = self._waits[key] = _Wait()
             shared.ended = asyncio.get_running_loop().create_task(self._block(key, shared, timeout))
@@ -49,8 +50,10 @@ class Waiting:
         shared.told.append(blocked)
         assert shared.ended is not None
         try:
-            # A slot that waits less (its type's limits hold it for less) stops waiting first.
-            await asyncio.wait_for(asyncio.shield(shared.ended), timeout)
+            if mine:  # the wait ends by itself at this slot's timeout (Redis's BLMOVE)
+                await asyncio.shield(shared.ended)
+            else:  # a slot that waits less (its type's limits hold it less) stops first
+                await asyncio.wait_for(asyncio.shield(shared.ended), timeout)
         except TimeoutError:
             pass
         finally:
