@@ -193,8 +193,8 @@ def drained(queue: WorkerMethods) -> Callable[[], bool]:
             return True
         try:
             left = workers.work_left()
-        except redis.RedisError as e:
-            log.warning("burst: cannot tell the work left: %s", e)
+        except (redis.RedisError, TimeoutError) as e:
+            log.warning("burst: cannot tell the work left: %r", e)
             return False
         if left is not None and left != last[0]:
             log.debug("burst: waiting for %s", left)

@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+from .. import defaults
 from ..base import checks
 from ..base.errors import InvalidJob
 from ..features.control import Listener, LoopListener
@@ -212,7 +213,9 @@ class Workers:
             held, retrying, running = set(state.held), dict(state.retrying), len(state.attempts)
             notes = state.notes
         keys = self.queue.keys
-        found, still = self.scripts.drive(burst.left(keys, types, held, self.id, retrying))
+        found, still = self._drive(
+            burst.left(keys, types, held, self.id, retrying), defaults.SOCKET_TIMEOUT
+        )
         with state.lock:  # forget the retries done with, unless noted again meanwhile
             for job_id, note in retrying.items():
                 if job_id not in still and state.retrying.get(job_id) == note:
@@ -326,11 +329,12 @@ class Workers:
         for job_type in sorted(paused):
             yield calls.pause(keys, job_type)
 
-    def _drive(self, op: Op[T]) -> T:
-        """Run ``op`` on the workers' own connection: the event loop's with runtime="loop"."""
+    def _drive(self, op: Op[T], timeout: float | None = None) -> T:
+        """Run ``op`` on the workers' own connection: the event loop's with runtime="loop"
+        (waited for ``timeout`` seconds at most: ``TimeoutError``)."""
         if self.loop is None:
             return self.scripts.drive(op)
-        return self.loop.submit(self.loop.transport.drive(op)).result()
+        return self.loop.submit(self.loop.transport.drive(op)).result(timeout)
 
     def _on_control(self, message: dict[str, Any]) -> None:
         """A message on this process's control channel (see :mod:`kue_core.features.control`),
