@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 import urllib.request
@@ -365,6 +366,23 @@ def heard(r: redis.Redis, channel: str, pattern: bool = False) -> Iterator[list[
         stop.set()
         t.join()
         ps.close()
+
+
+def kill_worker_when(script: str, ready: Callable[[], bool], *args: str) -> None:
+    """Run the worker ``script`` (Python source, given ``args`` as ``sys.argv[1:]``, this
+    checkout on its path) in a process of its own; once it has printed ``ready`` and
+    ``ready()`` holds, kill it with SIGKILL, as a crash would, and reap it."""
+    argv = [sys.executable, "-c", textwrap.dedent(script), *args]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        wait_for(ready, timeout=30)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 def redis_servers_in(directory: Path) -> list[int]:

@@ -6,11 +6,6 @@ shutdown, and comes back through its lease when the process is killed."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-import textwrap
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +14,7 @@ import pytest
 
 from kue_core import Job, Queue, doctor
 from kue_core.worker import tasks
-from tests.conftest import wait_for
+from tests.conftest import kill_worker_when, wait_for
 
 
 @pytest.fixture
@@ -176,18 +171,12 @@ def test_jobs_claimed_ahead_by_a_killed_worker_come_back(queue: Queue, redis_url
     through their leases and complete elsewhere, once each; the doctor finds nothing."""
     prefix = queue.prefix
     jobs = _jobs(queue, 5)
-    argv = [sys.executable, "-c", textwrap.dedent(WORKER), redis_url, prefix]
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        wait_for(lambda: queue.client.llen(f"{prefix}:ran") == 3, timeout=30)
-        wait_for(lambda: queue.count("active") == 2, timeout=30)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    def holding() -> bool:  # three ran, the third runs, and the fourth is held ahead
+        ran = queue.client.llen(f"{prefix}:ran")
+        return bool(ran == 3 and queue.count("active") == 2)
+
+    kill_worker_when(WORKER, holding, redis_url, prefix)
     ran: list[Any] = []
     with Queue(redis_url, prefix=prefix, runtime="loop") as other:
         other.process("t", 2, lambda j: ran.append(j.id))

@@ -5,11 +5,6 @@ two runtimes share is tested by the worker tests, which CI runs under each
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-import textwrap
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +14,7 @@ import redis
 
 from kue_core import InvalidJob, Job, Queue, doctor
 from kue_core.store.aio_transport import AsyncTransport
-from tests.conftest import wait_for
+from tests.conftest import kill_worker_when, wait_for
 
 
 @pytest.fixture
@@ -134,17 +129,8 @@ def test_jobs_claimed_in_a_batch_by_a_killed_worker_come_back(queue: Queue, redi
     through its lease and completes elsewhere, once; the doctor finds nothing."""
     prefix = queue.prefix
     jobs = queue.save_many([queue.create_job("t", {"i": i}) for i in range(8)])
-    argv = [sys.executable, "-c", textwrap.dedent(WORKER), redis_url, prefix]
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        wait_for(lambda: queue.client.llen(f"{prefix}:started") == 8, timeout=30)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    started = f"{prefix}:started"
+    kill_worker_when(WORKER, lambda: queue.client.llen(started) == 8, redis_url, prefix)
     ran: list[int] = []
     with Queue(redis_url, prefix=prefix, runtime="loop") as other:
         other.process("t", 4, lambda j: ran.append(j.id))
