@@ -270,6 +270,8 @@ class Replies:
         self._waiting = True
         try:
             data = await self._stream.read(self._size)
+        except OSError as e:  # reset by the server, say: as redis-py says it
+            raise ConnectionError(f"Error while reading from Redis: {e!r}") from e
         except asyncio.CancelledError:
             if self._silent and self._task is not None:
                 self._task.uncancel()
