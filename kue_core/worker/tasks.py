@@ -68,6 +68,8 @@ class LoopServing:
         already ends once its handler returns."""
         slot.turn += 1
         self._dispatch.company = len(self._state.slots)
+        # One slot: the loop waits for its def handler's calls (see Handoff.park).
+        self._loop.handoff.lend_to_one(self._dispatch.company == 1)
         slot.done = self._loop.submit(self._work(slot, slot.turn))
 
     def stop(self) -> None:

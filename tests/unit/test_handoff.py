@@ -68,3 +68,46 @@ def test_calls_behind_a_blocking_one_get_threads_and_the_looks_then_stop() -> No
     assert first == 1
     assert 1 <= still == after
     assert covered == calls == 0
+
+
+def test_one_slot_takes_turns_with_its_thread_and_the_loop_still_keeps_time() -> None:
+    """With one slot (``lend_to_one``) the loop waits for its call's end rather than for
+    events, at most ``PARK_S`` at a time: quick calls end in order, each thread's wake-up
+    put off until the loop would sleep, and a timer on the loop fires on time while a call
+    blocks (the loop goes back to its events)."""
+    from kue_core.worker.loop import PARK_S, _Selector
+
+    release = threading.Event()
+
+    def call(n: int) -> int:
+        if n < 0:
+            release.wait(30)
+        return n
+
+    async def main() -> tuple[list[int], float, bool, int]:
+        loop = asyncio.get_running_loop()
+        handoff = Handoff(loop, loop._selector)  # type: ignore[attr-defined]
+        handoff.lend_to_one(True)
+        try:
+            quick = [await asyncio.wait_for(handoff.run(call, n), 10) for n in range(50)]
+            blocked = handoff.run(call, -1)
+            began = time.monotonic()
+            fired = loop.create_future()
+            loop.call_later(4 * PARK_S, fired.set_result, None)
+            await asyncio.wait_for(fired, 10)
+            late = time.monotonic() - began - 4 * PARK_S
+            waiting = blocked.done()
+            release.set()
+            ended = await asyncio.wait_for(blocked, 10)
+            return quick, late, waiting, ended
+        finally:
+            release.set()
+            handoff.close()
+
+    loop = asyncio.SelectorEventLoop(_Selector())
+    try:
+        quick, late, waiting, ended = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert quick == list(range(50)) and ended == -1 and not waiting
+    assert late < PARK_S + 0.05  # not held up by the call, past one wait for it
