@@ -56,6 +56,8 @@ class _Line:
     dropped: bool = False
     #: Written to no more (its node no longer serves the queue): dropped once it owes nothing.
     retired: bool = False
+    #: How its replies are read, by one reader task after another (one timer for them all).
+    replies: Replies | None = None
 
 
 def _fail(calls: list[_Call], error: Exception) -> None:
@@ -154,7 +156,10 @@ class Pipe:
         return line
 
     async def _read(self, line: _Line) -> None:
-        take = Replies(line.conn).take
+        if line.replies is None:
+            line.replies = Replies(line.conn)
+        line.replies.task = line.reader
+        take = line.replies.take
         try:
             while line.owed:
                 call = line.owed[0]
@@ -217,8 +222,8 @@ class Pipe:
 
 
 class Replies:
-    """The replies of one connection, read by one task (which makes this): the pipe's
-    reader, or a worker's blocking wait for a token.
+    """The replies of one connection, read by one task at a time (``task``: the one that
+    makes this, or the one set since): the pipe's readers, or a worker's blocking wait.
 
     With redis-py's hiredis parser, a reply already in its buffer is taken at once, and a
     socket read sets no timer of its own: redis-py's ``read_response`` sets up a timeout for
@@ -244,7 +249,7 @@ class Replies:
         self._size: Any = size
         self._timeout: float | None = getattr(conn, "socket_timeout", None)
         self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
+        self.task = asyncio.current_task()
         self._reads = 0  # socket reads that brought bytes
         self._waiting = False  # a read is under way
         self._watched = False  # the timer is set
@@ -273,8 +278,8 @@ class Replies:
         except OSError as e:  # reset by the server, say: as redis-py says it
             raise ConnectionError(f"Error while reading from Redis: {e!r}") from e
         except asyncio.CancelledError:
-            if self._silent and self._task is not None:
-                self._task.uncancel()
+            if self._silent and self.task is not None:
+                self.task.uncancel()
                 raise ConnectionError(f"no reply from Redis in {self._timeout} s") from None
             raise
         finally:
@@ -292,9 +297,9 @@ class Replies:
         if self._reads != reads:
             self._watched = True
             self._loop.call_later(self._timeout or 0, self._watch, self._reads)
-        elif self._task is not None:
+        elif self.task is not None:
             self._silent = True
-            self._task.cancel()
+            self.task.cancel()
 
 
 def _stale(conn: Any) -> bool:
