@@ -229,7 +229,7 @@ class Handoff:
                 self._due = None
                 if self._calls and not self._awake:
                     self._wake()
-        if not self._ended and timeout != 0:
+        if self._lend and not self._ended and timeout != 0:
             with self._lock:
                 idle = not self._ended
                 park = idle and self._lend and self._running > 0
