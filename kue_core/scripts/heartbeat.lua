@@ -19,7 +19,8 @@
 -- The lease: <p>:worker-leases, member worker id, score now + lease ms. A job is held by its
 -- `workerId`'s lease and fenced by its token (`lease`); nothing is written per job. When the
 -- lease had expired (a process held up past it: SIGSTOP, a long pause), or when start or force
--- takes the id over (a process before this one may have left jobs), the jobs of the id that
+-- takes the id over from another instance, or registers it again after a process under it
+-- left (a process before this one may have left jobs), the jobs of the id that
 -- started before then are handed to recover.lua (<p>:recovering, field worker id, value
 -- '<expiry>:<cursor>'), and a beat reports them lost while they are being recovered; the jobs
 -- this process claimed after its expiry are not touched, and the lease goes on.
@@ -41,9 +42,11 @@ if not MODES[mode] or not lease_ms or lease_ms <= 0 or not n or #ARGV ~= 7 + 2 *
 end
 local now = now_ms()
 local key = k_worker(p, wid)
-if mode ~= 'force' and redis.call('EXISTS', key) == 1 then
+local mine = false  -- this instance holds the registration already
+if redis.call('EXISTS', key) == 1 then
   local h = redis.call('HMGET', key, 'instance', 'heartbeat', 'lease_ms', 'info')
-  if h[1] ~= me then
+  mine = h[1] == me
+  if mode ~= 'force' and not mine then
     local beat, theirs = tonumber(h[2]) or 0, tonumber(h[3])
     -- A registration without lease_ms counts as live until it expires.
     if mode ~= 'start' or not theirs or beat + theirs > now then
@@ -75,7 +78,7 @@ local held = tonumber(redis.call('ZSCORE', leases, wid))
 local lost_before = -1  -- the jobs of this id that started at or before it are lost
 if mode ~= 'beat' then
   -- The jobs of a process before this one: none of this one's, which claims after now.
-  if held then lost_before = hand_over(math.min(held, now - 1)) end
+  if held and not mine then lost_before = hand_over(math.min(held, now - 1)) end
 elseif held and held <= now then
   lost_before = hand_over(held)
 else
