@@ -4,11 +4,14 @@ claimed after its expiry left alone, and the per-job leases of the version befor
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import redis
 
 from kue_core import Queue
+from kue_core.aio import AsyncQueue
 from kue_core.base.keys import zid
 from kue_core.store import calls
 from tests.conftest import wait_for
@@ -25,7 +28,15 @@ def _server_ms(r: redis.Redis) -> int:
 
 def _beat(queue: Queue, worker: str, held: Any = (), mode: str = "beat") -> Any:
     return queue.scripts.call(
-        calls.heartbeat(queue.keys, worker, LEASE, "{}", list(held), instance=worker, mode=mode)
+        calls.heartbeat(
+            queue.keys,
+            worker,
+            LEASE,
+            json.dumps({"id": worker}),
+            list(held),
+            instance=worker,
+            mode=mode,
+        )
     )
 
 
@@ -169,3 +180,26 @@ def test_an_old_workers_lease_is_still_recovered(queue: Queue, r: redis.Redis) -
     assert _recover(queue) == (1, 0)
     assert queue.get_job(old).state == "inactive"  # type: ignore[union-attr]
     assert r.zcard(queue.keys.leases) == 0
+
+
+def test_both_clients_list_each_workers_jobs_from_the_active_set(
+    queue: Queue, redis_url: str
+) -> None:
+    """Queue.workers() and AsyncQueue.workers(): the jobs each worker runs are the active
+    jobs whose workerId it is (a fan-out job's, the runs it holds in <p>:run-leases)."""
+    mine = [queue.create_job("t").save().id for _ in range(2)]
+    theirs = queue.create_job("t").save().id
+    fan = queue.create_job("t").fan_out(2).save().id
+    _beat(queue, W, mode="start")
+    _beat(queue, OTHER, mode="start")
+    assert sorted(_claim(queue)[0] for _ in range(2)) == mine
+    assert _claim(queue, OTHER)[0] == theirs
+    assert _claim(queue)[0] == fan  # a run of it, for W
+    want = {W: sorted([*mine, fan]), OTHER: [theirs]}
+    assert {w["id"]: w["jobs"] for w in queue.workers()} == want
+
+    async def listed() -> list[dict[str, Any]]:
+        async with AsyncQueue(redis_url, queue.prefix) as aq:
+            return await aq.workers()
+
+    assert {w["id"]: w["jobs"] for w in asyncio.run(listed())} == want
