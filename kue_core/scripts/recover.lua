@@ -7,16 +7,19 @@
 -- Events   enqueue [type] per job requeued; error and failed [reason] per job failed (then
 --          remove [type] as retention removes, see fail.lua).
 -- Uses     lib/base (now_ms, int), lib/keys (k_job, k_state, k_run_leases, k_worker_leases,
---          k_recovering), lib/members (zid_id), lib/pins (waiting), lib/indexes (index_remove,
---          index_add), lib/events (history, publish), lib/attempts (count_attempt),
---          lib/finishing (record_failure, run_lost)
+--          k_recovering, k_worker), lib/members (zid_id), lib/pins (waiting), lib/indexes
+--          (index_remove, index_add), lib/events (history, publish), lib/attempts
+--          (count_attempt), lib/finishing (record_failure, run_lost)
 -- A job is held by its worker process's lease (<p>:worker-leases, see heartbeat.lua). A worker
 -- whose lease expired goes into <p>:recovering (field worker id, value '<expiry>:<cursor>'),
 -- and its jobs are found by scanning <p>:jobs:active (ZSCAN, a step of at most `limit`
 -- members a call, the cursor kept there across calls): a job is recovered when its `workerId`
 -- is that worker and it started at or before the expiry (a worker held up that came back
 -- claims jobs after its expiry: those are its own). When the scan ends, the worker's entry is
--- dropped from both, unless its lease was renewed since.
+-- dropped from both, unless its lease was renewed since; but a worker that claimed jobs after
+-- its expiry (it was alive then) and did not renew its lease since gets one from its last such
+-- claim ('<expiry>:<cursor>:<last claim>' while scanning; its registration's lease_ms, else
+-- 0), so that those jobs are recovered too should it have died before its heartbeat.
 -- Upgrade: a job claimed by a worker of the version before has an entry in <p>:leases (member
 -- zid, score its expiry), renewed by that worker; an expired one is dropped here, and its job
 -- recovered when it is active under a worker holding no process lease (else the job was
@@ -108,8 +111,8 @@ local each = redis.call('HGETALL', recovering)
 for i = 1, #each, 2 do
   if budget <= 0 then break end
   local wid = each[i]
-  local expiry, cursor = string.match(each[i + 1], '^(%d+):(%d+)$')
-  expiry = tonumber(expiry)
+  local expiry, cursor, later = string.match(each[i + 1], '^(%d+):(%d+):?(%d*)$')
+  expiry, later = tonumber(expiry), tonumber(later)
   if not expiry then
     redis.call('HDEL', recovering, wid)  -- not ours: nothing to resume
   else
@@ -124,18 +127,32 @@ for i = 1, #each, 2 do
         local state, worker, started, fan_out, jtype, priority, group, only = unpack(
           redis.call('HMGET', key, 'state', 'workerId', 'started_at', 'fan_out', 'type',
             'priority', 'group', 'only'))
-        if state == 'active' and worker == wid and not fan_out
-            and (tonumber(started) or 0) <= expiry then
-          stalled(id, key, jtype, priority, worker, group, only)
+        started = tonumber(started) or 0
+        if state == 'active' and worker == wid and not fan_out then
+          if started <= expiry then
+            stalled(id, key, jtype, priority, worker, group, only)
+          elseif not later or started > later then
+            later = started  -- claimed after its expiry: it was alive then
+          end
         end
       end
     until cursor == '0' or budget <= 0
     if cursor == '0' then
       redis.call('HDEL', recovering, wid)
       local renewed = tonumber(redis.call('ZSCORE', leases, wid))
-      if renewed and renewed <= expiry then redis.call('ZREM', leases, wid) end
+      if renewed and renewed <= expiry then
+        if later then
+          -- Jobs it claimed once back, and no heartbeat since: they are held by a lease from
+          -- its last claim on, recovered in turn should that one expire too.
+          local ms = tonumber(redis.call('HGET', k_worker(p, wid), 'lease_ms')) or 0
+          redis.call('ZADD', leases, later + ms, wid)
+        else
+          redis.call('ZREM', leases, wid)
+        end
+      end
     else
-      redis.call('HSET', recovering, wid, int(expiry) .. ':' .. cursor)
+      local seen = later and ':' .. int(later) or ''
+      redis.call('HSET', recovering, wid, int(expiry) .. ':' .. cursor .. seen)
     end
   end
 end

@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from kue_core import Queue
+from kue_core import Queue, doctor
 from kue_core.aio import AsyncQueue
 from kue_core.base.keys import zid
 from kue_core.store import calls
@@ -203,3 +203,33 @@ def test_both_clients_list_each_workers_jobs_from_the_active_set(
             return await aq.workers()
 
     assert {w["id"]: w["jobs"] for w in asyncio.run(listed())} == want
+
+
+def test_jobs_claimed_after_the_expiry_by_a_worker_that_then_died(
+    queue: Queue, r: redis.Redis
+) -> None:
+    """A worker held up past its lease that came back, claimed, and died before its next
+    heartbeat: the jobs it claimed once back are not recovered with the others, but they are
+    held by a lease from its last claim on, and recovered once that one expires too."""
+    for _ in range(2):
+        queue.create_job("t").save()
+    _beat(queue, W, mode="start")
+    before, _ = _claim(queue)
+    _expire(queue, r, W)
+    after, fields = _claim(queue)  # then it died: no heartbeat
+    assert _recover(queue) == (1, 0)
+    assert _state(queue, before) == "inactive" and _state(queue, after) == "active"
+    renewed = r.zscore(queue.keys.worker_leases, W)
+    assert renewed == int(fields["started_at"]) + LEASE
+    assert not r.exists(queue.keys.recovering)
+    assert doctor.check(queue).findings == []  # held by that lease
+    r.zadd(queue.keys.worker_leases, {W: _server_ms(r)})  # which runs out too
+    assert _recover(queue) == (1, 0)
+    assert _state(queue, after) == "inactive"
+    assert r.zscore(queue.keys.worker_leases, W) is None
+    assert doctor.check(queue).findings == []
+
+
+def _state(queue: Queue, job_id: int) -> str | None:
+    job = queue.get_job(job_id)
+    return None if job is None else job.state
