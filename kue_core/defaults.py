@@ -90,8 +90,9 @@ MAX_WORKER_ID = 100
 #: should stop (a message itself is handled as it arrives).
 CONTROL_POLL = 0.2
 
-#: Milliseconds a worker's claim on a job lasts unless renewed. A worker renews its leases every
-#: third of this; a job whose lease expires (its worker died or hung) goes back to the queue.
+#: Milliseconds a worker process's lease lasts unless renewed; it holds every job the process
+#: runs. A worker renews it every third of this; once it expires (the worker died or hung),
+#: the jobs it held go back to the queue.
 LEASE_MS = 30_000
 
 #: Times a job may lose its worker (lease expired) and be requeued; one more and it fails.

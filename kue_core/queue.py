@@ -367,8 +367,8 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
     def workers(self) -> list[dict[str, Any]]:
         """The live worker processes (of any host) on this queue: id, host, pid, types and
         their concurrency, types paused in that process only, handler threads left running
-        past their attempt, the ids of the jobs each runs (as of now: read from the leases,
-        which claims and reports change), its last heartbeat (ms)."""
+        past their attempt, the ids of the jobs each runs (as of now: the active jobs'
+        ``workerId``, which claims and reports change), its last heartbeat (ms)."""
         return self.control.workers()
 
     # -- events -----------------------------------------------------------------------------

@@ -44,8 +44,15 @@ class Keys:
         self.types = f"{prefix}:job:types"
         self.work_time = f"{prefix}:stats:work-time"
         self.events = f"{prefix}:events"
-        #: zset of active jobs held under a lease: member zid, score = lease expiry (ms).
+        #: zset of the leases of jobs claimed by workers before the lease per process (an
+        #: upgrade's leftovers, recovered by ``recover.lua``): member zid, score = expiry (ms).
         self.leases = f"{prefix}:leases"
+        #: zset of the worker processes' leases: member worker id, score = lease expiry (ms).
+        #: A worker's active jobs (``workerId``) are held under its process's lease.
+        self.worker_leases = f"{prefix}:worker-leases"
+        #: hash of the workers whose lease expired, their jobs being recovered: field worker
+        #: id, value ``<expiry ms>:<cursor>`` (``recover.lua`` scans ``jobs:active``).
+        self.recovering = f"{prefix}:recovering"
         #: zset of live worker processes: member worker id, score = last heartbeat (ms).
         self.workers = f"{prefix}:workers"
         #: pub/sub channel: the due time (ms) of a job that became delayed, to wake promoters.

@@ -34,10 +34,13 @@ What is checked (the finding kinds):
     (a Kue worker that stopped between its two steps leaves this). Repair: push the missing
     tokens.
 ``stuck-active``
-    an active job whose worker is gone: its lease in ``<p>:leases`` expired (a live worker
-    renews its leases every third of their length), or it has no lease (Kue's Node workers
-    take none) and its ``updated_at``, which Kue sets when a job starts and at each progress
-    report, is older than ``stuck_after_ms`` (default an hour) and than its ttl. Repair: what
+    an active job whose worker is gone: its worker process's lease in ``<p>:worker-leases``
+    expired (a live worker renews it every third of its length) and recovery has not
+    requeued it yet; or a claim of ours made it active (it has a fencing token) and its
+    worker holds no lease; or its own lease in ``<p>:leases`` (a worker of the version
+    before) expired; or it has no lease (Kue's Node workers take none) and its
+    ``updated_at``, which Kue sets when a job starts and at each progress report, is older
+    than ``stuck_after_ms`` (default an hour) and than its ttl. Repair: what
     lease recovery does: back to inactive with one more stall, or failed when that makes more
     stalls than the queue's stall limit.
 ``no-state``

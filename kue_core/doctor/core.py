@@ -307,7 +307,7 @@ class Check:
                     unindex,
                 )
         if job.state == "active" and not f.fans_out:  # runs have own leases
-            self._stuck(now, job_id, job, sets.get("leases"), last, f.worker_id, f.stalls)
+            self._stuck(now, job_id, job, sets.get("leases"), last, f)
         elif job.state == "blocked":
             self.blocked.append(job_id)
 
@@ -318,16 +318,29 @@ class Check:
         job: JobView,
         lease: float | None,
         last: float | None,
-        worker: str | None,
-        stalls: str | None,
+        f: JobFields,
     ) -> None:
-        """An active job is stuck when its lease expired, or when it has none and was not
-        updated for longer than ``stuck_after`` and its ttl (``requeue`` in repair.lua)."""
+        """An active job is stuck when the lease that holds it expired: its worker process's
+        (``<p>:worker-leases``), or its own in ``<p>:leases`` (claimed by a worker of the
+        version before); when a claim of ours made it active (it has a fencing token) and its
+        worker holds no lease; or, claimed by a Kue Node worker (which takes no lease), when
+        it was not updated for longer than ``stuck_after`` and its ttl (``requeue`` in
+        repair.lua)."""
+        worker, stalls = f.worker_id, f.stalls
         who = f"worker {worker}" if worker else "its worker"
         if lease is not None:
             if lease > now:
                 return
             why = f"its lease expired {ago(now - lease)} ago: {who} stopped renewing it"
+        elif f.worker_lease is not None:
+            if f.worker_lease > now:
+                return
+            why = (
+                f"the lease of {who} expired {ago(now - f.worker_lease)} ago (it stopped "
+                "renewing it), and recovery has not requeued the job"
+            )
+        elif f.lease is not None:
+            why = f"{who} holds no lease: its process is gone"
         else:
             limit = max(self.stuck_after, job.ttl)
             if last is not None and now - last <= limit:

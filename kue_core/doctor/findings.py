@@ -51,6 +51,8 @@ REPAIR_ORDER = (
 FIXED_TYPES = {
     "jobs": "zset",
     "leases": "zset",
+    "worker_leases": "zset",
+    "recovering": "hash",
     "workers": "zset",
     "types": "set",
     "ids": "string",

@@ -85,19 +85,19 @@ def stop_worker(keys: Keys, worker_id: object, timeout: float) -> Op[None]:
 
 def workers(keys: Keys) -> Op[list[dict[str, Any]]]:
     """The live worker processes (see ``Queue.workers``; an operation)."""
-    ids, leased, runs = yield read(
+    ids, active, runs = yield read(
         ("ZRANGE", keys.workers, 0, -1),
-        ("ZRANGE", keys.leases, 0, -1),
+        ("ZRANGE", keys.state("active"), 0, -1),
         ("ZRANGE", keys.run_leases, 0, -1),
     )
-    running = [job_id_from_zid(m) for m in leased]
+    running = [job_id_from_zid(m) for m in active]
     replies = yield read(
         *(("HGETALL", keys.worker(wid)) for wid in ids),
-        *(("HGET", keys.job(jid), "workerId") for jid in running),
+        *(("HMGET", keys.job(jid), "workerId", "fan_out") for jid in running),
     )
     jobs: dict[str, list[int]] = {}
-    for jid, holder in zip(running, replies[len(ids) :], strict=True):
-        if holder is not None:
+    for jid, (holder, fan_out) in zip(running, replies[len(ids) :], strict=True):
+        if holder is not None and fan_out is None:  # held under its worker's lease
             jobs.setdefault(holder, []).append(jid)
     for member in runs:  # a fan-out job's run: <id>@<worker>, leased by its worker
         jid, _, holder = member.partition("@")

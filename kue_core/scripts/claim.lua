@@ -11,7 +11,9 @@
 -- Events   start [type].
 -- Uses     lib/base (now_ms), lib/claims (claim_first)
 -- The job gets state active, started_at, workerId and a new fencing token (its `lease`
--- counter); its lease expires at now + lease ms unless renewed (see heartbeat.lua). The reply
+-- counter); it is held by the worker process's lease, which the worker's heartbeat renews
+-- (see heartbeat.lua): nothing about leases is written here (lease ms is for a fan-out job's
+-- run, which has a lease of its own in <p>:run-leases). The reply
 -- also has `waited` (not stored): ms since its last change while waiting (updated_at), which
 -- the worker counts in the type's statistics (kue_core/features/timings.py).
 local p, worker, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])

@@ -1,5 +1,6 @@
 -- claim_batch: give a worker up to n of the best inactive jobs of one type (or of several,
--- tried in order), each under a lease, in one call: the jobs n successive claims would give.
+-- tried in order), in one call: the jobs n successive claims would give. Each is held by the
+-- worker's process lease (see heartbeat.lua) and fenced by its token.
 -- KEYS[1]  <p>:jobs:<type>:inactive (of the first type)
 -- ARGV[1]  prefix   ARGV[2] worker id   ARGV[3] lease ms   ARGV[4] n (at least 1)
 --          ARGV[5..] the types, in the order to try them

@@ -25,7 +25,7 @@
 --          lib/claims (claim_first, claim_up_to)
 -- A plain job (no fan-out, group, dependents, removeOnComplete, policy of its own, in a type
 -- without rules) completes as complete_job completes it, but the sets it leaves and enters
--- are written for a run of them at once (one ZREM or ZADD with every member: leases,
+-- are written for a run of them at once (one ZREM or ZADD with every member:
 -- jobs:active, jobs:<type>:active, jobs:complete, jobs:<type>:complete, finished:complete),
 -- and retention looks once for the run, removing as many as its completions one by one
 -- would (at most RETIRE_BATCH each). Any other job completes as complete.lua completes it,

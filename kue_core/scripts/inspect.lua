@@ -5,14 +5,17 @@
 --          without '<p>:', as 'jobs:email:inactive'); then t job types.
 -- Returns  {now ms, jobs, types}. jobs: per job {id, key type ('none', 'hash' or another
 --          Redis type), fields, sets}: fields (a hash only) are type, state, priority,
---          promote_at, ttl, updated_at, created_at, delay, workerId, stalls, then 1/0 for
---          "has data", for "its type is in <p>:job:types" and for "it fans out"; sets are {name, score, ...} for
+--          promote_at, ttl, updated_at, created_at, delay, workerId, stalls, lease (its fencing
+--          token: a claim of ours wrote it), then 1/0 for "has data", for "its type is in
+--          <p>:job:types" and for "it fans out", then the expiry of its worker's process lease
+--          in <p>:worker-leases (nil: none); sets are {name, score, ...} for
 --          every set the job's member is in among jobs, leases, the sets of the five states,
 --          those of its type, those of its state when it is not one of the five, and the
 --          further ones asked. types: per type {members of <p>:jobs:<type>:inactive, wake-up
 --          tokens in <p>:<type>:jobs}.
 -- Events   none.
--- Uses     lib/base (STATES, score, now_ms), lib/keys (k_job, k_types, k_type_state, k_tokens),
+-- Uses     lib/base (STATES, score, now_ms), lib/keys (k_job, k_types, k_type_state, k_tokens,
+--          k_worker_leases),
 --          lib/members (zid)
 -- A key of the wrong Redis type reads as empty. kue_core/doctor/core.py calls this with small
 -- batches, so that no call blocks Redis for long.
@@ -27,7 +30,7 @@ local function try(...)
 end
 
 local FIELDS = { 'type', 'state', 'priority', 'promote_at', 'ttl', 'updated_at', 'created_at',
-  'delay', 'workerId', 'stalls' }
+  'delay', 'workerId', 'stalls', 'lease' }
 local jobs, types = {}, {}
 local at = 4
 for _ = 1, n do
@@ -47,6 +50,7 @@ for _ = 1, n do
     fields[#fields + 1] = redis.call('HEXISTS', key, 'data')
     fields[#fields + 1] = jtype and (try('SISMEMBER', k_types(p), jtype) or 0) or 0
     fields[#fields + 1] = redis.call('HEXISTS', key, 'fan_out')
+    fields[#fields + 1] = fields[9] and try('ZSCORE', k_worker_leases(p), fields[9]) or false
     for s in pairs(STATES) do
       names[#names + 1] = 'jobs:' .. s
       if jtype then names[#names + 1] = 'jobs:' .. jtype .. ':' .. s end

@@ -8,9 +8,12 @@
 --                   there; a job added to its type's inactive set gets a wake-up token.
 --          types    type: add it to <p>:job:types.
 --          tokens   type: push wake-up tokens until there are as many as inactive jobs.
---          requeue  id, stuck after ms, stall limit: an active job whose lease expired, or
---                   that has no lease and no update for longer than max(stuck after, ttl),
---                   goes back to inactive, as recover.lua does (failed past the stall limit).
+--          requeue  id, stuck after ms, stall limit: an active job whose lease expired (its
+--                   own in <p>:leases, from a worker of the version before, or else its
+--                   worker's in <p>:worker-leases), or claimed by us (it has a `lease` token)
+--                   for a worker holding no lease, or else (a Kue Node worker's: no lease)
+--                   with no update for longer than max(stuck after, ttl), goes back to
+--                   inactive, as recover.lua does (failed past the stall limit).
 --          settle   id, grace ms: a job with no state (untouched for grace ms) becomes
 --                   inactive, or delayed when it has a delay; one with an unknown state fails.
 --          purge    id, grace ms: delete a hash that has neither type nor data (untouched
@@ -92,7 +95,7 @@
 --          k_leases, k_state, k_promote, k_log, k_history, k_deps, k_dependents, k_results, k_runs,
 --          k_awaited, k_worker, k_workers, k_unique_jobs, k_unique, k_tags, k_words, k_tag, k_word,
 --          k_schedule, k_schedules, k_limits, k_paused, k_groups, k_group_active, k_group,
---          k_places, k_run_leases, k_types), lib/members (zid_id, zid, state_score),
+--          k_places, k_run_leases, k_types, k_worker_leases), lib/members (zid_id, zid, state_score),
 --          lib/type_rules (group_add, rules_read, LANE, set_rule), lib/pins (waiting, pin_list,
 --          pin_add), lib/indexes (index_add), lib/events (history, publish),
 --          lib/attempts (leave_active, count_attempt), lib/deps (unblock, load_blocked,
@@ -239,13 +242,18 @@ local function requeue(id, stuck_after, stall_limit)
   if j.fan_out then return 0 end  -- its runs have leases of their own (recover.lua)
   local key, member = k_job(p, id), zid(id)
   local lease = tonumber(redis.call('ZSCORE', k_leases(p), member))
+  local worker, token = unpack(redis.call('HMGET', key, 'workerId', 'lease'))
+  local held = worker and tonumber(redis.call('ZSCORE', k_worker_leases(p), worker))
   if lease then
     if lease > now then return 0 end
-  else
+    redis.call('ZREM', k_leases(p), member)
+  elseif held then
+    if held > now then return 0 end
+  elseif not token then  -- a Kue Node worker's: it takes no lease
     local at = last_write(key)
     if at and now - at <= math.max(stuck_after, j.ttl) then return 0 end
   end
-  local worker = redis.call('HGET', key, 'workerId') or ''
+  worker = worker or ''
   leave_active(p, id, j.type, j.group)
   local stalls = redis.call('HINCRBY', key, 'stalls', 1)
   if stalls > stall_limit then

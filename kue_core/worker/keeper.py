@@ -1,7 +1,8 @@
 """The keeper of a worker process, a thread of its own or a task of its event loop
-(``runtime="loop"``): renews the leases of its running jobs and registers the process under
-its worker id (``heartbeat.lua``, :mod:`kue_core.worker.identity`), returns jobs whose lease
-expired to the queue (``recover.lua``), applies retention and unblocks dependents (their
+(``runtime="loop"``): registers the process under its worker id and renews its lease, which
+holds its running jobs, learning which of them it lost (``heartbeat.lua``,
+:mod:`kue_core.worker.identity`), returns the jobs of workers whose lease expired to the
+queue (``recover.lua``), applies retention and unblocks dependents (their
 sweeps), fails attempts that outlive their ``ttl``, gives a new thread to a slot whose handler
 outlived its attempt, adds the slots' completions, waits and runs to the statistics once a
 second, and samples the statistics' history once a minute (whichever keeper of the queue comes

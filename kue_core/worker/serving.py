@@ -190,7 +190,8 @@ class Serving:
         up (SIGSTOP, a long pause, a suspended machine) between the claim and now, past the
         lease, and the job was recovered meanwhile; its handler must not start here. Redis is
         asked only when that long has passed (a third of the lease, as the heartbeat's
-        period): a heartbeat of this job alone, which renews its lease while it is ours."""
+        period): a heartbeat of this job alone, which renews the process's lease and says
+        whether the job is still ours."""
         mono, wall = slot.asked
         away = max(time.monotonic() - mono, time.time() - wall)
         if away * 1000 < self.lease_ms / 3:

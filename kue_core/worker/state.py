@@ -217,8 +217,8 @@ class WorkerState:
         }
 
     def beat(self, held: Sequence[tuple[int, str]]) -> list[Lease] | Holder:
-        """Register this process (``heartbeat.lua``) and renew the leases of ``held`` (job id,
-        token): the pairs whose lease is lost, or the ``Holder`` that took the worker id over."""
+        """Register this process and renew its lease (``heartbeat.lua``), checking ``held``
+        (job id, token): the pairs lost, or the ``Holder`` that took the worker id over."""
         return self.scripts.call(self.beat_call(held))
 
     def beat_call(self, held: Sequence[tuple[int, str]]) -> Call[list[Lease] | Holder]:

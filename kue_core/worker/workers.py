@@ -8,10 +8,11 @@ One :class:`Workers` per queue holds the threads and slots of a worker process:
   type's wake-up list. ``async def`` handlers run on one event loop thread; their slot waits
   for the result. With ``isolation="process"`` each slot runs its handler in a child process
   instead (:mod:`kue_core.worker.isolation`).
-* a keeper thread: renews the leases of running jobs and registers the process under its
-  worker id (``heartbeat.lua``, :mod:`kue_core.worker.identity`), returns jobs whose lease expired
-  to the queue (``recover.lua``), fails attempts that outlive their ``ttl``, and adds the
-  slots' completions to the queue's counters (:mod:`kue_core.features.tally`).
+* a keeper thread: registers the process under its worker id and renews its lease, which
+  holds the jobs it runs (``heartbeat.lua``, :mod:`kue_core.worker.identity`), returns the jobs
+  of workers whose lease expired to the queue (``recover.lua``), fails attempts that outlive
+  their ``ttl``, and adds the slots' completions to the queue's counters
+  (:mod:`kue_core.features.tally`).
 * a promotion thread (:mod:`kue_core.worker.promoter`): moves due delayed jobs to inactive.
 * a control listener (:mod:`kue_core.features.control`) on the process's own channel: a running job
   cancelled or moved by hand has its attempt ended at once, and a stop request shuts the

@@ -245,11 +245,11 @@ def test_a_stale_runs_late_result_is_refused(
 
 
 def _holder(queue: Queue) -> str | None:
-    """A worker that holds a fan-out run now, else one that holds a job's lease, else None."""
+    """A worker that holds a fan-out run now, else one that runs an active job, else None."""
     runs = queue.client.zrange(queue.keys.run_leases, 0, -1)
     if runs:
         return str(runs[0].split("@", 1)[1])
-    for member in queue.client.zrange(queue.keys.leases, 0, -1):
+    for member in queue.client.zrange(queue.keys.state("active"), 0, -1):
         holder = queue.client.hget(queue.keys.job(int(member.split("|")[-1])), "workerId")
         if holder in IDS:
             return str(holder)

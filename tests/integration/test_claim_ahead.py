@@ -168,7 +168,7 @@ threading.Event().wait()
 @pytest.mark.slow
 def test_jobs_claimed_ahead_by_a_killed_worker_come_back(queue: Queue, redis_url: str) -> None:
     """A worker killed (SIGKILL) while it runs one job and holds the next: both come back
-    through their leases and complete elsewhere, once each; the doctor finds nothing."""
+    once its lease expires, and complete elsewhere, once each; the doctor finds nothing."""
     prefix = queue.prefix
     jobs = _jobs(queue, 5)
 

@@ -21,7 +21,10 @@ T = "mail"
 
 
 def _claim(queue: Queue, job_type: str = T) -> tuple[int, str]:
-    """Claim the next job of the type as worker ``kue:test:1``: its id and lease token."""
+    """Claim the next job of the type as worker ``kue:test:1``, registered as a live process
+    (its lease holds the job): its id and lease token."""
+    start = calls.heartbeat(queue.keys, "kue:test:1", 60_000, "{}", [], mode="start")
+    assert queue.scripts.call(start) == []
     claimed = queue.scripts.call(calls.claim(queue.keys, job_type, "kue:test:1", 60_000))
     assert isinstance(claimed, tuple), claimed
     job_id, fields = claimed

@@ -16,6 +16,7 @@ from kue_core import InvalidJob, InvalidTransition, Job, JobNotFound, Queue, def
 from kue_core.store import calls
 from kue_core.store.calls import PINS, Waits
 from tests.conftest import keys_under, wait_for
+from tests.scripts.claiming import live
 
 A, B, LEASE = "gpu-1", "cpu-1", 30_000
 
@@ -46,6 +47,7 @@ def test_a_pinned_job_waits_pinned_where_only_its_workers_find_it(
     assert claimed[0] == job.id and claimed[1]["workerId"] == A
     assert _places(r, queue, A) == [] and _places(r, queue, "gpu-2") == []
     assert queue.counts("t")["pinned"] == 0 and queue.counts("t")["active"] == 1
+    live(queue)  # A, a live process, holds a lease: its job is not stuck
     assert doctor.check(queue).findings == []
 
 
@@ -89,10 +91,14 @@ def test_what_ends_an_attempt_early_brings_a_pinned_job_back_pinned(
     claimed = _claim(queue, A)
     queue.scripts.call(calls.release(queue.keys, jid, claimed[1]["lease"]))
     assert queue.get_job(jid).state == "pinned" and _places(r, queue, A) == [jid]
-    _claim(queue, A, lease=10)  # a lease that runs out
+    _claim(queue, A)
+    live(queue)  # A registers, then stops renewing its lease: it runs out
+    seconds, micros = r.time()
+    r.zadd(queue.keys.worker_leases, {A: int(seconds) * 1000 + int(micros) // 1000})
     assert wait_for(lambda: queue.scripts.call(calls.recover(queue.keys, 5, 100))[0] == 1)
     assert queue.get_job(jid).state == "pinned" and _places(r, queue, A) == [jid]
     assert doctor.check(queue).findings == []
+    assert r.zscore(queue.keys.worker_leases, A) is None  # its jobs recovered, it is gone
 
 
 def test_a_pinned_retry_after_a_backoff_comes_back_pinned(queue: Queue, r: redis.Redis) -> None:

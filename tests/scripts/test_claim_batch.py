@@ -116,7 +116,8 @@ def _same(
     assert _state(r, other.prefix) == _state(r, one.prefix)
     for job_id, fields in batch.jobs:
         assert int(fields["waited"]) >= 0 and fields["workerId"] == W
-        assert r.zscore(other.keys.leases, zid(job_id)) or fields.get("fan_out")
+        # Held by the worker's process lease (heartbeat.lua): no lease per job.
+        assert r.zscore(other.keys.leases, zid(job_id)) is None
     return batch
 
 
@@ -288,7 +289,7 @@ def _claim_view(r: redis.Redis, q: Queue, job_id: int) -> dict[str, Any]:
     """What a claim wrote for job ``job_id``: its hash and its members' scores (times masked),
     and the type's wake-up tokens."""
     k, member = q.keys, zid(job_id)
-    sets = [k.state("inactive"), k.state("active"), k.type_state("t", "active"), k.leases]
+    sets = [k.state("inactive"), k.state("active"), k.type_state("t", "active")]
     return {
         "hash": {f: _masked(v) for f, v in r.hgetall(k.job(job_id)).items()},
         "sets": [_masked(r.zscore(key, member)) for key in sets],

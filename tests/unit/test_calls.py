@@ -156,7 +156,7 @@ def test_heartbeat_promote_and_recover_replies_have_names() -> None:
 def test_inspect_reads_each_job_by_field_name() -> None:
     call = calls.inspect(KEYS, [("7", ["jobs:x"]), ("8", [])], ["email"])
     assert call.args == (2, 1, "7", 1, "jobs:x", "8", 0, "email")
-    fields = ["email", "active", "0", None, "0", "900", "800", "0", "w1", "2", 1, 0, 1]
+    fields = ["email", "active", "0", None, "0", "900", "800", "0", "w1", "2", "3", 1, 0, 1, "2500"]
     snapshot = call.parse(
         [
             1000,
@@ -178,6 +178,7 @@ def test_inspect_reads_each_job_by_field_name() -> None:
         "2",
     )
     assert (f.has_data, f.known_type, f.fans_out) == (True, False, True)
+    assert (f.lease, f.worker_lease) == ("3", 2500.0)
     assert eight.kind == "none" and eight.fields is None and eight.sets == {}
 
 

@@ -1,4 +1,4 @@
--- Uses     lib/base, lib/keys, lib/members, lib/type_rules, lib/indexes
+-- Uses     lib/base, lib/keys, lib/type_rules, lib/indexes
 -- The fields a transition needs from a job hash, or nil when the job does not exist.
 local function load_job(key)
   local h = redis.call('HMGET', key, 'type', 'state', 'priority', 'promote_at', 'ttl', 'attempts',
@@ -42,10 +42,11 @@ local function mark_grouped(p, jtype)
   end
 end
 
--- Move an active job (of group `group`, or nil) out of `active`: drop its lease and its
--- active index entries; under a concurrency limit, wake a slot waiting for a place.
+-- Move an active job (of group `group`, or nil) out of `active`: drop its active index
+-- entries; under a concurrency limit, wake a slot waiting for a place. (Its worker's process
+-- lease holds it: nothing per job to drop. An entry of <p>:leases left by a worker of the
+-- version before is left to recover.lua, which drops it once expired.)
 local function leave_active(p, id, jtype, group)
-  redis.call('ZREM', k_leases(p), zid(id))
   index_remove(p, id, jtype, 'active', group)
   local r = rule_of(p, jtype)
   if r and (r.concurrency or (group and r.group_concurrency)) then

@@ -78,7 +78,7 @@ end
 -- first. Returns nil when m were claimed, false when the set ran out first (then the type's
 -- wake-up tokens, all stale, are cleared). Members popped together cost one ZPOPMIN, and a
 -- plain job one HGETALL and one HSET: its index writes go with the others' in one variadic
--- command each (ZREM jobs:inactive, ZADD jobs:active, jobs:<type>:active and leases, RPOP of
+-- command each (ZREM jobs:inactive, ZADD jobs:active and jobs:<type>:active, RPOP of
 -- the tokens). A member popped alone (m = 1, or the last of a batch) goes by claim_popped:
 -- for one job the tables of a batch's writes cost more than they save (bench/claim_batch.py).
 local function claim_plain(p, jtype, worker, lease_ms, now, m, got)
@@ -94,9 +94,9 @@ local function claim_plain(p, jtype, worker, lease_ms, now, m, got)
         left = 0
       end
     elseif top[1] then
-      local members, active, typed, leases = {}, {}, {}, {}
+      local members, active, typed = {}, {}, {}
       local k = 0
-      local now_s, until_ms, encoded = int(now), int(now + lease_ms), cjson.encode(jtype)
+      local now_s, encoded = int(now), cjson.encode(jtype)
       for i = 1, #top, 2 do
         local member = top[i]
         local id, job, a, t = plain_take(p, jtype, member, worker, now, now_s)
@@ -107,8 +107,6 @@ local function claim_plain(p, jtype, worker, lease_ms, now, m, got)
           typed[2 * k - 1] = t
           active[2 * k] = member
           typed[2 * k] = member
-          leases[2 * k - 1] = until_ms
-          leases[2 * k] = member
           publish(p, id, jtype, 'start', encoded)
         else
           job = claim_read(p, jtype, member, worker, lease_ms, now, id, a)
@@ -122,7 +120,6 @@ local function claim_plain(p, jtype, worker, lease_ms, now, m, got)
         redis.call('ZREM', k_state(p, 'inactive'), unpack(members))
         redis.call('ZADD', k_state(p, 'active'), unpack(active))
         redis.call('ZADD', k_type_state(p, jtype, 'active'), unpack(typed))
-        redis.call('ZADD', k_leases(p), unpack(leases))
         if #top == 2 * want then redis.call('RPOP', k_tokens(p, jtype), k) end
       end
     end

@@ -150,7 +150,6 @@ end
 local function plain_flush(p, run, now)
   if not run then return nil end
   local members, scored = run, run.scored
-  redis.call('ZREM', k_leases(p), unpack(members))
   redis.call('ZREM', k_state(p, 'active'), unpack(members))
   redis.call('ZADD', k_state(p, 'complete'), unpack(scored))
   if run.types then  -- several types: each one's sets, with its members

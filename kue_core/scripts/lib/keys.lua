@@ -9,6 +9,8 @@ local function k_types(p) return p .. ':job:types' end
 local function k_tokens(p, jtype) return p .. ':' .. jtype .. ':jobs' end
 local function k_events(p) return p .. ':events' end
 local function k_leases(p) return p .. ':leases' end
+local function k_worker_leases(p) return p .. ':worker-leases' end
+local function k_recovering(p) return p .. ':recovering' end
 local function k_workers(p) return p .. ':workers' end
 local function k_worker(p, wid) return p .. ':worker:' .. wid end
 local function k_promote(p) return p .. ':promote' end

@@ -37,7 +37,6 @@ local function delete_job(p, id, jtype, state)
   end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))
-  redis.call('ZREM', k_leases(p), zid(id))
   redis.call('DEL', k_job(p, id), k_log(p, id), k_history(p, id))
   publish(p, id, jtype, 'remove', cjson.encode(jtype))
 end

@@ -130,7 +130,6 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
     run_begin(p, id, jtype, worker, lease, lease_ms, now)
     runs_offer(p, id)
   else
-    redis.call('ZADD', k_leases(p), int(now + lease_ms), member)
     publish(p, id, jtype, 'start', cjson.encode(jtype))
   end
   -- Not stored: how long it waited, from its last change while waiting (for statistics).
@@ -207,7 +206,6 @@ local function claim_popped(p, jtype, member, worker, lease_ms, now)
   redis.call('RPOP', k_tokens(p, jtype))
   redis.call('ZADD', k_state(p, 'active'), active, member)
   redis.call('ZADD', k_type_state(p, jtype, 'active'), typed, member)
-  redis.call('ZADD', k_leases(p), int(now + lease_ms), member)
   publish(p, id, jtype, 'start', cjson.encode(jtype))
   return job
 end

@@ -16,8 +16,9 @@ from .replies import Inspected, JobFields, JobSnapshot, Screened, TypeSnapshot
 def _fields(f: Sequence[Any]) -> JobFields | None:
     if not f:
         return None
-    *values, has_data, known_type, fans_out = f  # inspect.lua's order, which JobFields follows
-    return JobFields._make((*values, bool(has_data), bool(known_type), bool(fans_out)))
+    *values, has_data, known_type, fans_out, held = f  # inspect.lua's order, as JobFields
+    until = None if held is None else float(held)
+    return JobFields._make((*values, bool(has_data), bool(known_type), bool(fans_out), until))
 
 
 def _job(row: Sequence[Any]) -> JobSnapshot:

@@ -224,7 +224,7 @@ class Retained(NamedTuple):
 
 # -- the doctor's (see kue_core/doctor/) ------------------------------------------------------
 class JobFields(NamedTuple):
-    """A job hash as ``inspect.lua`` reads it: its fields (None: missing) and three facts."""
+    """A job hash as ``inspect.lua`` reads it: its fields (None: missing) and four facts."""
 
     type: str | None
     state: str | None
@@ -236,9 +236,12 @@ class JobFields(NamedTuple):
     delay: str | None
     worker_id: str | None
     stalls: str | None
+    lease: str | None  #: its fencing token: a claim of ours wrote it (Kue's Node workers do not)
     has_data: bool  #: it has a ``data`` field
     known_type: bool  #: its type is in ``<p>:job:types``
     fans_out: bool  #: it has a ``fan_out`` field (its runs hold their own leases)
+    #: the expiry (ms) of its worker's process lease (``<p>:worker-leases``); None: none
+    worker_lease: float | None
 
 
 class JobSnapshot(NamedTuple):

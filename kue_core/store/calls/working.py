@@ -124,8 +124,8 @@ def heartbeat(
     instance: str = "",
     mode: str = "beat",
 ) -> Call[list[Lease] | Holder]:
-    """Register the worker as ``instance`` and renew the leases in ``held`` (id, token): the
-    leases lost. ``mode`` ``start``, ``force`` or ``leave`` (deregister): see
+    """Register the worker as ``instance`` and renew its process's lease; of ``held`` (id,
+    token), the pairs lost. ``mode`` ``start``, ``force`` or ``leave`` (deregister): see
     ``heartbeat.lua``. A :class:`Holder` when another instance holds the id: nothing was
     written."""
     pairs = [v for lease in held for v in lease]
