@@ -9,7 +9,7 @@
 --          {'paused'}, {'pins'}, {'limited', ms}, or with several types {'wait', ...}), and
 --          nil when n were.
 -- Events   start [type], per job.
--- Uses     lib/base (now_ms), lib/claims (claim_up_to)
+-- Uses     lib/base (now_ms), lib/events (events_coming), lib/claims (claim_up_to)
 -- The clock and each type's rules are read once for the call. The jobs of a type with no
 -- rules are popped together and their index writes go in one command each (see claim_plain).
 local p, worker, lease_ms, n = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -18,6 +18,7 @@ if not lease_ms or lease_ms <= 0 or worker == '' or #ARGV < 5 or not n or n < 1
   return redis.error_reply('KUE_INVALID claim_batch needs a worker id, a positive lease, n of '
     .. 'at least 1 and a type')
 end
+events_coming(n)  -- a start per job claimed
 local got, why = claim_up_to(p, 5, worker, lease_ms, now_ms(), n)
 got[#got + 1] = why or false  -- last: no table shifted (a nil in the reply)
 return got

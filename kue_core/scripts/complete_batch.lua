@@ -20,6 +20,7 @@
 --          for jobs that waited only for it; remove [type] for each job retention removes;
 --          start [type] for each claim.
 -- Uses     lib/base (now_ms), lib/keys (k_job), lib/type_rules (rule_of),
+--          lib/events (events_coming),
 --          lib/finishing (load_for_complete, run_complete, complete_job, complete_plain,
 --          plain_flush, runs_rewake),
 --          lib/claims (claim_first, claim_up_to)
@@ -36,6 +37,7 @@ local p = ARGV[1]
 local k = tonumber(ARGV[2])
 if not k then return redis.error_reply('KUE_INVALID the count of completions must be a number') end
 local now = now_ms()
+events_coming(k + (tonumber(ARGV[5 + 3 * k]) or 0))  -- a complete per job, a start per claim
 
 -- Sized for one completion and the counts after it: a table that grows is copied each time.
 local reports = k == 1 and { '', '', '', 0, 0 } or {}
