@@ -57,16 +57,17 @@ end
 -- and, when its claim left a trail with no completion yet, the completion in the trail too.
 -- Returns true when there is no such trail: the completion then goes into its history.
 local function hash_complete(key, h, result, now, duration, attempt)
-  local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
-    'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
+  local at, took, made = int(now), int(duration), int(attempt)
   local trail = h[COMPLETE_TRAIL]
-  trail = trail and not string.find(trail, ',.*,') and trail
-  if trail then
-    fields[13] = 'trail'
-    fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
+  if trail and not string.find(trail, ',.*,') then  -- the claim's alone: the completion joins it
+    redis.call('HSET', key, 'state', 'complete', 'result', result, 'duration', took,
+      'progress', '100', 'updated_at', at, 'attempts', made,
+      'trail', trail .. ',' .. at .. ',' .. took .. ',' .. made)
+    return false
   end
-  redis.call('HSET', key, unpack(fields))
-  return not trail
+  redis.call('HSET', key, 'state', 'complete', 'result', result, 'duration', took,
+    'progress', '100', 'updated_at', at, 'attempts', made)
+  return true
 end
 
 -- Complete active job `id` (stored at `key`; `h` as load_for_complete reads it) with
