@@ -12,8 +12,9 @@
 -- Uses     lib/base (now_ms), lib/claims (claim_first)
 -- The job gets state active, started_at, workerId and a new fencing token (its `lease`
 -- counter); its lease expires at now + lease ms unless renewed (see heartbeat.lua). The reply
--- also has `waited` (not stored): ms since its last change while waiting (updated_at), which
--- the worker counts in the type's statistics (kue_core/features/timings.py).
+-- also has `waited` (not stored), an integer where the fields are text: ms since its last
+-- change while waiting (updated_at), which the worker counts in the type's statistics
+-- (kue_core/features/timings.py).
 local p, worker, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not lease_ms or lease_ms <= 0 or worker == '' or #ARGV < 4 then
   return redis.error_reply('KUE_INVALID claim needs a worker id, a positive lease and a type')

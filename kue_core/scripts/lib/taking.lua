@@ -44,7 +44,7 @@ local function run_claim(p, jtype, id, out, at, worker, lease_ms, now, r)
   run_begin(p, id, jtype, worker, token, lease_ms, now)
   runs_offer(p, id)
   if r then count_start(p, jtype, r, nil, id .. ':' .. token, now) end
-  out[#out + 1] = 'waited'; out[#out + 1] = int(math.max(0, now - waiting_since))
+  out[#out + 1] = 'waited'; out[#out + 1] = math.max(0, now - waiting_since)  -- see claim_member
   table.insert(out, 1, id)
   return out
 end
@@ -133,8 +133,9 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
     redis.call('ZADD', k_leases(p), int(now + lease_ms), member)
     publish(p, id, jtype, 'start', cjson.encode(jtype))
   end
-  -- Not stored: how long it waited, from its last change while waiting (for statistics).
-  out[#out + 1] = 'waited'; out[#out + 1] = int(math.max(0, now - waiting_since))
+  -- Not stored: how long it waited, from its last change while waiting (for statistics), a
+  -- number (Redis replies with the integer: no text made for it here).
+  out[#out + 1] = 'waited'; out[#out + 1] = math.max(0, now - waiting_since)
   table.insert(out, 1, id)
   return out
 end
@@ -192,7 +193,8 @@ local function plain_take(p, jtype, member, worker, now, now_s)
     out[last + 1] = 'lease'; out[last + 2] = lease; last = last + 2 end
   out[last + 1] = 'trail'; out[last + 2] = trail
   -- Not stored: how long it waited, from its last change while waiting (for statistics).
-  out[last + 3] = 'waited'; out[last + 4] = int(math.max(0, now - waiting_since))
+  local waited = now - waiting_since
+  out[last + 3] = 'waited'; out[last + 4] = waited > 0 and waited or 0  -- a number: see claim_member
   table.insert(out, 1, id)
   return id, out, score(state_score('active', priority, 0, ttl, now)), score(priority)
 end

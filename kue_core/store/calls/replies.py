@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
 
-#: A claimed job: its id and its hash (see ``claim.lua``).
+#: A claimed job: its id and its hash (see ``claim.lua``), with ``waited`` (not stored: ms it
+#: waited), which the script gives as an integer.
 Claimed = tuple[int, dict[str, str]]
 #: What a claim gives when the type is paused (see ``pause.lua``).
 PAUSED: Final = "paused"
