@@ -48,8 +48,8 @@ end
 -- the job does not exist.
 local function load_for_complete(key)
   return redis.call('HMGET', key, 'state', 'lease', 'type', 'priority', 'started_at',
-    'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
-    'keep_complete', 'dependents', 'group', 'fan_out', 'trail')
+    'removeOnComplete', 'attempts', 'max_attempts', 'unique', 'keep_complete', 'dependents',
+    'group', 'fan_out', 'trail')
 end
 
 -- Store a job (at `key`; `h` as load_for_complete read it) complete with `result` (JSON
@@ -81,7 +81,9 @@ local function complete_job(p, id, key, h, result, now, tallied)
   -- Kue counts a completion as an attempt
   local attempt = next_attempt(h[COMPLETE_ATTEMPTS], h[COMPLETE_MAX_ATTEMPTS])
   leave_active(p, id, jtype, h[COMPLETE_GROUP])
-  release_unique(p, id, h[COMPLETE_UNIQUE], h[COMPLETE_UNIQUE_MODE])
+  if h[COMPLETE_UNIQUE] then
+    release_unique(p, id, h[COMPLETE_UNIQUE], redis.call('HGET', key, 'unique_mode'))
+  end
   if not tallied then
     redis.call('INCRBY', k_work_time(p), duration)
     count_outcome(p, jtype, 'complete', now, duration)
@@ -94,7 +96,7 @@ local function complete_job(p, id, key, h, result, now, tallied)
     local untrailed = hash_complete(key, h, result, now, duration, attempt)
     index_add(p, id, jtype, 'complete', tonumber(h[COMPLETE_PRIORITY]) or 0, 0, 0, now)
     if untrailed then
-      history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
+      history(p, id, { state = 'complete', at = now, worker = redis.call('HGET', key, 'workerId'),
         attempt = attempt, duration = duration })
     end
     local own = h[COMPLETE_KEEP_COMPLETE]
@@ -118,10 +120,12 @@ local function complete_plain(p, id, key, h, result, now, run)
   local jtype = h[COMPLETE_TYPE]
   local duration = math.max(0, now - (tonumber(h[COMPLETE_STARTED_AT]) or now))
   local attempt = next_attempt(h[COMPLETE_ATTEMPTS], h[COMPLETE_MAX_ATTEMPTS])
-  release_unique(p, id, h[COMPLETE_UNIQUE], h[COMPLETE_UNIQUE_MODE])
+  if h[COMPLETE_UNIQUE] then
+    release_unique(p, id, h[COMPLETE_UNIQUE], redis.call('HGET', key, 'unique_mode'))
+  end
   publish(p, id, jtype, 'complete', result)
   if hash_complete(key, h, result, now, duration, attempt) then
-    history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
+    history(p, id, { state = 'complete', at = now, worker = redis.call('HGET', key, 'workerId'),
       attempt = attempt, duration = duration })
   end
   run = run or { scored = {}, ages = false }
