@@ -3,7 +3,8 @@
 -- KEYS[1]  <p>:jobs:<type>:inactive (of the first type)
 -- ARGV[1]  prefix   ARGV[2] worker id   ARGV[3] lease ms   ARGV[4..] the types, in the order
 --          to try them
--- Returns  {id, field, value, ...} of the claimed job's hash. With one type and no job: an
+-- Returns  {field, value, ..., id}: the claimed job's hash, then its id (last, where putting
+--          it costs nothing; first, every field would be moved). With one type and no job: an
 --          empty table when none is waiting (then the type's wake-up tokens, all stale, are
 --          cleared), {'paused'} when the type is paused (see pause.lua), {'limited', ms} when
 --          its limits hold it back (see kue_core/features/limits.py); nothing is written then. With

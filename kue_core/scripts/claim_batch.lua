@@ -3,7 +3,7 @@
 -- KEYS[1]  <p>:jobs:<type>:inactive (of the first type)
 -- ARGV[1]  prefix   ARGV[2] worker id   ARGV[3] lease ms   ARGV[4] n (at least 1)
 --          ARGV[5..] the types, in the order to try them
--- Returns  {job, job, ..., why}: each job {id, field, value, ...} as claim.lua gives it (its
+-- Returns  {job, job, ..., why}: each job {field, value, ..., id} as claim.lua gives it (its
 --          hash, `lease` its fencing token, and `waited`); `why` when fewer than n were
 --          claimed is what claim.lua would then give with no job (nil when none is waiting,
 --          {'paused'}, {'pins'}, {'limited', ms}, or with several types {'wait', ...}), and

@@ -8,7 +8,7 @@
 --          claim_up_to)
 -- Returns  one flat list (a nested reply costs Redis a conversion per table; and the first
 --          claimed job's table is the reply, the rest put at its end, as complete.lua's):
---          each claimed job as claim.lua returns it ({id, field, value, ...}), one after
+--          each claimed job as claim.lua returns it ({field, value, ..., id}), one after
 --          another; why fewer than n were claimed, when no job was waiting or the types held
 --          theirs back, claim.lua's answer without a job ('paused', 'pins', 'limited' ms, or
 --          'wait' and one per type; nothing else); per completion in order, its time, its

@@ -45,13 +45,13 @@ local function run_claim(p, jtype, id, out, at, worker, lease_ms, now, r)
   runs_offer(p, id)
   if r then count_start(p, jtype, r, nil, id .. ':' .. token, now) end
   out[#out + 1] = 'waited'; out[#out + 1] = math.max(0, now - waiting_since)  -- see claim_member
-  table.insert(out, 1, id)
+  out[#out + 1] = id
   return out
 end
 
 -- Claim `member` of the type's inactive set (or, with `pinned`, of `worker`'s places; with
 -- `open`, of <p>:open:<type>) for `worker` if it is a job of `jtype` waiting there: move it to
--- active under a new lease and return {id, field, value, ...} of its hash; nil for a stale
+-- active under a new lease and return {field, value, ..., id} of its hash; nil for a stale
 -- member (left by an interrupted client, or written by hand: it is taken out of the sets it
 -- should not be in). `popped`: it was popped off the type's set already; `r`: the type's
 -- rules (or false). The lease's fencing token is the job's `lease` counter, bumped on every
@@ -136,7 +136,7 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
   -- Not stored: how long it waited, from its last change while waiting (for statistics), a
   -- number (Redis replies with the integer: no text made for it here).
   out[#out + 1] = 'waited'; out[#out + 1] = math.max(0, now - waiting_since)
-  table.insert(out, 1, id)
+  out[#out + 1] = id  -- last: before the fields, it would shift every one of them
   return out
 end
 
@@ -205,8 +205,8 @@ local function plain_take(p, jtype, member, worker, now, now_s)
   out[last + 1] = 'trail'; out[last + 2] = trail
   -- Not stored: how long it waited, from its last change while waiting (for statistics).
   local waited = now - waiting_since
-  out[last + 3] = 'waited'; out[last + 4] = waited > 0 and waited or 0  -- a number: see claim_member
-  table.insert(out, 1, id)
+  out[last + 3] = 'waited'; out[last + 4] = waited > 0 and waited or 0  -- see claim_member
+  out[last + 5] = id
   return id, out, score(state_score('active', priority, 0, ttl, now)), score(priority)
 end
 
