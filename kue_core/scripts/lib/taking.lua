@@ -184,11 +184,13 @@ local function plain_take(p, jtype, member, worker, now, now_s)
   if not state or out[state] ~= 'inactive' or out[typ or 0] ~= jtype then
     return id, nil, out
   end
-  local priority = tonumber(out[pri or 0]) or 0
-  local ttl = tonumber(out[ttl_at or 0]) or 0
-  local waiting_since = tonumber(out[upd or 0]) or now
-  local lease = int((tonumber(out[lease_at or 0]) or 0) + 1)
-  local trail = now_s .. ',' .. int((tonumber(out[made or 0]) or 0) + 1)
+  -- (tonumber is a call: a field the job lacks, as a new job lacks ttl, lease and
+  -- attempts, is not handed to it)
+  local priority = pri and tonumber(out[pri]) or 0
+  local ttl = ttl_at and tonumber(out[ttl_at]) or 0
+  local waiting_since = upd and tonumber(out[upd]) or now
+  local lease = int((lease_at and tonumber(out[lease_at]) or 0) + 1)
+  local trail = now_s .. ',' .. int((made and tonumber(out[made]) or 0) + 1)
   redis.call('HSET', jkey, 'state', 'active', 'started_at', now_s, 'updated_at', now_s,
     'workerId', worker, 'lease', lease, 'trail', trail)
   -- The reply: the hash as it is now (the fields the claim added appended).
