@@ -133,7 +133,8 @@ local function complete_plain(p, id, key, h, result, now, run)
   local n = #run + 1
   local member = zid(id)
   run[n] = member
-  scored[2 * n - 1] = score(tonumber(h[COMPLETE_PRIORITY]) or 0)
+  local priority = h[COMPLETE_PRIORITY]  -- Kue's normal priority, '0', is its own score text
+  scored[2 * n - 1] = priority == '0' and priority or score(tonumber(priority) or 0)
   scored[2 * n] = member
   if run.types then
     run.types[n] = jtype

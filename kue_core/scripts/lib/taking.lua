@@ -186,7 +186,8 @@ local function plain_take(p, jtype, member, worker, now, now_s)
   end
   -- (tonumber is a call: a field the job lacks, as a new job lacks ttl, lease and
   -- attempts, is not handed to it)
-  local priority = pri and tonumber(out[pri]) or 0
+  local priority = pri and out[pri]  -- Kue's normal priority, '0', needs no conversion
+  priority = priority == '0' and 0 or priority and tonumber(priority) or 0
   local ttl = ttl_at and tonumber(out[ttl_at]) or 0
   local waiting_since = upd and tonumber(out[upd]) or now
   local lease = int((lease_at and tonumber(out[lease_at]) or 0) + 1)
