@@ -11,7 +11,11 @@ Phases: ``enqueue`` (``save()`` one by one) and ``drain`` at each concurrency (j
 bulk first, then one worker process drains them: its keeper's sweeps are counted too).
 
 usage: python bench/instructions.py [--redis-server /usr/bin/redis-server] [--n 2000]
-       [--conc 1,16] [--bullmq /tmp/kue-bench] [--save-many 1,4,16,96]
+       [--conc 1,16] [--bullmq /tmp/kue-bench] [--save-many 1,4,16,96] [--keep DIR]
+
+``--keep DIR`` keeps callgrind's files in DIR (one per phase, named in its row as
+``callgrind``), to be read with ``callgrind_annotate --inclusive=yes FILE``: where a phase's
+instructions go, by function.
 
 ``--save-many K,...`` also counts ``save_many`` in calls of K jobs, with nobody listening to
 the events and then with a subscriber (a call sends its first ``EVENTS_UNASKED`` events, then
@@ -52,9 +56,11 @@ def _free_port() -> int:
 class Callgrind:
     """A redis-server under callgrind, whose counters are zeroed and dumped on demand."""
 
-    def __init__(self, server: str, workdir: str) -> None:
+    def __init__(self, server: str, workdir: str, keep: bool = False) -> None:
         self.port = _free_port()
         self.workdir = workdir
+        self.last = ""  # the file of the last dump
+        self.keep = keep  # the files are kept: rows name theirs
         out = os.path.join(workdir, "callgrind.out.%p")
         argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", server]
         argv += ["--port", str(self.port), "--save", "", "--appendonly", "no"]
@@ -84,6 +90,7 @@ class Callgrind:
         (new,) = (
             set(glob.glob(os.path.join(self.workdir, f"callgrind.out.{self.proc.pid}.*"))) - before
         )
+        self.last = new
         with open(new) as f:
             for line in f:
                 if line.startswith(("summary:", "totals:")):
@@ -99,19 +106,25 @@ class Callgrind:
         self.proc.wait(timeout=60)
 
 
-def _phase(cg: Callgrind, n: int, run: Callable[[], None]) -> dict[str, float]:
+def _phase(cg: Callgrind, n: int, run: Callable[[], None]) -> dict[str, float | str]:
     cg.zero()
     before = cg.commands()
     run()
     commands = cg.commands() - before
-    return {"instructions_per_job": round(cg.dumped() / n), "commands_per_job": commands / n}
+    row: dict[str, float | str] = {
+        "instructions_per_job": round(cg.dumped() / n),
+        "commands_per_job": commands / n,
+    }
+    if cg.keep:
+        row["callgrind"] = cg.last
+    return row
 
 
 def _job(q: Queue, i: int) -> Job:
     return q.create_job("bench", {"i": i, "t": 1795474947.069})
 
 
-def _drain(cg: Callgrind, url: str, n: int, conc: int) -> dict[str, float]:
+def _drain(cg: Callgrind, url: str, n: int, conc: int) -> dict[str, float | str]:
     """Save ``n`` jobs in bulk, then count a worker process draining them with ``conc``
     slots."""
     q = Queue(url, prefix="bench")
@@ -141,7 +154,11 @@ def _drain(cg: Callgrind, url: str, n: int, conc: int) -> dict[str, float]:
 
 def _kue(cg: Callgrind, n: int, concs: list[int]) -> None:
     url = f"redis://127.0.0.1:{cg.port}"
-    _drain(cg, url, 20, 2)  # every script the phases use loaded (compiled), outside the count
+    # Every script the phases use loaded (compiled), outside the count: a drain at each
+    # concurrency, as the loop runtime's batches (claim_batch, complete_batch) come only with
+    # several slots (a FUNCTION LOAD costs Redis about 10 million instructions).
+    for conc in sorted({2, *concs}):
+        _drain(cg, url, 4 * conc + 20, conc)
     q = Queue(url, prefix="bench")
     q.client.flushall()
 
@@ -185,7 +202,12 @@ def _bullmq(cg: Callgrind, n: int, concs: list[int], home: str) -> None:
         argv = ["node", script, home, str(cg.port), str(cg.proc.pid), str(n), phase]
         done = subprocess.run(argv, check=True, capture_output=True, text=True)
         commands = float(done.stdout.split()[-1])
-        row = {"instructions_per_job": round(cg.dumped() / n), "commands_per_job": commands}
+        row: dict[str, float | str] = {
+            "instructions_per_job": round(cg.dumped() / n),
+            "commands_per_job": commands,
+        }
+        if cg.keep:
+            row["callgrind"] = cg.last
         print(json.dumps({"system": "bullmq", "phase": phase, **row}))
 
 
@@ -196,10 +218,13 @@ def main() -> None:
     ap.add_argument("--conc", default="1,16")
     ap.add_argument("--bullmq", help="the shared harness's directory (its node_bullmq)")
     ap.add_argument("--save-many", help="also save_many in calls of these sizes: 1,4,16,96")
+    ap.add_argument("--keep", help="keep callgrind's files in this directory")
     args = ap.parse_args()
     concs = [int(c) for c in args.conc.split(",") if c]  # "": no drain
-    with tempfile.TemporaryDirectory() as workdir:
-        cg = Callgrind(args.redis_server, workdir)
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        cg = Callgrind(args.redis_server, os.path.abspath(args.keep or scratch), bool(args.keep))
         try:
             _kue(cg, args.n, concs)
             if args.save_many:

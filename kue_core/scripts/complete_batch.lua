@@ -8,7 +8,7 @@
 --          claim_up_to)
 -- Returns  one flat list (a nested reply costs Redis a conversion per table; and the first
 --          claimed job's table is the reply, the rest put at its end, as complete.lua's):
---          each claimed job as claim.lua returns it ({id, field, value, ...}), one after
+--          each claimed job as claim.lua returns it ({field, value, ..., id}), one after
 --          another; why fewer than n were claimed, when no job was waiting or the types held
 --          theirs back, claim.lua's answer without a job ('paused', 'pins', 'limited' ms, or
 --          'wait' and one per type; nothing else); per completion in order, its time, its
@@ -20,6 +20,7 @@
 --          for jobs that waited only for it; remove [type] for each job retention removes;
 --          start [type] for each claim.
 -- Uses     lib/base (now_ms), lib/keys (k_job), lib/type_rules (rule_of),
+--          lib/events (events_coming),
 --          lib/finishing (load_for_complete, run_complete, complete_job, complete_plain,
 --          plain_flush, runs_rewake),
 --          lib/claims (claim_first, claim_up_to)
@@ -36,6 +37,7 @@ local p = ARGV[1]
 local k = tonumber(ARGV[2])
 if not k then return redis.error_reply('KUE_INVALID the count of completions must be a number') end
 local now = now_ms()
+events_coming(k + (tonumber(ARGV[5 + 3 * k]) or 0))  -- a complete per job, a start per claim
 
 -- Sized for one completion and the counts after it: a table that grows is copied each time.
 local reports = k == 1 and { '', '', '', 0, 0 } or {}

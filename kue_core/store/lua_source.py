@@ -88,12 +88,16 @@ REPAIR_WIDTH = 4
 
 #: The job fields a loader on the hot path reads (its ``HMGET`` lists them in this order; a
 #: test checks it), by list name. A helper handed them reads ``h[COMPLETE_FAN_OUT]``: the
-#: preamble defines ``<NAME>_<FIELD>``, the field's position (``workerId`` as ``WORKER_ID``),
-#: so that one list says which position is which field. Elsewhere loaders give tables of
-#: named fields; here a 16-field table per call cost 1.5% of Redis's instructions per job
-#: drained (``bench/instructions.py``), and ``unpack`` of a list 0.5%; a constant, nothing.
+#: preamble defines ``<NAME>_<FIELD>``, the field's position (``removeOnComplete`` as
+#: ``REMOVE_ON_COMPLETE``), so that one list says which position is which field. Elsewhere
+#: loaders give tables of named fields; here a 16-field table per call cost 1.5% of Redis's
+#: instructions per job drained (``bench/instructions.py``), and ``unpack`` of a list 0.5%; a
+#: constant, nothing.
 LUA_FIELDS: dict[str, tuple[str, ...]] = {
-    # lib/finishing.lua's load_for_complete: every completion.
+    # lib/finishing.lua's load_for_complete: every completion. Each field asked for costs
+    # Redis a look through the job's hash (a field it lacks, the whole hash) and Lua a value:
+    # unique_mode (for a job with a unique key) and workerId (for a completion that writes a
+    # history entry) are read where needed, by the few completions that need them.
     "COMPLETE": (
         "state",
         "lease",
@@ -101,11 +105,9 @@ LUA_FIELDS: dict[str, tuple[str, ...]] = {
         "priority",
         "started_at",
         "removeOnComplete",
-        "workerId",
         "attempts",
         "max_attempts",
         "unique",
-        "unique_mode",
         "keep_complete",
         "dependents",
         "group",
@@ -194,7 +196,7 @@ def _lua_field(field: str) -> str:
 
 def field_indexes(name: str) -> dict[str, int]:
     """The index constants of :data:`LUA_FIELDS`'s list ``name``: ``FIELD`` (upper case,
-    ``workerId`` as ``WORKER_ID``) -> its position in the list, from 1."""
+    ``removeOnComplete`` as ``REMOVE_ON_COMPLETE``) -> its position in the list, from 1."""
     out: dict[str, int] = {}
     for i, field in enumerate(LUA_FIELDS[name], 1):
         upper = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", _lua_field(field)).upper()

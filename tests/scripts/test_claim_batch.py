@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import Queue
+from kue_core import Queue, defaults
 from kue_core.base.errors import KueError
 from kue_core.base.keys import zid
 from kue_core.store import calls
 from kue_core.store.calls import PAUSED, PINS, Batch, Claim, Held, Waits
-from tests.conftest import keys_under
+from tests.conftest import heard, keys_under, on_cluster, wait_for
 from tests.scripts.claiming import clean
 
 W = "worker-a"
@@ -318,3 +318,25 @@ def test_a_plain_claim_writes_what_a_claim_under_rules_does(
         assert isinstance(one, tuple) and isinstance(other, tuple)
         assert _job(one) == _job(other)
         assert _claim_view(r, plain, one[0]) == _claim_view(r, ruled, other[0])
+
+
+def _published(r: redis.Redis) -> int:
+    return int(r.info("commandstats").get("cmdstat_publish", {}).get("calls", 0))
+
+
+@pytest.mark.parametrize("n", [defaults.EVENTS_UNASKED, 12])
+def test_start_events_go_to_listeners_only(
+    queue: Queue, r: redis.Redis, redis_url: str, n: int
+) -> None:
+    """A batch of more than EVENTS_UNASKED claims asks first whether anyone listens, and with
+    nobody sends no event; a smaller one sends its events unasked; a listener hears every
+    job's start, in order."""
+    ids = [queue.create_job("t", {"i": i}).save().id for i in range(2 * n)]
+    before = _published(r)
+    assert [i for i, _ in _batch(queue, "t", n).jobs] == ids[:n]
+    unheard = n if n <= defaults.EVENTS_UNASKED or on_cluster(redis_url) else 0
+    assert _published(r) - before == unheard
+    with heard(r, queue.keys.events) as got:
+        assert [i for i, _ in _batch(queue, "t", n).jobs] == ids[n:]
+        wait_for(lambda: len(got) >= n)
+    assert [(e["id"], e["event"], e["type"]) for e in got] == [(i, "start", "t") for i in ids[n:]]

@@ -223,7 +223,8 @@ def test_the_preamble_numbers_each_field_list() -> None:
     for name, fields in LUA_FIELDS.items():
         positions = {index: int(preamble[f"{name}_{index}"]) for index in field_indexes(name)}
         assert sorted(positions.values()) == list(range(1, len(fields) + 1))
-    assert field_indexes("COMPLETE")["WORKER_ID"] == LUA_FIELDS["COMPLETE"].index("workerId") + 1
+    at = LUA_FIELDS["COMPLETE"].index("removeOnComplete") + 1
+    assert field_indexes("COMPLETE")["REMOVE_ON_COMPLETE"] == at
 
 
 @pytest.mark.parametrize("field", ["a'b", "x y", "1x", ""])

@@ -23,9 +23,9 @@ NOT_HASHES = {
     ("lib/limits.lua", "rate_wait", "limit"): "a rate rule, {max, per ms}, as the rules' JSON",
     ("finished.lua", "<anon>", "a"): "table.sort's pair {score, member}, built in the script",
     ("finished.lua", "<anon>", "b"): "table.sort's pair {score, member}, built in the script",
-    ("lib/claims.lua", "claim_first", "got"): "claim's reply, {id, fields}, as the caller's",
-    ("lib/claims.lua", "claim_up_to", "why"): "claim's reply, {id, fields} or why none",
-    ("complete_batch.lua", "<body>", "got"): "claim_first's reply, {id, fields}, or why not",
+    ("lib/claims.lua", "claim_first", "got"): "claim's reply, {fields, id}, as the caller's",
+    ("lib/claims.lua", "claim_up_to", "why"): "claim's reply, {fields, id} or why none",
+    ("complete_batch.lua", "<body>", "got"): "claim_first's reply, {fields, id}, or why not",
     ("complete_batch.lua", "<body>", "jobs"): "claim_up_to's list of jobs claimed (a list)",
     ("tick.lua", "<body>", "made"): "save_unique's reply {id, created}, as save_unique.lua's",
 }

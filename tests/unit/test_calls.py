@@ -105,7 +105,7 @@ def test_the_builder_modules_hold_builders_and_their_helpers_only() -> None:
 # -- replies, read into named fields ----------------------------------------------------------
 def test_a_completion_reply_reads_its_outcome_next_job_and_tally() -> None:
     tallied = calls.complete(KEYS, 4, "tok", "{}", ("w", 1000), tallied=True)
-    ended = tallied.parse([5, "lease", "t5", 100, 20, "completed"])
+    ended = tallied.parse(["lease", "t5", 5, 100, 20, "completed"])  # the id after the fields
     assert ended == calls.Reported("completed", (5, {"lease": "t5"}), calls.Completion(100, 20))
     assert ended.tally is not None and ended.tally.duration_ms == 20
     assert tallied.parse(["", "", "completed"]) == ("completed", None, None)
@@ -121,7 +121,7 @@ def test_a_batch_of_completions_sends_each_then_the_claim_and_reads_its_reports(
     )
     assert batch.name == "complete_batch" and batch.key == KEYS.leases
     assert batch.args == (2, 4, "t4", "{}", 7, "t7", "1", "w", 1000, 3, "a", "b")
-    reply = [9, "lease", "3", "limited", "50", 100, 20, "complete", "", "", "refused", 2, 3, 1]
+    reply = ["lease", "3", 9, "limited", "50", 100, 20, "complete", "", "", "refused", 2, 3, 1]
     done = batch.parse(reply)
     assert done.reports == [
         calls.Reported("complete", None, calls.Completion(100, 20)),
@@ -203,7 +203,7 @@ def test_a_batch_claim_is_keyed_by_its_first_type(types_: str | list[str]) -> No
     assert batch.key == KEYS.type_state("email", "inactive")
     assert batch.args[:3] == ("w", 500, 4)
     assert batch.parse([None]) == calls.Batch([], None)
-    job = ["7", "state", "active", "lease", "2"]
+    job = ["state", "active", "lease", "2", "7"]
     assert batch.parse([job, ["limited", "40"]]) == calls.Batch(
         [(7, {"state": "active", "lease": "2"})], calls.Held(40)
     )

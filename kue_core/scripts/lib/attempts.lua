@@ -22,7 +22,7 @@ end
 -- max_attempts), counted as Kue's Job#attempt counts them: up to max_attempts and never past
 -- it, since Kue clients show remaining = max - made.
 local function next_attempt(made, most)
-  made = tonumber(made) or 0
+  made = made and tonumber(made) or 0  -- (none yet: no call of tonumber)
   if made < (tonumber(most) or MAX_ATTEMPTS) then return made + 1 end
   return made
 end

@@ -201,7 +201,7 @@ end
 
 -- Claim up to `n` jobs for `worker` from the types ARGV[first..#ARGV], tried in that order as
 -- claim_first tries them: the jobs n successive claim_first calls would give, in their order.
--- Returns two values: the table of the jobs claimed (each {id, field, value, ...} as claim
+-- Returns two values: the table of the jobs claimed (each {field, value, ..., id} as claim
 -- gives it, with `lease` and `waited`), and, when fewer than n were claimed, what the next
 -- claim_first would give (false, {'pins'}, {'paused'}, {'limited', ms}, or with several
 -- types {'wait', ...}); nil when n were. A type is drained before the next is tried (what it

@@ -8,8 +8,17 @@
 -- event goes out, as it does when the asking is refused (an ACL without PUBSUB or INFO). A
 -- subscriber on a replica is not counted: kue's clients and Node Kue's subscribe on the
 -- primary.
--- Per call (set by lib/fence.lua): the events sent so far, or false once nobody hears them.
+-- Per call (set by lib/fence.lua): the events sent so far (counted from EVENTS_UNASKED when
+-- the call said more were coming: see events_coming), or false once nobody hears them.
 local events_sent
+
+-- A call that will send `count` events, when that is more than EVENTS_UNASKED, asks at its
+-- first event rather than after EVENTS_UNASKED of them: it would ask all the same, and with
+-- nobody listening it then sends none (a batch of completions and claims: see
+-- complete_batch.lua). Called before the call's first event.
+local function events_coming(count)
+  if count > EVENTS_UNASKED and events_sent == 0 then events_sent = EVENTS_UNASKED end
+end
 
 -- Whether anyone may hear a message on <p>:events (see EVENTS_UNASKED).
 local function events_heard(p)

@@ -48,8 +48,8 @@ end
 -- the job does not exist.
 local function load_for_complete(key)
   return redis.call('HMGET', key, 'state', 'lease', 'type', 'priority', 'started_at',
-    'removeOnComplete', 'workerId', 'attempts', 'max_attempts', 'unique', 'unique_mode',
-    'keep_complete', 'dependents', 'group', 'fan_out', 'trail')
+    'removeOnComplete', 'attempts', 'max_attempts', 'unique', 'keep_complete', 'dependents',
+    'group', 'fan_out', 'trail')
 end
 
 -- Store a job (at `key`; `h` as load_for_complete read it) complete with `result` (JSON
@@ -57,16 +57,17 @@ end
 -- and, when its claim left a trail with no completion yet, the completion in the trail too.
 -- Returns true when there is no such trail: the completion then goes into its history.
 local function hash_complete(key, h, result, now, duration, attempt)
-  local fields = { 'state', 'complete', 'result', result, 'duration', int(duration),
-    'progress', '100', 'updated_at', int(now), 'attempts', int(attempt) }
+  local at, took, made = int(now), int(duration), int(attempt)
   local trail = h[COMPLETE_TRAIL]
-  trail = trail and not string.find(trail, ',.*,') and trail
-  if trail then
-    fields[13] = 'trail'
-    fields[14] = trail .. ',' .. int(now) .. ',' .. int(duration) .. ',' .. int(attempt)
+  if trail and not string.find(trail, ',.*,') then  -- the claim's alone: the completion joins it
+    redis.call('HSET', key, 'state', 'complete', 'result', result, 'duration', took,
+      'progress', '100', 'updated_at', at, 'attempts', made,
+      'trail', trail .. ',' .. at .. ',' .. took .. ',' .. made)
+    return false
   end
-  redis.call('HSET', key, unpack(fields))
-  return not trail
+  redis.call('HSET', key, 'state', 'complete', 'result', result, 'duration', took,
+    'progress', '100', 'updated_at', at, 'attempts', made)
+  return true
 end
 
 -- Complete active job `id` (stored at `key`; `h` as load_for_complete reads it) with
@@ -80,7 +81,9 @@ local function complete_job(p, id, key, h, result, now, tallied)
   -- Kue counts a completion as an attempt
   local attempt = next_attempt(h[COMPLETE_ATTEMPTS], h[COMPLETE_MAX_ATTEMPTS])
   leave_active(p, id, jtype, h[COMPLETE_GROUP])
-  release_unique(p, id, h[COMPLETE_UNIQUE], h[COMPLETE_UNIQUE_MODE])
+  if h[COMPLETE_UNIQUE] then
+    release_unique(p, id, h[COMPLETE_UNIQUE], redis.call('HGET', key, 'unique_mode'))
+  end
   if not tallied then
     redis.call('INCRBY', k_work_time(p), duration)
     count_outcome(p, jtype, 'complete', now, duration)
@@ -93,7 +96,7 @@ local function complete_job(p, id, key, h, result, now, tallied)
     local untrailed = hash_complete(key, h, result, now, duration, attempt)
     index_add(p, id, jtype, 'complete', tonumber(h[COMPLETE_PRIORITY]) or 0, 0, 0, now)
     if untrailed then
-      history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
+      history(p, id, { state = 'complete', at = now, worker = redis.call('HGET', key, 'workerId'),
         attempt = attempt, duration = duration })
     end
     local own = h[COMPLETE_KEEP_COMPLETE]
@@ -117,10 +120,12 @@ local function complete_plain(p, id, key, h, result, now, run)
   local jtype = h[COMPLETE_TYPE]
   local duration = math.max(0, now - (tonumber(h[COMPLETE_STARTED_AT]) or now))
   local attempt = next_attempt(h[COMPLETE_ATTEMPTS], h[COMPLETE_MAX_ATTEMPTS])
-  release_unique(p, id, h[COMPLETE_UNIQUE], h[COMPLETE_UNIQUE_MODE])
+  if h[COMPLETE_UNIQUE] then
+    release_unique(p, id, h[COMPLETE_UNIQUE], redis.call('HGET', key, 'unique_mode'))
+  end
   publish(p, id, jtype, 'complete', result)
   if hash_complete(key, h, result, now, duration, attempt) then
-    history(p, id, { state = 'complete', at = now, worker = h[COMPLETE_WORKER_ID],
+    history(p, id, { state = 'complete', at = now, worker = redis.call('HGET', key, 'workerId'),
       attempt = attempt, duration = duration })
   end
   run = run or { scored = {}, ages = false }
@@ -128,7 +133,8 @@ local function complete_plain(p, id, key, h, result, now, run)
   local n = #run + 1
   local member = zid(id)
   run[n] = member
-  scored[2 * n - 1] = score(tonumber(h[COMPLETE_PRIORITY]) or 0)
+  local priority = h[COMPLETE_PRIORITY]  -- Kue's normal priority, '0', is its own score text
+  scored[2 * n - 1] = priority == '0' and priority or score(tonumber(priority) or 0)
   scored[2 * n] = member
   if run.types then
     run.types[n] = jtype

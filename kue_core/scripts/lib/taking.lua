@@ -44,14 +44,14 @@ local function run_claim(p, jtype, id, out, at, worker, lease_ms, now, r)
   run_begin(p, id, jtype, worker, token, lease_ms, now)
   runs_offer(p, id)
   if r then count_start(p, jtype, r, nil, id .. ':' .. token, now) end
-  out[#out + 1] = 'waited'; out[#out + 1] = int(math.max(0, now - waiting_since))
-  table.insert(out, 1, id)
+  out[#out + 1] = 'waited'; out[#out + 1] = math.max(0, now - waiting_since)  -- see claim_member
+  out[#out + 1] = id
   return out
 end
 
 -- Claim `member` of the type's inactive set (or, with `pinned`, of `worker`'s places; with
 -- `open`, of <p>:open:<type>) for `worker` if it is a job of `jtype` waiting there: move it to
--- active under a new lease and return {id, field, value, ...} of its hash; nil for a stale
+-- active under a new lease and return {field, value, ..., id} of its hash; nil for a stale
 -- member (left by an interrupted client, or written by hand: it is taken out of the sets it
 -- should not be in). `popped`: it was popped off the type's set already; `r`: the type's
 -- rules (or false). The lease's fencing token is the job's `lease` counter, bumped on every
@@ -132,14 +132,15 @@ local function claim_member(p, jtype, member, worker, lease_ms, now, popped, r, 
   else
     publish(p, id, jtype, 'start', cjson.encode(jtype))
   end
-  -- Not stored: how long it waited, from its last change while waiting (for statistics).
-  out[#out + 1] = 'waited'; out[#out + 1] = int(math.max(0, now - waiting_since))
-  table.insert(out, 1, id)
+  -- Not stored: how long it waited, from its last change while waiting (for statistics), a
+  -- number (Redis replies with the integer: no text made for it here).
+  out[#out + 1] = 'waited'; out[#out + 1] = math.max(0, now - waiting_since)
+  out[#out + 1] = id  -- last: before the fields, it would shift every one of them
   return out
 end
 
--- The fields of a job a claim of a type with no rules looks at, by their place in
--- plain_take's table of where each is: a job with any of the last four is no plain job.
+-- The fields of a job a claim of a type with no rules looks at, numbered for plain_take,
+-- which notes where each is: a job with any of the last four is no plain job.
 local PLAIN_FIELDS = { state = 1, type = 2, priority = 3, ttl = 4, attempts = 5,
   updated_at = 6, lease = 7, started_at = 8, workerId = 9,
   group = 10, prefer = 10, fan_out = 10, trail = 10 }
@@ -163,36 +164,51 @@ local function plain_take(p, jtype, member, worker, now, now_s)
   local id = zid_id(member)
   local jkey = k_job(p, id)
   local out = redis.call('HGETALL', jkey)
-  local at = { false, false, false, false, false, false, false, false, false, false }
-  for j = 1, #out, 2 do
-    local w = PLAIN_FIELDS[out[j]]
-    if w then at[w] = j + 1 end
+  -- Where the value of each field of PLAIN_FIELDS is in `out` (nil: absent), in locals: a
+  -- table of them would be one more made and collected per job.
+  local state, typ, pri, ttl_at, made, upd, lease_at, started, wid
+  for j = 2, #out, 2 do
+    local w = PLAIN_FIELDS[out[j - 1]]
+    if not w then  -- not looked at
+    elseif w < 5 then
+      if w == 1 then state = j elseif w == 2 then typ = j elseif w == 3 then pri = j
+      else ttl_at = j end
+    elseif w < 10 then
+      if w == 5 then made = j elseif w == 6 then upd = j elseif w == 7 then lease_at = j
+      elseif w == 8 then started = j else wid = j end
+    else
+      return id, nil, out  -- a group, prefer, fan-out or trail: no plain job
+    end
   end
-  if at[10] or not at[1] or out[at[1]] ~= 'inactive' or out[at[2] or 0] ~= jtype then
+  if not state or out[state] ~= 'inactive' or out[typ or 0] ~= jtype then
     return id, nil, out
   end
-  local priority = tonumber(out[at[3] or 0]) or 0
-  local ttl = tonumber(out[at[4] or 0]) or 0
-  local waiting_since = tonumber(out[at[6] or 0]) or now
-  local lease = int((tonumber(out[at[7] or 0]) or 0) + 1)
-  local trail = now_s .. ',' .. int((tonumber(out[at[5] or 0]) or 0) + 1)
+  -- (tonumber is a call: a field the job lacks, as a new job lacks ttl, lease and
+  -- attempts, is not handed to it)
+  local priority = pri and out[pri]  -- Kue's normal priority, '0', needs no conversion
+  priority = priority == '0' and 0 or priority and tonumber(priority) or 0
+  local ttl = ttl_at and tonumber(out[ttl_at]) or 0
+  local waiting_since = upd and tonumber(out[upd]) or now
+  local lease = int((lease_at and tonumber(out[lease_at]) or 0) + 1)
+  local trail = now_s .. ',' .. int((made and tonumber(out[made]) or 0) + 1)
   redis.call('HSET', jkey, 'state', 'active', 'started_at', now_s, 'updated_at', now_s,
     'workerId', worker, 'lease', lease, 'trail', trail)
   -- The reply: the hash as it is now (the fields the claim added appended).
   local last = #out
-  out[at[1]] = 'active'
-  if at[8] then out[at[8]] = now_s else
+  out[state] = 'active'
+  if started then out[started] = now_s else
     out[last + 1] = 'started_at'; out[last + 2] = now_s; last = last + 2 end
-  if at[6] then out[at[6]] = now_s else
+  if upd then out[upd] = now_s else
     out[last + 1] = 'updated_at'; out[last + 2] = now_s; last = last + 2 end
-  if at[9] then out[at[9]] = worker else
+  if wid then out[wid] = worker else
     out[last + 1] = 'workerId'; out[last + 2] = worker; last = last + 2 end
-  if at[7] then out[at[7]] = lease else
+  if lease_at then out[lease_at] = lease else
     out[last + 1] = 'lease'; out[last + 2] = lease; last = last + 2 end
   out[last + 1] = 'trail'; out[last + 2] = trail
   -- Not stored: how long it waited, from its last change while waiting (for statistics).
-  out[last + 3] = 'waited'; out[last + 4] = int(math.max(0, now - waiting_since))
-  table.insert(out, 1, id)
+  local waited = now - waiting_since
+  out[last + 3] = 'waited'; out[last + 4] = waited > 0 and waited or 0  -- see claim_member
+  out[last + 5] = id
   return id, out, score(state_score('active', priority, 0, ttl, now)), score(priority)
 end
 

@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
 
-#: A claimed job: its id and its hash (see ``claim.lua``).
+#: A claimed job: its id and its hash (see ``claim.lua``), with ``waited`` (not stored: ms it
+#: waited), which the script gives as an integer.
 Claimed = tuple[int, dict[str, str]]
 #: What a claim gives when the type is paused (see ``pause.lua``).
 PAUSED: Final = "paused"
@@ -45,7 +46,7 @@ Next = tuple[str, int] | tuple[str, int, Sequence[str]]
 
 
 def claimed(reply: Sequence[Any] | None) -> Claim:
-    """``{id, field, value, ...}`` -> (id, hash); ``{'paused'}`` -> ``PAUSED``; ``{'pins'}``
+    """``{field, value, ..., id}`` -> (id, hash); ``{'paused'}`` -> ``PAUSED``; ``{'pins'}``
     -> ``PINS``; ``{'limited', ms}`` -> ``Held``; None for an empty reply."""
     if not reply:
         return None
@@ -57,8 +58,8 @@ def claimed(reply: Sequence[Any] | None) -> Claim:
         return Held(int(reply[1]))
     if reply[0] == "wait":
         return Waits(tuple(_wait(w) for w in reply[1:]))
-    it = iter(reply[1:])
-    return int(reply[0]), dict(zip(it, it, strict=True))
+    it = iter(reply[:-1])  # no field of a job is named as one of those answers
+    return int(reply[-1]), dict(zip(it, it, strict=True))
 
 
 class Batch(NamedTuple):
@@ -75,8 +76,8 @@ def batch(reply: Sequence[Any]) -> Batch:
     claim's reply; ``why`` nil or empty: None)."""
     jobs: list[Claimed] = []
     for one in reply[:-1]:
-        it = iter(one[1:])
-        jobs.append((int(one[0]), dict(zip(it, it, strict=True))))
+        it = iter(one[:-1])
+        jobs.append((int(one[-1]), dict(zip(it, it, strict=True))))
     return Batch(jobs, claimed(reply[-1]))
 
 
@@ -188,8 +189,9 @@ def finished(k: int) -> Callable[[Sequence[Any]], Finished]:
         why_at = end - 3 * k - why_len
         jobs, start = [], 0
         for width in widths:
-            it = iter(reply[start + 1 : start + width])
-            jobs.append((int(reply[start]), dict(zip(it, it, strict=True))))
+            end_at = start + width - 1  # the job's id, after its fields
+            it = iter(reply[start:end_at])
+            jobs.append((int(reply[end_at]), dict(zip(it, it, strict=True))))
             start += width
         return Finished(reports, jobs, claimed(reply[why_at : why_at + why_len]))
 
