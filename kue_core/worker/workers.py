@@ -358,8 +358,8 @@ class Workers:
     # -- helpers --------------------------------------------------------------------------
     def _start_thread(self, target: Callable[[], Any], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()  # then listed: a shutdown under way joins only threads started
         self._threads.append(thread)
-        thread.start()
 
     def _listener(self, channel: str) -> Listener | LoopListener:
         """The control channel's listener: the loop's task with runtime="loop"."""
