@@ -92,15 +92,14 @@
 --          reschedule: the due time on <p>:promote.
 -- Errors   KUE_INVALID for an unknown action or set name (nothing is written).
 -- Uses     lib/base (STATES, now_ms, score, int), lib/keys (k_job, k_tokens, k_type_state,
---          k_leases, k_state, k_promote, k_log, k_history, k_deps, k_dependents, k_results, k_runs,
---          k_awaited, k_worker, k_workers, k_unique_jobs, k_unique, k_tags, k_words, k_tag, k_word,
---          k_schedule, k_schedules, k_limits, k_paused, k_groups, k_group_active, k_group,
---          k_places, k_run_leases, k_types, k_worker_leases), lib/members (zid_id, zid, state_score),
---          lib/type_rules (group_add, rules_read, LANE, set_rule), lib/pins (waiting, pin_list,
---          pin_add), lib/indexes (index_add), lib/events (history, publish),
---          lib/attempts (leave_active, count_attempt), lib/deps (unblock, load_blocked,
---          awaited_ended), lib/runs (runs_offer), lib/moves (move_job), lib/records (reword),
---          lib/finishing (record_failure)
+--          k_leases, k_state, k_promote, k_log, k_history, k_deps, k_dependents, k_runs,
+--          k_unique_jobs, k_tags, k_words, k_schedules, k_limits, k_groups, k_group_active,
+--          k_group, k_places, k_run_leases, k_types, k_worker_leases, K), lib/members (zid_id,
+--          zid, state_score), lib/type_rules (group_add, rules_read, LANE, set_rule), lib/pins
+--          (waiting, pin_list, pin_add), lib/indexes (index_add), lib/events (history,
+--          publish), lib/attempts (leave_active, count_attempt), lib/deps (unblock,
+--          load_blocked, awaited_ended), lib/runs (runs_offer), lib/moves (move_job),
+--          lib/records (reword), lib/finishing (record_failure)
 local p, n = ARGV[1], tonumber(ARGV[2])
 if not n or #ARGV ~= 2 + n * REPAIR_WIDTH then
   return redis.error_reply('KUE_INVALID repair expects ' .. REPAIR_WIDTH .. ' values per action')
@@ -326,7 +325,7 @@ local function purge(id, grace)
 end
 
 local PARTS = { log = k_log, history = k_history, deps = k_deps, dependents = k_dependents,
-  results = k_results, runs = k_runs }
+  results = K.results, runs = k_runs }
 local function unlog(id, part)
   if not string.match(id, '^[1-9]%d*$') or not PARTS[part] then return 0 end
   if redis.call('EXISTS', k_job(p, id)) == 1 then return 0 end
@@ -352,7 +351,7 @@ end
 
 -- The body of unblock.lua's loop, for one member.
 local function sweep(member)
-  local key = k_awaited(p)
+  local key = K.awaited(p)
   if key_type(key) ~= 'zset' or not redis.call('ZSCORE', key, member) then return 0 end
   local id = member_id(member)
   if not id then return redis.call('ZREM', key, member) end
@@ -374,8 +373,8 @@ local function undepend(id, dependent)
 end
 
 local function unworker(wid)
-  if redis.call('EXISTS', k_worker(p, wid)) == 1 then return 0 end
-  return redis.call('ZREM', k_workers(p), wid)
+  if redis.call('EXISTS', K.worker(p, wid)) == 1 then return 0 end
+  return redis.call('ZREM', K.workers(p), wid)
 end
 
 local function bound(name, limit)
@@ -419,7 +418,7 @@ local function ununique(key, id, field)
         or redis.call('HGET', k_job(p, id), 'type') then return 0 end
     return redis.call('HDEL', k_unique_jobs(p), field)
   end
-  local k = k_unique(p, key)
+  local k = K.unique(p, key)
   if key_type(k) ~= 'string' or redis.call('GET', k) ~= id or redis.call('PTTL', k) ~= -1
       or not unheld(id) then return 0 end
   return redis.call('DEL', k)
@@ -448,7 +447,7 @@ end
 
 local function recount(tag)
   if key_type(k_tags(p)) ~= 'zset' then return 0 end
-  local real = redis.call('ZCARD', k_tag(p, tag))
+  local real = redis.call('ZCARD', K.tag(p, tag))
   if tonumber(redis.call('ZSCORE', k_tags(p), tag) or 0) == real then return 0 end
   if real == 0 then return redis.call('ZREM', k_tags(p), tag) end
   redis.call('ZADD', k_tags(p), real, tag)
@@ -456,9 +455,9 @@ local function recount(tag)
 end
 
 local function reword(word)
-  if word == '~search' then return redis.call('DEL', k_word(p, word)) end
+  if word == '~search' then return redis.call('DEL', K.word(p, word)) end
   if key_type(k_words(p)) ~= 'zset' and key_type(k_words(p)) ~= 'none' then return 0 end
-  if redis.call('EXISTS', k_word(p, word)) == 1 then
+  if redis.call('EXISTS', K.word(p, word)) == 1 then
     return redis.call('ZADD', k_words(p), 0, word)
   end
   return redis.call('ZREM', k_words(p), word)
@@ -467,7 +466,7 @@ end
 -- The schedule's hash fields that decide whether it belongs in <p>:schedules, or nil when
 -- its key holds another Redis type (a person must look).
 local function schedule_of(key)
-  local hkey = k_schedule(p, key)
+  local hkey = K.schedule(p, key)
   local kind = key_type(hkey)
   if kind == 'none' then return {} end
   if kind ~= 'hash' then return nil end
@@ -516,7 +515,7 @@ function flow.rule(jtype)
 end
 
 function flow.paused(jtype)
-  return key_type(k_paused(p)) == 'set' and redis.call('SISMEMBER', k_paused(p), jtype) == 1
+  return key_type(K.paused(p)) == 'set' and redis.call('SISMEMBER', K.paused(p), jtype) == 1
 end
 
 function flow.unlimit(jtype, text)

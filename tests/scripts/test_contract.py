@@ -12,7 +12,7 @@ import pytest
 
 from kue_core import Queue, defaults
 from kue_core.doctor import functions as doctor_functions
-from kue_core.store import calls
+from kue_core.store import calls, lua_source
 from kue_core.store.lua_source import (
     LIB_PARTS,
     LIB_TAIL,
@@ -297,3 +297,20 @@ def test_lib_keeps_no_state_between_calls() -> None:
                     )
         else:
             assert re.search(rf"^{name} = ", tail, re.M), f"{name}: set it in lib/fence.lua"
+
+
+#: Lua 5.1's bound on the upvalues of one function (LUAI_MAXUPVALUES in Redis's Lua).
+MOST_UPVALUES = 60
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_a_function_closes_over_at_most_60_of_its_library(name: str) -> None:
+    """As a Redis function (Redis 7), a script's body is a closure over the library's helpers
+    it names, and ``KEYS`` and ``ARGV``: past Lua's 60 upvalues ``FUNCTION LOAD`` refuses the
+    library ("has more than 60 upvalues"), which only a Redis 7 run would find. Counted here
+    from the text, on any server: each helper named in the body (a name the body defines for
+    itself counts too, so the count can only be high)."""
+    definitions, body = lua_source._parts_for(name, lua_source.lua_preamble())
+    helpers = {local for local, _ in lua_source._locals(definitions)}
+    named = set(re.findall(r"[A-Za-z_]\w*", _code(body))) & helpers
+    assert len(named | {"KEYS", "ARGV"}) <= MOST_UPVALUES, sorted(named)

@@ -50,4 +50,8 @@ local function k_runs(p, id) return p .. ':job:' .. id .. ':runs' end
 local function k_run_leases(p) return p .. ':run-leases' end
 local function k_open(p, jtype) return p .. ':open:' .. jtype end
 local function k_late(p, jtype) return p .. ':late:' .. jtype end
-
+-- Some of the key names by name, for a script that uses many: a Redis function may close over
+-- at most 60 of its library's locals, and this table is one (repair.lua).
+local K = { worker = k_worker, workers = k_workers, tag = k_tag, word = k_word,
+  schedule = k_schedule, paused = k_paused, awaited = k_awaited, unique = k_unique,
+  results = k_results }
