@@ -29,6 +29,7 @@ from .attempt import Reason
 from .outcome import retry_delay
 from .slots import Slot
 from .state import Owner, WorkerState
+from .strays import strays
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,11 @@ class Keeper:
             self._relieved = False
             yield from self._heartbeat()
             due["beat"] = now + self._beat_every
+        doubted = self._state.doubted
+        if doubted is not None and now >= doubted + self.lease_ms / 1000:
+            yield from self._strays()
+            if self._state.doubted == doubted:  # no call failed since: nothing more to doubt
+                self._state.doubted = None
         if now >= due["sweep"]:
             yield calls.recover(keys, self.stall_limit, defaults.SWEEP_LIMIT)
             due["sweep"] = now + self._sweep_every
@@ -169,6 +175,21 @@ class Keeper:
             if (attempt.job_id, attempt.token) in lost:
                 # Recovered, moved or removed meanwhile: its result will be dropped.
                 self._state.end(attempt, Reason.LEASE_LOST)
+
+    def _strays(self) -> Op[None]:
+        """Give back the jobs claimed for this process whose claim's reply was lost (see
+        :mod:`kue_core.worker.strays`)."""
+        with self._state.lock:
+            running = {job_id for job_id, _ in self._state.attempts}
+        for job_id, token in (yield from strays(self.queue.keys, self.id, running, self.lease_ms)):
+            given = yield calls.release(self.queue.keys, job_id, token)
+            if given:
+                log.warning(
+                    "worker %s: job %d was claimed for this process, but the reply was lost "
+                    "(Redis was cut off): given back to wait",
+                    self.id,
+                    job_id,
+                )
 
     def _expire(self, now: float) -> Op[float | None]:
         """Fail attempts past their ttl; return the next deadline, if any."""

@@ -173,6 +173,9 @@ class WorkerState:
         #: Wakes the keeper.
         self.bell = Bell()
         self._repeats = Repeats()  # the Redis errors logged, counted when they repeat
+        #: When a call last failed for want of Redis (monotonic), until the keeper has looked
+        #: for the jobs a lost reply left with this process (see kue_core.worker.strays).
+        self.doubted: float | None = None
         self._stop_asked = False  # a stop request came, or another process took the id
 
     def end_early(self, job_id: int, token: str) -> None:
@@ -276,6 +279,7 @@ class WorkerState:
             # Every thread retries on its own: during an outage, a line now and then with
             # the count (kue_core.base.retry.Repeats), not one a try.
             if isinstance(error, redis.ConnectionError | redis.TimeoutError):
+                self.doubted = time.monotonic()
                 line = self._repeats.note(f"Redis unreachable ({error}); retrying", "unreachable")
             else:
                 line = self._repeats.note(str(error))

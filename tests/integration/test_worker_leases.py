@@ -122,3 +122,37 @@ def test_a_job_leased_by_a_worker_of_the_version_before(queue: Queue, workers: W
     assert queue.client.hget(queue.keys.job(job.id), "stalls") == "1"  # type: ignore[arg-type]
     assert queue.client.zcard(queue.keys.leases) == 0
     assert doctor.check(queue).findings == []
+
+
+@pytest.mark.parametrize("runtime", ["thread", "loop"])
+def test_a_claim_whose_reply_was_lost_is_given_back_by_its_live_worker(
+    redis_url: str, prefix: str, runtime: str
+) -> None:
+    """A claim that ran in Redis but whose reply never reached the worker (here: made in the
+    worker's name, as a cut connection would leave it): the job is active under a live
+    worker, which renews its lease. Once a call of that worker has failed for want of Redis,
+    and a lease has passed, its keeper gives the job back (no attempt counted), and a job
+    running there is left alone."""
+    import threading
+
+    from redis import ConnectionError as Cut
+
+    lease_ms = 600
+    go = threading.Event()
+    with Queue(redis_url, prefix=prefix, lease_ms=lease_ms, runtime=runtime) as q:
+        running = q.create_job("t").save()
+        q.process("t", 1, lambda job: go.wait(30))
+        wait_for(lambda: q.get_job(running.id).state == "active")  # type: ignore[arg-type]
+        workers = q._workers
+        assert workers is not None
+        lost = q.create_job("u").save()
+        claimed = q.scripts.call(calls.claim(q.keys, ["u"], workers.id, lease_ms))
+        assert isinstance(claimed, tuple) and claimed[0] == lost.id
+        workers.state.report(Cut("the connection was cut"))  # what the lost reply raised
+        wait_for(lambda: q.get_job(lost.id).state == "inactive", timeout=10)  # type: ignore[arg-type]
+        job = q.get_job(lost.id)  # type: ignore[arg-type]
+        assert job.attempts_made == 0
+        assert q.get_job(running.id).state == "active"  # type: ignore[arg-type]
+        go.set()
+        wait_for(lambda: q.get_job(running.id).state == "complete")  # type: ignore[arg-type]
+        q.shutdown(timeout=5)
