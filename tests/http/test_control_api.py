@@ -373,6 +373,15 @@ def _control_requests(jid: int, worker_id: str) -> list[tuple[str, str, Any]]:
     ]
 
 
+def _written_but_beats(r: redis.Redis, queue: Queue, before: Any, worker_id: str) -> dict:
+    """What changed under the prefix since ``before``, but for what the worker's own heartbeats
+    renew whatever the requests do: its registration and its process's lease."""
+    changed = written_since(r, queue.prefix, before)
+    for renewed in (queue.keys.worker(worker_id), queue.keys.workers, queue.keys.worker_leases):
+        changed.pop(renewed, None)
+    return changed
+
+
 def _app(redis_url: str, prefix: str, **settings: object) -> Flask:
     return create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, **settings})
 
@@ -389,10 +398,7 @@ def test_read_only_refuses_job_control(
         for slash in ("", "/"):
             res = client.open(url + slash, method=method, json=body)
             assert res.status_code == 405 and "read-only" in res.json["error"], url  # type: ignore[index]
-    changed = written_since(r, prefix, before)
-    # The worker's registration is renewed by its own heartbeats, whatever the requests do.
-    changed.pop(queue.keys.worker(worker_id), None)
-    assert not changed
+    assert not _written_but_beats(r, queue, before, worker_id)
     assert not workers.stopped_remotely.is_set()
 
 
@@ -423,10 +429,7 @@ def test_job_control_needs_credentials(
         for headers in ({}, {"Authorization": bad}):
             res = client.open(url, method=method, json=body, headers=headers)
             assert res.status_code == 401, (url, headers)
-    changed = written_since(r, prefix, before)
-    # The worker's registration is renewed by its own heartbeats, whatever the requests do.
-    changed.pop(queue.keys.worker(worker_id), None)
-    assert not changed
+    assert not _written_but_beats(r, queue, before, worker_id)
     for method, url, body in requests:
         res = client.open(url, method=method, json=body, headers={"Authorization": good})
         assert res.status_code == 200, (url, res.json)
