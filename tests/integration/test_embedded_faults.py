@@ -285,10 +285,20 @@ def test_the_dashboard_answers_again_after_the_server_is_killed(
 BOTH = textwrap.dedent(
     """
     import asyncio, os, signal, socket, time
+    import redis
     from kue_core import Queue
     from kue_core.aio import AsyncQueue
 
     def kill_server():
+        # Once its append-only file has every job saved: fsync each second, and a write
+        # put off while the disk is busy (up to 2 s) is lost to a SIGKILL, as documented.
+        r = redis.Redis(unix_socket_path=".kue/server.sock")
+        deadline = time.monotonic() + 10
+        while r.info("persistence")["aof_buffer_length"]:
+            if time.monotonic() > deadline:
+                raise SystemExit("the append-only file did not catch up")
+            time.sleep(0.01)
+        r.close()
         pid = int(open(".kue/server.pid").read())
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 15
