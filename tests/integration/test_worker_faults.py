@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -202,7 +202,7 @@ def test_many_jobs_over_several_processes_run_exactly_once(
     assert queue.work_time() == sum(_durations(queue, [j.id for j in jobs]))  # type: ignore[misc]
 
 
-def _durations(queue: Queue, ids: list[int]) -> list[int]:
+def _durations(queue: Queue, ids: Iterable[int]) -> list[int]:
     pipe = queue.client.pipeline(transaction=False)
     for job_id in ids:
         pipe.hget(queue.keys.job(job_id), "duration")
@@ -212,10 +212,9 @@ def _durations(queue: Queue, ids: list[int]) -> list[int]:
 def test_a_killed_worker_loses_at_most_its_last_counts_never_a_job(
     queue: Queue, workers: Workers
 ) -> None:
-    """The counters of completions a worker process adds itself (kue_core.features.tally): killed,
-    it
-    loses those of its last second at most; every job completes once, counted or not, and
-    the survivor's are all counted."""
+    """The counters of completions a worker process adds itself (kue_core.features.tally):
+    killed, it loses those of its last second at most; every job completes once, counted or
+    not, and the survivor's are all counted."""
     jobs = queue.save_many([queue.create_job("t", {"i": i}) for i in range(3_000)])
     doomed = workers.start(2)
     wait_for(lambda: queue.count("complete") >= 500, timeout=30)
@@ -228,8 +227,10 @@ def test_a_killed_worker_loses_at_most_its_last_counts_never_a_job(
     survivor.send_signal(signal.SIGTERM)
     assert survivor.wait(timeout=15) == 0
     ran = [entry.split(":") for entry in _ran(queue)]
-    by_survivor = [int(i) for i, pid in ran if pid == str(survivor.pid)]
-    assert by_survivor and len(ran) >= 3_000  # a job whose completion the kill cut off ran twice
+    # A job runs twice when the kill cut off its completion, and when the survivor was held
+    # up past its short lease (CI on two cores) and ran again what it lost, counted once.
+    by_survivor = {int(i) for i, pid in ran if pid == str(survivor.pid)}
+    assert by_survivor and len(ran) >= 3_000
     counted = queue.totals()["complete"]["t"]
     assert len(by_survivor) <= counted <= 3_000
     work_time = queue.work_time()
