@@ -118,6 +118,9 @@ class Dispatcher:
                 except Exception as e:  # each slot reports it and tries again
                     for ask in batch:
                         _answer(ask, error=e)
+                # The slots this call answered ask again in the loop's next turn: they join
+                # what waits (else a share split once, 8 as 4 + 4, say, stays split).
+                await asyncio.sleep(0)
         finally:
             self._senders -= 1
 
