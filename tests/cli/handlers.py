@@ -15,7 +15,9 @@ def echo(job: Job) -> dict[str, Any]:
 
 
 def sleepy(job: Job) -> dict[str, Any]:
-    """Runs for ``data.seconds``, so that a test can stop the worker meanwhile."""
+    """Prints ``started job <id>``, then runs for ``data.seconds``, so that a test can stop
+    the worker meanwhile (once the handler runs: a job is active from its claim)."""
+    print(f"started job {job.id}", flush=True)
     time.sleep(job.data["seconds"])
     return {"slept": job.data["seconds"]}
 

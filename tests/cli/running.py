@@ -89,6 +89,10 @@ class Kue:
 
 #: Seconds of a ``kue worker`` lease in the process tests: a heartbeat every 0.1 s.
 LEASE = "0.3"
+#: A lease no load outlasts, for a worker no test kills or stops (``--lease`` given again
+#: overrides ``LEASE``): one held up past a short lease (two cores, under coverage) rightly
+#: loses what it runs, which then runs again.
+LONG_LEASE = ("--lease", "30")
 
 
 def start_worker(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kue_core import Job, Queue, defaults
-from tests.cli.running import Kue, doctor_finds_nothing, start_worker
+from tests.cli.running import LONG_LEASE, Kue, doctor_finds_nothing, start_worker
 from tests.conftest import never, wait_for
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.single_node]
@@ -65,7 +65,9 @@ def _id(job: Job) -> int:
 def test_fan_out_3_runs_once_on_each_of_three_workers(
     run: list[Kue], redis_url: str, prefix: str, queue: Queue
 ) -> None:
-    workers = _start_all(run, redis_url, prefix)
+    # Each run is to be tried once: nothing is killed, and a worker held up past a 0.3 s
+    # lease (two cores, under coverage) rightly loses its run, which is tried again.
+    workers = _start_all(run, redis_url, prefix, "whoami", *LONG_LEASE)
     jid = _id(queue.create_job("job", {"seconds": 0.1}).fan_out(3).save())
     done = _ended(queue, jid)
     assert done.state == "complete"
@@ -197,12 +199,16 @@ def test_a_run_failing_past_max_failed_runs_fails_the_job_and_stops_the_others(
 def test_a_failed_run_within_max_failed_runs_is_taken_by_another_worker(
     run: list[Kue], redis_url: str, prefix: str, queue: Queue
 ) -> None:
-    workers = {w: start_worker(run, redis_url, prefix, w, "fails_on") for w in ("w1", "w2")}
+    # Each run is to be tried once: nothing is killed, and a worker held up past a 0.3 s
+    # lease (two cores, under coverage) rightly loses its run, which is tried again.
+    workers = {
+        w: start_worker(run, redis_url, prefix, w, "fails_on", *LONG_LEASE) for w in ("w1", "w2")
+    }
     data = {"fail_on": ["w1"], "live": 3, "running": 2, "seconds": 2.0}
     jid = _id(queue.create_job("job", data).fan_out(2, max_failed_runs=1).save())
     assert _running(queue, jid, 2) == ["w1", "w2"]
     # w1 fails once w3 is up, while w2 still runs: its place goes to w3, not back to w1.
-    workers["w3"] = start_worker(run, redis_url, prefix, "w3", "fails_on")
+    workers["w3"] = start_worker(run, redis_url, prefix, "w3", "fails_on", *LONG_LEASE)
     done = _ended(queue, jid)
     assert done.state == "complete", (done.error, done.runs())
     assert done.result == {w: {"worker": w, "pid": workers[w].proc.pid} for w in ("w2", "w3")}

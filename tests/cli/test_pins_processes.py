@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kue_core import Queue
-from tests.cli.running import Kue, doctor_finds_nothing, start_worker
+from tests.cli.running import LONG_LEASE, Kue, doctor_finds_nothing, start_worker
 from tests.conftest import never, wait_for
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.single_node]
@@ -45,7 +45,9 @@ def test_a_pinned_job_whose_worker_dies_waits_for_it_again(
     assert wait_for(lambda: queue.get_job(jid).state == "pinned", timeout=10)
     # The other worker, idle and sweeping the leases, never takes it.
     assert never(lambda: queue.get_job(jid).state != "pinned", window=1.0)
-    again = start_worker(run, redis_url, prefix, "gpu-1", "sleepy")
+    # Not killed: a lease no load outlasts, as the job is to start once more only (one held
+    # up past 0.3 s under load rightly loses the job, which then starts a third time).
+    again = start_worker(run, redis_url, prefix, "gpu-1", "sleepy", *LONG_LEASE)
     assert wait_for(lambda: queue.get_job(jid).state == "complete", timeout=20)
     done = queue.get_job(jid)
     assert done.worker_id == "gpu-1" and done.result == {"slept": 1.5}

@@ -24,16 +24,19 @@ from tests.conftest import finish, snapshot, wait_for, written_since
 def held(queue: Queue) -> Iterator[tuple[Job, threading.Event]]:
     """A job of type ``t`` running in a worker of this process, whose thread handler runs
     until its attempt is stopped; and an event set when the handler has returned."""
-    returned = threading.Event()
+    started, returned = threading.Event(), threading.Event()
 
     def handler(job: Job) -> str:
+        started.set()
         wait_for(lambda: job.stopping, timeout=30)
         returned.set()
         return "finished anyway"
 
     job = queue.create_job("t", {"n": 1}).save()
     queue.process("t", handler)
-    wait_for(lambda: queue.get_job(job.id).state == "active")
+    # Its handler has begun: a job is active from its claim, and one cancelled or moved
+    # before its handler begins is rightly never run (its slot's thread held up under load).
+    assert started.wait(15)
     yield job, returned
     queue.shutdown(1)
 

@@ -15,7 +15,9 @@ from tests.conftest import wait_for
 
 @pytest.fixture
 def wq(redis_url: str, prefix: str) -> Iterator[Queue]:
-    q = Queue(redis_url, prefix=prefix, lease_ms=2000)
+    # A lease no load outlasts: the attempts are counted, and a process held up past a short
+    # one (two cores, under coverage) rightly has its jobs run again.
+    q = Queue(redis_url, prefix=prefix, lease_ms=30_000)
     yield q
     q.close()
 

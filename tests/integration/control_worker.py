@@ -7,7 +7,8 @@ polls ``job.stopping`` and then records ``<id>`` in ``<prefix>:late``; the other
 or killed); any other job (after
 ``sleep`` seconds, when its data has it) records ``<id>:<pid>`` in ``<prefix>:ran`` and returns
 the pid. Prints ``ready`` once serving, and exits
-0 on SIGTERM or once stopped remotely (``queue.stop_worker``).
+0 on SIGTERM or once stopped remotely (``queue.stop_worker``). Its lease is 600 ms, or
+``$CONTROL_WORKER_LEASE_MS``.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ HANDLERS = {"thread": thread_handler, "async": async_handler, "process": process
 
 def main() -> None:
     url, prefix, kind, n, *types = sys.argv[1:]
-    queue = Queue(url, prefix=prefix, lease_ms=600)
+    queue = Queue(url, prefix=prefix, lease_ms=int(os.environ.get("CONTROL_WORKER_LEASE_MS", 600)))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     isolation = "process" if kind == "process" else "thread"

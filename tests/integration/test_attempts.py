@@ -18,7 +18,11 @@ from tests.integration import slow_start_handlers
 
 @pytest.fixture
 def wq(redis_url: str, prefix: str) -> Iterator[Queue]:
-    q = Queue(redis_url, prefix=prefix, lease_ms=600)
+    # A lease no load outlasts: these tests count the threads left running and the handlers
+    # run, and a process held up past a short lease (two cores, under coverage) rightly
+    # loses its jobs, which then run again. What a worker tells of its threads changes with a
+    # heartbeat asked at once.
+    q = Queue(redis_url, prefix=prefix, lease_ms=30_000)
     yield q
     q.close()
 

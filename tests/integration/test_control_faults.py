@@ -4,6 +4,7 @@ cancel that reaches a worker paused past its lease. Afterwards ``kue doctor`` fi
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -24,11 +25,16 @@ class Workers:
         self.procs: list[subprocess.Popen[str]] = []
 
     def start(
-        self, kind: str = "thread", n: int = 1, types: tuple[str, ...] = ("t",)
+        self,
+        kind: str = "thread",
+        n: int = 1,
+        types: tuple[str, ...] = ("t",),
+        lease_ms: int = 600,
     ) -> subprocess.Popen[str]:
         argv = [sys.executable, "-m", "tests.integration.control_worker", self.redis_url]
         argv += [self.prefix, kind, str(n), *types]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        env = {**os.environ, "CONTROL_WORKER_LEASE_MS": str(lease_ms)}
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
         self.procs.append(proc)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         return proc
@@ -66,13 +72,15 @@ def _pid(queue: Queue, proc: subprocess.Popen[str]) -> str:
 def test_cancel_a_running_handler_from_another_process(
     queue: Queue, workers: Workers, kind: str
 ) -> None:
-    proc = workers.start(kind)
+    # A lease no load outlasts: the next job is to run once, and a process held up past a
+    # short one (two cores, under coverage, a child starting beside it) rightly runs it again.
+    proc = workers.start(kind, lease_ms=30_000)
     job = queue.create_job("t", {"block": True}).save()
     wait_for(lambda: _state(queue, job) == "active", timeout=30)
     if kind == "thread":  # its handler has begun (a job cancelled before is not run at all)
         started = f"{queue.prefix}:started"
         wait_for(lambda: queue.client.lrange(started, 0, -1) == [str(job.id)], timeout=10)
-    # The running job's lease is renewed (600 ms leases): it would never end on its own.
+    # The running job's lease is renewed: it would never end on its own.
     cancelled_at = time.monotonic()
     queue.cancel(job.id, "operator")  # type: ignore[arg-type]
     nxt = queue.create_job("t").save()
@@ -113,8 +121,10 @@ def test_a_cancel_reaches_a_worker_paused_past_its_lease(queue: Queue, workers: 
 
 
 def test_stop_one_of_two_workers_while_jobs_flow(queue: Queue, workers: Workers) -> None:
-    leaving = workers.start("thread", n=2)
-    staying = workers.start("thread", n=2)
+    # Leases no load outlasts: a process held up past a short one (two cores, under coverage)
+    # rightly has the jobs it held run again, and each job is to run once here.
+    leaving = workers.start("thread", n=2, lease_ms=30_000)
+    staying = workers.start("thread", n=2, lease_ms=30_000)
     leaving_id = _pid(queue, leaving)
     _pid(queue, staying)
     jobs = queue.save_many(queue.create_job("t", {"i": i}) for i in range(100))
@@ -135,8 +145,10 @@ def test_stop_one_of_two_workers_while_jobs_flow(queue: Queue, workers: Workers)
 
 
 def test_move_jobs_under_running_workers_of_both_types(queue: Queue, workers: Workers) -> None:
-    workers.start("thread", n=2, types=("a",))
-    workers.start("thread", n=2, types=("b",))
+    # Leases no load outlasts: the blocking job is to be stopped twice, by the move and by
+    # the cancel, not also by a lease lost to a process held up (two cores, under coverage).
+    workers.start("thread", n=2, types=("a",), lease_ms=30_000)
+    workers.start("thread", n=2, types=("b",), lease_ms=30_000)
     queue.pause("a")  # so that waiting jobs of a stay waiting while some are moved
     stay = queue.save_many(queue.create_job("a", {"i": i}) for i in range(20))
     go = queue.save_many(queue.create_job("a", {"i": i}) for i in range(20, 40))
@@ -145,11 +157,15 @@ def test_move_jobs_under_running_workers_of_both_types(queue: Queue, workers: Wo
     queue.resume("a")
     running = queue.create_job("a", {"block": True}).save()
     wait_for(lambda: queue.counts("a")["complete"] == 20, timeout=20)
-    wait_for(lambda: _state(queue, running) == "active", timeout=10)
+    # Its handler has begun, under a, then under b (each time it is stopped): a job is active
+    # from its claim, and one moved or cancelled before its handler begins is never run.
+    started = f"{queue.prefix}:started"
+    wait_for(lambda: queue.client.lrange(started, 0, -1) == [str(running.id)], timeout=10)
     queue.move(running.id, "b", force=True)  # type: ignore[arg-type]
     wait_for(lambda: queue.counts("b")["complete"] == 20 and queue.count("active") == 1, timeout=20)
     # The moved blocking job runs under b now (and blocks there until cancelled).
     wait_for(lambda: queue.get_job(running.id).type == "b" and _state(queue, running) == "active")  # type: ignore[arg-type]
+    wait_for(lambda: queue.client.llen(started) == 2, timeout=10)
     assert {queue.get_job(j.id).type for j in stay} == {"a"}  # type: ignore[arg-type]
     assert {queue.get_job(j.id).type for j in go} == {"b"}  # type: ignore[arg-type]
     assert len(set(_ran(queue))) == 40

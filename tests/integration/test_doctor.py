@@ -132,8 +132,10 @@ def k(queue: Queue) -> Keys:
 
 @pytest.fixture
 def wq(redis_url: str, prefix: str) -> Iterator[Queue]:
-    """A second queue on the same prefix, for running workers."""
-    q = Queue(redis_url, prefix=prefix, lease_ms=2_000)
+    """A second queue on the same prefix, for running workers; with a lease no load
+    outlasts: one held up past a short lease (two cores, under coverage) rightly has its
+    active jobs found stuck until they are recovered."""
+    q = Queue(redis_url, prefix=prefix, lease_ms=30_000)
     yield q
     q.close()
 

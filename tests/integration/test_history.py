@@ -52,7 +52,10 @@ def _timing(queue: Queue, job_type: str, kind: str, *ms: int) -> None:
 
 @pytest.fixture
 def hq(redis_url: str, prefix: str) -> Iterator[Queue]:
-    q = Queue(redis_url, prefix=prefix, lease_ms=600, version="2.0.1")
+    # A lease no load outlasts: a worker's registration, which says its version, expires 3
+    # leases after its last heartbeat, and a process held up that long under load (1.8 s of a
+    # 600 ms lease, two cores, under coverage) rightly drops out of the versions serving.
+    q = Queue(redis_url, prefix=prefix, lease_ms=30_000, version="2.0.1")
     yield q
     q.close()
 
@@ -206,7 +209,9 @@ def test_deploys_mark_when_the_versions_serving_a_type_change(
     redis_url: str, prefix: str, queue: Queue, r: redis.Redis
 ) -> None:
     def serve(version: str) -> Queue:
-        q = Queue(redis_url, prefix=prefix, lease_ms=600, version=version)
+        # A lease no load outlasts (see hq): a registration expired under load would make a
+        # deploy marker of its own.
+        q = Queue(redis_url, prefix=prefix, lease_ms=30_000, version=version)
         q.process("email", 1, lambda job: None)
         wait_for(lambda: any(w.get("version") == version for w in queue.workers()))
         return q

@@ -14,7 +14,10 @@ from tests.integration import isolated_handlers as handlers
 
 @pytest.fixture
 def wq(redis_url: str, prefix: str) -> Iterator[Queue]:
-    q = Queue(redis_url, prefix=prefix, lease_ms=1000)
+    # A lease no load outlasts: these tests count attempts, log lines and children, none is
+    # about recovery, and a process held up past a short lease (two cores, under coverage,
+    # children starting) rightly has its jobs run again.
+    q = Queue(redis_url, prefix=prefix, lease_ms=30_000)
     yield q
     q.close()
 

@@ -26,7 +26,10 @@ SLOW_S = 0.4
 
 @pytest.fixture
 def lq(redis_url: str, prefix: str) -> Iterator[Queue]:
-    q = Queue(redis_url, prefix=prefix, lease_ms=1000, runtime="loop")
+    # A lease no load outlasts: the tests read each job's log lines and events exactly, and a
+    # process held up past a short lease (two cores, under coverage) rightly has its jobs run
+    # again ("lease lost" below is a job moved away, not a lease left to expire).
+    q = Queue(redis_url, prefix=prefix, lease_ms=30_000, runtime="loop")
     yield q
     q.close()
 

@@ -17,7 +17,9 @@ from tests.conftest import wait_for
 
 @pytest.fixture
 def wq(redis_url: str, prefix: str) -> Iterator[Queue]:
-    q = Queue(redis_url, prefix=prefix, lease_ms=600)
+    # A lease no load outlasts: the waits are counted exactly, and a process held up past a
+    # short lease (two cores, under coverage) rightly has its jobs claimed, and waited, again.
+    q = Queue(redis_url, prefix=prefix, lease_ms=30_000)
     yield q
     q.close()
 
