@@ -106,6 +106,11 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def text(value: Any) -> str:
+    """A value read from Redis as text: bytes (a client that does not decode) as UTF-8."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def num(text: str | None) -> int | float | None:
     if text is None:
         return None

@@ -34,6 +34,8 @@ from redis.exceptions import (
 )
 from redis.retry import Retry
 
+from ..base.values import text
+
 #: Settings a discovery connection keeps from the data connections (the rest are for those).
 _DISCOVERY_SETTINGS = (
     "username",
@@ -114,7 +116,7 @@ class SlotMap:
                 for node in slots_nodes(slots, host):
                     if node not in self._nodes:
                         self._nodes.append(node)
-                return _text(primary[0]) or host, int(primary[1])
+                return text(primary[0]) or host, int(primary[1])
         return None
 
     def _none_serves(self, errors: list[str]) -> redis.ConnectionError:
@@ -177,11 +179,7 @@ def redirected(error: ResponseError, owner: SlotMap) -> Redirected | None:
 def slots_nodes(slots: list[Any], host: str) -> list[tuple[str, int]]:
     """Every node named in a ``CLUSTER SLOTS`` reply got from ``host``, primaries and
     replicas (an empty host is the one asked)."""
-    return [(_text(node[0]) or host, int(node[1])) for row in slots for node in row[2:]]
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    return [(text(node[0]) or host, int(node[1])) for row in slots for node in row[2:]]
 
 
 class _SlotConnection(Connection):

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..base.keys import Keys
+from ..base.values import text
 from ..store.calls import Op, read, server_now
 
 #: The states of a job whose retries are over: it is no longer followed.
@@ -56,7 +57,7 @@ def left(
         commands.append(("ZCARD", keys.places(job_type, worker_id)))
     commands.extend(("HGET", keys.job(job_id), "state") for job_id in retrying)
     replies: list[Any] = yield read(*commands, atomic=True)
-    paused = {_text(t) for t in replies[0]} | set(held)
+    paused = {text(t) for t in replies[0]} | set(held)
     found = {"inactive": 0, "active": 0, "due": int(replies[1]), "pinned": 0, "retrying": 0}
     at = 2
     for job_type in types:
@@ -67,7 +68,7 @@ def left(
             found["pinned"] += pinned
         found["active"] += active
     states = {
-        job_id: _text(state)
+        job_id: text(state)
         for job_id, state in zip(retrying, replies[at:], strict=True)
         if state is not None
     }
@@ -79,7 +80,3 @@ def describe(found: dict[str, int]) -> str:
     """``2 inactive, 1 active`` (the kinds with work left), or ``nothing``."""
     parts = [f"{n} {kind}" for kind, n in found.items() if n]
     return ", ".join(parts) or "nothing"
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

@@ -14,6 +14,7 @@ from collections.abc import Collection
 from typing import Any
 
 from ..base.keys import Keys, job_id_from_zid
+from ..base.values import text
 from ..store.calls import Op, read, server_now
 
 
@@ -24,7 +25,7 @@ def strays(
     ``older_ms`` ago that are not among ``running`` (an operation: two plain reads)."""
     now = yield from server_now()
     (members,) = yield read(("ZRANGE", keys.state("active"), 0, -1))
-    ids = [job_id_from_zid(_text(m)) for m in members]
+    ids = [job_id_from_zid(text(m)) for m in members]
     if not ids:
         return []
     rows: list[Any] = yield read(
@@ -34,10 +35,6 @@ def strays(
     for job_id, (worker, token, started, fan_out) in zip(ids, rows, strict=True):
         if worker is None or token is None or fan_out is not None or job_id in running:
             continue  # a fan-out job's runs have leases of their own
-        if _text(worker) == worker_id and int(_text(started or "0")) < now - older_ms:
-            found.append((job_id, _text(token)))
+        if text(worker) == worker_id and int(text(started or "0")) < now - older_ms:
+            found.append((job_id, text(token)))
     return found
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
