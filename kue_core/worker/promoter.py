@@ -23,6 +23,10 @@ from ..store import calls
 from ..store.aio_transport import AsyncTransport
 from ..store.calls import Op
 
+#: Redis's clock comes in whole milliseconds, floored (``now_ms``): the time it stands for is
+#: half a millisecond later on average, which the next due time is reckoned from.
+_FLOORED_MS = 0.5
+
 
 class Owner(schedules.Timer, Protocol):
     """What the promotion timer uses of its queue."""
@@ -100,7 +104,7 @@ class Promoter:
         due = [d for d in (next_due, schedule) if d >= 0]
         if not due:
             return time.monotonic() + defaults.PROMOTE_MAX_WAIT
-        wait: float = min(max(0, min(due) - now) / 1000, defaults.PROMOTE_MAX_WAIT)
+        wait: float = min(max(0, min(due) - now - _FLOORED_MS) / 1000, defaults.PROMOTE_MAX_WAIT)
         return self._clock[1] + wait
 
     def _due_at(self, data: str) -> float:
@@ -110,4 +114,4 @@ class Promoter:
         except (TypeError, ValueError):
             return time.monotonic()
         server_now, local_now = self._clock
-        return local_now + max(0, due - server_now) / 1000
+        return local_now + max(0, due - server_now - _FLOORED_MS) / 1000

@@ -88,7 +88,9 @@ def test_a_long_action_answers_202_and_is_followed(
     res = client.post("/api/jobs/bulk", json={"action": "remove", "filter": {"state": "failed"}})
     assert res.status_code == 202, res.json
     follow = res.json["follow"]  # type: ignore[index]
-    assert res.headers["Location"] == follow and res.json["state"] == "running"  # type: ignore[index]
+    assert res.headers["Location"] == follow
+    # Running as it answers, or done already when the request's thread was held up as long.
+    assert res.json["state"] in ("running", "done")  # type: ignore[index]
     done = wait_for(lambda: (s := client.get(follow).json)["state"] == "done" and s)  # type: ignore[index]
     assert done["matched"] == done["done"] == 1200
     assert queue.count("failed") == 0
