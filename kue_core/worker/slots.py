@@ -43,6 +43,10 @@ class Slot:
     asked: tuple[float, float] = (0.0, 0.0)
     #: The loop runtime's: its last handler returned quickly, so it claims ahead (see tasks.py).
     quick: bool = False
+    #: The loop runtime's: its last ``def`` handler returned within ``BRIEF_S``, so its next
+    #: call takes turns with the loop (see kue_core.worker.loop.Handoff); else it has a
+    #: thread of the pool to itself.
+    brief: bool = True
 
     @property
     def in_thread(self) -> bool:

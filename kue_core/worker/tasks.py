@@ -26,7 +26,7 @@ from . import middleware as mw
 from .ahead import HOLD_S, QUICK_S, Ahead, Line
 from .attempt import Attempt, Reason
 from .dispatch import Dispatcher
-from .loop import EventLoop
+from .loop import BRIEF_S, EventLoop
 from .outcome import Done, Limited, Outcome, failure, retry_delay
 from .serving import clock, failed_text, traced, wake_lists
 from .slots import HandlerRunner, Slot
@@ -68,8 +68,6 @@ class LoopServing:
         already ends once its handler returns."""
         slot.turn += 1
         self._dispatch.company = len(self._state.slots)
-        # One slot: the loop waits for its def handler's calls (see Handoff.park).
-        self._loop.handoff.lend_to_one(self._dispatch.company == 1)
         slot.done = self._loop.submit(self._work(slot, slot.turn))
 
     def stop(self) -> None:
@@ -274,9 +272,14 @@ class LoopServing:
         cancels while the handler runs (and only then); any other in the thread pool."""
         middleware = self.queue.middleware
         if not slot.is_async or slot.child is not None or not all(map(mw.is_async, middleware)):
-            return await self._loop.handoff.run(
-                self._runner.call, slot, attempt, fields, middleware
-            )
+            # A brief handler takes turns with the loop; one that blocks (I/O, a sleep) or
+            # runs long has a thread to itself, beside the others.
+            hand = self._loop.handoff.run if slot.brief else self._loop.in_thread
+            began = time.monotonic()
+            try:
+                return await hand(self._runner.call, slot, attempt, fields, middleware)
+            finally:
+                slot.brief = time.monotonic() - began < BRIEF_S
         handler = self._runner.async_handler(slot, middleware)
         loop = self._loop.loop
         me = asyncio.current_task(loop)  # (given the loop: no getpid() to find it)
