@@ -70,11 +70,11 @@ def test_calls_behind_a_blocking_one_get_threads_and_the_looks_then_stop() -> No
     assert covered == calls == 0
 
 
-def test_one_slot_takes_turns_with_its_thread_and_the_loop_still_keeps_time() -> None:
-    """With one slot (``lend_to_one``) the loop waits for its call's end rather than for
-    events, at most ``PARK_S`` at a time: quick calls end in order, each thread's wake-up
-    put off until the loop would sleep, and a timer on the loop fires on time while a call
-    blocks (the loop goes back to its events)."""
+def test_the_loop_takes_turns_with_the_thread_and_still_keeps_time() -> None:
+    """With the loop's selector the loop waits for the calls' end rather than for events, at
+    most ``PARK_S`` at a time: quick calls end in order, each thread's wake-up put off until
+    the loop would sleep, calls handed over together all end, and a timer on the
+    loop fires on time while a call blocks (the loop goes back to its events)."""
     from kue_core.worker.loop import PARK_S, _Selector
 
     release = threading.Event()
@@ -87,9 +87,10 @@ def test_one_slot_takes_turns_with_its_thread_and_the_loop_still_keeps_time() ->
     async def main() -> tuple[list[int], float, bool, int]:
         loop = asyncio.get_running_loop()
         handoff = Handoff(loop, loop._selector)  # type: ignore[attr-defined]
-        handoff.lend_to_one(True)
         try:
             quick = [await asyncio.wait_for(handoff.run(call, n), 10) for n in range(50)]
+            together = [handoff.run(call, n) for n in range(8)]  # the loop let go once all ran
+            assert await asyncio.wait_for(asyncio.gather(*together), 10) == list(range(8))
             blocked = handoff.run(call, -1)
             began = time.monotonic()
             fired = loop.create_future()
