@@ -48,10 +48,10 @@ STALE_S = 0.002
 PARK_S = 0.005
 
 #: A ``def`` handler that returned within this long (s) has its slot's next call handed over
-#: (:class:`Handoff`, taking turns with the loop); a slower one's goes to a thread of the
-#: pool of its own (:meth:`EventLoop.in_thread`), where a handler that blocks runs beside the
-#: others, and the loop does not wait for it. 16 slots of handlers that sleep 2 ms: 2,800
-#: jobs/s handed over, against 5,800 with threads of their own.
+#: as brief (:class:`Handoff`: run in turn with the others, the loop waiting for them); a
+#: slower one's has a thread woken for it at once, where a handler that blocks runs beside
+#: the others, and the loop does not wait for it. 16 slots of handlers that sleep 2 ms:
+#: 2,800 jobs/s all taken as brief, 4,000 with a pool's thread each, 4,400-4,700 so.
 BRIEF_S = 0.001
 
 #: How long a thread's wake-up for a call handed over may wait for the loop to be about to
@@ -85,8 +85,9 @@ class Handoff:
     Waking a thread is what a call costs here (two switches of the interpreter's lock), so
     the calls handed over at once are run one after another by one woken thread while they
     are quick, and a thread more is woken for each call that has waited ``STALE_S`` (the
-    one before it blocks). Threads are made when none is free, and stay. The calls handed
-    over are those of brief handlers (``BRIEF_S``): a slower one's runs in the pool.
+    one before it blocks). Threads are made when none is free, and stay. A call that is not
+    brief (its slot's last handler took longer than ``BRIEF_S``) has a thread woken for it
+    at once, and the loop does not wait for it.
 
     With the loop's selector (:class:`_Selector`) the two take turns: the thread is woken
     for the calls once the loop is about to sleep, the loop then waits for them (``PARK_S``
@@ -113,8 +114,8 @@ class Handoff:
         self._running = 0  # calls handed over whose end the loop has not delivered
         #: When a thread's wake-up for calls handed over was put off (monotonic), or None.
         self._due: float | None = None
-        #: Calls not yet taken by a thread: (handed at, future, context, fn, args).
-        self._calls: collections.deque[tuple[float, asyncio.Future[Any], Any, Any, Any]] = (
+        #: Calls not yet taken by a thread: (handed at, future, context, fn, args, brief).
+        self._calls: collections.deque[tuple[float, asyncio.Future[Any], Any, Any, Any, bool]] = (
             collections.deque()
         )
         self._idle: list[threading.Event] = []  # threads waiting to be woken
@@ -125,17 +126,25 @@ class Handoff:
         #: The first calls waiting that had a thread woken for them (by a look, which wakes
         #: no other for them): threads take calls first in, first out.
         self._covered = 0
-        self._ended: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
+        #: Calls ended, for the loop to deliver: (future, ok, value or error, brief).
+        self._ended: collections.deque[tuple[asyncio.Future[Any], bool, Any, bool]] = (
+            collections.deque()
+        )
         self._told = False  # the loop has been woken for the calls ended since it looked
 
-    def run(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        """Call ``fn(*args)`` in a thread, in the caller's context (a trace's span, say)."""
+    def run(self, fn: Callable[..., T], *args: Any, brief: bool = True) -> asyncio.Future[T]:
+        """Call ``fn(*args)`` in a thread, in the caller's context (a trace's span, say); one
+        not ``brief`` (its last call blocked) has a thread woken for it at once, and the
+        loop does not wait for it."""
         future: asyncio.Future[T] = self._loop.create_future()
-        call = (time.monotonic(), future, contextvars.copy_context(), fn, args)
-        self._running += 1
+        call = (time.monotonic(), future, contextvars.copy_context(), fn, args, brief)
         with self._lock:
             self._calls.append(call)
-            if not self._awake:
+            if not brief:
+                self._wake()
+            else:
+                self._running += 1
+            if brief and not self._awake:
                 if not self._lend:
                     self._wake()
                 elif self._due is None:
@@ -198,11 +207,11 @@ class Handoff:
             if call is None:
                 wake.wait()
                 continue
-            _, future, context, fn, args = call
+            _, future, context, fn, args, brief = call
             try:
-                ended = (future, True, context.run(fn, *args))
+                ended = (future, True, context.run(fn, *args), brief)
             except BaseException as e:
-                ended = (future, False, e)
+                ended = (future, False, e, brief)
             self._ended.append(ended)
             with self._lock:
                 # A loop waiting for the calls is let go once this thread has run them all.
@@ -256,8 +265,8 @@ class Handoff:
             self._told = False
             self.sleeping = False
         while self._ended:
-            future, ok, value = self._ended.popleft()
-            self._running -= 1
+            future, ok, value, brief = self._ended.popleft()
+            self._running -= brief
             if future.cancelled():
                 continue
             if ok:
@@ -295,11 +304,6 @@ class EventLoop:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run ``coro`` on the loop, from any thread."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def in_thread(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        """Call ``fn(*args)`` in a thread of the pool, in the caller's context."""
-        context = contextvars.copy_context()
-        return self.loop.run_in_executor(self.pool, context.run, fn, *args)
 
     def here(self) -> bool:
         """Whether the caller runs on the loop's thread."""

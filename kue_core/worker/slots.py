@@ -45,7 +45,7 @@ class Slot:
     quick: bool = False
     #: The loop runtime's: its last ``def`` handler returned within ``BRIEF_S``, so its next
     #: call takes turns with the loop (see kue_core.worker.loop.Handoff); else it has a
-    #: thread of the pool to itself.
+    #: thread woken for it at once.
     brief: bool = True
 
     @property

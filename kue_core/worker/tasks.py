@@ -274,10 +274,10 @@ class LoopServing:
         if not slot.is_async or slot.child is not None or not all(map(mw.is_async, middleware)):
             # A brief handler takes turns with the loop; one that blocks (I/O, a sleep) or
             # runs long has a thread to itself, beside the others.
-            hand = self._loop.handoff.run if slot.brief else self._loop.in_thread
-            began = time.monotonic()
+            handoff, began = self._loop.handoff, time.monotonic()
             try:
-                return await hand(self._runner.call, slot, attempt, fields, middleware)
+                call = self._runner.call
+                return await handoff.run(call, slot, attempt, fields, middleware, brief=slot.brief)
             finally:
                 slot.brief = time.monotonic() - began < BRIEF_S
         handler = self._runner.async_handler(slot, middleware)
