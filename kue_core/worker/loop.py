@@ -214,8 +214,9 @@ class Handoff:
                 ended = (future, False, e, brief)
             self._ended.append(ended)
             with self._lock:
-                # A loop waiting for the calls is let go once this thread has run them all.
-                if self._is_parked and self._calls:
+                # A loop waiting for the calls is let go once this thread has run the brief
+                # ones waiting (one not brief has a thread of its own, and may block).
+                if self._is_parked and self._calls and self._calls[0][5]:
                     continue
                 parked, self._is_parked = self._is_parked, False
                 asleep = self.sleeping or not self._lend
