@@ -33,31 +33,31 @@ on in a new thread, up to ``defaults.ABANDONED_THREADS`` such threads per proces
 threads share (:class:`~kue_core.worker.state.WorkerState`, with the keeper's bell), what runs
 the handlers (:class:`~kue_core.worker.slots.HandlerRunner`), the slots' serving
 (:class:`~kue_core.worker.serving.Serving`), the keeper (:class:`~kue_core.worker.keeper.Keeper`,
-which calls the serving back to give a stuck slot a new thread) and the promoter, each given
-the queue as the worker side sees it (:class:`~kue_core.worker.state.Owner`); it answers the
-control listener's messages itself. ``Queue`` calls its public methods.
+which calls the serving back to give a stuck slot a new thread), and what runs beside the slots
+and ends the process (:class:`~kue_core.worker.closing.Closing`: the control listener, the
+keeper's and the promoter's threads or tasks, and ``shutdown``), each given the queue as the
+worker side sees it (:class:`~kue_core.worker.state.Owner`); it answers the control
+listener's messages itself. ``Queue`` calls its public methods.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
 import threading
-import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from .. import defaults
 from ..base import checks
 from ..base.errors import InvalidJob
-from ..features.control import Listener, LoopListener
 from ..store import calls
-from ..store.calls import Call, Op, read
+from ..store.calls import Op, read
 from . import burst, identity
 from . import middleware as mw
-from .attempt import Attempt, Reason
+from .attempt import Reason
+from .closing import Closing
 from .isolation import ISOLATIONS, Child, check_handler
 from .keeper import Keeper
 from .loop import EventLoop
@@ -98,14 +98,12 @@ class Workers:
         else:
             self._runner = HandlerRunner(self.state.bell.ring)
             self.serving = Serving(queue, self.state, self._runner)
-        self._closing = threading.Event()  # keeper and promoter end
-        #: The keeper thread's work.
-        self.keeper = Keeper(queue, self.state, self.serving.serve, self._closing)
+        #: The keeper, the promoter and the control listener, and the process's end.
+        self.closing = Closing(queue, self.state, self._runner, self.loop)
         #: Set once :meth:`shutdown` has finished.
-        self.closed = threading.Event()
-        self._threads: list[threading.Thread] = []  # keeper, promoter
-        self._tasks: list[asyncio.Task[None]] = []  # the same, as the loop's tasks
-        self._control: Listener | LoopListener | None = None  # this process's control channel
+        self.closed = self.closing.closed
+        #: The keeper thread's work.
+        self.keeper = Keeper(queue, self.state, self.serving.serve, self.closing.ending)
 
     # -- public ---------------------------------------------------------------------------
     def process(
@@ -128,7 +126,7 @@ class Workers:
             self.check_middleware(each, is_async, isolation == "process")
         if state.stopping.is_set():
             raise InvalidJob("the workers of this queue are shutting down")
-        first = not self._threads and not self._tasks  # the first process() call of this queue
+        first = not self.closing.started  # the first process() call of this queue
         label = "+".join(types)
         slots = [Slot(types, reserver, handler, is_async, f"kue-{label}-{i + 1}") for i in range(n)]
         for slot in slots:
@@ -137,15 +135,12 @@ class Workers:
         if first:
             # Listening before it is listed: a stop sent once it shows in workers() reaches
             # it, and so does a cancel of the first job it claims.
-            channel = self.queue.keys.control(self.id)
-            self._control = self._listener(channel)
-            self._control.start()
+            self.closing.listener(self.queue.keys.control(self.id), self._on_control)
             info = json.dumps(state.info(slots), separators=(",", ":"))
             try:  # before anything starts: WorkerIdTaken if a live process has the id
                 self._drive(self._starting(info))
             except BaseException:
-                self._control.close()
-                self._control = None
+                self.closing.forget_listener()
                 raise
         if is_async and isolation == "thread" and self.loop is None:
             self._runner.loop()
@@ -154,14 +149,15 @@ class Workers:
             for slot in slots:
                 self.serving.serve(slot)
         if first:  # keeper and promoter start once the slots are there to tell of
-            promoter = Promoter(self.queue, self._closing, state.report)
+            closing = self.closing
+            promoter = Promoter(self.queue, closing.ending, state.report)
             if self.loop is not None:  # the loop's tasks, on its connection
                 aio = self.loop.transport
-                self._start_task(self.keeper.run_async(aio))
-                self._start_task(promoter.run_async(self.loop.client, aio))
+                closing.start_task(self.keeper.run_async(aio))
+                closing.start_task(promoter.run_async(self.loop.client, aio))
             else:
-                self._start_thread(self.keeper.run, "kue-keeper")
-                self._start_thread(promoter.run, "kue-promoter")
+                closing.start_thread(self.keeper.run, "kue-keeper")
+                closing.start_thread(promoter.run, "kue-promoter")
         state.bell.ring(beat=True)  # register the new types now
 
     def check_middleware(self, each: mw.Middleware, is_async: bool, isolated: bool) -> None:
@@ -229,96 +225,9 @@ class Workers:
 
     def shutdown(self, timeout: float) -> None:
         """Stop claiming; let running handlers finish for ``timeout`` seconds; give back the
-        jobs still running then (not counted as attempts); stop every thread."""
-        state = self.state
-        state.stopping.set()
-        self.serving.stop()
-        state.bell.ring(beat=True)  # tell of it: "stopping" in Queue.workers()
-        with state.lock:
-            held = list(state.held.values())
-        for event in held:
-            event.set()
-        deadline = time.monotonic() + max(0.0, timeout)
-        while True:
-            alive = self.serving.alive()
-            for slot in alive:
-                if slot.blocked_on is not None:
-                    self._unblock(slot.blocked_on)
-            left = deadline - time.monotonic()
-            if not alive or left <= 0:
-                break
-            self.serving.join(alive[0], min(left, 0.05))
-        with state.lock:
-            running = list(state.attempts.values())
-        released = [a for a in running if state.end(a, Reason.RELEASED)]
-        if self.loop is None:
-            self._close_threads(released)
-        else:
-            self._close_loop(self.loop, released)
-        self.closed.set()
-
-    def _close_threads(self, released: list[Attempt]) -> None:
-        """The end of :meth:`shutdown` with threads: the jobs given back, the keeper and the
-        promoter stopped, then the last figures and the registration's removal."""
-        state = self.state
-        last = self._last_words(released)
-        for op in last[: len(released)]:
-            state.safely(self.scripts.drive, op)
-        self._closing.set()
-        state.bell.ring()
-        state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # the promoter
-        self._runner.close()
-        for thread in self._threads:
-            thread.join(timeout=5)
-        if self._control is not None:
-            self._control.close()
-        self._close_children()
-        for op in last[len(released) :]:
-            state.safely(self.scripts.drive, op)
-
-    def _close_loop(self, loop: EventLoop, released: list[Attempt]) -> None:
-        """The end of :meth:`shutdown` with runtime="loop", on the loop's connection: the
-        keeper's last round ends first, so no heartbeat can follow the registration's
-        removal; then the jobs given back, the last figures, the removal; then the loop
-        closes (the promoter's task is cancelled with it)."""
-        self._closing.set()
-        self.state.bell.ring()
-        self._runner.close()
-        if self._control is not None:
-            self._control.close()
-        self._close_children()
-        if loop.loop.is_running():
-            try:
-                loop.submit(self._leave_async(loop, released)).result(_LAST_WORDS_S)
-            except Exception as e:  # the loop is held (a handler blocks it), or a bug
-                self.state.report(e)
-        loop.close()
-
-    def _close_children(self) -> None:
-        for slot in self.state.slots:
-            if slot.child is not None:
-                slot.child.close()
-
-    async def _leave_async(self, loop: EventLoop, released: list[Attempt]) -> None:
-        if self._tasks:  # the keeper's last round (the promoter's task ends with the loop)
-            keeper = self._tasks[0]
-            if not (await asyncio.wait([keeper], timeout=_KEEPER_END_S))[0]:
-                keeper.cancel()  # a round stuck on Redis: what it sent goes before the rest
-                await asyncio.wait([keeper], timeout=_KEEPER_END_S)
-        for op in self._last_words(released):
-            try:  # one that fails (Redis is away) leaves the rest to be tried
-                await loop.transport.drive(op)
-            except Exception as e:
-                self.state.report(e)
-
-    def _last_words(self, released: list[Attempt]) -> list[Op[Any]]:
-        """What a worker process says to Redis as it ends: each job it gave back released
-        (not counted as an attempt), its last figures, and its registration removed."""
-        state, keys = self.state, self.queue.keys
-        ops: list[Op[Any]] = [_one(calls.release(keys, a.job_id, a.token)) for a in released]
-        ops += [state.timings.flushing(keys), state.tally.flushing(keys)]
-        ops.append(identity.leaving(keys, self.id, state.instance, state.lease_ms))
-        return ops
+        jobs still running then (not counted as attempts); stop every thread (see
+        :mod:`kue_core.worker.closing`)."""
+        self.closing.shutdown(self.serving, timeout)
 
     def _starting(self, info: str) -> Op[None]:
         """What the first :meth:`process` call says to Redis before any slot starts: the
@@ -356,53 +265,10 @@ class Workers:
             state.bell.ring()  # the keeper gives a stuck thread slot a new thread now
 
     # -- helpers --------------------------------------------------------------------------
-    def _start_thread(self, target: Callable[[], Any], name: str) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        thread.start()  # then listed: a shutdown under way joins only threads started
-        self._threads.append(thread)
-
-    def _listener(self, channel: str) -> Listener | LoopListener:
-        """The control channel's listener: the loop's task with runtime="loop"."""
-        if self.loop is None:
-            return Listener(self.queue.client, channel, self._on_control, self.state.report)
-        loop = self.loop
-        return LoopListener(loop.client, channel, self._on_control, self.state.report, loop.submit)
-
-    def _start_task(self, coro: Coroutine[Any, Any, None]) -> None:
-        assert self.loop is not None
-
-        async def start() -> asyncio.Task[None]:
-            task = asyncio.get_running_loop().create_task(coro)
-            task.add_done_callback(self._task_ended)
-            return task
-
-        self._tasks.append(self.loop.submit(start()).result())
-
-    def _task_ended(self, future: asyncio.Future[None]) -> None:
-        """A keeper's or promoter's task ended: on a bug, said (it ends with the loop else)."""
-        error = None if future.cancelled() else future.exception()
-        if isinstance(error, Exception):
-            self.state.report(error)
-
     def _wake_slots(self, job_type: str) -> None:
         """End the waits for work of the idle slots of ``job_type``."""
         with self.state.lock:
             waiting = [s.blocked_on for s in self.state.slots if job_type in s.types]
         for client_id in waiting:
             if client_id is not None:
-                self._unblock(client_id)
-
-    def _unblock(self, client_id: int) -> None:
-        self.state.safely(self.queue.client.client_unblock, client_id)
-
-
-#: How long shutdown waits for the keeper's last round, and then for its cancel.
-_KEEPER_END_S = 5.0
-#: How long shutdown waits for its last words on the event loop (see ``Workers._leave_async``).
-_LAST_WORDS_S = 30.0
-
-
-def _one(call: Call[T]) -> Op[T]:
-    """One script call, as an operation."""
-    reply: T = yield call
-    return reply
+                self.closing.unblock(client_id)

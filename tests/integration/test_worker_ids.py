@@ -92,7 +92,7 @@ def test_a_live_worker_id_is_refused_until_its_holder_stops(
     assert holder(r, first) == instance(first) and keys_under(r, prefix) == before
     assert [w["id"] for w in first.workers()] == ["w1"]
     workers = second._worker_side()
-    assert not workers.state.slots and not workers._threads
+    assert not workers.state.slots and not workers.closing.started
     job = first.create_job("t").save()
     wait_for(lambda: ran == [("first", job.id)])
 
