@@ -47,13 +47,6 @@ STALE_S = 0.002
 #: sleeping until any event (see :meth:`Handoff.before_sleep`).
 PARK_S = 0.005
 
-#: A ``def`` handler that returned within this long (s) has its slot's next call handed over
-#: as brief (:class:`Handoff`: run in turn with the others, the loop waiting for them); a
-#: slower one's has a thread woken for it at once, where a handler that blocks runs beside
-#: the others, and the loop does not wait for it. 16 slots of handlers that sleep 2 ms:
-#: 2,800 jobs/s all taken as brief, 4,000 with a pool's thread each, 4,400-4,700 so.
-BRIEF_S = 0.001
-
 #: How long a thread's wake-up for a call handed over may wait for the loop to be about to
 #: sleep, while the loop has other work ready (see :meth:`Handoff.before_sleep`).
 DEFER_S = 0.0002
@@ -86,7 +79,7 @@ class Handoff:
     the calls handed over at once are run one after another by one woken thread while they
     are quick, and a thread more is woken for each call that has waited ``STALE_S`` (the
     one before it blocks). Threads are made when none is free, and stay. A call that is not
-    brief (its slot's last handler took longer than ``BRIEF_S``) has a thread woken for it
+    brief (its slot's last handler took longer than ``slots.BRIEF_S``) has a thread woken for it
     at once, and the loop does not wait for it.
 
     With the loop's selector (:class:`_Selector`) the two take turns: the thread is woken

@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults, tracing
 from ..base.retry import Pauses
 from ..jobs.job import Job
 from ..store import calls
-from ..store.calls import PAUSED, PINS, Claim, Held, Holder, Next, Waits
+from ..store.calls import PAUSED, PINS, Claim, Held, Holder, Lease, Next, Waits
 from .attempt import Attempt, Reason
 from .outcome import Done, Failed, Limited, Outcome, retry_delay
 from .slots import HandlerRunner, Slot
@@ -58,10 +59,18 @@ def failed_text(job: Job, result: str, delay: int) -> str:
     return "failed, but the job was no longer this worker's"
 
 
+#: Called by a slot's thread before each job, with the slot, its turn and the job claimed
+#: by the last report (if any): whether the event loop serves the slot on from here (see
+#: :meth:`kue_core.worker.tasks.LoopServing.take_back`), and the thread ends.
+TakeBack = Callable[[Slot, int, Claim], bool]
+
+
 class Serving:
     """The slots' threads of :class:`kue_core.worker.workers.Workers`: :meth:`serve` starts
     one for a slot; each serves its slot until shutdown (``state.stopping``), or until the
-    keeper gives the slot a new thread because this one's handler outlived its attempt."""
+    keeper gives the slot a new thread because this one's handler outlived its attempt
+    (the slot's ``turn`` moves on). On the loop runtime, a ``def`` slot served best by a
+    thread of its own is given one with :meth:`start`, until the loop takes it back."""
 
     def __init__(self, queue: Owner, state: WorkerState, runner: HandlerRunner) -> None:
         self.queue = queue
@@ -72,8 +81,16 @@ class Serving:
         self.lease_ms = state.lease_ms
 
     def serve(self, slot: Slot) -> None:
-        """Start a thread serving ``slot`` (called under ``state.lock``)."""
-        slot.thread = threading.Thread(target=self._work, args=(slot,), name=slot.name, daemon=True)
+        """Start a thread serving ``slot`` (called under ``state.lock``); a thread serving it
+        already ends once its handler returns."""
+        slot.turn += 1
+        self.start(slot, slot.turn)
+
+    def start(self, slot: Slot, turn: int, nxt: Claim = None, back: TakeBack | None = None) -> None:
+        """Start a thread serving ``slot`` in its ``turn``, from the job ``nxt`` if one was
+        claimed for it, until ``back`` says the loop takes the slot back (see ``TakeBack``)."""
+        args = (slot, turn, nxt, back)
+        slot.thread = threading.Thread(target=self._work, args=args, name=slot.name, daemon=True)
         slot.thread.start()
 
     def stop(self) -> None:
@@ -89,19 +106,20 @@ class Serving:
         if slot.thread is not None:
             slot.thread.join(timeout)
 
-    def _work(self, slot: Slot) -> None:
-        """A slot's thread: claim, run, report, until shutdown, or until the slot goes on in
-        a new thread because this one's handler outlived its attempt."""
+    def _work(self, slot: Slot, turn: int, nxt: Claim, back: TakeBack | None) -> None:
+        """A slot's thread: claim, run, report, until shutdown, until the slot goes on in a
+        new thread because this one's handler outlived its attempt, or until the event loop
+        takes it back. ``nxt``: a job claimed by the last report, in the same call."""
         state = self._state
-        me = threading.current_thread()
         pauses = Pauses()
         if slot.child is not None:
             try:
                 slot.child.start()
             except Exception as e:  # the first job will try again, and fail if it cannot
                 state.report(e)
-        nxt: Claim = None  # a job claimed by the last report, in the same call
-        while not state.stopping.is_set() and slot.thread is me:
+        while not state.stopping.is_set() and slot.turn == turn:
+            if back is not None and back(slot, turn, nxt):
+                return  # the loop serves the slot on, from nxt
             order: list[str] = []
             if not isinstance(nxt, tuple):  # else a job claimed in the last report's call
                 order = self._order(slot)
@@ -128,7 +146,7 @@ class Serving:
                 state.report(e)
                 state.stopping.wait(pauses.next())
         self._give_back(nxt)  # a job claimed as the slot stopped, if any
-        if slot.thread is not me:
+        if slot.turn != turn:
             with state.lock:
                 state.abandoned -= 1
                 left = state.abandoned
@@ -192,22 +210,11 @@ class Serving:
         asked only when that long has passed (a third of the lease, as the heartbeat's
         period): a heartbeat of this job alone, which renews the process's lease and says
         whether the job is still ours."""
-        mono, wall = slot.asked
-        away = max(time.monotonic() - mono, time.time() - wall)
-        if away * 1000 < self.lease_ms / 3:
+        away = held_up(slot, self.lease_ms)
+        if away is None:
             return False
-        token = fields.get("lease", "")
-        lost = self._state.beat([(job_id, token)])
-        if not isinstance(lost, Holder) and (job_id, token) not in lost:
-            return False
-        log.warning(
-            "job %d (%s): claimed %.1f s ago, and this process was held up past its lease "
-            "since; another worker has the job now: not run here",
-            job_id,
-            fields.get("type", ""),
-            away,
-        )
-        return True
+        lost = self._state.beat([(job_id, fields.get("lease", ""))])
+        return stale(lost, job_id, fields, away)
 
     def _attempt(self, slot: Slot, job_id: int, fields: dict[str, str], span: Span | None) -> Claim:
         state = self._state
@@ -267,6 +274,29 @@ class Serving:
             told = failed_text(job, ended.outcome, delay)
             log.info("job %d (%s) %s: %s", job_id, job.type, told, outcome.message)
         return claimed
+
+
+def held_up(slot: Slot, lease_ms: int) -> float | None:
+    """How long ago ``slot`` asked for the job it got (s), when that is a third of the lease
+    or more (see ``Serving._stale``); else None."""
+    mono, wall = slot.asked
+    away = max(time.monotonic() - mono, time.time() - wall)
+    return away if away * 1000 >= lease_ms / 3 else None
+
+
+def stale(lost: list[Lease] | Holder, job_id: int, fields: dict[str, str], away: float) -> bool:
+    """Whether a heartbeat's answer ``lost`` says the job is another worker's by now (said
+    in the log)."""
+    if not isinstance(lost, Holder) and (job_id, fields.get("lease", "")) not in lost:
+        return False
+    log.warning(
+        "job %d (%s): claimed %.1f s ago, and this process was held up past its lease "
+        "since; another worker has the job now: not run here",
+        job_id,
+        fields.get("type", ""),
+        away,
+    )
+    return True
 
 
 def clock() -> tuple[float, float]:

@@ -1,5 +1,5 @@
-"""A worker process of one slot on the event loop runtime claims its next job while a quick
-handler runs (``kue_core.worker.tasks``: ``QUICK_S``, ``HOLD_S``): the job claimed ahead runs
+"""A worker process of one ``async def`` slot on the event loop runtime claims its next job
+while a quick handler runs (a lone ``def`` slot has a thread and a connection of its own) (``kue_core.worker.tasks``: ``QUICK_S``, ``HOLD_S``): the job claimed ahead runs
 next, goes back when the handler turns out slow, is not run once cancelled, goes back at
 shutdown, and comes back through its lease when the process is killed."""
 
@@ -51,15 +51,13 @@ def _state(q: Queue, job: Job) -> str:
     return q.get_job(job.id).state  # type: ignore[arg-type]
 
 
-def _held_ahead(
-    lq: Queue, monkeypatch: pytest.MonkeyPatch, kind: str = "def"
-) -> tuple[list[Job], Blocking]:
+def _held_ahead(lq: Queue, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Job], Blocking]:
     """Five jobs on one slot: job 2 blocks until ``handler.go``, and job 3 is claimed ahead,
     held behind it (``HOLD_S`` long)."""
     monkeypatch.setattr(tasks, "HOLD_S", 60.0)
     jobs = _jobs(lq, 5)
     handler = Blocking()
-    lq.process("t", 1, handler if kind == "def" else _async(handler))
+    lq.process("t", 1, _async(handler))
     assert handler.began.wait(15)
     wait_for(lambda: _state(lq, jobs[3]) == "active")
     return jobs, handler
@@ -85,7 +83,7 @@ def test_a_job_claimed_ahead_goes_back_when_the_handler_is_slow(
     here another process's slot runs it while the slow handler still runs."""
     jobs = _jobs(lq, 5)
     handler = Blocking()
-    lq.process("t", 1, handler)
+    lq.process("t", 1, _async(handler))
     assert handler.began.wait(15)
     wait_for(lambda: _state(lq, jobs[3]) == "inactive" and lq.count("active") == 1)
     history = lq.history(jobs[3].id)  # type: ignore[arg-type]
@@ -114,11 +112,10 @@ def _async(handler: Blocking) -> Any:
     return run
 
 
-@pytest.mark.parametrize("kind", ["def", "async"])
 def test_a_job_cancelled_while_claimed_ahead_is_not_run(
-    lq: Queue, monkeypatch: pytest.MonkeyPatch, kind: str
+    lq: Queue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    jobs, handler = _held_ahead(lq, monkeypatch, kind)
+    jobs, handler = _held_ahead(lq, monkeypatch)
     key = (jobs[3].id, lq.client.hget(lq.keys.job(jobs[3].id), "lease"))  # type: ignore[arg-type]
     lq.cancel(jobs[3].id, "not wanted")  # type: ignore[arg-type]
     # The worker hears of it on its control channel, a moment later, and notes it for when
@@ -148,16 +145,16 @@ def test_shutdown_gives_back_a_job_claimed_ahead(
 
 
 WORKER = """
-import sys, threading
+import asyncio, sys, threading
 from kue_core import Queue
 from kue_core.worker import tasks
 tasks.QUICK_S = tasks.HOLD_S = 600.0  # claims ahead, and holds the job claimed
 queue = Queue(sys.argv[1], prefix=sys.argv[2], lease_ms=800, runtime="loop")
 
-def handler(job):
+async def handler(job):
     queue.client.rpush(sys.argv[2] + ":ran", job.id)
     if job.data["i"] == 2:
-        threading.Event().wait()
+        await asyncio.Event().wait()
 
 queue.process("t", 1, handler)
 print("ready", flush=True)
@@ -200,7 +197,11 @@ def test_jobs_that_come_one_by_one_are_not_claimed_ahead(
             made.append(self)
 
     monkeypatch.setattr(tasks, "Ahead", Counted)
-    lq.process("t", 1, lambda job: None)
+
+    async def handler(job: Job) -> None:
+        pass
+
+    lq.process("t", 1, handler)
     for i in range(4):
         job = lq.create_job("t", {"i": i}).save()
         wait_for(lambda job=job: _state(lq, job) == "complete")  # type: ignore[misc]

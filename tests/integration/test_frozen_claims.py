@@ -53,6 +53,11 @@ def test_a_claim_held_up_past_its_lease_is_not_run(
         calls[0] += 1
         if isinstance(reply, tuple) and not claimed.is_set():
             claimed.set()
+            loop = frozen._workers.loop  # type: ignore[union-attr]
+            if loop is not None and not loop.here():
+                # A def slot served by a thread of its own (the only slot): the loop, the
+                # keeper's task with it, stands still too, as a frozen process's would.
+                loop.loop.call_soon_threadsafe(thaw.wait, 30)
             thaw.wait(30)  # the whole slot stands still, as a frozen process's would
 
     after_worker_calls(monkeypatch, frozen, claim_then_freeze)

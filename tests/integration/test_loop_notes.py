@@ -18,6 +18,7 @@ import redis
 from kue_core import Job, Queue, Stopped, current_job
 from kue_core.store.aio_transport import AsyncTransport
 from kue_core.store.transport import Transport
+from kue_core.worker import tasks
 from tests.conftest import wait_for
 
 #: How long a progress or log write takes below: a Redis far away, or a busy one.
@@ -252,7 +253,11 @@ def test_a_def_handlers_writes_go_on_the_loops_connection(
     lq: Queue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A ``def`` handler's progress and log lines on the loop runtime are written on the
-    loop's connection (one way into Redis), and waited for: in Redis when they return."""
+    loop's connection (one way into Redis), and waited for: in Redis when they return. (Of
+    two slots, served on the loop however long their handlers take: the only slot of a
+    process, or one of a process whose handlers block, has a thread and a connection of its
+    own, which its handler's writes go on.)"""
+    monkeypatch.setattr(tasks, "THREADS_S", 0.0)
     on_loop: list[str] = []
     blocking: list[str] = []
     real_async, real = AsyncTransport.call, Transport.call
@@ -275,7 +280,7 @@ def test_a_def_handlers_writes_go_on_the_loops_connection(
         fresh = lq.get_job(job.id)  # type: ignore[arg-type]
         seen.append((fresh.progress(), fresh.progress_data, lq.get_log(job.id)))  # type: ignore[arg-type]
 
-    lq.process("t", 1, handler)
+    lq.process("t", 2, handler)
     job = lq.create_job("t").save()
     wait_for(lambda: lq.get_job(job.id).state == "complete")  # type: ignore[arg-type]
     assert on_loop.count("progress") == 1 and on_loop.count("log") == 1
