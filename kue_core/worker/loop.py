@@ -17,6 +17,7 @@ import concurrent.futures
 import contextlib
 import contextvars
 import itertools
+import select
 import selectors
 import threading
 import time
@@ -47,6 +48,11 @@ STALE_S = 0.002
 #: sleeping until any event (see :meth:`Handoff.before_sleep`).
 PARK_S = 0.005
 
+#: Whether the loop's selector is epoll's (Linux), whose waits count whole milliseconds, and
+#: the descriptors ``select`` takes (see _Selector).
+_EPOLL = selectors.DefaultSelector is getattr(selectors, "EpollSelector", None)
+_FD_SETSIZE = 1024
+
 #: How long a thread's wake-up for a call handed over may wait for the loop to be about to
 #: sleep, while the loop has other work ready (see :meth:`Handoff.before_sleep`).
 DEFER_S = 0.0002
@@ -55,20 +61,28 @@ DEFER_S = 0.0002
 class _Selector(selectors.DefaultSelector):
     """The loop's selector: before each look for events it lets the ``def`` handlers'
     threads hand over what ended (see :meth:`Handoff.before_sleep`); a look that finds
-    something ended does not wait."""
+    something ended does not wait.
+
+    A wait until a timer (the promoter's, say) is kept to the microsecond: ``epoll_wait``
+    counts whole milliseconds and rounds a wait up, so a timer fired 0.5 ms late on average;
+    ``select`` on the epoll descriptor itself (readable once any descriptor in it is) waits
+    the time asked, and a look with no wait follows. (Not for a descriptor ``select`` cannot
+    take: one past ``FD_SETSIZE``.)"""
 
     handoff: Handoff | None = None
 
     def select(self, timeout: float | None = None) -> Any:
         handoff = self.handoff
-        if handoff is None:
-            return super().select(timeout)
-        if handoff.before_sleep(timeout):
+        if handoff is not None and handoff.before_sleep(timeout):
             timeout = 0
         try:
+            if _EPOLL and timeout is not None and timeout > 0 and self.fileno() < _FD_SETSIZE:
+                select.select([self.fileno()], [], [], timeout)
+                timeout = 0
             return super().select(timeout)
         finally:
-            handoff.sleeping = False
+            if handoff is not None:
+                handoff.sleeping = False
 
 
 class Handoff:

@@ -96,14 +96,17 @@ class Promoter:
         """Promote what is due (an operation either transport runs); return the monotonic
         time of the next due job or schedule."""
         while True:
+            asked = time.monotonic()
             moved, next_due, now, schedule = yield calls.promote(
                 self.queue.keys, defaults.SWEEP_LIMIT
             )
+            # Server ms <-> local monotonic, for _due_at: Redis read its clock between the
+            # call's sending and its answer's coming back, halfway on average.
+            self._clock = (now, (asked + time.monotonic()) / 2)
             if 0 <= schedule <= now:  # see kue_core.jobs.schedules
                 schedule = yield from schedules.firing(self.queue, now)
             if moved < defaults.SWEEP_LIMIT:
                 break
-        self._clock = (now, time.monotonic())  # server ms <-> local monotonic, for _due_at
         due = [d for d in (next_due, schedule) if d >= 0]
         if not due:
             return time.monotonic() + defaults.PROMOTE_MAX_WAIT
