@@ -9,7 +9,7 @@ one round trip per job (complete and claim the next in one script).
 ``KUE_BENCH_PROCESSES=P`` (P > 1) runs the worker side as ``kue worker --processes P`` instead,
 reported as system ``kue_core_pP``: P processes, each with ``--conc`` slots.
 ``KUE_BENCH_HANDLER=async`` gives the workers an ``async def`` handler (``_async`` in the
-system's name), and ``KUE_RUNTIME=loop`` runs them on the event loop runtime (``_loop``).
+system's name).
 """
 
 import os
@@ -25,7 +25,6 @@ from kue_core import Queue
 TYPE = "bench"
 PROCESSES = int(os.environ.get("KUE_BENCH_PROCESSES", "1"))
 ASYNC = os.environ.get("KUE_BENCH_HANDLER", "def") == "async"
-LOOP = os.environ.get("KUE_RUNTIME") == "loop"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -40,7 +39,6 @@ async def async_handler(job):
 class KueCoreAdapter(common.Adapter):
     system = (
         "kue_core"
-        + ("_loop" if LOOP else "")
         + ("_async" if ASYNC else "")
         + (f"_p{PROCESSES}" if PROCESSES > 1 else "")
         + os.environ.get("KUE_BENCH_VARIANT", "")

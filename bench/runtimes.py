@@ -1,15 +1,15 @@
 #!/usr/bin/env python
-"""The worker runtimes beside BullMQ, interleaved: each round runs every system once, in an
-order rotated every round, on the shared harness's Redis (``../shared/bench``, installed in
+"""The worker beside BullMQ, interleaved: each round runs every system once, in an order
+rotated every round, on the shared harness's Redis (``../shared/bench``, installed in
 ``--home``), and the medians of the rounds are printed as a table with ratios to BullMQ.
 
-Systems: BullMQ (Node), and kue_core's worker with a ``def`` and with an ``async def`` handler
-under each runtime (``KUE_RUNTIME=thread|loop``); workloads: the drain with 1 and 16 slots in
+Systems: BullMQ (Node), and kue_core's worker with a ``def`` and with an ``async def``
+handler; workloads: the drain with 1 and 16 slots in
 one process (with the Redis CPU per job), enqueue-to-start latency, delayed-job lag, and the
 drain by 4 processes of 16 slots (``kue worker --processes 4``, ``bench/bullmq_processes.js``).
 
 usage: python bench/runtimes.py [--home /tmp/kue-bench] [--rounds 3] [--n 10000]
-       [--systems bullmq,kue_core,kue_core_async,kue_core_loop,kue_core_loop_async]
+       [--systems bullmq,kue_core,kue_core_async]
        [--processes 4] [--out FILE]
 
 Run it with the interpreter of the checkout to measure (its ``kue_core`` is imported by the
@@ -32,15 +32,13 @@ ROOT = os.path.dirname(HERE)
 KUE = {
     "kue_core": {},
     "kue_core_async": {"KUE_BENCH_HANDLER": "async"},
-    "kue_core_loop": {"KUE_RUNTIME": "loop"},
-    "kue_core_loop_async": {"KUE_RUNTIME": "loop", "KUE_BENCH_HANDLER": "async"},
 }
 WORKLOADS = "w2_drain,w3_latency,w4_delayed"
 
 
 def _env(system: str) -> dict[str, str]:
-    """The environment of a kue_core system; ``kue_core_loop@NAME=VALUE`` is a variant of it
-    with one more variable, reported under that name (``kue_core_loop@NAME=VALUE``)."""
+    """The environment of a kue_core system; ``kue_core@NAME=VALUE`` is a variant of it with
+    one more variable, reported under that name (``kue_core@NAME=VALUE``)."""
     base, _, extra = system.partition("@")
     env = dict(KUE[base])
     if extra:

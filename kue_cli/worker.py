@@ -71,9 +71,9 @@ from .errors import BadUsage
     "--runtime",
     type=click.Choice(core_defaults.RUNTIMES),
     envvar=core_defaults.RUNTIME_ENV,
-    help="thread: a thread per slot; loop: every slot a task on one event loop, which owns "
-    "the process's Redis connection (async def handlers run on it, def handlers in a thread "
-    "pool). [env: KUE_RUNTIME; default: thread]",
+    help="loop, the one runtime: every slot a task on one event loop, which owns the "
+    "process's Redis connection (async def handlers run on it, def handlers in threads). "
+    "[env: KUE_RUNTIME; default: loop]",
 )
 @click.option(
     "--burst",

@@ -356,8 +356,9 @@ _OWN = frozenset({"retry", "redis_connect_func", "maint_notifications_config"})
 
 def async_twin(client: redis.Redis, prefix: str) -> redis.asyncio.Redis | None:
     """An asyncio client to the server ``client`` talks to, with its settings: made from the
-    same URL when :func:`from_url` made ``client``, else from its pool's connection settings;
-    None for a client of a kind it cannot copy (a pool of another class)."""
+    same URL when :func:`from_url` made ``client``, else from its pool's connection settings
+    (a plain or a blocking pool: the twin's pool is its own, a plain one); None for a client
+    of a kind it cannot copy (a pool of another class: a Sentinel's own, say)."""
     made_from = source(client)
     if made_from is not None:
         url, _, options = made_from
@@ -366,7 +367,8 @@ def async_twin(client: redis.Redis, prefix: str) -> redis.asyncio.Redis | None:
             twin.connection_pool.connection_kwargs.update(options)
         return twin
     pool = client.connection_pool
-    kind = _TWINS.get(pool.connection_class) if type(pool) is redis.ConnectionPool else None
+    plain = type(pool) in (redis.ConnectionPool, redis.BlockingConnectionPool)
+    kind = _TWINS.get(pool.connection_class) if plain else None
     if kind is None:
         return None
     accepted = set(inspect.signature(kind.__init__).parameters) | set(

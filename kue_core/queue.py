@@ -54,8 +54,9 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
     ``worker_id``: the id this process's workers register under, the same across restarts
     (letters, digits and ``. _ : @ -``, up to 100 characters); one live process at a time
     may have it (:class:`WorkerIdTaken`). By default, one made up: ``host:pid:hex8``.
-    ``runtime``: ``"thread"`` (a thread per slot) or ``"loop"`` (every slot a task on one event
-    loop, see :mod:`kue_core.worker.loop`); by default ``$KUE_RUNTIME``, else ``"thread"``.
+    ``runtime``: ``"loop"``, the one worker runtime (every slot a task on one event loop, see
+    :mod:`kue_core.worker.loop`); ``"thread"`` was removed. By default ``$KUE_RUNTIME``, else
+    ``"loop"``.
     """
 
     def __init__(

@@ -550,8 +550,8 @@ def after_worker_calls(
     """Call ``hook(call, reply)`` after each script call ``queue``'s workers make, on the
     thread that made it (a slot's thread, or the worker's event loop with ``runtime="loop"``),
     before the reply goes on: a hook that blocks holds the slot (or every slot) up there, as a
-    frozen process would be; a ``def`` slot served by a thread of its own (on either runtime)
-    calls on the queue's own transport."""
+    frozen process would be; a ``def`` slot served by a thread of its own calls on the
+    queue's own transport."""
     real = queue.scripts.call
 
     def call(c: Any) -> Any:
@@ -560,8 +560,6 @@ def after_worker_calls(
         return reply
 
     monkeypatch.setattr(queue.scripts, "call", call)
-    if queue.runtime == "thread":
-        return
     from kue_core.store.aio_transport import AsyncTransport
 
     transport = queue._worker_side().loop.transport  # type: ignore[union-attr]

@@ -48,12 +48,17 @@ class WorkerMethods:
     ) -> None:
         """The worker side's settings, checked (``Queue``'s arguments of the same names); no
         worker is made before the first :meth:`process` (or local pause)."""
-        runtime = runtime or os.environ.get(defaults.RUNTIME_ENV) or "thread"
+        runtime = runtime or os.environ.get(defaults.RUNTIME_ENV) or "loop"
+        if runtime == "thread":
+            raise InvalidJob(
+                "runtime 'thread' was removed: every worker process runs its slots on one "
+                "event loop, its def handlers in threads (see docs/deployment.md)"
+            )
         if runtime not in defaults.RUNTIMES:
             raise InvalidJob(
                 f"runtime must be one of {', '.join(defaults.RUNTIMES)}, got {runtime!r}"
             )
-        #: How this process's workers run their slots (see kue_core.worker.loop).
+        #: How this process's workers run their slots (see kue_core.worker.loop): "loop".
         self.runtime = runtime
         #: The version this process's workers say they run (deploy markers in the history).
         self.version = identity.check_version(version)
@@ -79,7 +84,7 @@ class WorkerMethods:
         with self._workers_lock:
             if self._workers is None:
                 queue = cast(Owner, self)  # mixed into Queue: the workers are given the queue
-                self._workers = Workers(queue, self.lease_ms, self.stall_limit, self.runtime)
+                self._workers = Workers(queue, self.lease_ms, self.stall_limit)
             return self._workers
 
     def process(

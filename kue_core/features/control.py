@@ -12,8 +12,7 @@ publishes ``{"op": "end", ...}`` on the channel of the worker process holding th
 (``Keys.control``): the process stops the handler within milliseconds instead of at its next
 heartbeat (which would find the lease lost anyway, if the message was missed). A stop request
 is ``{"op": "stop", "timeout": seconds}`` on the same channel. Each worker process listens to
-its own channel with a :class:`Listener` (a thread), or with runtime="loop" a
-:class:`LoopListener` (a task of its event loop).
+its own channel with a :class:`LoopListener`, a task of its event loop.
 """
 
 from __future__ import annotations
@@ -164,58 +163,11 @@ class _Listening:
             self._report(e)
 
 
-class Listener(_Listening):
-    """A thread subscribed to one worker process's control channel; ``handle(message)`` is
-    called for each message (parsed). Resubscribes after a Redis error."""
-
-    def __init__(
-        self,
-        client: redis.Redis,
-        channel: str,
-        handle: Callable[[dict[str, Any]], Any],
-        report: Callable[[Exception], Any],
-    ) -> None:
-        super().__init__(channel, handle, report)
-        self._client = client
-        self._thread = threading.Thread(target=self._listen, name="kue-control", daemon=True)
-
-    def start(self) -> None:
-        """Start listening; returns once subscribed (or after ``SUBSCRIBE_TIMEOUT``)."""
-        self._thread.start()
-        self.listening.wait(defaults.SUBSCRIBE_TIMEOUT)
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
-
-    def _listen(self) -> None:
-        pauses = Pauses()
-        while not self._stop.is_set():
-            pubsub = self._client.pubsub()  # type: ignore[no-untyped-call]
-            try:
-                pubsub.subscribe(self._channel)
-                while pubsub.get_message(timeout=defaults.CONTROL_POLL) is None:
-                    if self._stop.is_set():
-                        return
-                self.listening.set()
-                pauses.reset()
-                while not self._stop.is_set():
-                    msg = pubsub.get_message(timeout=defaults.CONTROL_POLL)
-                    if msg is not None and msg["type"] == "message":
-                        self._dispatch(msg["data"])
-            except redis.RedisError as e:
-                self._report(e)
-                self._stop.wait(pauses.next())
-            finally:
-                self.listening.clear()
-                pubsub.close()
-
-
 class LoopListener(_Listening):
-    """A :class:`Listener` that is a task of a worker's event loop (``runtime="loop"``), on
-    its asyncio ``client``, instead of a thread: ``submit`` runs a coroutine on the loop from
-    any thread (``EventLoop.submit``). ``handle`` is called on the loop."""
+    """A task of a worker's event loop subscribed to its process's control channel, on the
+    loop's asyncio ``client``: ``handle(message)`` is called on the loop for each message
+    (parsed); it resubscribes after a Redis error. ``submit`` runs a coroutine on the loop
+    from any thread (``EventLoop.submit``)."""
 
     def __init__(
         self,

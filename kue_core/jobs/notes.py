@@ -1,5 +1,5 @@
 """Where a job's progress reports and log lines go while its ``async def`` handler runs on a
-worker's event loop (``Queue(runtime="loop")``).
+worker's event loop.
 
 A blocking call there would hold up the whole process for a round trip: every other slot, the
 heartbeats and the claims. So ``job.progress()`` and ``job.log()``, called on the loop, hand

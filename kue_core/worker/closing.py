@@ -1,8 +1,8 @@
 """What runs beside a worker process's slots, and how the process ends.
 
 :class:`Closing` holds the parts that start with a process's first ``process()`` call and
-have to stop with it: the control listener, the keeper and the promoter, as threads or, with
-runtime="loop", as tasks of the event loop on its connection.
+have to stop with it: the control listener, the keeper and the promoter, tasks of the event
+loop on its connection.
 
 :meth:`Closing.shutdown` ends a worker process in an order that leaves nothing behind: the
 slots stop claiming; running handlers get the time given; the jobs still running then are
@@ -20,14 +20,12 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from ..features.control import Listener, LoopListener
+from ..features.control import LoopListener
 from ..store import calls
 from ..store.calls import Call, Op
 from . import identity
 from .attempt import Attempt, Reason
 from .loop import EventLoop
-from .serving import Serving
-from .slots import HandlerRunner
 from .state import Owner, WorkerState
 from .tasks import LoopServing
 
@@ -46,36 +44,30 @@ _LAST_WORDS_S = 30.0
 class Closing:
     """The background parts of one queue's workers in this process, and their end."""
 
-    def __init__(
-        self, queue: Owner, state: WorkerState, runner: HandlerRunner, loop: EventLoop | None
-    ) -> None:
+    def __init__(self, queue: Owner, state: WorkerState, loop: EventLoop) -> None:
         self.queue = queue
         self.state = state
-        self.runner = runner
         self.loop = loop
         #: Set when the keeper and the promoter are to end.
         self.ending = threading.Event()
         #: Set once :meth:`shutdown` has finished.
         self.closed = threading.Event()
         #: This process's control channel's listener, once started.
-        self.control: Listener | LoopListener | None = None
-        self._threads: list[threading.Thread] = []  # keeper, promoter
-        self._tasks: list[asyncio.Task[None]] = []  # the same, as the loop's tasks
+        self.control: LoopListener | None = None
+        self._tasks: list[asyncio.Task[None]] = []  # keeper, promoter
 
     @property
     def started(self) -> bool:
         """Whether the keeper and the promoter were started (by the first ``process()``)."""
-        return bool(self._threads or self._tasks)
+        return bool(self._tasks)
 
     # -- starting -------------------------------------------------------------------------
     def listener(self, channel: str, on_message: Callable[[dict[str, Any]], None]) -> None:
-        """Start listening on the control channel (the loop's task with runtime="loop")."""
-        state = self.state
-        if self.loop is None:
-            self.control = Listener(self.queue.client, channel, on_message, state.report)
-        else:
-            loop = self.loop
-            self.control = LoopListener(loop.client, channel, on_message, state.report, loop.submit)
+        """Start listening on the control channel (a task of the loop)."""
+        loop = self.loop
+        self.control = LoopListener(
+            loop.client, channel, on_message, self.state.report, loop.submit
+        )
         self.control.start()
 
     def forget_listener(self) -> None:
@@ -84,14 +76,7 @@ class Closing:
             self.control.close()
             self.control = None
 
-    def start_thread(self, target: Callable[[], Any], name: str) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        thread.start()  # then listed: a shutdown under way joins only threads started
-        self._threads.append(thread)
-
     def start_task(self, coro: Coroutine[Any, Any, None]) -> None:
-        assert self.loop is not None
-
         async def start() -> asyncio.Task[None]:
             task = asyncio.get_running_loop().create_task(coro)
             task.add_done_callback(self._task_ended)
@@ -106,7 +91,7 @@ class Closing:
             self.state.report(error)
 
     # -- ending ---------------------------------------------------------------------------
-    def shutdown(self, serving: Serving | LoopServing, timeout: float) -> None:
+    def shutdown(self, serving: LoopServing, timeout: float) -> None:
         """Stop claiming; let running handlers finish for ``timeout`` seconds; give back the
         jobs still running then (not counted as attempts); stop every thread."""
         state = self.state
@@ -130,43 +115,20 @@ class Closing:
         with state.lock:
             running = list(state.attempts.values())
         released = [a for a in running if state.end(a, Reason.RELEASED)]
-        if self.loop is None:
-            self._close_threads(released)
-        else:
-            self._close_loop(self.loop, released)
+        self._close(self.loop, released)
         self.closed.set()
 
     def unblock(self, client_id: int) -> None:
         """End the wait for work of the slot blocked on connection ``client_id``."""
         self.state.safely(self.queue.client.client_unblock, client_id)
 
-    def _close_threads(self, released: list[Attempt]) -> None:
-        """The end of :meth:`shutdown` with threads: the jobs given back, the keeper and the
-        promoter stopped, then the last figures and the registration's removal."""
-        state = self.state
-        last = self._last_words(released)
-        for op in last[: len(released)]:
-            state.safely(state.scripts.drive, op)
-        self.ending.set()
-        state.bell.ring()
-        state.safely(self.queue.client.publish, self.queue.keys.promote, "-1")  # the promoter
-        self.runner.close()
-        for thread in self._threads:
-            thread.join(timeout=5)
-        if self.control is not None:
-            self.control.close()
-        self._close_children()
-        for op in last[len(released) :]:
-            state.safely(state.scripts.drive, op)
-
-    def _close_loop(self, loop: EventLoop, released: list[Attempt]) -> None:
-        """The end of :meth:`shutdown` with runtime="loop", on the loop's connection: the
+    def _close(self, loop: EventLoop, released: list[Attempt]) -> None:
+        """The end of :meth:`shutdown`, on the loop's connection: the
         keeper's last round ends first, so no heartbeat can follow the registration's
         removal; then the jobs given back, the last figures, the removal; then the loop
         closes (the promoter's task is cancelled with it)."""
         self.ending.set()
         self.state.bell.ring()
-        self.runner.close()
         if self.control is not None:
             self.control.close()
         self._close_children()

@@ -1,13 +1,13 @@
-"""The keeper of a worker process, a thread of its own or a task of its event loop
-(``runtime="loop"``): registers the process under its worker id and renews its lease, which
-holds its running jobs, learning which of them it lost (``heartbeat.lua``,
-:mod:`kue_core.worker.identity`), returns the jobs of workers whose lease expired to the
-queue (``recover.lua``), applies retention and unblocks dependents (their
-sweeps), fails attempts that outlive their ``ttl``, gives a new thread to a slot whose handler
-outlived its attempt, adds the slots' completions, waits and runs to the statistics once a
-second, and samples the statistics' history once a minute (whichever keeper of the queue comes
-first). :class:`Keeper` is given the queue, the workers' shared state
-(:mod:`kue_core.worker.state`), how to give a slot a new thread, and the event that ends it."""
+"""The keeper of a worker process, a task of its event loop: registers the process under its
+worker id and renews its lease, which holds its running jobs, learning which of them it lost
+(``heartbeat.lua``, :mod:`kue_core.worker.identity`), returns the jobs of workers whose lease
+expired to the queue (``recover.lua``), applies retention and unblocks dependents (their
+sweeps), fails attempts that outlive their ``ttl``, gives a new task or thread to a slot whose
+handler outlived its attempt, adds the slots' completions, waits and runs to the statistics
+once a second, and samples the statistics' history once a minute (whichever keeper of the
+queue comes first). :class:`Keeper` is given the queue, the workers' shared state
+(:mod:`kue_core.worker.state`), how to give a slot a new task or thread, and the event that
+ends it."""
 
 from __future__ import annotations
 
@@ -35,11 +35,11 @@ log = logging.getLogger(__name__)
 
 
 class Keeper:
-    """The keeper of :class:`kue_core.worker.workers.Workers`: :meth:`run` in a thread of its
-    own, or :meth:`run_async` as a task of the worker's event loop (``runtime="loop"``), until
-    ``closing`` is set, woken early by ``state.bell``; ``serve`` starts a new thread (or task)
-    for a slot (``Serving.serve``). Both run the same :meth:`round`, an operation of Redis
-    steps (see :mod:`kue_core.store.calls`) that either transport drives."""
+    """The keeper of :class:`kue_core.worker.workers.Workers`: :meth:`run_async`, a task of
+    the worker's event loop, until ``closing`` is set, woken early by ``state.bell``;
+    ``serve`` gives a slot a new task or thread (``LoopServing.serve``). Its :meth:`round` is
+    an operation of Redis steps (see :mod:`kue_core.store.calls`), which the loop's transport
+    drives."""
 
     def __init__(
         self,
@@ -49,7 +49,6 @@ class Keeper:
         closing: threading.Event,
     ) -> None:
         self.queue = queue
-        self.scripts = queue.scripts
         self._state = state
         self._serve = serve
         self._closing = closing
@@ -68,27 +67,13 @@ class Keeper:
         # short lease does not expire while Redis is back.
         return Pauses(last=min(defaults.RETRY_PAUSE[1], self._beat_every))
 
-    def run(self) -> None:
-        """The keeper's thread: a :meth:`round` of what is due, then a wait until the next
-        due time, a ttl or a stuck slot's grace, or a ring of the bell, until ``closing`` is
-        set. A Redis error is reported, and the round tried again after a pause."""
-        pauses = self._pauses()
-        while not self._closing.is_set():
-            try:
-                self._bell.clear()
-                wake = self.scripts.drive(self.round(time.monotonic()))
-                pauses.reset()
-                self._state.answered()
-            except redis.RedisError as e:
-                self._state.report(e)
-                self._closing.wait(pauses.next())
-                continue
-            self._bell.wait(self._until(wake))
-
     async def run_async(self, transport: AsyncTransport) -> None:
-        """:meth:`run` as a task of the worker's event loop, its steps on ``transport``: it
-        only awaits, so the slots' tasks never hold a heartbeat back (an ``async def``
-        handler that blocks the loop does, as it blocks every other task)."""
+        """The keeper's task on the worker's event loop, its steps on ``transport``: a
+        :meth:`round` of what is due, then a wait until the next due time, a ttl or a stuck
+        slot's grace, or a ring of the bell, until ``closing`` is set. A Redis error is
+        reported, and the round tried again after a pause. It only awaits, so the slots'
+        tasks never hold a heartbeat back (an ``async def`` handler that blocks the loop
+        does, as it blocks every other task)."""
         pauses = self._pauses()
         while not self._closing.is_set():
             try:

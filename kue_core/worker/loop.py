@@ -290,8 +290,9 @@ class EventLoop:
         client = connection.async_twin(queue.client, queue.prefix)
         if client is None:
             raise InvalidJob(
-                'runtime="loop" needs a client made from a URL, the embedded Redis, or a '
-                "redis.Redis on a plain connection pool; this queue's client is none of them"
+                "a worker needs a client made from a URL (a Sentinel or a cluster too: "
+                "redis+sentinel://, redis+cluster://), the embedded Redis, or a redis.Redis on "
+                "a plain or a blocking connection pool; this queue's client is none of them"
             )
         self.client: redis.asyncio.Redis = client
         self.transport = AsyncTransport(client, queue.keys, queue.scripts.replicas)

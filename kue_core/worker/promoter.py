@@ -1,9 +1,8 @@
 """The promotion timer of a worker process: moves due delayed jobs to inactive
 (``promote.lua``) and fires due schedules (:mod:`kue_core.jobs.schedules`). It sleeps until the
 next due time of either, and is woken at once, on the promote channel, when a job or a schedule
-due sooner is saved. It runs in a thread of its own (:meth:`Promoter.run`), or as a task of the
-worker's event loop (:meth:`Promoter.run_async`, ``runtime="loop"``); both run the same
-operation (:meth:`Promoter.promoting`) on their transport."""
+due sooner is saved. It is a task of the worker's event loop (:meth:`Promoter.run_async`),
+which runs the operation :meth:`Promoter.promoting` on the loop's transport."""
 
 from __future__ import annotations
 
@@ -45,29 +44,6 @@ class Promoter:
         self._closed = closed
         self._report = report
         self._clock = (0, 0.0)  # (server ms, local monotonic) of the last promotion call
-
-    def run(self) -> None:
-        """In a thread of its own, on the queue's client."""
-        pauses = Pauses()
-        while not self._closed.is_set():
-            pubsub = self.queue.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
-            try:
-                pubsub.subscribe(self.queue.keys.promote)
-                while not self._closed.is_set():
-                    wake = self.queue.scripts.drive(self.promoting())
-                    while not self._closed.is_set():
-                        left = wake - time.monotonic()
-                        if left <= 0:
-                            break
-                        msg = pubsub.get_message(timeout=left)
-                        if msg is not None:
-                            wake = min(wake, self._due_at(msg["data"]))
-                    pauses.reset()
-            except redis.RedisError as e:
-                self._report(e)
-                self._closed.wait(pauses.next())
-            finally:
-                pubsub.close()
 
     async def run_async(self, client: redis.asyncio.Redis, transport: AsyncTransport) -> None:
         """As a task of the worker's event loop, on its client and transport."""

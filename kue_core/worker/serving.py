@@ -1,5 +1,6 @@
-"""The slots' serving: a slot's thread claims a job, runs its handler, reports how it ended and
-claims the next one in the same call; it waits on the type's wake-up lists when there is none.
+"""A slot served by a thread of its own: the thread claims a job, runs its handler, reports how it
+ended and claims the next one in the same call, on a connection of its own; it waits on the
+type's wake-up lists when there is none.
 :class:`Serving` is given the queue (what the worker side uses of it), the workers' shared state
 (:mod:`kue_core.worker.state`) and what runs the handlers
 (:class:`kue_core.worker.slots.HandlerRunner`)."""
@@ -66,11 +67,11 @@ TakeBack = Callable[[Slot, int, Claim], bool]
 
 
 class Serving:
-    """The slots' threads of :class:`kue_core.worker.workers.Workers`: :meth:`serve` starts
-    one for a slot; each serves its slot until shutdown (``state.stopping``), or until the
-    keeper gives the slot a new thread because this one's handler outlived its attempt
-    (the slot's ``turn`` moves on). On the loop runtime, a ``def`` slot served best by a
-    thread of its own is given one with :meth:`start`, until the loop takes it back."""
+    """The threads of the ``def`` slots served best by a thread of their own (see
+    :mod:`kue_core.worker.tasks`): :meth:`start` starts one for a slot, which serves it until
+    shutdown (``state.stopping``), until the keeper gives the slot a new task or thread
+    because this one's handler outlived its attempt (the slot's ``turn`` moves on), or until
+    the event loop takes the slot back."""
 
     def __init__(self, queue: Owner, state: WorkerState, runner: HandlerRunner) -> None:
         self.queue = queue
@@ -80,31 +81,12 @@ class Serving:
         self.id = state.id
         self.lease_ms = state.lease_ms
 
-    def serve(self, slot: Slot) -> None:
-        """Start a thread serving ``slot`` (called under ``state.lock``); a thread serving it
-        already ends once its handler returns."""
-        slot.turn += 1
-        self.start(slot, slot.turn)
-
     def start(self, slot: Slot, turn: int, nxt: Claim = None, back: TakeBack | None = None) -> None:
         """Start a thread serving ``slot`` in its ``turn``, from the job ``nxt`` if one was
         claimed for it, until ``back`` says the loop takes the slot back (see ``TakeBack``)."""
         args = (slot, turn, nxt, back)
         slot.thread = threading.Thread(target=self._work, args=args, name=slot.name, daemon=True)
         slot.thread.start()
-
-    def stop(self) -> None:
-        """The threads see ``state.stopping`` for themselves."""
-
-    def alive(self) -> list[Slot]:
-        """The slots whose thread still runs."""
-        with self._state.lock:
-            return [s for s in self._state.slots if s.thread and s.thread.is_alive()]
-
-    def join(self, slot: Slot, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the thread of ``slot`` to end."""
-        if slot.thread is not None:
-            slot.thread.join(timeout)
 
     def _work(self, slot: Slot, turn: int, nxt: Claim, back: TakeBack | None) -> None:
         """A slot's thread: claim, run, report, until shutdown, until the slot goes on in a

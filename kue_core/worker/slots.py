@@ -25,7 +25,7 @@ Handler = Callable[[Job], Any]
 #: A ``def`` handler that returned within this long (s) is brief. On the loop runtime, a brief
 #: handler's slot is served on the loop, its calls taking turns with the loop
 #: (:class:`kue_core.worker.loop.Handoff`); a slower one's slot goes on in a thread of its
-#: own, with a connection of its own, as on the thread runtime (see
+#: own, with a connection of its own (see
 #: :class:`kue_core.worker.tasks.LoopServing`). 16 slots of handlers that sleep 2 ms: 2,800
 #: jobs/s all taken as brief, 4,000 with a pool's thread for each call, 4,400-4,700 with a
 #: hand-off thread woken for each.
@@ -65,32 +65,17 @@ class Slot:
 
 
 class HandlerRunner:
-    """Runs the handlers of one worker process's slots; owns the event loop of its ``async
-    def`` handlers (one thread, started when first needed). ``child_started`` is called when
-    a child process begins a job (the keeper then watches its ttl)."""
+    """Runs the handlers of one worker process's slots, in the thread it is called in: a
+    ``def`` one there, an ``async def`` one wrapped in a plain middleware on the worker's event
+    ``loop`` (waited for there), a process-isolated one in its child. ``child_started`` is
+    called when a child process begins a job (the keeper then watches its ttl)."""
 
-    def __init__(
-        self, child_started: Callable[[], Any], loop: asyncio.AbstractEventLoop | None = None
-    ) -> None:
+    def __init__(self, child_started: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
         self._child_started = child_started  # a child began a job: its ttl counts from now
-        self._lock = threading.Lock()
-        #: The loop of ``async def`` handlers: the worker's own (runtime="loop"), or one of
-        #: this runner's, started when first needed.
-        self._loop: asyncio.AbstractEventLoop | None = loop
-        self._owns_loop = loop is None
-        self._thread: threading.Thread | None = None
+        #: The worker's event loop, which ``async def`` handlers run on.
+        self._loop = loop
         #: When a ``def`` handler last took longer than ``BRIEF_S`` (monotonic, s).
         self.slow_at = -math.inf
-
-    def loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(
-                    target=self._loop.run_forever, name="kue-async", daemon=True
-                )
-                self._thread.start()
-            return self._loop
 
     def call(
         self,
@@ -133,17 +118,6 @@ class HandlerRunner:
         return mw.wrap_async(middleware, slot.handler) if middleware else slot.handler
 
     def _await(self, attempt: Attempt, handler: Handler) -> Any:
-        future = asyncio.run_coroutine_threadsafe(handler(attempt.job), self.loop())
+        future = asyncio.run_coroutine_threadsafe(handler(attempt.job), self._loop)
         attempt.stop_with(future.cancel)
         return future.result()
-
-    def close(self) -> None:
-        """Stop the event loop, if there is one."""
-        with self._lock:
-            loop, thread = self._loop, self._thread
-        if loop is None or thread is None or not self._owns_loop:
-            return
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=5)
-        if not loop.is_running():
-            loop.close()

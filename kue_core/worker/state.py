@@ -66,28 +66,26 @@ class Owner(isolation.Owner, promoter.Owner, Protocol):
 
 
 class Bell:
-    """How the other threads wake the keeper before its next due time: to look now at a new
-    ttl, a stuck slot or the end (:meth:`ring`), and to heartbeat now as well, because what
-    this process tells of itself changed (``ring(beat=True)``). A keeper in a thread waits with
-    :meth:`wait`; one on an event loop (``runtime="loop"``, see :meth:`on`) with
-    :meth:`wait_async`, rung from any thread the same way."""
+    """How the other threads and tasks wake the keeper, a task of the worker's event loop,
+    before its next due time: to look now at a new ttl, a stuck slot or the end
+    (:meth:`ring`), and to heartbeat now as well, because what this process tells of itself
+    changed (``ring(beat=True)``). The keeper waits with :meth:`wait_async`, on the loop given
+    to :meth:`on`; a ring comes from any thread."""
 
     def __init__(self) -> None:
-        self._event = threading.Event()
         self._lock = threading.Lock()  # a ring never lost between a look and its reset
         self._beat = True  # register at once
         self._loop: asyncio.AbstractEventLoop | None = None
         self._woken = asyncio.Event()  # the loop's, once :meth:`on` gave it one
 
     def on(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Let a keeper on ``loop`` wait for the rings (:meth:`wait_async`)."""
+        """Let the keeper on ``loop`` wait for the rings (:meth:`wait_async`)."""
         self._loop = loop
 
     def ring(self, beat: bool = False) -> None:
         if beat:
             with self._lock:
                 self._beat = True
-        self._event.set()
         loop = self._loop
         if loop is not None:
             if _running() is loop:
@@ -98,16 +96,11 @@ class Bell:
 
     def clear(self) -> None:
         """The keeper's, as it begins a round: a ring from now on wakes it again."""
-        self._event.clear()
         if self._loop is not None and _running() is self._loop:
             self._woken.clear()
 
-    def wait(self, timeout: float) -> None:
-        """The keeper's, between two rounds: until a ring, or ``timeout`` seconds."""
-        self._event.wait(timeout)
-
     async def wait_async(self, timeout: float) -> None:
-        """:meth:`wait` for a keeper on the loop given to :meth:`on`."""
+        """The keeper's, between two rounds: until a ring, or ``timeout`` seconds."""
         if self._woken.is_set():
             return
         with contextlib.suppress(TimeoutError):

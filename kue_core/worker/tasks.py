@@ -8,18 +8,18 @@ outside cancels; a brief ``def`` handler, and a process-isolated one's child, ru
 loop's threads (:class:`kue_core.worker.loop.Handoff`), so their Python stays off the loop.
 
 The ``def`` slots of a process go on in threads of their own
-(:class:`kue_core.worker.serving.Serving`), each claiming and reporting on a connection of
-its own as on the thread runtime, while any ``def`` handler of the process took longer than
-``BRIEF_S`` within the last ``THREADS_S`` (one blocks on I/O, or computes), and always for
-the only slot of a process: batching their calls with the others' would gain little, and
-each job would wake the loop and a thread in turn. The loop takes them back at a job's end
-once no handler took long for ``THREADS_S``. The choice is the process's, not each slot's: a
-process whose slots are some on the loop and some in threads drains slower than either.
-Measured (16 slots, interleaved with the thread runtime): handlers that sleep 2 ms, 6,290-6,330
-jobs/s where 4,400-4,700 with the calls handed to the loop's threads (threads: 6,370-6,400);
-no-op handlers of which one in 1,000 to one in 50 sleeps 3 ms, 18,300-19,400 where
-8,800-14,600 (threads: 14,300-18,500); one slot of a no-op handler, 4,880-4,920 where
-3,340-4,380 (threads: 4,680-4,830)."""
+(:class:`kue_core.worker.serving.Serving`), each claiming and reporting on a connection of its
+own (as the thread runtime of earlier versions served every slot), while any ``def`` handler
+of the process took longer than ``BRIEF_S`` within the last ``THREADS_S`` (one blocks on I/O,
+or computes), and always for the only slot of a process: batching their calls with the
+others' would gain little, and each job would wake the loop and a thread in turn. The loop
+takes them back at a job's end once no handler took long for ``THREADS_S``. The choice is
+the process's, not each slot's: a process whose slots are some on the loop and some in
+threads drains slower than either. Measured (16 slots, interleaved with that thread
+runtime): handlers that sleep 2 ms, 6,290-6,330 jobs/s where 4,400-4,700 with the calls
+handed to the loop's threads (threads: 6,370-6,400); no-op handlers of which one in 1,000 to
+one in 50 sleeps 3 ms, 18,300-19,400 where 8,800-14,600 (threads: 14,300-18,500); one slot
+of a no-op handler, 4,880-4,920 where 3,340-4,380 (threads: 4,680-4,830)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ THREADS_S = 5.0
 
 
 class LoopServing:
-    """The slots' tasks of :class:`kue_core.worker.workers.Workers` with ``runtime="loop"``:
+    """The slots' tasks of :class:`kue_core.worker.workers.Workers`:
     :meth:`serve` starts one for a slot; each serves its slot until shutdown, or until the
     keeper gives the slot a new task because this one's ``def`` handler outlived its attempt
     (a thread cannot be stopped: the task waits for it, and the slot goes on without it)."""

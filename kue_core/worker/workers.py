@@ -1,43 +1,45 @@
 """Workers: ``queue.process(type, n, handler)`` runs handlers in this process.
 
-One :class:`Workers` per queue holds the threads and slots of a worker process:
+One :class:`Workers` per queue holds the slots of a worker process and the event loop that
+owns its Redis I/O (:mod:`kue_core.worker.loop`):
 
-* ``n`` slots per ``process()`` call, each served by a thread. A slot claims a job
-  (``claim.lua``), runs the handler, then completes or fails the job and claims the next one in
-  the same call, so a busy slot makes one round trip per job. An idle slot blocks on the
-  type's wake-up list. ``async def`` handlers run on one event loop thread; their slot waits
-  for the result. With ``isolation="process"`` each slot runs its handler in a child process
-  instead (:mod:`kue_core.worker.isolation`).
-* a keeper thread: registers the process under its worker id and renews its lease, which
-  holds the jobs it runs (``heartbeat.lua``, :mod:`kue_core.worker.identity`), returns the jobs
-  of workers whose lease expired to the queue (``recover.lua``), fails attempts that outlive
-  their ``ttl``, and adds the slots' completions to the queue's counters
-  (:mod:`kue_core.features.tally`).
-* a promotion thread (:mod:`kue_core.worker.promoter`): moves due delayed jobs to inactive.
-* a control listener (:mod:`kue_core.features.control`) on the process's own channel: a running job
-  cancelled or moved by hand has its attempt ended at once, and a stop request shuts the
-  workers down as SIGTERM would. ``queue.pause(type, local=True)`` holds this process's slots
-  of a type; ``queue.use(middleware)`` wraps every handler call (:mod:`kue_core.worker.slots`).
-
-With ``runtime="loop"`` (:mod:`kue_core.worker.loop`) the slots, the keeper, the promotion
-timer and the control listener are all tasks of one event loop, on its connection; the keeper
-and the promoter run the same rounds (operations of Redis steps) on either transport.
+* ``n`` slots per ``process()`` call, each a task of the loop (:mod:`kue_core.worker.tasks`).
+  A slot claims a job, runs the handler, then completes or fails the job and claims the next
+  one in the same call; the calls the slots make while one is on its way go out together in
+  the next (:mod:`kue_core.worker.dispatch`). An idle slot waits on its types' wake-up lists.
+  ``async def`` handlers run on the loop itself, ``def`` ones in threads: quick ones in turns
+  with the loop, and while one of them blocks, each ``def`` slot in a thread of its own with
+  a connection of its own (:mod:`kue_core.worker.serving`). With ``isolation="process"``
+  each slot runs its handler in a child process instead (:mod:`kue_core.worker.isolation`).
+* the keeper, a task of the loop: registers the process under its worker id and renews its
+  lease, which holds the jobs it runs (``heartbeat.lua``, :mod:`kue_core.worker.identity`),
+  returns the jobs of workers whose lease expired to the queue (``recover.lua``), fails
+  attempts that outlive their ``ttl``, and adds the slots' completions to the queue's
+  counters (:mod:`kue_core.features.tally`).
+* the promotion timer, a task of the loop (:mod:`kue_core.worker.promoter`): moves due
+  delayed jobs to inactive.
+* a control listener (:mod:`kue_core.features.control`), a task of the loop, on the process's
+  own channel: a running job cancelled or moved by hand has its attempt ended at once, and a
+  stop request shuts the workers down as SIGTERM would. ``queue.pause(type, local=True)``
+  holds this process's slots of a type; ``queue.use(middleware)`` wraps every handler call
+  (:mod:`kue_core.worker.slots`).
 
 Each run of a handler is an :class:`~kue_core.worker.attempt.Attempt`, which decides once how it
 ended. A coroutine is cancelled and a child process killed when their attempt ends early;
 a thread cannot be killed, so a ``def`` handler still running then is left to finish on its
 own (it sees ``job.stopping``, and ``Stopped`` from ``progress()``/``log()``) and its slot goes
-on in a new thread, up to ``defaults.ABANDONED_THREADS`` such threads per process.
+on in a new task, up to ``defaults.ABANDONED_THREADS`` such threads per process.
 
 :class:`Workers` composes the parts, each given what it uses when it is made: the state the
-threads share (:class:`~kue_core.worker.state.WorkerState`, with the keeper's bell), what runs
+slots share (:class:`~kue_core.worker.state.WorkerState`, with the keeper's bell), what runs
 the handlers (:class:`~kue_core.worker.slots.HandlerRunner`), the slots' serving
-(:class:`~kue_core.worker.serving.Serving`), the keeper (:class:`~kue_core.worker.keeper.Keeper`,
-which calls the serving back to give a stuck slot a new thread), and what runs beside the slots
-and ends the process (:class:`~kue_core.worker.closing.Closing`: the control listener, the
-keeper's and the promoter's threads or tasks, and ``shutdown``), each given the queue as the
-worker side sees it (:class:`~kue_core.worker.state.Owner`); it answers the control
-listener's messages itself. ``Queue`` calls its public methods.
+(:class:`~kue_core.worker.tasks.LoopServing`), the keeper
+(:class:`~kue_core.worker.keeper.Keeper`, which calls the serving back to give a stuck slot a
+new task), and what runs beside the slots and ends the process
+(:class:`~kue_core.worker.closing.Closing`: the control listener, the keeper's and the
+promoter's tasks, and ``shutdown``), each given the queue as the worker side sees it
+(:class:`~kue_core.worker.state.Owner`); it answers the control listener's messages itself.
+``Queue`` calls its public methods.
 """
 
 from __future__ import annotations
@@ -63,7 +65,6 @@ from .keeper import Keeper
 from .loop import EventLoop
 from .promoter import Promoter
 from .reserve import Reserver, job_types
-from .serving import Serving
 from .slots import Handler, HandlerRunner, Slot
 from .state import Owner, WorkerState
 from .tasks import LoopServing
@@ -78,31 +79,23 @@ T = TypeVar("T")
 class Workers:
     """The worker side of one queue in this process (see the module docstring)."""
 
-    def __init__(
-        self, queue: Owner, lease_ms: int, stall_limit: int, runtime: str = "thread"
-    ) -> None:
+    def __init__(self, queue: Owner, lease_ms: int, stall_limit: int) -> None:
         self.queue = queue
-        #: What the threads share.
+        #: What the slots share.
         self.state = WorkerState(queue, lease_ms, stall_limit)
         self.scripts = self.state.scripts
         self.id = self.state.id
-        #: The event loop of runtime="loop": the slots are its tasks.
-        self.loop: EventLoop | None = None
-        #: The slots' threads, or tasks.
-        self.serving: Serving | LoopServing
-        if runtime == "loop":
-            self.loop = EventLoop(queue)
-            self._runner = HandlerRunner(self.state.bell.ring, self.loop.loop)
-            self.serving = LoopServing(queue, self.state, self._runner, self.loop)
-            self.state.bell.on(self.loop.loop)  # the keeper is a task of the loop
-        else:
-            self._runner = HandlerRunner(self.state.bell.ring)
-            self.serving = Serving(queue, self.state, self._runner)
+        #: The event loop: the slots are its tasks, and its threads'.
+        self.loop = EventLoop(queue)
+        self._runner = HandlerRunner(self.state.bell.ring, self.loop.loop)
+        #: The slots' tasks, and threads.
+        self.serving = LoopServing(queue, self.state, self._runner, self.loop)
+        self.state.bell.on(self.loop.loop)  # the keeper is a task of the loop
         #: The keeper, the promoter and the control listener, and the process's end.
-        self.closing = Closing(queue, self.state, self._runner, self.loop)
+        self.closing = Closing(queue, self.state, self.loop)
         #: Set once :meth:`shutdown` has finished.
         self.closed = self.closing.closed
-        #: The keeper thread's work.
+        #: The keeper's work.
         self.keeper = Keeper(queue, self.state, self.serving.serve, self.closing.ending)
 
     # -- public ---------------------------------------------------------------------------
@@ -142,22 +135,15 @@ class Workers:
             except BaseException:
                 self.closing.forget_listener()
                 raise
-        if is_async and isolation == "thread" and self.loop is None:
-            self._runner.loop()
         with state.lock:  # all at once: a heartbeat never tells of half of them
             state.slots.extend(slots)
             for slot in slots:
                 self.serving.serve(slot)
         if first:  # keeper and promoter start once the slots are there to tell of
-            closing = self.closing
+            closing, aio = self.closing, self.loop.transport
             promoter = Promoter(self.queue, closing.ending, state.report)
-            if self.loop is not None:  # the loop's tasks, on its connection
-                aio = self.loop.transport
-                closing.start_task(self.keeper.run_async(aio))
-                closing.start_task(promoter.run_async(self.loop.client, aio))
-            else:
-                closing.start_thread(self.keeper.run, "kue-keeper")
-                closing.start_thread(promoter.run, "kue-promoter")
+            closing.start_task(self.keeper.run_async(aio))  # the loop's tasks, on its connection
+            closing.start_task(promoter.run_async(self.loop.client, aio))
         state.bell.ring(beat=True)  # register the new types now
 
     def check_middleware(self, each: mw.Middleware, is_async: bool, isolated: bool) -> None:
@@ -240,10 +226,8 @@ class Workers:
             yield calls.pause(keys, job_type)
 
     def _drive(self, op: Op[T], timeout: float | None = None) -> T:
-        """Run ``op`` on the workers' own connection: the event loop's with runtime="loop"
-        (waited for ``timeout`` seconds at most: ``TimeoutError``)."""
-        if self.loop is None:
-            return self.scripts.drive(op)
+        """Run ``op`` on the workers' own connection, the event loop's (waited for
+        ``timeout`` seconds at most: ``TimeoutError``)."""
         return self.loop.submit(self.loop.transport.drive(op)).result(timeout)
 
     def _on_control(self, message: dict[str, Any]) -> None:

@@ -130,8 +130,8 @@ def schemas() -> Schema:
                 "runtime": {
                     "type": "string",
                     "enum": ["thread", "loop"],
-                    "description": "How it runs its slots: a thread each, or tasks on one event "
-                    "loop (Queue(runtime=), kue worker --runtime)",
+                    "description": "How it runs its slots: tasks on one event loop (thread: a "
+                    "thread each, a runtime of earlier versions)",
                 },
                 "abandoned_threads": {
                     **COUNT,

@@ -104,19 +104,6 @@ def test_a_handler_left_running_past_its_ttl_is_shown(ui: Watched, queue: Queue)
         queue.shutdown(5)
 
 
-def test_a_worker_on_the_event_loop_runtime_says_so(ui: Watched, queue: Queue) -> None:
-    looped = Queue(client=queue.client, prefix=queue.prefix, runtime="loop")
-    looped.process("email", 2, lambda job: None)
-    try:
-        wait_for(lambda: [w.get("runtime") for w in queue.workers()] == ["loop"])
-        page = ui.goto("/")
-        chip = page.locator("table.workers td.process .chip", has_text="event loop")
-        expect(chip).to_have_count(1)
-        assert "one event loop" in (chip.get_attribute("title") or "")
-    finally:
-        looped.close()
-
-
 def test_retry_priority_and_remove_from_the_job_page(ui: Watched, queue: Queue) -> None:
     job = queue.create_job("flaky", {"title": "try again"}).save()
     finish(queue, "flaky", ok=False)

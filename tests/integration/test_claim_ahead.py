@@ -1,7 +1,8 @@
 """A worker process of one ``async def`` slot on the event loop runtime claims its next job
-while a quick handler runs (a lone ``def`` slot has a thread and a connection of its own) (``kue_core.worker.tasks``: ``QUICK_S``, ``HOLD_S``): the job claimed ahead runs
-next, goes back when the handler turns out slow, is not run once cancelled, goes back at
-shutdown, and comes back through its lease when the process is killed."""
+while a quick handler runs (``kue_core.worker.tasks``: ``QUICK_S``, ``HOLD_S``): the job claimed
+ahead runs next, goes back when the handler turns out slow, is not run once cancelled, goes
+back at shutdown, and comes back through its lease when the process is killed. (A lone
+``def`` slot has a thread and a connection of its own, and claims nothing ahead.)"""
 
 from __future__ import annotations
 

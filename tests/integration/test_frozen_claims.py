@@ -61,18 +61,6 @@ def test_a_claim_held_up_past_its_lease_is_not_run(
             thaw.wait(30)  # the whole slot stands still, as a frozen process's would
 
     after_worker_calls(monkeypatch, frozen, claim_then_freeze)
-    if frozen.runtime == "thread":
-        # The keeper, a thread of its own there, stands still too, as a frozen process's
-        # would: its lease, which holds the job, expires (on the loop runtime the hook holds
-        # the whole loop up, the keeper's task with it).
-        real_drive = frozen.scripts.drive
-
-        def drive(op: Any) -> Any:
-            if threading.current_thread().name == "kue-keeper" and claimed.is_set():
-                thaw.wait(30)
-            return real_drive(op)
-
-        monkeypatch.setattr(frozen.scripts, "drive", drive)
 
     def handler(name: str) -> Any:
         def run(job: Job) -> str:

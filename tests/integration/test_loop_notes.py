@@ -129,13 +129,16 @@ def test_what_a_handler_wrote_is_in_redis_before_its_job_completes(
         assert heard.index(("progress", job.id)) < heard.index(("complete", job.id))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("runtime", ["loop", "thread"])
+@pytest.mark.parametrize("wrapped", [False, True])
 def test_aprogress_and_alog_return_once_redis_has_them(
-    redis_url: str, prefix: str, runtime: str, monkeypatch: pytest.MonkeyPatch
+    redis_url: str, prefix: str, wrapped: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The awaited forms, on either runtime (off the worker's loop, in a thread): they return
-    the job, once the write is done, after the writes made before them."""
-    q = Queue(redis_url, prefix=prefix, runtime=runtime)
+    """The awaited forms (in the slot's task, or under a plain middleware, which awaits the
+    handler from a thread): they return the job, once the write is done, after the writes
+    made before them."""
+    q = Queue(redis_url, prefix=prefix)
+    if wrapped:
+        q.use(lambda job, call_next: call_next())
     seen: dict[str, Any] = {}
 
     async def handler(job: Job) -> None:

@@ -1,6 +1,5 @@
-"""The worker runtime on one event loop (``runtime="loop"``): what only it does. Everything the
-two runtimes share is tested by the worker tests, which CI runs under each
-(``KUE_RUNTIME=loop`` for its Valkey pass)."""
+"""The worker runtime on one event loop: its batches, its def slots' threads, its clients, and
+what only it does; the rest of what a worker does is tested by the worker tests."""
 
 from __future__ import annotations
 
@@ -48,8 +47,10 @@ def _record_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
 
 
 def test_the_runtime_is_checked(redis_url: str, prefix: str) -> None:
-    with pytest.raises(InvalidJob, match="runtime must be one of thread, loop"):
+    with pytest.raises(InvalidJob, match="runtime must be one of loop, got 'fibers'"):
         Queue(redis_url, prefix=prefix, runtime="fibers")
+    with pytest.raises(InvalidJob, match="runtime 'thread' was removed"):
+        Queue(redis_url, prefix=prefix, runtime="thread")
 
 
 def test_completions_made_while_a_call_is_away_go_together(
@@ -166,6 +167,32 @@ def test_the_only_def_slot_of_a_process_is_served_by_a_thread_of_its_own(lq: Que
     wait_for(lambda: lq.count("complete") == 3)
     assert names == ["kue-t-1"] * 3 and _threaded(lq) == [True]
     assert all(lq.get_job(j.id).state == "complete" for j in jobs)  # type: ignore[union-attr]
+
+
+def test_a_client_on_a_blocking_pool_gets_a_loop_too(redis_url: str, prefix: str) -> None:
+    if "+" in redis_url.partition("://")[0]:
+        pytest.skip("a cluster's client is made from its URL")
+    pool = redis.BlockingConnectionPool.from_url(redis_url, decode_responses=True)
+    with Queue(client=redis.Redis(connection_pool=pool), prefix=prefix) as q:
+        job = q.create_job("t", {"x": 1}).save()
+        q.process("t", 2, lambda j: j.data["x"] + 1)
+        assert job.wait(15) == 2
+
+
+def test_a_client_the_loop_cannot_copy_is_refused_clearly(redis_url: str, prefix: str) -> None:
+    """A pool of another class (a Sentinel's own, say): the worker cannot make its loop's
+    connection, and says what it needs; nothing was registered."""
+    if "+" in redis_url.partition("://")[0]:
+        pytest.skip("a cluster's client is made from its URL")
+
+    class OwnPool(redis.ConnectionPool):
+        pass
+
+    pool = OwnPool.from_url(redis_url, decode_responses=True)
+    with Queue(client=redis.Redis(connection_pool=pool), prefix=prefix) as q:
+        with pytest.raises(InvalidJob, match="a worker needs a client made from a URL"):
+            q.process("t", 1, lambda j: None)
+        assert q.workers() == []
 
 
 def test_a_client_of_ones_own_gets_a_loop_of_its_own(redis_url: str, prefix: str) -> None:

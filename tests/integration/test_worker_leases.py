@@ -124,9 +124,8 @@ def test_a_job_leased_by_a_worker_of_the_version_before(queue: Queue, workers: W
     assert doctor.check(queue).findings == []
 
 
-@pytest.mark.parametrize("runtime", ["thread", "loop"])
 def test_a_claim_whose_reply_was_lost_is_given_back_by_its_live_worker(
-    redis_url: str, prefix: str, runtime: str
+    redis_url: str, prefix: str
 ) -> None:
     """A claim that ran in Redis but whose reply never reached the worker (here: made in the
     worker's name, as a cut connection would leave it): the job is active under a live
@@ -139,7 +138,7 @@ def test_a_claim_whose_reply_was_lost_is_given_back_by_its_live_worker(
 
     lease_ms = 600
     started, go = threading.Event(), threading.Event()
-    with Queue(redis_url, prefix=prefix, lease_ms=lease_ms, runtime=runtime) as q:
+    with Queue(redis_url, prefix=prefix, lease_ms=lease_ms) as q:
         running = q.create_job("t").save()
         q.process("t", 1, lambda job: started.set() or go.wait(30))
         # Running, not only claimed: a job claimed a lease ago and not running yet (its slot
