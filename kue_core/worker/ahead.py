@@ -1,4 +1,4 @@
-"""What a slot of the loop runtime claims ahead (:mod:`kue_core.worker.tasks`): a worker
+"""What a slot claims ahead (:mod:`kue_core.worker.tasks`): a worker
 process of one slot whose handlers are quick, with jobs waiting, claims its next job while the
 one it runs runs, so that the reply is there when the handler returns and a job costs no round
 trip of its own. The job claimed ahead is active under the process's lease; it goes back to

@@ -1,8 +1,8 @@
-"""How a slot's handler runs on the loop runtime (:mod:`kue_core.worker.tasks`): an ``async
-def`` one with no plain middleware awaited in the slot's own task, which an attempt ended
-from outside cancels while the handler runs (and only then); any other (a ``def`` handler, a
-process-isolated one's child, an ``async def`` one wrapped in a plain middleware) handed to
-the loop's threads (:class:`kue_core.worker.loop.Handoff`)."""
+"""How a slot's handler runs on the worker's event loop (:mod:`kue_core.worker.tasks`): an
+``async def`` one with no plain middleware awaited in the slot's own task, which an attempt
+ended from outside cancels while the handler runs (and only then); any other (a ``def``
+handler, a process-isolated one's child, an ``async def`` one wrapped in a plain middleware)
+handed to the loop's threads (:class:`kue_core.worker.loop.Handoff`)."""
 
 from __future__ import annotations
 

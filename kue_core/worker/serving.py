@@ -90,8 +90,8 @@ class Serving:
 
     def _work(self, slot: Slot, turn: int, nxt: Claim, back: TakeBack | None) -> None:
         """A slot's thread: claim, run, report, until shutdown, until the slot goes on in a
-        new thread because this one's handler outlived its attempt, or until the event loop
-        takes it back. ``nxt``: a job claimed by the last report, in the same call."""
+        new task or thread because this one's handler outlived its attempt, or until the event
+        loop takes it back. ``nxt``: a job claimed by the last report, in the same call."""
         state = self._state
         pauses = Pauses()
         if slot.child is not None:

@@ -22,10 +22,10 @@ from .reserve import Reserver
 
 Handler = Callable[[Job], Any]
 
-#: A ``def`` handler that returned within this long (s) is brief. On the loop runtime, a brief
-#: handler's slot is served on the loop, its calls taking turns with the loop
-#: (:class:`kue_core.worker.loop.Handoff`); a slower one's slot goes on in a thread of its
-#: own, with a connection of its own (see
+#: A ``def`` handler that returned within this long (s) is brief. While the process's ``def``
+#: handlers are brief, their slots are served on the loop, their calls taking turns with it
+#: (:class:`kue_core.worker.loop.Handoff`); once one is slower, they go on in threads of
+#: their own, each with a connection of its own (see
 #: :class:`kue_core.worker.tasks.LoopServing`). 16 slots of handlers that sleep 2 ms: 2,800
 #: jobs/s all taken as brief, 4,000 with a pool's thread for each call, 4,400-4,700 with a
 #: hand-off thread woken for each.
@@ -44,7 +44,7 @@ class Slot:
     name: str
     child: Child | None = None  # isolation="process"
     thread: threading.Thread | None = None  # the thread serving the slot now
-    #: The loop runtime's: the task serving the slot now is the one of this turn, and its end.
+    #: The task or thread serving the slot now is the one of this turn; and the task's end.
     turn: int = 0
     done: concurrent.futures.Future[None] | None = None
     attempt: Attempt | None = None  # the attempt that thread runs
@@ -52,10 +52,9 @@ class Slot:
     held_back: bool = False  # a stuck handler holds the slot: too many threads left behind
     #: When the slot last asked for a job (monotonic and wall clock, s): see Serving._stale.
     asked: tuple[float, float] = (0.0, 0.0)
-    #: The loop runtime's: its last handler returned quickly, so it claims ahead (see tasks.py).
+    #: Its last handler returned quickly, so it claims ahead (see tasks.py).
     quick: bool = False
-    #: Its last handler returned within ``BRIEF_S`` (the loop runtime's: see
-    #: kue_core.worker.loop.Handoff).
+    #: Its last handler returned within ``BRIEF_S`` (see kue_core.worker.loop.Handoff).
     brief: bool = True
 
     @property
