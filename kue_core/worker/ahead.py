@@ -1,6 +1,6 @@
-"""What a slot claims ahead (:mod:`kue_core.worker.tasks`): a worker
-process of one slot whose handlers are quick, with jobs waiting, claims its next job while the
-one it runs runs, so that the reply is there when the handler returns and a job costs no round
+"""What a slot claims ahead (:mod:`kue_core.worker.tasks`): a worker process of one ``async
+def`` slot whose handlers are quick, with jobs waiting, claims its next job while the one it
+runs runs, so that the reply is there when the handler returns and a job costs no round
 trip of its own. The job claimed ahead is active under the process's lease; it goes back to
 wait behind a handler that turns out slow (``HOLD_S``), and when the workers stop; a job
 cancelled or moved meanwhile is not run (``WorkerState.ended_early``)."""
