@@ -81,14 +81,14 @@ class Serving:
         self.id = state.id
         self.lease_ms = state.lease_ms
 
-    def start(self, slot: Slot, turn: int, nxt: Claim = None, back: TakeBack | None = None) -> None:
+    def start(self, slot: Slot, turn: int, nxt: Claim, back: TakeBack) -> None:
         """Start a thread serving ``slot`` in its ``turn``, from the job ``nxt`` if one was
         claimed for it, until ``back`` says the loop takes the slot back (see ``TakeBack``)."""
         args = (slot, turn, nxt, back)
         slot.thread = threading.Thread(target=self._work, args=args, name=slot.name, daemon=True)
         slot.thread.start()
 
-    def _work(self, slot: Slot, turn: int, nxt: Claim, back: TakeBack | None) -> None:
+    def _work(self, slot: Slot, turn: int, nxt: Claim, back: TakeBack) -> None:
         """A slot's thread: claim, run, report, until shutdown, until the slot goes on in a
         new task or thread because this one's handler outlived its attempt, or until the event
         loop takes it back. ``nxt``: a job claimed by the last report, in the same call."""
@@ -100,7 +100,7 @@ class Serving:
             except Exception as e:  # the first job will try again, and fail if it cannot
                 state.report(e)
         while not state.stopping.is_set() and slot.turn == turn:
-            if back is not None and back(slot, turn, nxt):
+            if back(slot, turn, nxt):
                 return  # the loop serves the slot on, from nxt
             order: list[str] = []
             if not isinstance(nxt, tuple):  # else a job claimed in the last report's call

@@ -83,7 +83,6 @@ class Workers:
         self.queue = queue
         #: What the slots share.
         self.state = WorkerState(queue, lease_ms, stall_limit)
-        self.scripts = self.state.scripts
         self.id = self.state.id
         #: The event loop: the slots are its tasks, and its threads'.
         self.loop = EventLoop(queue)
