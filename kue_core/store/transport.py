@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 import redis
 from redis.connection import AbstractConnection
@@ -45,6 +45,15 @@ from .wire import pack, pack_batch, token_to_put_back, wait, wait_command
 T = TypeVar("T")
 
 
+class Posted(NamedTuple, Generic[T]):
+    """A call :meth:`Transport.post` sent: the connection its reply comes on, and
+    :class:`Unsent` when the send failed (taking it sends it again)."""
+
+    call: Call[T]
+    conn: AbstractConnection
+    unsent: Unsent | None
+
+
 class Transport:
     """Runs script calls and operations for one Redis client and one key prefix.
 
@@ -69,6 +78,24 @@ class Transport:
         replicas have its writes (``WAIT``)."""
         conn = self._connection()
         reply = self._exchange(conn, c)
+        if isinstance(reply, Exception):  # it did not run (yet): recovery's loop
+            loop = recover_call(c.name, reply, self)
+            reply = self._recover(loop, c.name, lambda _: self._exchange(conn, c))
+        return c.parse(reply)
+
+    def post(self, c: Call[T], behind: Posted[Any] | None = None) -> Posted[T]:
+        """Send one script call and return at once; :meth:`take` reads its reply, which Redis
+        works out meanwhile. Posted on a connection this thread keeps for posted calls, not
+        the one :meth:`call` uses, so that the thread may make other calls before it takes
+        the reply (a handler's own, say); ``behind`` a call posted before it and not yet
+        taken, on the same connection (their replies are taken in turn)."""
+        conn = self._connection("posting") if behind is None else behind.conn
+        return Posted(c, conn, self._send_call(conn, c))
+
+    def take(self, posted: Posted[T]) -> T:
+        """The reply of a call :meth:`post` sent, read (as :meth:`call`'s)."""
+        conn, c = posted.conn, posted.call
+        reply = posted.unsent or self._read_call(conn, c)
         if isinstance(reply, Exception):  # it did not run (yet): recovery's loop
             loop = recover_call(c.name, reply, self)
             reply = self._recover(loop, c.name, lambda _: self._exchange(conn, c))
@@ -182,15 +209,16 @@ class Transport:
                 return e
         return None
 
-    def _connection(self) -> AbstractConnection:
-        """This thread's own connection, made again if the server closed it."""
-        own: ThreadConnection | None = getattr(self._local, "own", None)
+    def _connection(self, which: str = "own") -> AbstractConnection:
+        """This thread's own connection (or the one it posts calls on: ``"posting"``), made
+        again if the server closed it."""
+        own: ThreadConnection | None = getattr(self._local, which, None)
         if own is None:
             try:  # the pool connects it: nothing is sent yet
                 own = ThreadConnection(self._client.connection_pool)
             except ConnectionError as e:
                 raise lost(e) from e
-            self._local.own = own
+            setattr(self._local, which, own)
         conn = own.conn
         if stale(conn):
             conn.disconnect()  # type: ignore[no-untyped-call]
@@ -202,6 +230,11 @@ class Transport:
         """Send call ``c`` once on this thread's connection ``conn`` and read its reply (then,
         with ``c.replicated``, ``WAIT``'s): the reply, the error reply (or redirect) as the
         exception, or :class:`Unsent` when the send failed (nothing reached Redis)."""
+        unsent = self._send_call(conn, c)
+        return unsent if unsent is not None else self._read_call(conn, c)
+
+    def _send_call(self, conn: AbstractConnection, c: Call[Any]) -> Unsent | None:
+        """Send call ``c`` once on ``conn``: :class:`Unsent` when the send failed."""
         command = self._scripts.command(c.name, self.functions)
         packed = pack(*command, 1, c.key, self._keys.prefix, *c.args)
         try:
@@ -214,6 +247,10 @@ class Transport:
         except BaseException:
             conn.disconnect()  # type: ignore[no-untyped-call]  # part of it may be sent
             raise
+        return None
+
+    def _read_call(self, conn: AbstractConnection, c: Call[Any]) -> Any:
+        """The reply of call ``c`` sent on ``conn`` (see :meth:`_exchange`)."""
         try:
             reply = read_reply(conn)
             if c.replicated and self.replicas:

@@ -11,13 +11,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import defaults, tracing
 from ..base.retry import Pauses
 from ..jobs.job import Job
 from ..store import calls
-from ..store.calls import PAUSED, PINS, Claim, Held, Holder, Lease, Next, Waits
+from ..store.calls import PAUSED, PINS, Call, Claim, Held, Holder, Lease, Next, Reported, Waits
+from . import ahead
+from .ahead import Posting, Streak
 from .attempt import Attempt, Reason
 from .outcome import Done, Failed, Limited, Outcome, retry_delay
 from .slots import HandlerRunner, Slot
@@ -64,6 +66,10 @@ def failed_text(job: Job, result: str, delay: int) -> str:
 #: by the last report (if any): whether the event loop serves the slot on from here (see
 #: :meth:`kue_core.worker.tasks.LoopServing.take_back`), and the thread ends.
 TakeBack = Callable[[Slot, int, Claim], bool]
+#: Called by a slot's thread once it has a call claiming ahead on its way, with the slot,
+#: its turn and its streak: the event loop gives the job back behind a handler that turns out
+#: slow (:meth:`kue_core.worker.tasks.LoopServing.watch`).
+Watch = Callable[[Slot, int, Streak], None]
 
 
 class Serving:
@@ -73,11 +79,20 @@ class Serving:
     because this one's handler outlived its attempt (the slot's ``turn`` moves on), or until
     the event loop takes the slot back."""
 
-    def __init__(self, queue: Owner, state: WorkerState, runner: HandlerRunner) -> None:
+    def __init__(
+        self,
+        queue: Owner,
+        state: WorkerState,
+        runner: HandlerRunner,
+        alone: Callable[[], bool],
+        watch: Watch,
+    ) -> None:
         self.queue = queue
         self.scripts = queue.scripts
         self._state = state
         self._runner = runner
+        self._alone = alone  # the process has one slot: it claims ahead (see kue_core.worker.ahead)
+        self._watch = watch
         self.id = state.id
         self.lease_ms = state.lease_ms
 
@@ -99,8 +114,13 @@ class Serving:
                 slot.child.start()
             except Exception as e:  # the first job will try again, and fail if it cannot
                 state.report(e)
+        streak = Streak()
         while not state.stopping.is_set() and slot.turn == turn:
-            if back(slot, turn, nxt):
+            if streak.posting is not None and not isinstance(nxt, tuple):
+                with state.lock:  # the job a call posted claimed, if the loop has not taken it
+                    posting, streak.posting = streak.posting, None
+                nxt = self._ahead(slot, streak, posting)
+            if streak.posting is None and back(slot, turn, nxt):
                 return  # the loop serves the slot on, from nxt
             order: list[str] = []
             if not isinstance(nxt, tuple):  # else a job claimed in the last report's call
@@ -118,7 +138,8 @@ class Serving:
                 if isinstance(claimed, tuple) and claimed[1].get("type") in state.held:
                     self._give_back(claimed)  # paused here while the claim was on its way
                 elif isinstance(claimed, tuple):
-                    nxt = self._run(slot, *claimed)
+                    # Others were waiting when it came in a report's call: claim ahead.
+                    nxt = self._run(slot, *claimed, streak, order == [])
                 else:
                     self._idle(slot, order, claimed)
                 pauses.reset()
@@ -128,6 +149,7 @@ class Serving:
                 state.report(e)
                 state.stopping.wait(pauses.next())
         self._give_back(nxt)  # a job claimed as the slot stopped, if any
+        self._let_go(streak)
         if slot.turn != turn:
             with state.lock:
                 state.abandoned -= 1
@@ -174,16 +196,19 @@ class Serving:
         finally:
             slot.blocked_on = None
 
-    def _run(self, slot: Slot, job_id: int, fields: dict[str, str]) -> Claim:
+    def _run(
+        self, slot: Slot, job_id: int, fields: dict[str, str], streak: Streak, more: bool
+    ) -> Claim:
         """Run the handler on one claimed job; report how it ended, unless the attempt was
-        ended elsewhere first; return the next job claimed in the same call. Traced, when
-        traces are on (see :mod:`kue_core.tracing`)."""
+        ended elsewhere first; return the next job, claimed in the same call or ahead (see
+        ``_post``; ``more``: the job came with others waiting). Traced, when traces are on
+        (see :mod:`kue_core.tracing`)."""
         if self._state.ended_before(job_id, fields) or self._stale(slot, job_id, fields):
             return None
         if not tracing.enabled:
-            return self._attempt(slot, job_id, fields, None)
+            return self._attempt(slot, job_id, fields, None, streak, more)
         with tracing.consuming(job_id, fields.get("type", ""), fields) as span:
-            return self._attempt(slot, job_id, fields, span)
+            return self._attempt(slot, job_id, fields, span, streak, more)
 
     def _stale(self, slot: Slot, job_id: int, fields: dict[str, str]) -> bool:
         """Whether a job claimed for ``slot`` is another worker's by now: this process was held
@@ -198,8 +223,21 @@ class Serving:
         lost = self._state.beat([(job_id, fields.get("lease", ""))])
         return stale(lost, job_id, fields, away)
 
-    def _attempt(self, slot: Slot, job_id: int, fields: dict[str, str], span: Span | None) -> Claim:
+    def _attempt(
+        self,
+        slot: Slot,
+        job_id: int,
+        fields: dict[str, str],
+        span: Span | None,
+        streak: Streak,
+        more: bool,
+    ) -> Claim:
         state = self._state
+        keys = self.queue.keys
+        if streak.posting is None and more and self._ahead_ok(slot):
+            order = self._order(slot)
+            if order:  # the job after this one, claimed while this one runs
+                self._post(slot, streak, calls.claim(keys, order, self.id, self.lease_ms))
         job = Job.from_hash(self.queue, job_id, fields)
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
@@ -211,40 +249,51 @@ class Serving:
         if attempt.deadline is not None:
             state.bell.ring()  # the keeper watches the deadline
         outcome = self._runner.call(slot, attempt, fields, self.queue.middleware)
+        slot.quick = time.monotonic() - attempt.began < ahead.QUICK_S
         with state.lock:  # the handler returned: this thread is not stuck, and it is not running
             if slot.attempt is attempt:
                 slot.attempt, slot.held_back = None, False
             state.attempts.pop((job_id, attempt.token), None)
+            # The call claiming the next job, unless the loop took it behind a slow handler.
+            claiming, streak.posting = streak.posting, None
         ours = attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
         if span is not None:
             traced(span, attempt, outcome)
-        if not ours:
-            return None  # ttl exceeded, lease lost or released: reported by whoever ended it
+        if not ours:  # ended elsewhere: reported by whoever ended it
+            return self._ahead(slot, streak, claiming)
         ran = round((time.monotonic() - attempt.began) * 1000)
         state.timings.add(job.type, "run", ran, started_at)
         if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
             log.info("job %d (%s): %s", job_id, job.type, outcome.message)
             state.may_retry(job_id)
-            self.scripts.call(
-                calls.release(self.queue.keys, job_id, attempt.token, outcome.retry_in_ms)
-            )
+            self.scripts.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
+            self._give_back(self._ahead(slot, streak, claiming))
             return None
+        # The report claims the slot's next job in the same call; or, when the next one is
+        # claimed already, the one after it, posted while the next one runs (a quick handler,
+        # the only slot), or none.
         order = [] if state.stopping.is_set() else self._order(slot)
+        posts = claiming is not None and isinstance(outcome, Done) and self._ahead_ok(slot)
         nxt: Next | None = None
-        if order == [job.type]:
+        if claiming is not None and not posts:
+            pass  # the next job is claimed already
+        elif order == [job.type]:
             nxt = (self.id, self.lease_ms)  # the finished job's type, as the script assumes
         elif order:
             nxt = (self.id, self.lease_ms, order)
-        keys = self.queue.keys
-        slot.asked = clock()  # the report claims the slot's next job in the same call
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
             done = calls.complete(keys, job_id, attempt.token, outcome.result, nxt, tallied=True)
+            if posts:
+                assert claiming is not None
+                self._post(slot, streak, done, job.type, claiming)
+                return self._ahead(slot, streak, claiming)
+            slot.asked = clock()
             ended = self.scripts.call(done)
             if ended.tally is not None:  # see kue_core.features.tally
                 state.tally.add(job.type, *ended.tally)
-            claimed = ended.next_job
         else:
+            slot.asked = clock()
             delay = retry_delay(job, outcome.no_retry)
             if delay >= 0:  # it may come back later: before the report, as a burst reads it
                 state.may_retry(job_id)
@@ -252,10 +301,65 @@ class Serving:
                 keys, job_id, attempt.token, outcome.message, outcome.text, delay, nxt
             )
             ended = self.scripts.call(failed)
-            claimed = ended.next_job
             told = failed_text(job, ended.outcome, delay)
             log.info("job %d (%s) %s: %s", job_id, job.type, told, outcome.message)
+        return ended.next_job if claiming is None else self._ahead(slot, streak, claiming)
+
+    # -- claiming ahead (see kue_core.worker.ahead) --------------------------------------------
+    def _ahead_ok(self, slot: Slot) -> bool:
+        """Whether the slot claims ahead: its last handler was quick, and it is the process's
+        only slot (else the others' calls fill Redis's time already)."""
+        return slot.quick and self._alone() and not self._state.stopping.is_set()
+
+    def _post(
+        self,
+        slot: Slot,
+        streak: Streak,
+        call: Call[Any],
+        reports: str = "",
+        behind: Posting | None = None,
+    ) -> None:
+        """Post ``call`` (a claim, or the report of a job of type ``reports`` that claims)
+        ``behind`` the call before it, if any; the loop watches it from now (see ``Watch``)."""
+        asked = clock()
+        with streak.io:
+            posted = self.scripts.post(call, None if behind is None else behind.posted)
+        with self._state.lock:
+            streak.posting = Posting(posted, asked, reports)
+            watch, streak.watched = not streak.watched, True
+        if watch:
+            self._watch(slot, slot.turn, streak)
+
+    def _ahead(self, slot: Slot, streak: Streak, posting: Posting | None) -> Claim:
+        """The job ``posting`` claimed, next: the slot asked for it when it was posted."""
+        if posting is None:
+            return None
+        claimed = self.take(streak, posting)
+        slot.asked = posting.asked
         return claimed
+
+    def take(self, streak: Streak, posting: Posting) -> Claim:
+        """The job ``posting`` claimed (or why there was none), read; a report's completion
+        is tallied. A call that failed is reported: its jobs come back by their lease. (The
+        loop calls it from a thread of its own, for a call it took behind a slow handler.)"""
+        try:
+            with streak.io:
+                got = self.scripts.take(posting.posted)
+        except Exception as e:
+            self._state.report(e)
+            return None
+        if isinstance(got, Reported):
+            if got.tally is not None:  # see kue_core.features.tally
+                self._state.tally.add(posting.reports, *got.tally)
+            return got.next_job
+        return cast(Claim, got)
+
+    def _let_go(self, streak: Streak) -> None:
+        """Give back the job the streak's call claimed, if any: the slot stops."""
+        with self._state.lock:
+            posting, streak.posting = streak.posting, None
+        if posting is not None:
+            self._give_back(self.take(streak, posting))
 
 
 def held_up(slot: Slot, lease_ms: int) -> float | None:

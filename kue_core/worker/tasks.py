@@ -36,7 +36,8 @@ from ..jobs.job import Job
 from ..jobs.notes import Notes
 from ..store import calls
 from ..store.calls import Claim, Held, Next, Waits
-from .ahead import HOLD_S, QUICK_S, Ahead, Line
+from . import ahead
+from .ahead import Ahead, Line, Posting, Streak
 from .attempt import Attempt, Reason
 from .dispatch import Dispatcher
 from .handling import handle
@@ -78,7 +79,7 @@ class LoopServing:
         self._letting_go: set[asyncio.Future[None]] = set()  # give-backs on their way
         self._lines: dict[str, Line] = {}  # by slot name: see _work
         #: The threads of the slots served best by a thread of their own (see the module).
-        self._threads = Serving(queue, state, runner)
+        self._threads = Serving(queue, state, runner, self._alone, self.watch)
         self.id = state.id
         self.lease_ms = state.lease_ms
 
@@ -105,6 +106,38 @@ class LoopServing:
         except RuntimeError:  # the loop is closing: the thread sees the workers stop
             return False
         return True
+
+    def _alone(self) -> bool:
+        return self._dispatch.company == 1
+
+    def watch(self, slot: Slot, turn: int, streak: Streak) -> None:
+        """Watch a slot's thread's job held ahead (called from that thread): given back once
+        the job before it has run ``HOLD_S``, or the slot has gone on in a new turn."""
+        self._loop.loop.call_soon_threadsafe(self._watching, slot, turn, streak)
+
+    def _watching(self, slot: Slot, turn: int, streak: Streak) -> None:
+        state = self._state
+        with state.lock:
+            posting, attempt = streak.posting, slot.attempt
+            if posting is None:  # the streak ended (or is between two jobs): watched no more
+                streak.watched = False
+                return
+            late = attempt is not None and time.monotonic() - attempt.began >= ahead.HOLD_S
+            if late or slot.turn != turn:
+                streak.posting = None
+            else:
+                posting = None
+        if posting is not None:
+            task = self._loop.loop.create_task(self._let_go_posted(streak, posting))
+            self._letting_go.add(task)
+            task.add_done_callback(self._letting_go.discard)
+        self._loop.loop.call_later(ahead.HOLD_S, self._watching, slot, turn, streak)
+
+    async def _let_go_posted(self, streak: Streak, posting: Posting) -> None:
+        """Give back the job a slot's thread claimed ahead, behind a slow handler: its call's
+        reply read in a thread (the slot's connection blocks)."""
+        claimed = await asyncio.to_thread(self._threads.take, streak, posting)
+        await self._give_back(claimed)
 
     def _threaded(self, slot: Slot) -> bool:
         """Whether ``slot`` is served best by a thread of its own (see the module)."""
@@ -330,10 +363,10 @@ class LoopServing:
         self._claim_ahead(slot, line)
         hold = None
         if line:  # a job waits behind this one: given back if this one turns out slow
-            hold = self._loop.loop.call_later(HOLD_S, self._slow, slot, line)
+            hold = self._loop.loop.call_later(ahead.HOLD_S, self._slow, slot, line)
         middleware = self.queue.middleware
         outcome = await handle(self._loop, self._runner, slot, attempt, fields, middleware)
-        slot.quick = time.monotonic() - attempt.began < QUICK_S
+        slot.quick = time.monotonic() - attempt.began < ahead.QUICK_S
         if hold is not None:
             hold.cancel()
         if job._notes.pending:  # what the handler wrote goes before how its attempt ended

@@ -1,8 +1,8 @@
-"""A worker process of one ``async def`` slot on the event loop runtime claims its next job
-while a quick handler runs (``kue_core.worker.tasks``: ``QUICK_S``, ``HOLD_S``): the job claimed
-ahead runs next, goes back when the handler turns out slow, is not run once cancelled, goes
-back at shutdown, and comes back through its lease when the process is killed. (A lone
-``def`` slot has a thread and a connection of its own, and claims nothing ahead.)"""
+"""A worker process of one slot claims its next job while a quick handler runs
+(``kue_core.worker.ahead``: ``QUICK_S``, ``HOLD_S``), an ``async def`` slot on the event loop
+and a ``def`` slot in its thread alike: the job claimed ahead runs next, goes back when the
+handler turns out slow, is not run once cancelled, goes back at shutdown, and comes back
+through its lease when the process is killed."""
 
 from __future__ import annotations
 
@@ -14,14 +14,21 @@ from typing import Any
 import pytest
 
 from kue_core import Job, Queue, doctor
-from kue_core.worker import tasks
+from kue_core.store.transport import Transport
+from kue_core.worker import ahead, tasks
 from tests.conftest import kill_worker_when, wait_for
+
+
+@pytest.fixture(params=["async", "def"])
+def kind(request: pytest.FixtureRequest) -> str:
+    """The slot's handler: ``async def`` (on the loop) or ``def`` (in the slot's thread)."""
+    return str(request.param)
 
 
 @pytest.fixture
 def lq(redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Queue]:
     # Every handler counts as quick, whatever the machine's load does to its time.
-    monkeypatch.setattr(tasks, "QUICK_S", 60.0)
+    monkeypatch.setattr(ahead, "QUICK_S", 60.0)
     q = Queue(redis_url, prefix=prefix, lease_ms=5000, runtime="loop")
     yield q
     q.close()
@@ -52,22 +59,24 @@ def _state(q: Queue, job: Job) -> str:
     return q.get_job(job.id).state  # type: ignore[arg-type]
 
 
-def _held_ahead(lq: Queue, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Job], Blocking]:
+def _held_ahead(
+    lq: Queue, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> tuple[list[Job], Blocking]:
     """Five jobs on one slot: job 2 blocks until ``handler.go``, and job 3 is claimed ahead,
     held behind it (``HOLD_S`` long)."""
-    monkeypatch.setattr(tasks, "HOLD_S", 60.0)
+    monkeypatch.setattr(ahead, "HOLD_S", 60.0)
     jobs = _jobs(lq, 5)
     handler = Blocking()
-    lq.process("t", 1, _async(handler))
+    lq.process("t", 1, _of(kind, handler))
     assert handler.began.wait(15)
     wait_for(lambda: _state(lq, jobs[3]) == "active")
     return jobs, handler
 
 
 def test_the_next_job_is_claimed_while_a_quick_one_runs(
-    lq: Queue, monkeypatch: pytest.MonkeyPatch
+    lq: Queue, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    jobs, handler = _held_ahead(lq, monkeypatch)
+    jobs, handler = _held_ahead(lq, monkeypatch, kind)
     # Job 2 runs, and job 3 is held ahead for the slot: two active jobs with one slot.
     assert lq.count("active") == 2 and _state(lq, jobs[4]) == "inactive"
     handler.go.set()
@@ -78,13 +87,13 @@ def test_the_next_job_is_claimed_while_a_quick_one_runs(
 
 
 def test_a_job_claimed_ahead_goes_back_when_the_handler_is_slow(
-    lq: Queue, redis_url: str, prefix: str
+    lq: Queue, redis_url: str, prefix: str, kind: str
 ) -> None:
     """Behind a handler past ``HOLD_S``, the job claimed ahead waits again, for any worker:
     here another process's slot runs it while the slow handler still runs."""
     jobs = _jobs(lq, 5)
     handler = Blocking()
-    lq.process("t", 1, _async(handler))
+    lq.process("t", 1, _of(kind, handler))
     assert handler.began.wait(15)
     wait_for(lambda: _state(lq, jobs[3]) == "inactive" and lq.count("active") == 1)
     history = lq.history(jobs[3].id)  # type: ignore[arg-type]
@@ -101,8 +110,11 @@ def test_a_job_claimed_ahead_goes_back_when_the_handler_is_slow(
     assert lq.get_job(jobs[3].id).attempts_made == 1  # type: ignore[arg-type]
 
 
-def _async(handler: Blocking) -> Any:
-    """``handler`` as an ``async def`` function: its blocking job awaits ``go`` in a thread."""
+def _of(kind: str, handler: Blocking) -> Any:
+    """``handler`` as a ``def`` function, or as an ``async def`` one whose blocking job awaits
+    ``go`` in a thread."""
+    if kind == "def":
+        return handler
 
     async def run(job: Job) -> None:
         handler.ran.append(job.id)  # type: ignore[arg-type]
@@ -114,9 +126,9 @@ def _async(handler: Blocking) -> Any:
 
 
 def test_a_job_cancelled_while_claimed_ahead_is_not_run(
-    lq: Queue, monkeypatch: pytest.MonkeyPatch
+    lq: Queue, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    jobs, handler = _held_ahead(lq, monkeypatch)
+    jobs, handler = _held_ahead(lq, monkeypatch, kind)
     key = (jobs[3].id, lq.client.hget(lq.keys.job(jobs[3].id), "lease"))  # type: ignore[arg-type]
     lq.cancel(jobs[3].id, "not wanted")  # type: ignore[arg-type]
     # The worker hears of it on its control channel, a moment later, and notes it for when
@@ -131,9 +143,9 @@ def test_a_job_cancelled_while_claimed_ahead_is_not_run(
 
 
 def test_shutdown_gives_back_a_job_claimed_ahead(
-    lq: Queue, monkeypatch: pytest.MonkeyPatch
+    lq: Queue, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    jobs, handler = _held_ahead(lq, monkeypatch)
+    jobs, handler = _held_ahead(lq, monkeypatch, kind)
     stopping = threading.Thread(target=lq.shutdown, args=(0.2,))
     stopping.start()
     stopping.join(30)
@@ -148,8 +160,8 @@ def test_shutdown_gives_back_a_job_claimed_ahead(
 WORKER = """
 import asyncio, sys, threading
 from kue_core import Queue
-from kue_core.worker import tasks
-tasks.QUICK_S = tasks.HOLD_S = 600.0  # claims ahead, and holds the job claimed
+from kue_core.worker import ahead
+ahead.QUICK_S = ahead.HOLD_S = 600.0  # claims ahead, and holds the job claimed
 queue = Queue(sys.argv[1], prefix=sys.argv[2], lease_ms=800, runtime="loop")
 
 async def handler(job):
@@ -157,14 +169,22 @@ async def handler(job):
     if job.data["i"] == 2:
         await asyncio.Event().wait()
 
-queue.process("t", 1, handler)
+def def_handler(job):
+    queue.client.rpush(sys.argv[2] + ":ran", job.id)
+    if job.data["i"] == 2:
+        threading.Event().wait()
+
+queue.process("t", 1, handler if sys.argv[3] == "async" else def_handler)
 print("ready", flush=True)
 threading.Event().wait()
 """
 
 
 @pytest.mark.slow
-def test_jobs_claimed_ahead_by_a_killed_worker_come_back(queue: Queue, redis_url: str) -> None:
+@pytest.mark.parametrize("handler", ["async", "def"])
+def test_jobs_claimed_ahead_by_a_killed_worker_come_back(
+    queue: Queue, redis_url: str, handler: str
+) -> None:
     """A worker killed (SIGKILL) while it runs one job and holds the next: both come back
     once its lease expires, and complete elsewhere, once each; the doctor finds nothing."""
     prefix = queue.prefix
@@ -174,7 +194,7 @@ def test_jobs_claimed_ahead_by_a_killed_worker_come_back(queue: Queue, redis_url
         ran = queue.client.llen(f"{prefix}:ran")
         return bool(ran == 3 and queue.count("active") == 2)
 
-    kill_worker_when(WORKER, holding, redis_url, prefix)
+    kill_worker_when(WORKER, holding, redis_url, prefix, handler)
     ran: list[Any] = []
     with Queue(redis_url, prefix=prefix, runtime="loop") as other:
         other.process("t", 2, lambda j: ran.append(j.id))
@@ -186,23 +206,26 @@ def test_jobs_claimed_ahead_by_a_killed_worker_come_back(queue: Queue, redis_url
 
 
 def test_jobs_that_come_one_by_one_are_not_claimed_ahead(
-    lq: Queue, monkeypatch: pytest.MonkeyPatch
+    lq: Queue, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     """An idle slot's jobs, saved one at a time, are not claimed ahead: such a claim would
     find nothing, and cost Redis a call a job."""
-    made: list[tasks.Ahead] = []
+    made: list[object] = []
 
     class Counted(tasks.Ahead):
         def __init__(self, *args: Any) -> None:
             super().__init__(*args)
             made.append(self)
 
+    posting = Transport.post
+
+    def post(self: Transport, *args: Any) -> Any:
+        made.append(args)
+        return posting(self, *args)
+
     monkeypatch.setattr(tasks, "Ahead", Counted)
-
-    async def handler(job: Job) -> None:
-        pass
-
-    lq.process("t", 1, handler)
+    monkeypatch.setattr(Transport, "post", post)
+    lq.process("t", 1, _of(kind, Blocking(stop=-1)))
     for i in range(4):
         job = lq.create_job("t", {"i": i}).save()
         wait_for(lambda job=job: _state(lq, job) == "complete")  # type: ignore[misc]
