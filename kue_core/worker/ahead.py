@@ -2,22 +2,18 @@
 waiting, claims its next job while the one it runs runs, so that the reply is there when the
 handler returns and a job costs no round trip of its own. An ``async def`` slot on the event
 loop keeps its claims in a :class:`Line` (:mod:`kue_core.worker.tasks`); a ``def`` slot in
-its own thread posts its report with the next claim and reads the reply once it has the next
-job ready, a :class:`Streak` (:mod:`kue_core.worker.serving`). The job claimed ahead is
-active under the process's lease; it goes back to wait behind a handler that turns out slow
-(``HOLD_S``), and when the workers stop; a job cancelled or moved meanwhile is not run
-(``WorkerState.ended_early``)."""
+its own thread posts its report with the claim of a job to come and reads the reply a job
+later (:mod:`kue_core.worker.posting`). The job claimed ahead is active under the process's
+lease; it goes back to wait behind a handler that turns out slow (``HOLD_S``), and when the
+workers stop; a job cancelled or moved meanwhile is not run (``WorkerState.ended_early``)."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import threading
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from ..store.calls import Claim
-from ..store.transport import Posted
 
 #: A slot whose last handler returned within this long (s) claims its next job while the
 #: job it runs now runs: the reply is there when the handler returns, and a job costs no
@@ -43,25 +39,3 @@ class Line(collections.deque[Ahead]):
     an idle slot's jobs, which come one by one, are not claimed ahead (a claim for nothing)."""
 
     more = False
-
-
-@dataclass(eq=False)
-class Posting:
-    """A call a slot's thread posted: a claim, or the report of a job of type ``reports``
-    that claims; sent at ``asked`` (see ``Slot.asked``)."""
-
-    posted: Posted[Any]
-    asked: tuple[float, float]
-    reports: str = ""
-
-
-@dataclass(eq=False)
-class Streak:
-    """A slot's thread's claim ahead: the call on its way (``posting``, handed over under the
-    workers' lock: to the thread, or to the loop, which gives its job back behind a slow
-    handler), and the lock of the connection it came on, held to send and to read."""
-
-    posting: Posting | None = None
-    io: threading.Lock = field(default_factory=threading.Lock)
-    #: The loop looks at this streak every ``HOLD_S`` (see LoopServing.watch).
-    watched: bool = False

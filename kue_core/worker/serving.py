@@ -11,18 +11,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from .. import defaults, tracing
 from ..base.retry import Pauses
 from ..jobs.job import Job
 from ..store import calls
-from ..store.calls import PAUSED, PINS, Call, Claim, Held, Holder, Lease, Next, Reported, Waits
+from ..store.calls import PAUSED, PINS, Claim, Held, Holder, Lease, Next, Waits
 from . import ahead
-from .ahead import Posting, Streak
 from .attempt import Attempt, Reason
 from .outcome import Done, Failed, Limited, Outcome, retry_delay
-from .slots import HandlerRunner, Slot
+from .posting import Posts, Streak
+from .slots import HandlerRunner, Slot, clock
 from .state import Owner, WorkerState
 
 if TYPE_CHECKING:
@@ -66,10 +66,6 @@ def failed_text(job: Job, result: str, delay: int) -> str:
 #: by the last report (if any): whether the event loop serves the slot on from here (see
 #: :meth:`kue_core.worker.tasks.LoopServing.take_back`), and the thread ends.
 TakeBack = Callable[[Slot, int, Claim], bool]
-#: Called by a slot's thread once it has a call claiming ahead on its way, with the slot,
-#: its turn and its streak: the event loop gives the job back behind a handler that turns out
-#: slow (:meth:`kue_core.worker.tasks.LoopServing.watch`).
-Watch = Callable[[Slot, int, Streak], None]
 
 
 class Serving:
@@ -79,20 +75,12 @@ class Serving:
     because this one's handler outlived its attempt (the slot's ``turn`` moves on), or until
     the event loop takes the slot back."""
 
-    def __init__(
-        self,
-        queue: Owner,
-        state: WorkerState,
-        runner: HandlerRunner,
-        alone: Callable[[], bool],
-        watch: Watch,
-    ) -> None:
+    def __init__(self, queue: Owner, state: WorkerState, runner: HandlerRunner, posts: Posts):
         self.queue = queue
         self.scripts = queue.scripts
         self._state = state
         self._runner = runner
-        self._alone = alone  # the process has one slot: it claims ahead (see kue_core.worker.ahead)
-        self._watch = watch
+        self._posts = posts  # how the only slot claims ahead
         self.id = state.id
         self.lease_ms = state.lease_ms
 
@@ -117,9 +105,8 @@ class Serving:
         streak = Streak()
         while not state.stopping.is_set() and slot.turn == turn:
             if streak.posting is not None and not isinstance(nxt, tuple):
-                with state.lock:  # the job a call posted claimed, if the loop has not taken it
-                    posting, streak.posting = streak.posting, None
-                nxt = self._ahead(slot, streak, posting)
+                # The job a call posted claimed, unless the loop took the call over.
+                nxt = self._posts.next(slot, streak, self._posts.taken(streak))
             if streak.posting is None and back(slot, turn, nxt):
                 return  # the loop serves the slot on, from nxt
             order: list[str] = []
@@ -149,7 +136,9 @@ class Serving:
                 state.report(e)
                 state.stopping.wait(pauses.next())
         self._give_back(nxt)  # a job claimed as the slot stopped, if any
-        self._let_go(streak)
+        posting = self._posts.taken(streak)
+        if posting is not None:
+            self._give_back(self._posts.take(streak, posting))
         if slot.turn != turn:
             with state.lock:
                 state.abandoned -= 1
@@ -234,10 +223,11 @@ class Serving:
     ) -> Claim:
         state = self._state
         keys = self.queue.keys
-        if streak.posting is None and more and self._ahead_ok(slot):
+        posts = self._posts
+        if streak.posting is None and more and posts.ok(slot):
             order = self._order(slot)
             if order:  # the job after this one, claimed while this one runs
-                self._post(slot, streak, calls.claim(keys, order, self.id, self.lease_ms))
+                posts.post(slot, streak, calls.claim(keys, order, self.id, self.lease_ms))
         job = Job.from_hash(self.queue, job_id, fields)
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
@@ -254,28 +244,28 @@ class Serving:
             if slot.attempt is attempt:
                 slot.attempt, slot.held_back = None, False
             state.attempts.pop((job_id, attempt.token), None)
-            # The call claiming the next job, unless the loop took it behind a slow handler.
-            claiming, streak.posting = streak.posting, None
+        # The call claiming the next job, unless the loop took it behind a slow handler.
+        claiming = posts.taken(streak)
         ours = attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
         if span is not None:
             traced(span, attempt, outcome)
         if not ours:  # ended elsewhere: reported by whoever ended it
-            return self._ahead(slot, streak, claiming)
+            return posts.next(slot, streak, claiming)
         ran = round((time.monotonic() - attempt.began) * 1000)
         state.timings.add(job.type, "run", ran, started_at)
         if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
             log.info("job %d (%s): %s", job_id, job.type, outcome.message)
             state.may_retry(job_id)
             self.scripts.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
-            self._give_back(self._ahead(slot, streak, claiming))
+            self._give_back(posts.next(slot, streak, claiming))
             return None
         # The report claims the slot's next job in the same call; or, when the next one is
         # claimed already, the one after it, posted while the next one runs (a quick handler,
         # the only slot), or none.
         order = [] if state.stopping.is_set() else self._order(slot)
-        posts = claiming is not None and isinstance(outcome, Done) and self._ahead_ok(slot)
+        posting = claiming is not None and isinstance(outcome, Done) and posts.ok(slot)
         nxt: Next | None = None
-        if claiming is not None and not posts:
+        if claiming is not None and not posting:
             pass  # the next job is claimed already
         elif order == [job.type]:
             nxt = (self.id, self.lease_ms)  # the finished job's type, as the script assumes
@@ -284,10 +274,9 @@ class Serving:
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
             done = calls.complete(keys, job_id, attempt.token, outcome.result, nxt, tallied=True)
-            if posts:
+            if posting:
                 assert claiming is not None
-                self._post(slot, streak, done, job.type, claiming)
-                return self._ahead(slot, streak, claiming)
+                return posts.post_behind(slot, streak, done, job.type, claiming)
             slot.asked = clock()
             ended = self.scripts.call(done)
             if ended.tally is not None:  # see kue_core.features.tally
@@ -303,63 +292,7 @@ class Serving:
             ended = self.scripts.call(failed)
             told = failed_text(job, ended.outcome, delay)
             log.info("job %d (%s) %s: %s", job_id, job.type, told, outcome.message)
-        return ended.next_job if claiming is None else self._ahead(slot, streak, claiming)
-
-    # -- claiming ahead (see kue_core.worker.ahead) --------------------------------------------
-    def _ahead_ok(self, slot: Slot) -> bool:
-        """Whether the slot claims ahead: its last handler was quick, and it is the process's
-        only slot (else the others' calls fill Redis's time already)."""
-        return slot.quick and self._alone() and not self._state.stopping.is_set()
-
-    def _post(
-        self,
-        slot: Slot,
-        streak: Streak,
-        call: Call[Any],
-        reports: str = "",
-        behind: Posting | None = None,
-    ) -> None:
-        """Post ``call`` (a claim, or the report of a job of type ``reports`` that claims)
-        ``behind`` the call before it, if any; the loop watches it from now (see ``Watch``)."""
-        asked = clock()
-        with streak.io:
-            posted = self.scripts.post(call, None if behind is None else behind.posted)
-        with self._state.lock:
-            streak.posting = Posting(posted, asked, reports)
-            watch, streak.watched = not streak.watched, True
-        if watch:
-            self._watch(slot, slot.turn, streak)
-
-    def _ahead(self, slot: Slot, streak: Streak, posting: Posting | None) -> Claim:
-        """The job ``posting`` claimed, next: the slot asked for it when it was posted."""
-        if posting is None:
-            return None
-        claimed = self.take(streak, posting)
-        slot.asked = posting.asked
-        return claimed
-
-    def take(self, streak: Streak, posting: Posting) -> Claim:
-        """The job ``posting`` claimed (or why there was none), read; a report's completion
-        is tallied. A call that failed is reported: its jobs come back by their lease. (The
-        loop calls it from a thread of its own, for a call it took behind a slow handler.)"""
-        try:
-            with streak.io:
-                got = self.scripts.take(posting.posted)
-        except Exception as e:
-            self._state.report(e)
-            return None
-        if isinstance(got, Reported):
-            if got.tally is not None:  # see kue_core.features.tally
-                self._state.tally.add(posting.reports, *got.tally)
-            return got.next_job
-        return cast(Claim, got)
-
-    def _let_go(self, streak: Streak) -> None:
-        """Give back the job the streak's call claimed, if any: the slot stops."""
-        with self._state.lock:
-            posting, streak.posting = streak.posting, None
-        if posting is not None:
-            self._give_back(self.take(streak, posting))
+        return ended.next_job if claiming is None else posts.next(slot, streak, claiming)
 
 
 def held_up(slot: Slot, lease_ms: int) -> float | None:
@@ -383,12 +316,6 @@ def stale(lost: list[Lease] | Holder, job_id: int, fields: dict[str, str], away:
         away,
     )
     return True
-
-
-def clock() -> tuple[float, float]:
-    """Now on both clocks: a process frozen then resumed shows on the monotonic one, a machine
-    suspended then resumed on the wall clock."""
-    return time.monotonic(), time.time()
 
 
 def traced(span: Span, attempt: Attempt, outcome: Outcome) -> None:

@@ -63,6 +63,12 @@ class Slot:
         return self.child is None and not self.is_async
 
 
+def clock() -> tuple[float, float]:
+    """Now on both clocks: a process frozen then resumed shows on the monotonic one, a machine
+    suspended then resumed on the wall clock."""
+    return time.monotonic(), time.time()
+
+
 class HandlerRunner:
     """Runs the handlers of one worker process's slots, in the thread it is called in: a
     ``def`` one there, an ``async def`` one wrapped in a plain middleware on the worker's event

@@ -9,17 +9,16 @@ loop's threads (:class:`kue_core.worker.loop.Handoff`), so their Python stays of
 
 The ``def`` slots of a process go on in threads of their own
 (:class:`kue_core.worker.serving.Serving`), each claiming and reporting on a connection of its
-own (as the thread runtime of earlier versions served every slot), while any ``def`` handler
-of the process took longer than ``BRIEF_S`` within the last ``THREADS_S`` (one blocks on I/O,
-or computes), and always for the only slot of a process: batching their calls with the
+own, while any ``def`` handler of the process took longer than ``BRIEF_S`` within the last
+``THREADS_S`` (one blocks on I/O, or computes), and always for the only slot of a process,
+which claims ahead there (:mod:`kue_core.worker.posting`): batching their calls with the
 others' would gain little, and each job would wake the loop and a thread in turn. The loop
-takes them back at a job's end once no handler took long for ``THREADS_S``. The choice is
-the process's, not each slot's: a process whose slots are some on the loop and some in
-threads drains slower than either. Measured (16 slots, interleaved with that thread
-runtime): handlers that sleep 2 ms, 6,290-6,330 jobs/s where 4,400-4,700 with the calls
-handed to the loop's threads (threads: 6,370-6,400); no-op handlers of which one in 1,000 to
-one in 50 sleeps 3 ms, 18,300-19,400 where 8,800-14,600 (threads: 14,300-18,500); one slot
-of a no-op handler, 4,880-4,920 where 3,340-4,380 (threads: 4,680-4,830)."""
+takes them back at a job's end once no handler took long for ``THREADS_S``. The choice is the
+process's, not each slot's: a process whose slots are some on the loop and some in threads
+drains slower than either. 16 slots, interleaved with the thread runtime of earlier
+versions: handlers that sleep 2 ms, 6,290-6,330 jobs/s where 4,400-4,700 with the calls handed
+to the loop's threads (threads: 6,370-6,400); no-op handlers of which one in 1,000 to one in
+50 sleeps 3 ms, 18,300-19,400 where 8,800-14,600 (threads: 14,300-18,500)."""
 
 from __future__ import annotations
 
@@ -37,14 +36,15 @@ from ..jobs.notes import Notes
 from ..store import calls
 from ..store.calls import Claim, Held, Next, Waits
 from . import ahead
-from .ahead import Ahead, Line, Posting, Streak
+from .ahead import Ahead, Line
 from .attempt import Attempt, Reason
 from .dispatch import Dispatcher
 from .handling import handle
 from .loop import EventLoop
 from .outcome import Done, Limited, retry_delay
-from .serving import Serving, clock, failed_text, held_up, stale, traced, wake_lists
-from .slots import HandlerRunner, Slot
+from .posting import Posts
+from .serving import Serving, failed_text, held_up, stale, traced, wake_lists
+from .slots import HandlerRunner, Slot, clock
 from .state import Owner, WorkerState
 from .waiting import Waiting
 
@@ -79,7 +79,9 @@ class LoopServing:
         self._letting_go: set[asyncio.Future[None]] = set()  # give-backs on their way
         self._lines: dict[str, Line] = {}  # by slot name: see _work
         #: The threads of the slots served best by a thread of their own (see the module).
-        self._threads = Serving(queue, state, runner, self._alone, self.watch)
+        posts = Posts(queue.scripts, state, self._alone, loop.loop, self._give_back)
+        self._posts = posts
+        self._threads = Serving(queue, state, runner, posts)
         self.id = state.id
         self.lease_ms = state.lease_ms
 
@@ -110,35 +112,6 @@ class LoopServing:
     def _alone(self) -> bool:
         return self._dispatch.company == 1
 
-    def watch(self, slot: Slot, turn: int, streak: Streak) -> None:
-        """Watch a slot's thread's job held ahead (called from that thread): given back once
-        the job before it has run ``HOLD_S``, or the slot has gone on in a new turn."""
-        self._loop.loop.call_soon_threadsafe(self._watching, slot, turn, streak)
-
-    def _watching(self, slot: Slot, turn: int, streak: Streak) -> None:
-        state = self._state
-        with state.lock:
-            posting, attempt = streak.posting, slot.attempt
-            if posting is None:  # the streak ended (or is between two jobs): watched no more
-                streak.watched = False
-                return
-            late = attempt is not None and time.monotonic() - attempt.began >= ahead.HOLD_S
-            if late or slot.turn != turn:
-                streak.posting = None
-            else:
-                posting = None
-        if posting is not None:
-            task = self._loop.loop.create_task(self._let_go_posted(streak, posting))
-            self._letting_go.add(task)
-            task.add_done_callback(self._letting_go.discard)
-        self._loop.loop.call_later(ahead.HOLD_S, self._watching, slot, turn, streak)
-
-    async def _let_go_posted(self, streak: Streak, posting: Posting) -> None:
-        """Give back the job a slot's thread claimed ahead, behind a slow handler: its call's
-        reply read in a thread (the slot's connection blocks)."""
-        claimed = await asyncio.to_thread(self._threads.take, streak, posting)
-        await self._give_back(claimed)
-
     def _threaded(self, slot: Slot) -> bool:
         """Whether ``slot`` is served best by a thread of its own (see the module)."""
         if not slot.in_thread:
@@ -162,6 +135,7 @@ class LoopServing:
             held.extend(line)
             line.clear()
         await self._let_go(held)
+        await self._posts.stop()
 
     def alive(self) -> list[Slot]:
         """The slots whose task or thread still runs."""

@@ -9,6 +9,7 @@ import redis
 
 from kue_core import Queue
 from kue_core.aio import AsyncQueue
+from kue_core.store import calls
 from kue_core.store.calls import read
 
 
@@ -34,3 +35,31 @@ def test_an_atomic_read_is_one_transaction_in_both_clients(
 
     assert asyncio.run(in_asyncio()) == [3]
     assert _transactions(r) == before + 2
+
+
+def _lose_scripts(r: redis.Redis) -> None:
+    """Drop every script and function the server has loaded, as a restart without them."""
+    r.script_flush()
+    try:
+        r.execute_command("FUNCTION", "FLUSH")
+    except redis.ResponseError:  # before Redis 7: no functions
+        pass
+
+
+def test_posted_calls_are_read_in_turn_beside_other_calls(queue: Queue, r: redis.Redis) -> None:
+    """Two calls posted one behind the other are read in turn, while calls of the same
+    thread go on meanwhile (on its other connection); a call posted once its script is lost
+    has it loaded again when it is read."""
+    first, second = (queue.create_job("t", {"i": i}).save() for i in range(2))
+    claim = calls.claim(queue.keys, ["t"], "w", 5000)
+    one = queue.scripts.post(claim)
+    two = queue.scripts.post(claim, behind=one)
+    third = queue.create_job("t", {"i": 2}).save()  # a call between: its own connection
+    assert one.conn is two.conn
+    claimed = [queue.scripts.take(one), queue.scripts.take(two)]
+    assert [c[0] for c in claimed if isinstance(c, tuple)] == [first.id, second.id]
+    _lose_scripts(r)
+    posted = queue.scripts.post(claim)
+    got = queue.scripts.take(posted)
+    assert isinstance(got, tuple) and got[0] == third.id
+    assert queue.count("active") == 3
