@@ -59,6 +59,8 @@ def utf8(text: str, field: str) -> None:
 
 def to_json(value: Any, field: str) -> str:
     """Compact JSON text (ASCII, so any Python string stores safely), or InvalidJob."""
+    if value is None:  # most handlers' result: without the encoder's call
+        return "null"
     try:
         return _JSON.encode(value)
     except (TypeError, ValueError) as e:

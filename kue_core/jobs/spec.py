@@ -24,6 +24,27 @@ from .options import JobOptions
 __all__ = ["JobSpec"]
 
 
+#: The fields of a plain job's hash (see ``from_hash``): a hash with no other is read whole
+#: before the others are looked for, which keep their class defaults.
+_PLAIN = frozenset(
+    {
+        "type", "data", "priority", "state", "max_attempts", "attempts", "created_at",
+        "promote_at", "updated_at", "started_at", "workerId", "lease", "trail", "waited",
+    }
+)  # fmt: skip
+
+
+def _int(text: str | None) -> int | None:
+    """A stored number as an int (a time in ms); None when absent or not a number."""
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        value = _num(text)
+        return int(value) if value is not None else None
+
+
 class _Running(Protocol):
     """What a job sees of the attempt running it (``kue_core.worker.attempt.Attempt``)."""
 
@@ -219,6 +240,15 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         job._priority_ok = prio is not None
         job._max_attempts = int(_num(h.get("max_attempts")) or defaults.MAX_ATTEMPTS)
         job.attempts_made = int(_num(h.get("attempts")) or 0)
+        job.created_at = _int(h.get("created_at"))
+        job.promote_at = _int(h.get("promote_at"))
+        job.updated_at = _int(h.get("updated_at"))
+        job.started_at = _int(h.get("started_at"))
+        job.worker_id = h.get("workerId")
+        if h.keys() <= _PLAIN:  # the rest keep their class defaults
+            return job
+        job.failed_at = _int(h.get("failed_at"))
+        job.duration = _int(h.get("duration"))
         job._delay = int(_num(h.get("delay")) or 0)
         job._ttl = int(_num(h.get("ttl")) or 0)
         job._remove_on_complete = h.get("removeOnComplete") == "true"
@@ -228,17 +258,6 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
             parsed = _json_field(raw_backoff, None)
             job._backoff = parsed if parsed is True or isinstance(parsed, dict) else None
         job._progress = _num(h.get("progress")) or 0
-        for attr, field in (
-            ("created_at", "created_at"),
-            ("promote_at", "promote_at"),
-            ("updated_at", "updated_at"),
-            ("started_at", "started_at"),
-            ("failed_at", "failed_at"),
-            ("duration", "duration"),
-        ):
-            value = _num(h.get(field))
-            setattr(job, attr, int(value) if value is not None else None)
-        job.worker_id = h.get("workerId")
         job.error = h.get("error")
         if "result" in h:
             job.result = _json_field(h["result"], None)
