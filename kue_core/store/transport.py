@@ -93,12 +93,14 @@ class Transport:
         return Posted(c, conn, self._send_call(conn, c))
 
     def take(self, posted: Posted[T]) -> T:
-        """The reply of a call :meth:`post` sent, read (as :meth:`call`'s)."""
-        conn, c = posted.conn, posted.call
-        reply = posted.unsent or self._read_call(conn, c)
+        """The reply of a call :meth:`post` sent, read (as :meth:`call`'s). A call that did
+        not run is sent again on the thread's own connection: a call posted behind it waits
+        for its reply on the other."""
+        c = posted.call
+        reply = posted.unsent or self._read_call(posted.conn, c)
         if isinstance(reply, Exception):  # it did not run (yet): recovery's loop
             loop = recover_call(c.name, reply, self)
-            reply = self._recover(loop, c.name, lambda _: self._exchange(conn, c))
+            reply = self._recover(loop, c.name, lambda _: self._exchange(self._connection(), c))
         return c.parse(reply)
 
     def batch(self, calls: Sequence[Call[T]]) -> list[T]:

@@ -190,8 +190,8 @@ class Serving:
     ) -> Claim:
         """Run the handler on one claimed job; report how it ended, unless the attempt was
         ended elsewhere first; return the next job, claimed in the same call or ahead (see
-        ``_post``; ``more``: the job came with others waiting). Traced, when traces are on
-        (see :mod:`kue_core.tracing`)."""
+        :mod:`kue_core.worker.posting`; ``more``: the job came with others waiting). Traced,
+        when traces are on (see :mod:`kue_core.tracing`)."""
         if self._state.ended_before(job_id, fields) or self._stale(slot, job_id, fields):
             return None
         if not tracing.enabled:

@@ -57,8 +57,13 @@ def test_posted_calls_are_read_in_turn_beside_other_calls(queue: Queue, r: redis
     assert one.conn is two.conn
     claimed = [queue.scripts.take(one), queue.scripts.take(two)]
     assert [c[0] for c in claimed if isinstance(c, tuple)] == [first.id, second.id]
+    # Both lost their script: each is sent again on its own, and read as its own.
+    fourth = queue.create_job("t", {"i": 3}).save()
     _lose_scripts(r)
-    posted = queue.scripts.post(claim)
-    got = queue.scripts.take(posted)
+    one = queue.scripts.post(claim)
+    two = queue.scripts.post(calls.release(queue.keys, first.id, claimed[0][1]["lease"]), one)
+    got = queue.scripts.take(one)
     assert isinstance(got, tuple) and got[0] == third.id
-    assert queue.count("active") == 3
+    queue.scripts.take(two)
+    assert queue.get_job(first.id).state == "inactive"
+    assert queue.count("active") == 2 and queue.get_job(fourth.id).state == "inactive"
