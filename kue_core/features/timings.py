@@ -64,17 +64,31 @@ class Recorder:
 
     def add(self, job_type: str, kind: str, ms: int, started_at: int) -> None:
         """One wait or run (``kind``) of ``ms`` of a job that started at ``started_at`` (ms)."""
-        ms = max(0, ms)
         with self._lock:
-            if started_at // 86_400_000 != self._day_ms:
-                self._day_ms, self._day = started_at // 86_400_000, day_of(started_at)
-            sums = self._pending.get((job_type, self._day, kind))
-            if sums is None:
-                sums = self._pending[job_type, self._day, kind] = _Sums()
-            sums.count += 1
-            sums.total += ms
-            sums.squares += float(ms) * ms
-            sums.buckets[bucket(ms)] += 1
+            self._add(self._day_of(started_at), job_type, kind, ms)
+
+    def attempt(self, job_type: str, waited: int, ran: int, started_at: int) -> None:
+        """The wait and the run (ms) of one attempt at a job that started at ``started_at``:
+        :meth:`add` of both, in one go (every job's path)."""
+        with self._lock:
+            day = self._day_of(started_at)
+            self._add(day, job_type, "wait", waited)
+            self._add(day, job_type, "run", ran)
+
+    def _day_of(self, started_at: int) -> str:
+        if started_at // 86_400_000 != self._day_ms:
+            self._day_ms, self._day = started_at // 86_400_000, day_of(started_at)
+        return self._day
+
+    def _add(self, day: str, job_type: str, kind: str, ms: int) -> None:
+        sums = self._pending.get((job_type, day, kind))
+        if sums is None:
+            sums = self._pending[job_type, day, kind] = _Sums()
+        ms = max(0, ms)
+        sums.count += 1
+        sums.total += ms
+        sums.squares += float(ms) * ms
+        sums.buckets[bucket(ms)] += 1
 
     def flushing(self, keys: Keys) -> Op[None]:
         """Add the pending figures to Redis, an operation either transport runs (the

@@ -17,7 +17,7 @@ which the slot picks the lists to wait on. When a call fails, every slot in it g
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 
 from ..base.keys import Keys
@@ -45,6 +45,9 @@ class _Ask:
     job_id: int = 0
     token: str = ""
     result: str = ""
+    #: What its call gave it: its completion's report, and the job claimed for it.
+    reported: Reported | None = None
+    claimed: Claim = None
 
 
 class Dispatcher:
@@ -70,17 +73,13 @@ class Dispatcher:
         #: asking task itself.
         self.company = 0
 
-    async def complete(
+    def complete(
         self, job_id: int, token: str, result: str, order: Sequence[str]
-    ) -> tuple[Reported, Claim]:
+    ) -> Awaitable[tuple[Reported | None, Claim]]:
         """Complete a job held under ``token`` (``result``: JSON) and claim the slot's next one
-        from ``order`` (none when empty): the completion's report, and the job claimed (or why
-        there was none)."""
-        reported, claimed = await self._ask(
-            _Ask(tuple(order), self._future(), job_id, token, result)
-        )
-        assert reported is not None
-        return reported, claimed
+        from ``order`` (none when empty): awaited, the completion's report (None only when
+        the call failed, which raises), and the job claimed (or why there was none)."""
+        return self._ask(_Ask(tuple(order), self._future(), job_id, token, result))
 
     async def claim(self, order: Sequence[str]) -> Claim:
         """The best waiting job of the types in ``order`` (or why there was none)."""
@@ -136,19 +135,17 @@ class Dispatcher:
         # apart, in the same write (the transport pipelines the calls made at once).
         done = [a for a in batch if a.job_id]
         first = max(groups, key=lambda o: len(groups[o]), default=None) if done else None
-        reports: dict[int, Reported] = {}
-        claims: dict[int, Claim] = {}
         sent = []
         if done:
             claiming = groups.pop(first) if first is not None else []
-            sent.append(self._complete(done, first, claiming, reports, claims))
-        sent.extend(self._claim(order, asks, claims) for order, asks in groups.items())
+            sent.append(self._complete(done, first, claiming))
+        sent.extend(self._claim(order, asks) for order, asks in groups.items())
         failed = [r for r in await asyncio.gather(*sent, return_exceptions=True) if r is not None]
         for ask in batch:
-            if ask.job_id and id(ask) not in reports:  # its completion's call failed
+            if ask.job_id and ask.reported is None:  # its completion's call failed
                 _answer(ask, error=failed[0])
             else:  # a claim whose call failed: none now, the slot waits and asks again
-                _answer(ask, (reports.get(id(ask)), claims.get(id(ask))))
+                _answer(ask, (ask.reported, ask.claimed))
 
     async def _alone(self, ask: _Ask) -> None:
         """One request: the single-job script, as a slot would call it alone."""
@@ -167,26 +164,19 @@ class Dispatcher:
             _answer(ask, (None, claimed))
 
     async def _complete(
-        self,
-        done: list[_Ask],
-        order: tuple[str, ...] | None,
-        claiming: list[_Ask],
-        reports: dict[int, Reported],
-        claims: dict[int, Claim],
+        self, done: list[_Ask], order: tuple[str, ...] | None, claiming: list[_Ask]
     ) -> None:
         items = [(a.job_id, a.token, a.result) for a in done]
         claim = (self._id, self._lease_ms, len(claiming), list(order)) if order else None
         finished = await self._redis.call(calls.complete_batch(self._keys, items, claim))
-        _share(claiming, finished.jobs, finished.why, claims)
+        _share(claiming, finished.jobs, finished.why)
         for ask, reported in zip(done, finished.reports, strict=True):
-            reports[id(ask)] = reported
+            ask.reported = reported
 
-    async def _claim(
-        self, order: tuple[str, ...], asks: list[_Ask], claims: dict[int, Claim]
-    ) -> None:
+    async def _claim(self, order: tuple[str, ...], asks: list[_Ask]) -> None:
         c = calls.claim_batch(self._keys, list(order), self._id, self._lease_ms, len(asks))
         batch = await self._redis.call(c)
-        _share(asks, batch.jobs, batch.why, claims)
+        _share(asks, batch.jobs, batch.why)
 
 
 def _answer(
@@ -204,9 +194,7 @@ def _answer(
         ask.future.set_result(value)
 
 
-def _share(
-    asks: list[_Ask], jobs: list[tuple[int, dict[str, str]]], why: Claim, claims: dict[int, Claim]
-) -> None:
-    """Each ask's claim into ``claims``: the jobs claimed, in turn, then why there were none."""
+def _share(asks: list[_Ask], jobs: list[tuple[int, dict[str, str]]], why: Claim) -> None:
+    """Each ask's claim: the jobs claimed, in turn, then why there were none."""
     for i, ask in enumerate(asks):
-        claims[id(ask)] = jobs[i] if i < len(jobs) else why
+        ask.claimed = jobs[i] if i < len(jobs) else why

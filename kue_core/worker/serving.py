@@ -232,14 +232,15 @@ class Serving:
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
         started_at = job.started_at or 0
-        state.timings.add(job.type, "wait", int(fields.get("waited") or 0), started_at)
+        waited = int(fields.get("waited") or 0)
         with state.lock:
             state.attempts[job_id, attempt.token] = attempt
             slot.attempt = attempt
         if attempt.deadline is not None:
             state.bell.ring()  # the keeper watches the deadline
         outcome = self._runner.call(slot, attempt, fields, self.queue.middleware)
-        slot.quick = time.monotonic() - attempt.began < ahead.QUICK_S
+        took = time.monotonic() - attempt.began
+        slot.quick = took < ahead.QUICK_S
         with state.lock:  # the handler returned: this thread is not stuck, and it is not running
             if slot.attempt is attempt:
                 slot.attempt, slot.held_back = None, False
@@ -250,9 +251,9 @@ class Serving:
         if span is not None:
             traced(span, attempt, outcome)
         if not ours:  # ended elsewhere: reported by whoever ended it
+            state.timings.add(job.type, "wait", waited, started_at)
             return posts.next(slot, streak, claiming)
-        ran = round((time.monotonic() - attempt.began) * 1000)
-        state.timings.add(job.type, "run", ran, started_at)
+        state.timings.attempt(job.type, waited, round(took * 1000), started_at)
         if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
             log.info("job %d (%s): %s", job_id, job.type, outcome.message)
             state.may_retry(job_id)

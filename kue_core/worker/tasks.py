@@ -328,7 +328,7 @@ class LoopServing:
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
         started_at = job.started_at or 0
-        state.timings.add(job.type, "wait", int(fields.get("waited") or 0), started_at)
+        waited = int(fields.get("waited") or 0)
         with state.lock:
             state.attempts[job_id, attempt.token] = attempt
             slot.attempt = attempt
@@ -340,7 +340,8 @@ class LoopServing:
             hold = self._loop.loop.call_later(ahead.HOLD_S, self._slow, slot, line)
         middleware = self.queue.middleware
         outcome = await handle(self._loop, self._runner, slot, attempt, fields, middleware)
-        slot.quick = time.monotonic() - attempt.began < ahead.QUICK_S
+        took = time.monotonic() - attempt.began
+        slot.quick = took < ahead.QUICK_S
         if hold is not None:
             hold.cancel()
         if job._notes.pending:  # what the handler wrote goes before how its attempt ended
@@ -352,10 +353,10 @@ class LoopServing:
         ours = attempt.end(Reason.DONE if isinstance(outcome, Done) else Reason.FAILED)
         if span is not None:
             traced(span, attempt, outcome)
-        if not ours:
-            return None  # ttl exceeded, lease lost or released: reported by whoever ended it
-        ran = round((time.monotonic() - attempt.began) * 1000)
-        state.timings.add(job.type, "run", ran, started_at)
+        if not ours:  # ttl exceeded, lease lost or released: reported by whoever ended it
+            state.timings.add(job.type, "wait", waited, started_at)
+            return None
+        state.timings.attempt(job.type, waited, round(took * 1000), started_at)
         keys = self.queue.keys
         if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
             log.info("job %d (%s): %s", job_id, job.type, outcome.message)
@@ -393,6 +394,7 @@ class LoopServing:
     ) -> Claim:
         """Report the attempt done; the next job claimed from ``order`` in the same call."""
         ended, claimed = await self._dispatch.complete(job_id, token, result, order)
+        assert ended is not None
         if ended.tally is not None:  # see kue_core.features.tally
             self._state.tally.add(job_type, *ended.tally)
         return claimed
