@@ -52,7 +52,7 @@ class Slot:
     held_back: bool = False  # a stuck handler holds the slot: too many threads left behind
     #: When the slot last asked for a job (monotonic and wall clock, s): see Serving._stale.
     asked: tuple[float, float] = (0.0, 0.0)
-    #: Its last handler returned quickly, so it claims ahead (see tasks.py).
+    #: Its last handler returned quickly, so it claims ahead (see kue_core.worker.ahead).
     quick: bool = False
     #: Its last handler returned within ``BRIEF_S`` (see kue_core.worker.loop.Handoff).
     brief: bool = True

@@ -36,7 +36,7 @@ from ..jobs.notes import Notes
 from ..store import calls
 from ..store.calls import Claim, Held, Next, Waits
 from . import ahead
-from .ahead import Ahead, Line
+from .ahead import Ahead, Line, Lines
 from .attempt import Attempt, Reason
 from .dispatch import Dispatcher
 from .handling import handle
@@ -76,8 +76,11 @@ class LoopServing:
         self._dispatch = Dispatcher(loop.loop, loop.transport, queue.keys, state.id, state.lease_ms)
         self._waiting = Waiting(loop.transport)
         self._stopping = asyncio.Event()  # state.stopping, as the loop's tasks await it
-        self._letting_go: set[asyncio.Future[None]] = set()  # give-backs on their way
         self._lines: dict[str, Line] = {}  # by slot name: see _work
+        #: How the only async def slot claims ahead (see kue_core.worker.ahead).
+        self._ahead = Lines(
+            state, loop.loop, self._claim, self._order, self._give_back, self._alone
+        )
         #: The threads of the slots served best by a thread of their own (see the module).
         posts = Posts(queue.scripts, state, self._alone, loop.loop, self._give_back)
         self._posts = posts
@@ -134,7 +137,7 @@ class LoopServing:
         for line in self._lines.values():
             held.extend(line)
             line.clear()
-        await self._let_go(held)
+        await self._ahead.let_go(held)
         await self._posts.stop()
 
     def alive(self) -> list[Slot]:
@@ -170,7 +173,7 @@ class LoopServing:
         while not state.stopping.is_set() and slot.turn == turn:
             order: list[str] = []
             if line and not isinstance(nxt, tuple):  # the next job claimed ahead
-                nxt = await self._ahead(slot, line)
+                nxt = await self._ahead.next(slot, line)
             if not isinstance(nxt, tuple):  # else a job claimed in the last report's call
                 order = self._order(slot)
                 if not order:  # paused in this process only
@@ -190,7 +193,7 @@ class LoopServing:
                 elif isinstance(claimed, tuple):
                     nxt = await self._run(slot, *claimed, line)
                     if self._threaded(slot) and slot.turn == turn:
-                        await self._let_go(line)
+                        await self._ahead.let_go(line)
                         if not state.stopping.is_set():
                             self._threads.start(slot, turn, nxt, self.take_back)
                             return
@@ -204,7 +207,7 @@ class LoopServing:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), pauses.next())
         await self._give_back(nxt)  # a job claimed as the slot stopped, if any
-        await self._let_go(line)
+        await self._ahead.let_go(line)
         if slot.turn != turn:
             with state.lock:
                 state.abandoned -= 1
@@ -225,46 +228,6 @@ class LoopServing:
                 await self._redis.call(release)
             except Exception as e:  # the lease gives it back later
                 self._state.report(e)
-
-    async def _ahead(self, slot: Slot, line: Line) -> Claim:
-        """The first job claimed ahead in ``line``, if any."""
-        while line:
-            ahead = line.popleft()
-            try:
-                claimed = await ahead.claim
-            except Exception as e:  # the call's jobs come back by their lease
-                self._state.report(e)
-                continue
-            if isinstance(claimed, tuple):
-                slot.asked = ahead.asked
-                return claimed
-            line.more = False
-        return None
-
-    async def _let_go(self, line: collections.deque[Ahead]) -> None:
-        """Give back the jobs claimed ahead in ``line`` (emptied): the slot stops, or its
-        handler turned out slow."""
-        while line:
-            claim = line.popleft().claim
-            try:
-                claimed = await claim
-            except Exception as e:  # its call failed: the jobs in it come back by their lease
-                self._state.report(e)
-                continue
-            await self._give_back(claimed)
-
-    def _claim_ahead(self, slot: Slot, line: Line) -> None:
-        """While a quick slot's handler runs, its next job is claimed (see ``QUICK_S``), when
-        jobs were waiting and the process has no other slot (else the slots' calls overlap
-        already: see kue_core.worker.dispatch). Not for a child process's handler, whose
-        job costs more in its pipes than in a round trip."""
-        alone = self._dispatch.company == 1 and slot.child is None
-        if line or not line.more or not alone or not slot.quick or self._state.stopping.is_set():
-            return
-        order = self._order(slot)
-        if order:
-            asked = clock()
-            line.append(Ahead(self._loop.loop.create_task(self._claim(order)), asked))
 
     def _order(self, slot: Slot) -> list[str]:
         """The types the slot claims from next, in order, leaving out those paused here."""
@@ -334,10 +297,10 @@ class LoopServing:
             slot.attempt = attempt
         if attempt.deadline is not None:
             state.bell.ring()  # the keeper watches the deadline
-        self._claim_ahead(slot, line)
+        self._ahead.claim(slot, line)
         hold = None
         if line:  # a job waits behind this one: given back if this one turns out slow
-            hold = self._loop.loop.call_later(ahead.HOLD_S, self._slow, slot, line)
+            hold = self._loop.loop.call_later(ahead.HOLD_S, self._ahead.slow, slot, line)
         middleware = self.queue.middleware
         outcome = await handle(self._loop, self._runner, slot, attempt, fields, middleware)
         took = time.monotonic() - attempt.began
@@ -374,7 +337,7 @@ class LoopServing:
             pipelined = bool(line and order)
             report = self._complete(job_id, job.type, attempt.token, outcome.result, order)
             if pipelined:  # the next job runs while this call is away
-                line.append(Ahead(self._loop.loop.create_task(report), clock()))
+                self._ahead.append(line, report)
                 return None
             slot.asked = clock()
             return await report
@@ -398,15 +361,6 @@ class LoopServing:
         if ended.tally is not None:  # see kue_core.features.tally
             self._state.tally.add(job_type, *ended.tally)
         return claimed
-
-    def _slow(self, slot: Slot, line: Line) -> None:
-        """A handler with a job claimed ahead behind it passed ``HOLD_S``: the job goes back."""
-        slot.quick = False
-        held = collections.deque(line)
-        line.clear()
-        task = self._loop.loop.create_task(self._let_go(held))
-        self._letting_go.add(task)
-        task.add_done_callback(self._letting_go.discard)
 
 
 def _running(slot: Slot) -> bool:

@@ -15,7 +15,7 @@ import pytest
 
 from kue_core import Job, Queue, doctor
 from kue_core.store.transport import Transport
-from kue_core.worker import ahead, tasks
+from kue_core.worker import ahead
 from tests.conftest import kill_worker_when, wait_for
 
 
@@ -212,7 +212,7 @@ def test_jobs_that_come_one_by_one_are_not_claimed_ahead(
     find nothing, and cost Redis a call a job."""
     made: list[object] = []
 
-    class Counted(tasks.Ahead):
+    class Counted(ahead.Ahead):
         def __init__(self, *args: Any) -> None:
             super().__init__(*args)
             made.append(self)
@@ -223,7 +223,7 @@ def test_jobs_that_come_one_by_one_are_not_claimed_ahead(
         made.append(args)
         return posting(self, *args)
 
-    monkeypatch.setattr(tasks, "Ahead", Counted)
+    monkeypatch.setattr(ahead, "Ahead", Counted)
     monkeypatch.setattr(Transport, "post", post)
     lq.process("t", 1, _of(kind, Blocking(stop=-1)))
     for i in range(4):
