@@ -7,6 +7,10 @@ through its lease when the process is killed."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -234,3 +238,68 @@ def test_jobs_that_come_one_by_one_are_not_claimed_ahead(
     _jobs(lq, 6)
     wait_for(lambda: lq.count("complete") == 10)
     assert made
+
+
+PAUSED_WORKER = """
+import asyncio, sys, threading, time
+from kue_core import Queue
+from kue_core.worker import ahead
+ahead.QUICK_S = ahead.HOLD_S = 600.0  # claims ahead, and holds the job claimed
+prefix = sys.argv[2]
+queue = Queue(sys.argv[1], prefix=prefix, lease_ms=800, runtime="loop")
+
+async def handler(job):
+    queue.client.rpush(prefix + ":ran", job.id)
+    while job.data.get("i") == 2 and not queue.client.exists(prefix + ":go"):
+        await asyncio.sleep(0.01)
+
+def def_handler(job):
+    queue.client.rpush(prefix + ":ran", job.id)
+    while job.data.get("i") == 2 and not queue.client.exists(prefix + ":go"):
+        time.sleep(0.01)
+
+queue.process("t", 1, handler if sys.argv[3] == "async" else def_handler)
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("handler", ["async", "def"])
+def test_a_job_claimed_ahead_by_a_worker_paused_past_its_lease_is_not_run_there(
+    queue: Queue, redis_url: str, handler: str
+) -> None:
+    """A worker stopped (SIGSTOP) past its lease while it runs one job and holds the next:
+    both go back and complete elsewhere; resumed, the worker does not run the job it held,
+    and goes on with new ones; the doctor finds nothing."""
+    prefix = queue.prefix
+    jobs = _jobs(queue, 5)
+    argv = [sys.executable, "-c", PAUSED_WORKER, redis_url, prefix, handler]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        # Three ran, the third runs, and the fourth is held ahead.
+        wait_for(lambda: queue.client.llen(f"{prefix}:ran") == 3 and queue.count("active") == 2)
+        proc.send_signal(signal.SIGSTOP)
+        ran: list[Any] = []
+        try:
+            with Queue(redis_url, prefix=prefix, runtime="loop") as other:
+                other.process("t", 2, lambda j: ran.append(j.id))
+                wait_for(lambda: sorted(ran) == [j.id for j in jobs[2:]], timeout=30)
+                other.shutdown()
+        finally:
+            queue.client.set(f"{prefix}:go", 1)
+            proc.send_signal(signal.SIGCONT)
+        after = queue.create_job("t", {"i": 5}).save()  # run by the resumed worker only
+        wait_for(lambda: _state(queue, after) == "complete", timeout=30)
+        frozen = [int(i) for i in queue.client.lrange(f"{prefix}:ran", 0, -1)]
+        assert frozen == [*(j.id for j in jobs[:3]), after.id]  # not the one it held
+        assert all(_state(queue, j) == "complete" for j in jobs)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    found = doctor.check(queue).findings
+    assert [f.kind for f in found] in ([], ["gone-worker"])
