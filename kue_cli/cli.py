@@ -236,8 +236,10 @@ def example(redis_url: str | None, prefix: str, host: str, port: int, rate: floa
     if not worker_log.isEnabledFor(logging.DEBUG):
         worker_log.setLevel(logging.WARNING)  # the demo prints each outcome itself, once
     stop = demo.start(queue, click.echo, rate)
+    on_stop = "Running jobs return to the queue when their leases expire."
+    caught = catch_signals(on_stop)  # before the line that says Ctrl-C stops it
     click.echo(f"kue example: the dashboard is on {server.url}/ (Ctrl-C to stop)")
-    name = wait_for_signal("Running jobs return to the queue when their leases expire.")
+    name = wait_for_signal(on_stop, caught=caught)
     click.echo(f"{name}: stopping; running jobs get {core_defaults.SHUTDOWN_TIMEOUT:g} s")
     server.shutdown()
     stop(core_defaults.SHUTDOWN_TIMEOUT)
@@ -298,11 +300,12 @@ def dashboard(
         )
         return
     server = serve.start_dev_server(app, host, port)
+    caught = catch_signals("")  # before the line that says Ctrl-C stops it
     click.echo(
         f"kue dashboard: {server.url}/ (API under {api}); a development server, "
         "use --gunicorn in production. Ctrl-C to stop."
     )
-    wait_for_signal("")
+    wait_for_signal("", caught=caught)
     server.shutdown()
     click.echo("stopped")
 

@@ -93,8 +93,10 @@ def rules(
             running = Rules(config, queue).start()
         except KueError as e:
             raise BadUsage(str(e)) from None
+        on_stop = "Events being handled stay taken."
+        caught = main.catch_signals(on_stop)  # before the line that says it runs
         click.echo(f"kue rules: {len(config.watchers)} watchers of {config.path} running", err=True)
-        signal_name = main.wait_for_signal("Events being handled stay taken.")
+        signal_name = main.wait_for_signal(on_stop, caught=caught)
         click.echo(f"{signal_name}: stopping after the events being handled", err=True)
         running.stop()
     finally:

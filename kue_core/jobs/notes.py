@@ -10,11 +10,13 @@ A ``def`` handler's calls, made in its own thread, go on the loop's connection t
 for their reply there (:meth:`Notes.wait_from_thread`): the process has one way into Redis.
 
 The writes go out in the order they were made: each is a task of the loop, and the loop starts
-its tasks in order, each writing to the one pipelined connection. The worker waits for them
-(:meth:`Notes.sent`) before it reports how the attempt ended, so that what a handler wrote
-before it returned is in Redis before its job completes or fails. A write that fails and that
-nobody awaits is reported as the worker's other errors are (its log, and the queue's
-``error`` listeners); an awaited one raises in the handler.
+its tasks in order, each writing to the one pipelined connection. (A write whose script Redis
+has to load first goes out again once loaded, after those made meanwhile; an awaited write
+waits for the replies of those made before it, so that it lands after them whatever.) The
+worker waits for them (:meth:`Notes.sent`) before it reports how the attempt ended, so that
+what a handler wrote before it returned is in Redis before its job completes or fails. A
+write that fails and that nobody awaits is reported as the worker's other errors are (its
+log, and the queue's ``error`` listeners); an awaited one raises in the handler.
 """
 
 from __future__ import annotations
@@ -61,8 +63,13 @@ class Notes:
         task.add_done_callback(self._sent)
 
     async def wait(self, call: Call[Any]) -> Any:
-        """Write ``call`` in turn with the others and wait for its reply; its error raises
-        here. A caller cancelled meanwhile (its attempt stopped) leaves the write to finish."""
+        """Write ``call`` once the writes handed over before it have their replies, and wait
+        for its own; its error raises here. A caller cancelled meanwhile (its attempt
+        stopped) leaves the write to finish."""
+        if self._pending:
+            # Those went out first, but one whose script Redis had to load first went out
+            # again after: this one lands after it all the same.
+            await asyncio.wait(list(self._pending))
         task = self._loop.create_task(self._redis.call(call))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)

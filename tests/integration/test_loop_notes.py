@@ -129,13 +129,24 @@ def test_what_a_handler_wrote_is_in_redis_before_its_job_completes(
         assert heard.index(("progress", job.id)) < heard.index(("complete", job.id))  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("slow", [False, True])
 @pytest.mark.parametrize("wrapped", [False, True])
 def test_aprogress_and_alog_return_once_redis_has_them(
-    redis_url: str, prefix: str, wrapped: bool, monkeypatch: pytest.MonkeyPatch
+    redis_url: str, prefix: str, wrapped: bool, slow: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The awaited forms (in the slot's task, or under a plain middleware, which awaits the
     handler from a thread): they return the job, once the write is done, after the writes
-    made before them."""
+    made before them, also when one of those is slow to land (``slow``: as one sent again
+    after a redirect, or after its script was loaded)."""
+    if slow:
+        real = AsyncTransport.call
+
+        async def call(self: AsyncTransport, c: Any) -> Any:
+            if c.name == "log" and str(c.args[-1]).endswith("first"):
+                await asyncio.sleep(0.2)
+            return await real(self, c)
+
+        monkeypatch.setattr(AsyncTransport, "call", call)
     q = Queue(redis_url, prefix=prefix)
     if wrapped:
         q.use(lambda job, call_next: call_next())
