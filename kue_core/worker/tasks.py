@@ -120,7 +120,7 @@ class LoopServing:
         if not slot.in_thread:
             return False
         slowed = time.monotonic() - self._runner.slow_at < THREADS_S
-        return slowed or self._dispatch.company == 1
+        return slowed or self._alone()
 
     def stop(self) -> None:
         """Tell the slots' tasks that the workers stop (``state.stopping`` is set): one

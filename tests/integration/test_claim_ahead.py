@@ -162,21 +162,22 @@ def test_shutdown_gives_back_a_job_claimed_ahead(
 
 
 WORKER = """
-import asyncio, sys, threading
+import asyncio, sys, threading, time
 from kue_core import Queue
 from kue_core.worker import ahead
 ahead.QUICK_S = ahead.HOLD_S = 600.0  # claims ahead, and holds the job claimed
-queue = Queue(sys.argv[1], prefix=sys.argv[2], lease_ms=800, runtime="loop")
+prefix = sys.argv[2]
+queue = Queue(sys.argv[1], prefix=prefix, lease_ms=800, runtime="loop")
 
-async def handler(job):
-    queue.client.rpush(sys.argv[2] + ":ran", job.id)
-    if job.data["i"] == 2:
-        await asyncio.Event().wait()
+async def handler(job):  # job 2 runs until <prefix>:go is set
+    queue.client.rpush(prefix + ":ran", job.id)
+    while job.data.get("i") == 2 and not queue.client.exists(prefix + ":go"):
+        await asyncio.sleep(0.01)
 
 def def_handler(job):
-    queue.client.rpush(sys.argv[2] + ":ran", job.id)
-    if job.data["i"] == 2:
-        threading.Event().wait()
+    queue.client.rpush(prefix + ":ran", job.id)
+    while job.data.get("i") == 2 and not queue.client.exists(prefix + ":go"):
+        time.sleep(0.01)
 
 queue.process("t", 1, handler if sys.argv[3] == "async" else def_handler)
 print("ready", flush=True)
@@ -240,30 +241,6 @@ def test_jobs_that_come_one_by_one_are_not_claimed_ahead(
     assert made
 
 
-PAUSED_WORKER = """
-import asyncio, sys, threading, time
-from kue_core import Queue
-from kue_core.worker import ahead
-ahead.QUICK_S = ahead.HOLD_S = 600.0  # claims ahead, and holds the job claimed
-prefix = sys.argv[2]
-queue = Queue(sys.argv[1], prefix=prefix, lease_ms=800, runtime="loop")
-
-async def handler(job):
-    queue.client.rpush(prefix + ":ran", job.id)
-    while job.data.get("i") == 2 and not queue.client.exists(prefix + ":go"):
-        await asyncio.sleep(0.01)
-
-def def_handler(job):
-    queue.client.rpush(prefix + ":ran", job.id)
-    while job.data.get("i") == 2 and not queue.client.exists(prefix + ":go"):
-        time.sleep(0.01)
-
-queue.process("t", 1, handler if sys.argv[3] == "async" else def_handler)
-print("ready", flush=True)
-threading.Event().wait()
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("handler", ["async", "def"])
 def test_a_job_claimed_ahead_by_a_worker_paused_past_its_lease_is_not_run_there(
@@ -274,7 +251,7 @@ def test_a_job_claimed_ahead_by_a_worker_paused_past_its_lease_is_not_run_there(
     and goes on with new ones; the doctor finds nothing."""
     prefix = queue.prefix
     jobs = _jobs(queue, 5)
-    argv = [sys.executable, "-c", PAUSED_WORKER, redis_url, prefix, handler]
+    argv = [sys.executable, "-c", WORKER, redis_url, prefix, handler]
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
     try:
