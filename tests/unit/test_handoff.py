@@ -111,4 +111,6 @@ def test_the_loop_takes_turns_with_the_thread_and_still_keeps_time() -> None:
     finally:
         loop.close()
     assert quick == list(range(50)) and ended == -1 and not waiting
-    assert late < PARK_S + 0.05  # not held up by the call, past one wait for it
+    # Not held up by the call, which blocks for 30 s: the timer fired while it still ran.
+    # (How late it fires is a benchmark's to say: under CI's load it was 71 ms once.)
+    assert late < 5.0
