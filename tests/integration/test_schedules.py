@@ -146,6 +146,8 @@ def test_catch_up_after_the_workers_were_away(
     every = 400
     due = queue.every("c", every, "c", catch_up=mode)["next"]
     wait_for(lambda: _now(r) >= due + 4 * every + every // 2 + 20, timeout=5)
+    started = _now(r)
+    reached = due + (started - due) // every * every  # the latest tick before the worker came
     wq.process("c", 1, lambda job: __import__("time").sleep(0.3))
     wait_for(lambda: queue.schedule("c")["next"] > due + 4 * every, timeout=5)
     queue.pause_schedule("c")
@@ -153,10 +155,10 @@ def test_catch_up_after_the_workers_were_away(
     first = [j for j in jobs if j.created_at == min((j.created_at for j in jobs), default=0)]
     missed = [j for j in jobs if j.tick <= due + 4 * every]  # type: ignore[operator]
     if mode == "one":  # one job, for the latest tick reached when the firing was planned
-        assert len(first) == 1 and first[0].tick >= due + 4 * every  # type: ignore[operator]
-        # The firing is planned on the server's clock and written by a script a moment later
-        # (on a loaded machine, past the next tick: 404 ms after the tick it made, once).
-        assert 0 <= first[0].created_at - first[0].tick < 2 * every  # type: ignore[operator]
+        # How long after the tick the firing is written depends on the machine's load (924 ms
+        # once, on a cluster in CI); what holds is that its tick is no earlier than the last one
+        # before the worker came, and not in the future when the job was made.
+        assert len(first) == 1 and reached <= first[0].tick <= first[0].created_at  # type: ignore[operator]
     elif mode == "all":  # one for each tick, from the first missed on
         ticks = [j.tick for j in first]
         assert ticks == list(range(due, due + len(ticks) * every, every)) and len(ticks) >= 5
