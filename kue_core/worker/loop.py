@@ -29,6 +29,7 @@ import redis.asyncio
 from .. import connection
 from ..base.errors import InvalidJob
 from ..store.aio_transport import AsyncTransport
+from .cpus import Cpus
 from .state import Owner
 
 T = TypeVar("T")
@@ -85,6 +86,17 @@ class _Selector(selectors.DefaultSelector):
                 handoff.sleeping = False
 
 
+class _Sleeper:
+    """A thread of :class:`Handoff` waiting to be woken, and the CPU it is kept on (-1: any)."""
+
+    __slots__ = ("cpu", "event", "tid")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.tid = threading.get_native_id()
+        self.cpu = -1
+
+
 class Handoff:
     """The threads ``def`` handlers run in, for the loop: :meth:`run` hands a call over and
     gives back a future of the loop's.
@@ -103,7 +115,9 @@ class Handoff:
     next looks for events). The interpreter's lock then changes hands about once a batch of
     calls, where each thread took it from the other at every one of the loop's system calls:
     one slot, 10% less CPU a job; 16 slots of no-op handlers, 12,500 jobs/s before and about
-    15,500 with turns (interleaved runs)."""
+    15,500 with turns (interleaved runs). The thread woken for a turn is woken on the loop's
+    CPU (:mod:`kue_core.worker.cpus`), and may run anywhere again once it runs longer than the
+    loop waits, or is woken for a call that is not brief."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, selector: _Selector | None = None) -> None:
         self._loop = loop
@@ -125,7 +139,10 @@ class Handoff:
         self._calls: collections.deque[tuple[float, asyncio.Future[Any], Any, Any, Any, bool]] = (
             collections.deque()
         )
-        self._idle: list[threading.Event] = []  # threads waiting to be woken
+        self._idle: list[_Sleeper] = []  # threads waiting to be woken
+        self._cpus = Cpus()
+        #: The thread last woken for a turn, on the loop's CPU (see before_sleep).
+        self._turn: _Sleeper | None = None
         self._awake = 0  # threads taking calls, or about to
         self._threads: list[threading.Thread] = []
         self._closing = False
@@ -165,14 +182,21 @@ class Handoff:
         with self._lock:
             self._closing = True
             idle, self._idle = self._idle, []
-        for event in idle:
-            event.set()
+        for sleeper in idle:
+            sleeper.event.set()
 
-    def _wake(self) -> None:
-        """One thread more takes calls (under the lock)."""
+    def _wake(self, turn: bool = False) -> None:
+        """One thread more takes calls (under the lock): for the loop's ``turn``, on the
+        loop's CPU."""
         self._awake += 1
         if self._idle:
-            self._idle.pop().set()
+            sleeper = self._idle.pop()
+            if self._cpus.on:
+                cpu = self._cpus.current() if turn else -1
+                if sleeper.cpu != cpu and self._cpus.keep(sleeper.tid, cpu):
+                    sleeper.cpu = cpu
+                self._turn = sleeper if turn else None
+            sleeper.event.set()
             return
         name = f"kue-run-{len(self._threads) + 1}"
         thread = threading.Thread(target=self._serve, name=name, daemon=True)
@@ -199,7 +223,8 @@ class Handoff:
             self._watching = False
 
     def _serve(self) -> None:
-        wake = threading.Event()
+        me = _Sleeper()
+        wake = me.event
         while True:
             with self._lock:
                 call = self._calls.popleft() if self._calls else None
@@ -210,7 +235,7 @@ class Handoff:
                         return
                     self._awake -= 1
                     wake.clear()
-                    self._idle.append(wake)
+                    self._idle.append(me)
             if call is None:
                 wake.wait()
                 continue
@@ -249,7 +274,7 @@ class Handoff:
             with self._lock:
                 self._due = None
                 if self._calls and not self._awake:
-                    self._wake()
+                    self._wake(turn=True)
         if self._lend and not self._ended and timeout != 0:
             with self._lock:
                 idle = not self._ended
@@ -257,7 +282,9 @@ class Handoff:
                 self._is_parked = park
                 self.sleeping = idle and not park
             if park:
-                self._parked.acquire(timeout=PARK_S if timeout is None else min(timeout, PARK_S))
+                wait = PARK_S if timeout is None else min(timeout, PARK_S)
+                if not self._parked.acquire(timeout=wait) and wait == PARK_S:
+                    self._let_go()  # (not when a timer due sooner cut the wait short)
                 with self._lock:
                     self._is_parked = False
                     self.sleeping = not self._ended
@@ -266,6 +293,13 @@ class Handoff:
             return False
         self._deliver()
         return True
+
+    def _let_go(self) -> None:
+        """The thread of the turn runs longer than the loop waits for it: it may run on any
+        CPU again (a call that computes outside the interpreter's lock, say, beside the loop)."""
+        turn, self._turn = self._turn, None
+        if turn is not None and turn.cpu >= 0 and self._cpus.keep(turn.tid, -1):
+            turn.cpu = -1
 
     def _deliver(self) -> None:
         """On the loop: the calls ended since it last looked, to their futures."""

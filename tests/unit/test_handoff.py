@@ -114,3 +114,70 @@ def test_the_loop_takes_turns_with_the_thread_and_still_keeps_time() -> None:
     # Not held up by the call, which blocks for 30 s: the timer fired while it still ran.
     # (How late it fires is a benchmark's to say: under CI's load it was 71 ms once.)
     assert late < 5.0
+
+
+def test_the_thread_of_a_turn_runs_on_the_loops_cpu_and_is_let_go_when_it_runs_long() -> None:
+    """The thread woken for the loop's turn is kept on the CPU the loop ran on when it woke
+    it; a call that is not brief, or one that runs longer than the loop waits (``PARK_S``),
+    runs where the kernel likes again (see kue_core.worker.cpus)."""
+    import os
+
+    import pytest
+
+    from kue_core.worker.cpus import Cpus
+    from kue_core.worker.loop import PARK_S, _Selector
+
+    every = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+    if not Cpus().on or len(every) < 2:
+        pytest.skip("a thread is kept on a CPU only on Linux with two CPUs or more")
+
+    def where(hold: float = 0.0) -> tuple[set[int], set[int]]:
+        before = os.sched_getaffinity(0)
+        time.sleep(hold)
+        return before, os.sched_getaffinity(0)
+
+    async def main() -> list[tuple[set[int], set[int]]]:
+        loop = asyncio.get_running_loop()
+        handoff = Handoff(loop, loop._selector)  # type: ignore[attr-defined]
+        try:
+            seen = [await asyncio.wait_for(handoff.run(where), 10) for _ in range(3)]
+            seen.append(await asyncio.wait_for(handoff.run(where, 8 * PARK_S), 10))
+            seen.append(await asyncio.wait_for(handoff.run(where), 10))
+            seen.append(await asyncio.wait_for(handoff.run(where, brief=False), 10))
+            return seen
+        finally:
+            handoff.close()
+
+    loop = asyncio.SelectorEventLoop(_Selector())
+    try:
+        seen = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    # The first call makes the thread (on any CPU); the next ones wake it for a turn.
+    assert seen[0][0] == every
+    assert all(len(kept) == 1 and kept <= every for kept, _ in seen[1:3])
+    long_before, long_after = seen[3]
+    assert len(long_before) == 1 and long_after == every  # let go while it ran
+    assert len(seen[4][0]) == 1  # kept again at its next turn
+    assert seen[5][0] == every  # woken for a call that is not brief
+
+
+def test_a_cpu_that_is_not_the_processes_turns_the_keeping_off() -> None:
+    """Keeping a thread on a CPU the process may not use fails once, quietly, and nothing is
+    kept anywhere from then on (the kernel chooses)."""
+    import os
+
+    import pytest
+
+    from kue_core.worker.cpus import Cpus
+
+    cpus = Cpus()
+    if not cpus.on:
+        pytest.skip("a thread is kept on a CPU only on Linux")
+    me = threading.get_native_id()
+    before = os.sched_getaffinity(0)
+    assert 0 <= cpus.current() and cpus.current() in before
+    assert not cpus.keep(me, 1 << 20) and not cpus.on
+    assert os.sched_getaffinity(0) == before and cpus.current() == -1
+    assert not cpus.keep(me, min(before))  # off: nothing kept
+    assert os.sched_getaffinity(0) == before
