@@ -139,11 +139,19 @@ def test_the_thread_of_a_turn_runs_on_the_loops_cpu_and_is_let_go_when_it_runs_l
     async def main() -> list[tuple[set[int], set[int]]]:
         loop = asyncio.get_running_loop()
         handoff = Handoff(loop, loop._selector)  # type: ignore[attr-defined]
+
+        async def woken(*args: float, brief: bool = True) -> tuple[set[int], set[int]]:
+            deadline = time.monotonic() + 10
+            while handoff._threads and not handoff._idle:  # the thread is back, waiting
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.001)
+            return await asyncio.wait_for(handoff.run(where, *args, brief=brief), 10)
+
         try:
-            seen = [await asyncio.wait_for(handoff.run(where), 10) for _ in range(3)]
-            seen.append(await asyncio.wait_for(handoff.run(where, 8 * PARK_S), 10))
-            seen.append(await asyncio.wait_for(handoff.run(where), 10))
-            seen.append(await asyncio.wait_for(handoff.run(where, brief=False), 10))
+            seen = [await woken() for _ in range(3)]
+            seen.append(await woken(40 * PARK_S))
+            seen.append(await woken())
+            seen.append(await woken(brief=False))
             return seen
         finally:
             handoff.close()
