@@ -8,7 +8,10 @@ virtual machine, where waking an idle CPU goes through the host. Measured on a 2
 machine: two threads handing a lock back and forth, 45 us of CPU a round trip across CPUs
 against 12 on one; the hand-off of 8 no-op calls at a time, 9.5 us a call against 5.5-7.2;
 16 ``def`` slots of no-op handlers draining, 6.5% more jobs a second (median of 7 interleaved
-pairs, every pair better) and 3-5 us less worker CPU a job.
+pairs, every pair better) and 3-5 us less worker CPU a job. Where there is more to run than
+CPUs, a thread kept on one CPU may wait there while another is free: 4 processes of 16 such
+slots on the same 2 CPUs drained about 5% slower (median of 8 interleaved pairs, 3 of them
+faster).
 
 Linux only (``sched_getcpu`` from the C library, :func:`os.sched_setaffinity`); elsewhere,
 or once either fails (a CPU taken away from the process, say), nothing is kept anywhere.
