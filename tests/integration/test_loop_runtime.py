@@ -116,7 +116,8 @@ def test_def_slots_go_on_in_threads_of_their_own_while_a_handler_blocks(
     lq: Queue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Brief def handlers run in the loop's hand-off threads, their slots served on the loop;
-    once a handler took longer than BRIEF_S, each def slot goes on in a thread of its own
+    once handlers waited past BRIEF_S twice (within SLOW_AGAIN calls: once is a hiccup, and
+    changes nothing), each def slot goes on in a thread of its own
     (named after the slot) at the end of its job, and the loop takes them back once no
     handler took long for THREADS_S."""
     seen: list[tuple[int, str]] = []
@@ -142,6 +143,12 @@ def test_def_slots_go_on_in_threads_of_their_own_while_a_handler_blocks(
     wait_for(lambda: len(seen) == 1)
     assert seen[0][1].startswith("kue-run-") and _threaded(lq) == [False, False]
     lq.create_job("t", {"i": 0, "slow": True}).save()
+    wait_for(lambda: len(seen) == 2)
+    wait_for(lambda: lq.count("complete") == 2)
+    lq.create_job("t", {"i": 0}).save()  # the next brief job, after the hiccup
+    wait_for(lambda: len(seen) == 3)
+    assert seen[-1][1].startswith("kue-run-") and _threaded(lq) == [False, False]
+    lq.create_job("t", {"i": 0, "slow": True}).save()  # slow again, soon
     wait_for(feed(lambda: _threaded(lq) == [True, True]), timeout=30)
     count = len(seen)
     lq.create_job("t", {"i": -1}).save()

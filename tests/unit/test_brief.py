@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -24,13 +25,17 @@ def _spin(seconds: float) -> None:
         pass
 
 
-def _run(handler: slots.Handler) -> tuple[bool, float]:
+def _runner() -> tuple[HandlerRunner, Callable[[slots.Handler], bool]]:
     runner = HandlerRunner(lambda: None, None)  # type: ignore[arg-type]
-    slot = Slot(("t",), Reserver(("t",), "ordered"), handler, False, "s")
     job = Job.__new__(Job)
     job.id = 7
-    runner.call(slot, Attempt(job, "1", 0), {}, ())
-    return slot.brief, runner.slow_at
+
+    def run(handler: slots.Handler) -> bool:
+        slot = Slot(("t",), Reserver(("t",), "ordered"), handler, False, "s")
+        runner.call(slot, Attempt(job, "1", 0), {}, ())
+        return slot.brief
+
+    return runner, run
 
 
 def test_waits_counts_a_sleep_and_not_a_computation() -> None:
@@ -43,9 +48,23 @@ def test_waits_counts_a_sleep_and_not_a_computation() -> None:
     assert spun == before and slots.waits() > spun
 
 
+def _slow(job: Job) -> None:
+    threading.Event().wait(3 * BRIEF_S)
+
+
 def test_a_handler_that_waited_past_brief_s_is_slow_and_one_that_did_not_is_brief() -> None:
-    assert _run(lambda job: None) == (True, -math.inf)
-    brief, slow_at = _run(lambda job: threading.Event().wait(3 * BRIEF_S))
-    assert not brief and slow_at > time.monotonic() - 10
+    runner, run = _runner()
+    assert run(lambda job: None)
+    assert not run(_slow)
     if slots.waits is slots._waits_rusage:  # elsewhere, the time alone decides
-        assert _run(lambda job: _spin(3 * BRIEF_S)) == (True, -math.inf)
+        assert run(lambda job: _spin(3 * BRIEF_S))
+    assert runner.slow_at == -math.inf  # once is a hiccup
+
+
+def test_the_slots_go_in_threads_when_a_handler_is_slow_again_soon() -> None:
+    runner, run = _runner()
+    assert not run(_slow) and runner.slow_at == -math.inf
+    for _ in range(slots.SLOW_AGAIN):
+        run(lambda job: None)
+    assert not run(_slow) and runner.slow_at == -math.inf  # too long after the last
+    assert not run(_slow) and runner.slow_at > time.monotonic() - 10
