@@ -38,7 +38,9 @@ BRIEF_S = 0.001
 #: :mod:`kue_core.worker.tasks`) when another was slow within this many calls before it:
 #: once is a hiccup (a write the file system held up a few ms, say), which cost 5 s of
 #: threads, and Redis twice the work a job, to 16 slots of a handler that appends a line to a
-#: file (the benchmark's: one run in five fell from 14,500-18,500 jobs/s to 7,500).
+#: file (the benchmark's: one run in five fell from 14,500-18,500 jobs/s to 7,500). 16 slots
+#: of no-op handlers of which one in 10,000 sleeps 3 ms: 17,200-19,600 jobs/s against
+#: 12,700-17,400 at the first; one in 1,000: the same either way (3 interleaved pairs).
 SLOW_AGAIN = 2000
 
 try:
