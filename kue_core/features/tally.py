@@ -18,6 +18,8 @@ flushes loses its last completions' counts, as it loses its last wait and run fi
 from __future__ import annotations
 
 from collections import Counter, deque
+from itertools import repeat
+from operator import floordiv
 from typing import Any
 
 import redis
@@ -64,14 +66,15 @@ class Tally:
 
 def commands(keys: Keys, taken: list[tuple[str, int, int]]) -> list[tuple[Any, ...]]:
     """The increments that add the completions ``taken`` (type, at, duration) to Redis."""
-    minutes: Counter[int] = Counter()
-    types: Counter[str] = Counter()
+    # Counted column by column, each in one C loop (about a tenth of the time of a Python loop
+    # over the completions, which was 2% of a busy worker loop's time).
+    job_types, ats, durations = zip(*taken, strict=True)
+    minutes = Counter(map(floordiv, ats, repeat(60_000)))
+    types = Counter(job_types)
     buckets: Counter[str] = Counter()
-    for job_type, at_ms, duration_ms in taken:
-        minutes[at_ms // 60_000] += 1
-        types[job_type] += 1
-        buckets[timings.LABELS[timings.bucket(duration_ms)]] += 1  # as lib/attempts.lua's
-    out: list[tuple[Any, ...]] = [("INCRBY", keys.work_time, sum(ms for _, _, ms in taken))]
+    for ms, n in Counter(durations).items():  # a few distinct durations
+        buckets[timings.LABELS[timings.bucket(ms)]] += n  # as lib/attempts.lua's
+    out: list[tuple[Any, ...]] = [("INCRBY", keys.work_time, sum(durations))]
     for minute, n in minutes.items():
         key = keys.minute("complete", minute)
         out += [("INCRBY", key, n), ("EXPIRE", key, defaults.MINUTE_COUNTER_TTL)]
