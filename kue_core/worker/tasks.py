@@ -9,8 +9,8 @@ loop's threads (:class:`kue_core.worker.loop.Handoff`), so their Python stays of
 
 The ``def`` slots of a process go on in threads of their own
 (:class:`kue_core.worker.serving.Serving`), each claiming and reporting on a connection of its
-own, while any ``def`` handler of the process was slow (see ``slots.BRIEF_S``) within the
-last ``THREADS_S`` (one blocks on I/O, or computes), and always for the only slot of a process,
+own, while the process's ``def`` handlers were slow (see ``slots.SLOW_AGAIN``) within the
+last ``THREADS_S`` (they block on I/O, or compute), and always for the only slot of a process,
 which claims ahead there (:mod:`kue_core.worker.posting`): batching their calls with the
 others' would gain little, and each job would wake the loop and a thread in turn. The loop
 takes them back at a job's end once no handler took long for ``THREADS_S``. The choice is the
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: How long after a ``def`` handler of the process was slow (see ``slots.BRIEF_S``) its
+#: How long after the process's ``def`` handlers were slow (see ``slots.SLOW_AGAIN``) its
 #: ``def`` slots go on in threads of their own (see the module).
 THREADS_S = 5.0
 
