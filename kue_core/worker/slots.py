@@ -27,9 +27,9 @@ Handler = Callable[[Job], Any]
 #: :func:`waits`), is brief. While the process's ``def`` handlers are brief, their slots are
 #: served on the loop, their calls taking turns with it (:class:`kue_core.worker.loop.Handoff`);
 #: once they are slow (see ``SLOW_AGAIN``), they go on in threads of their own, each with a
-#: connection of its own (see :class:`kue_core.worker.tasks.LoopServing`). 16 slots of handlers that sleep 2 ms: 2,800
-#: jobs/s all taken as brief, 4,000 with a pool's thread for each call, 4,400-4,700 with a
-#: hand-off thread woken for each.
+#: connection of its own (see :class:`kue_core.worker.tasks.LoopServing`). 16 slots of
+#: handlers that sleep 2 ms: 2,800 jobs/s all taken as brief, 4,000 with a pool's thread for
+#: each call, 4,400-4,700 with a hand-off thread woken for each.
 BRIEF_S = 0.001
 
 
