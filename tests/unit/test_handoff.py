@@ -184,7 +184,7 @@ def test_a_cpu_that_is_not_the_processes_turns_the_keeping_off() -> None:
         pytest.skip("a thread is kept on a CPU only on Linux")
     me = threading.get_native_id()
     before = os.sched_getaffinity(0)
-    assert 0 <= cpus.current() and cpus.current() in before
+    assert cpus.current() in before
     assert not cpus.keep(me, 1 << 20) and not cpus.on
     assert os.sched_getaffinity(0) == before and cpus.current() == -1
     assert not cpus.keep(me, min(before))  # off: nothing kept
