@@ -15,7 +15,16 @@ from ..store import calls
 from ..store.calls import JobFields, JobSnapshot
 from . import deps, runs
 from .findings import FIXED_TYPES, Action, Finding, Report
-from .judging import JobView, ago, belongs, describe, job_of_member, lua_number, score_text
+from .judging import (
+    JobView,
+    ago,
+    belongs,
+    describe,
+    job_of_member,
+    kue_worker,
+    lua_number,
+    score_text,
+)
 
 if TYPE_CHECKING:
     from ..queue import Queue
@@ -322,10 +331,11 @@ class Check:
     ) -> None:
         """An active job is stuck when the lease that holds it expired: its worker process's
         (``<p>:worker-leases``), or its own in ``<p>:leases`` (claimed by a worker of the
-        version before); when a claim of ours made it active (it has a fencing token) and its
-        worker holds no lease; or, claimed by a Kue Node worker (which takes no lease), when
-        it was not updated for longer than ``stuck_after`` and its ttl (``requeue`` in
-        repair.lua)."""
+        version before); when a claim of ours made it active (it has a fencing token, and no
+        Node Kue worker's id: a Kue worker's claim leaves the token of an earlier claim of
+        ours) and its worker holds no lease; or, claimed by a Kue Node worker (which takes no
+        lease), when it was not updated for longer than ``stuck_after`` and its ttl
+        (``requeue`` in repair.lua)."""
         worker, stalls = f.worker_id, f.stalls
         who = f"worker {worker}" if worker else "its worker"
         if lease is not None:
@@ -339,7 +349,7 @@ class Check:
                 f"the lease of {who} expired {ago(now - f.worker_lease)} ago (it stopped "
                 "renewing it), and recovery has not requeued the job"
             )
-        elif f.lease is not None:
+        elif f.lease is not None and not kue_worker(worker):
             why = f"{who} holds no lease: its process is gone"
         else:
             limit = max(self.stuck_after, job.ttl)

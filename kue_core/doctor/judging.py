@@ -4,6 +4,7 @@ belongs in and with what score, read as Lua reads numbers; and how findings word
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from ..base.keys import zid
@@ -19,6 +20,17 @@ class JobView:
     priority: float = 0.0
     promote_at: float | None = None
     ttl: float = 0.0
+
+
+#: A Node Kue 0.11 worker's id, ``kue:<hostname>:<pid>:<type>:<n>`` (a type may hold colons),
+#: as ``repair.lua``'s ``kue_worker`` reads it; kue's own are ``<hostname>:<pid>:<8 hex>``.
+_KUE_WORKER = re.compile(r"kue:[^:]*:\d+:.*:\d+")
+
+
+def kue_worker(worker: str | None) -> bool:
+    """Whether ``worker`` (a job's ``workerId``) is a Node Kue worker's: its claim writes its
+    own id and takes no lease, and leaves the fencing token of an earlier claim of ours."""
+    return worker is not None and _KUE_WORKER.fullmatch(worker) is not None
 
 
 def lua_number(value: str | None) -> float | None:

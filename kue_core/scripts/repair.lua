@@ -10,9 +10,10 @@
 --          tokens   type: push wake-up tokens until there are as many as inactive jobs.
 --          requeue  id, stuck after ms, stall limit: an active job whose lease expired (its
 --                   own in <p>:leases, from a worker of the version before, or else its
---                   worker's in <p>:worker-leases), or claimed by us (it has a `lease` token)
---                   for a worker holding no lease, or else (a Kue Node worker's: no lease)
---                   with no update for longer than max(stuck after, ttl), goes back to
+--                   worker's in <p>:worker-leases), or claimed by us (it has a `lease` token
+--                   and no Node Kue worker's id: see kue_worker) for a worker holding no
+--                   lease, or else (a Kue Node worker's: no lease) with no update for longer
+--                   than max(stuck after, ttl), goes back to
 --                   inactive, as recover.lua does (failed past the stall limit).
 --          settle   id, grace ms: a job with no state (untouched for grace ms) becomes
 --                   inactive, or delayed when it has a delay; one with an unknown state fails.
@@ -235,6 +236,13 @@ local function tokens(jtype)
   return 1
 end
 
+-- Whether a job's workerId is a Node Kue 0.11 worker's, kue:<hostname>:<pid>:<type>:<n> (as
+-- kue_core/doctor/judging.py's kue_worker): its claim takes no lease, and leaves the fencing
+-- token of an earlier claim of ours on the job.
+local function kue_worker(worker)
+  return worker ~= nil and string.match(worker, '^kue:[^:]*:%d+:.*:%d+$') ~= nil
+end
+
 local function requeue(id, stuck_after, stall_limit)
   local j = job_of(id)
   if not j or j.state ~= 'active' or not stuck_after or not stall_limit then return 0 end
@@ -248,7 +256,7 @@ local function requeue(id, stuck_after, stall_limit)
     redis.call('ZREM', k_leases(p), member)
   elseif held then
     if held > now then return 0 end
-  elseif not token then  -- a Kue Node worker's: it takes no lease
+  elseif not token or kue_worker(worker) then  -- a Kue Node worker's: it takes no lease
     local at = last_write(key)
     if at and now - at <= math.max(stuck_after, j.ttl) then return 0 end
   end

@@ -394,6 +394,27 @@ def test_an_unleased_active_job_is_stuck_only_past_the_threshold(
     runs_to_completion(queue, "email", [1, 2])
 
 
+def test_a_kue_workers_job_that_kept_our_token_is_judged_as_kue_workers_are(
+    queue: Queue, r: redis.Redis, k: Keys
+) -> None:
+    """A job one of our claims made active once (it has a fencing token) and that a Node Kue
+    worker runs now (its id, no lease) is stuck only past the threshold, as Kue's jobs are;
+    and the repair checks that again before requeueing it."""
+    now = now_ms(r)
+    kue_job(r, k, 1, "email", "inactive", at=now - 2 * HOUR, lease=3)
+    kue_state(r, k, 1, "inactive", "active")
+    r.hset(k.job(1), mapping={"workerId": "kue:vm:4242:email:1", "updated_at": now - 2 * HOUR})
+    report = check(queue, r)
+    assert found(report) == {("stuck-active", k.job(1), 1)}
+    assert "no lease (a Kue worker's job) and no update for 2 h" in report.findings[0].problem
+    r.hset(k.job(1), "updated_at", now_ms(r))  # Kue's worker wrote to it meanwhile
+    assert [o.status for o in doctor.repair(queue, report.findings)] != ["repaired"]
+    assert queue.get_job(1).state == "active"
+    assert check(queue, r).healthy
+    r.hset(k.job(1), "workerId", "vm:4242:0a1b2c3d")  # one of ours, gone: stuck at once
+    assert found(check(queue, r)) == {("stuck-active", k.job(1), 1)}
+
+
 def test_a_save_that_stopped_half_way(queue: Queue, r: redis.Redis, k: Keys) -> None:
     """Kue writes a job's fields one command at a time and its state last: a young hash
     without a state is a save in progress; an old one, a save that stopped."""

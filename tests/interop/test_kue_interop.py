@@ -372,3 +372,47 @@ def test_kue_json_api_lists_jobs_python_saved(queue: Queue, node_kue: StartKue) 
     (line,) = _get(port, f"/job/{s.id}/log")  # written outside an attempt: its time only
     assert re.fullmatch(rf"\[{STAMP}\] queued by python", line), line
     assert [int(j["id"]) for j in _get(port, "/jobs/complete/0..10/asc")] == [s.id]
+
+
+def test_the_doctor_leaves_a_job_a_node_kue_worker_runs_after_a_python_one_failed_it(
+    queue: Queue, node_kue: StartKue
+) -> None:
+    """A job a Python worker failed once, retried, still carries that claim's fencing token
+    when a Node Kue worker takes it (Kue writes its own workerId, and no lease): the doctor
+    judges it as a Kue worker's job, by its last update, and repairs nothing while Node
+    runs it."""
+    from kue_core import doctor
+
+    job = queue.create_job("flaky", {"n": 1}).attempts(3).save()
+    assert job.id is not None
+    started, go = threading.Event(), threading.Event()
+
+    def fail(j: Job) -> None:
+        started.set()
+        go.wait(30)
+        raise RuntimeError("try again")
+
+    queue.process("flaky", 1, fail)
+    assert started.wait(30)
+    workers = queue._workers
+    assert workers is not None
+    stopping = threading.Thread(target=queue.shutdown, args=(30,))
+    stopping.start()  # the failure's report claims nothing more, and the job waits again
+    wait_for(workers.state.stopping.is_set)
+    go.set()
+    stopping.join(30)
+    assert queue.get_job(job.id).state == "inactive"
+    assert queue.client.hget(queue.keys.job(job.id), "lease")  # our token stays on the job
+
+    kue = node_kue()
+    kue.request("process", type="flaky", hold=True)
+    kue.event("processing", job.id, scope="worker")
+    held = queue.get_job(job.id)
+    assert held.state == "active" and (held.worker_id or "").startswith("kue:")
+    report = doctor.check(queue)
+    assert [f for f in report.findings if f.job_id == job.id] == []
+    doctor.repair(queue, report.findings)
+    assert queue.get_job(job.id).state == "active"
+    kue.request("release", id=job.id, result={"ok": True})
+    wait_for(lambda: queue.get_job(job.id).state == "complete")
+    assert queue.get_job(job.id).result == {"ok": True}
