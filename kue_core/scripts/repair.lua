@@ -240,7 +240,7 @@ end
 -- kue_core/doctor/judging.py's kue_worker): its claim takes no lease, and leaves the fencing
 -- token of an earlier claim of ours on the job.
 local function kue_worker(worker)
-  return worker ~= nil and string.match(worker, '^kue:[^:]*:%d+:.*:%d+$') ~= nil
+  return type(worker) == 'string' and string.match(worker, '^kue:[^:]*:%d+:.*:%d+$') ~= nil
 end
 
 local function requeue(id, stuck_after, stall_limit)

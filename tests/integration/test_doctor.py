@@ -413,6 +413,9 @@ def test_a_kue_workers_job_that_kept_our_token_is_judged_as_kue_workers_are(
     assert check(queue, r).healthy
     r.hset(k.job(1), "workerId", "vm:4242:0a1b2c3d")  # one of ours, gone: stuck at once
     assert found(check(queue, r)) == {("stuck-active", k.job(1), 1)}
+    r.hdel(k.job(1), "workerId")  # no worker at all: the same, and the repair requeues it
+    assert repaired(queue, r, check(queue, r)) == ["repaired"]
+    assert queue.get_job(1).state == "inactive"
 
 
 def test_a_save_that_stopped_half_way(queue: Queue, r: redis.Redis, k: Keys) -> None:
