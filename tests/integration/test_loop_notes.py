@@ -92,9 +92,10 @@ def test_progress_and_log_leave_the_loop_to_the_other_slots(
     assert ended.progress() == 100 and ended.progress_data == {"step": 2}
     assert lq.get_log(job.id) == ["step 0", "step 1", "step 2"]  # type: ignore[arg-type]
     # The quick slot went on while the writes were on their way: blocking writes would have
-    # held the loop (and it) for 6 x SLOW_S.
+    # held the loop (and it) for 6 x SLOW_S, and no quick job would have started in the first.
+    # (How many did is the machine's to say: 15 once, on a cluster under CI's load.)
     writing = [t for t in quick if began < t < began + SLOW_S]
-    assert len(writing) > 20, f"{len(writing)} quick jobs ran while the writes were on their way"
+    assert len(writing) >= 3, f"{len(writing)} quick jobs ran while the writes were on their way"
 
 
 @pytest.mark.parametrize("middleware", ["none", "def"])
