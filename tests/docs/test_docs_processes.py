@@ -117,6 +117,10 @@ def test_a_transcript_runs_its_commands_and_compares_each_output(
     silent = "<!-- run -->\n```console\n$ echo one\none\n$ false\n```\n"
     with pytest.raises(ExampleFailed, match=r"p\.md:5: exited with status 1"):
         run_page(silent, tmp_path / "c", redis_url)
+    # What a command prints may take a moment to be what the page shows (figures a worker
+    # adds every second): it runs again until it is, for SETTLE_S at most.
+    later = "$ test -e seen && echo ready || { touch seen; echo not yet; }\nready\n"
+    assert run_page(f"<!-- run -->\n```console\n{later}```\n", tmp_path / "d", redis_url) == 1
 
 
 def test_a_block_with_a_dashboard_reaches_it_on_the_page_port(
