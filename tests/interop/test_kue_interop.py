@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kue_core import Job, JobNotFound, Queue, defaults
+from kue_core import Job, JobNotFound, Queue, defaults, doctor
 from kue_core.store import calls
 from tests.conftest import finish, wait_for
 from tests.interop.conftest import REPLY_TIMEOUT, NodeKue
@@ -381,8 +381,6 @@ def test_the_doctor_leaves_a_job_a_node_kue_worker_runs_after_a_python_one_faile
     when a Node Kue worker takes it (Kue writes its own workerId, and no lease): the doctor
     judges it as a Kue worker's job, by its last update, and repairs nothing while Node
     runs it."""
-    from kue_core import doctor
-
     job = queue.create_job("flaky", {"n": 1}).attempts(3).save()
     assert job.id is not None
     started, go = threading.Event(), threading.Event()

@@ -5,8 +5,11 @@ looking once every waiting call has one."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
+
+import pytest
 
 from kue_core.worker.loop import STALE_S, Handoff
 
@@ -120,10 +123,6 @@ def test_the_thread_of_a_turn_runs_on_the_loops_cpu_and_is_let_go_when_it_runs_l
     """The thread woken for the loop's turn is kept on the CPU the loop ran on when it woke
     it; a call that is not brief, or one that runs longer than the loop waits (``PARK_S``),
     runs where the kernel likes again (see kue_core.worker.cpus)."""
-    import os
-
-    import pytest
-
     from kue_core.worker.cpus import Cpus
     from kue_core.worker.loop import PARK_S, _Selector
 
@@ -176,10 +175,6 @@ def test_the_thread_of_a_turn_runs_on_the_loops_cpu_and_is_let_go_when_it_runs_l
 def test_a_cpu_that_is_not_the_processes_turns_the_keeping_off() -> None:
     """Keeping a thread on a CPU the process may not use fails once, quietly, and nothing is
     kept anywhere from then on (the kernel chooses)."""
-    import os
-
-    import pytest
-
     from kue_core.worker.cpus import Cpus
 
     cpus = Cpus()
