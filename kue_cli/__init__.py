@@ -6,7 +6,20 @@
 ``python -m kue_cli`` runs it too."""
 
 # Their commands join the cli group as they are imported.
-from . import audit, bulk, control, deps, jobs, limits, records, rules, runs, schedules, worker  # noqa: F401
+from . import (  # noqa: F401
+    audit,
+    bulk,
+    control,
+    deps,
+    jobs,
+    keys,
+    limits,
+    records,
+    rules,
+    runs,
+    schedules,
+    worker,
+)
 from .cli import main
 
 __all__ = ["main"]

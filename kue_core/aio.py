@@ -31,7 +31,7 @@ from .clients.tasks import AioAsyncTask, AioTask
 from .features import control, pins, search, stats
 from .features import feeds as feed_ops
 from .features.search import Found
-from .jobs import ops
+from .jobs import ops, sealing
 from .jobs.aio_job import AsyncJob
 from .jobs.log_lines import LogLine
 from .store import calls
@@ -59,8 +59,13 @@ class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
         data_dir: str | os.PathLike[str] | None = None,
         client: redis.asyncio.Redis | None = None,
         replicas: int | None = None,
+        encryption_keys: str | Sequence[str] | None = None,
     ) -> None:
         self.prefix = connection.queue_prefix(prefix)
+        if encryption_keys is None:
+            encryption_keys = os.environ.get(defaults.ENCRYPTION_KEYS_ENV)
+        #: The keys its payloads are sealed with, or None (see kue_core.jobs.sealing).
+        self.keyring = sealing.keyring(encryption_keys)
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
         self._tasks = {}  # the typed tasks defined on it, by type (see clients/queue_tasks.py)
         self._owns_client = client is None

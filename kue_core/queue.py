@@ -22,7 +22,7 @@ from .features import feeds as feed_ops
 from .features import pins, stats
 from .features.control import Control
 from .features.limits import LimitMethods
-from .jobs import ops, record_ops
+from .jobs import ops, record_ops, sealing
 from .jobs.flow_ops import Node
 from .jobs.job import Job, validate_type
 from .jobs.log_lines import LogLine
@@ -54,6 +54,10 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
     ``worker_id``: the id this process's workers register under, the same across restarts
     (letters, digits and ``. _ : @ -``, up to 100 characters); one live process at a time
     may have it (:class:`WorkerIdTaken`). By default, one made up: ``host:pid:hex8``.
+    ``encryption_keys``: the keys its jobs' data and results are encrypted with in Redis
+    (``<key id>:<32 bytes in base64>``, a list or comma-separated; the first encrypts, every
+    one decrypts; see :mod:`kue_core.jobs.sealing`); by default ``$KUE_ENCRYPTION_KEYS``, else
+    none: stored in clear.
     ``runtime``: ``"loop"``, the one worker runtime (every slot a task on one event loop, see
     :mod:`kue_core.worker.loop`); ``"thread"`` was removed. By default ``$KUE_RUNTIME``, else
     ``"loop"``.
@@ -72,8 +76,13 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
         worker_id: str | None = None,
         version: str | None = None,
         runtime: str | None = None,
+        encryption_keys: str | Sequence[str] | None = None,
     ) -> None:
         prefix = connection.queue_prefix(prefix)
+        if encryption_keys is None:
+            encryption_keys = os.environ.get(defaults.ENCRYPTION_KEYS_ENV)
+        #: The keys its payloads are sealed with, or None (see kue_core.jobs.sealing).
+        self.keyring = sealing.keyring(encryption_keys)
         self._set_up_workers(worker_id, version, lease_ms, stall_limit, runtime)
         self._tasks = {}  # the typed tasks defined on it, by type (see clients/queue_tasks.py)
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)

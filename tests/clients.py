@@ -40,10 +40,13 @@ class Loop:
 
 
 @contextmanager
-def blocking_queue(redis_url: str | None = None, prefix: str | None = None) -> Iterator[Any]:
-    """An ``AsyncQueue`` seen through blocking calls, on a loop of its own; closed after."""
+def blocking_queue(
+    redis_url: str | None = None, prefix: str | None = None, **options: Any
+) -> Iterator[Any]:
+    """An ``AsyncQueue`` seen through blocking calls, on a loop of its own; closed after.
+    ``options``: the queue's keyword arguments (``encryption_keys``, say)."""
     loop = Loop()
-    queue = AsyncQueue(redis_url, prefix=prefix)
+    queue = AsyncQueue(redis_url, prefix=prefix, **options)
     try:
         yield Blocking(queue, loop)
     finally:

@@ -33,6 +33,23 @@ class InvalidLimit(InvalidJob):
     concurrency below 1, a bad type name, or no limit given. Nothing was written."""
 
 
+class InvalidEncryptionKeys(InvalidJob):
+    """The encryption keys given are not ``<key id>:<32 bytes in base64>``, comma-separated,
+    each id once (see :mod:`kue_core.jobs.sealing`)."""
+
+
+class CannotDecrypt(KueError):
+    """A job's payload is encrypted under a key this process cannot open it with: the key
+    (``key_id``) is not among the queue's keys, or the stored text does not authenticate under
+    it (another key of the same id, or a changed text)."""
+
+    def __init__(self, key_id: str, what: str, missing: bool) -> None:
+        self.key_id = key_id
+        self.missing = missing
+        why = "which this process does not have" if missing else "and does not decrypt with it"
+        super().__init__(f"the job's {what} is encrypted with key {key_id!r}, {why}")
+
+
 class JobNotFound(KueError, LookupError):
     """No job with this id exists."""
 

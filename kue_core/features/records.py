@@ -90,14 +90,14 @@ def search_keys(values: Iterable[object]) -> list[str]:
     return out
 
 
-def data_words(data: Any, keys: Iterable[str] = ()) -> list[str]:
-    """The words a job's data is found by: ``data.title``'s, then those of each field named
-    in ``keys`` (strings, numbers, booleans, and lists of those); at most
-    ``SEARCH_WORDS``."""
+def data_words(data: Any, keys: Iterable[str] = (), title: bool = True) -> list[str]:
+    """The words a job's data is found by: ``data.title``'s (unless not ``title``: an
+    encrypted queue's), then those of each field named in ``keys`` (strings, numbers,
+    booleans, and lists of those); at most ``SEARCH_WORDS``."""
     if data.__class__ is not dict:
         return []
     found: dict[str, None] = {}
-    for name in ("title", *keys):
+    for name in ("title", *keys) if title else keys:
         value = data.get(name)
         for item in value if isinstance(value, list) else (value,):
             if isinstance(item, bool):

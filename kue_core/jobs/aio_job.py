@@ -13,6 +13,7 @@ from ..base.keys import Keys
 from ..store.aio_events import AsyncEvents
 from ..store.aio_transport import AsyncTransport
 from . import ops, waiting
+from .sealing import Keyring
 from .spec import JobSpec
 
 
@@ -23,6 +24,8 @@ class Host(Protocol):
     def keys(self) -> Keys: ...
     @property
     def scripts(self) -> AsyncTransport: ...
+    @property
+    def keyring(self) -> Keyring | None: ...
 
     def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> AsyncJob: ...
     def events(

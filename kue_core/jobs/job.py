@@ -17,6 +17,7 @@ from ..store.events import EventBus, EventStream, Receiver
 from ..store.transport import Transport
 from . import log_lines, ops, record_ops, waiting
 from .notes import Notes
+from .sealing import Keyring
 from .spec import JobSpec
 
 __all__ = ["Job", "parse_priority", "parse_state", "to_json", "validate_type"]
@@ -28,6 +29,7 @@ class Host(Protocol):
     keys: Keys
     scripts: Transport
     events: EventBus
+    keyring: Keyring | None
 
     def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> Job: ...
     def get_job(self, job_id: int | str) -> Job: ...

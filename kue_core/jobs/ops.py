@@ -26,7 +26,7 @@ from ..features.control import reason_text
 from ..store import calls
 from ..store.calls import Call, Op, read
 from ..store.lua_source import SAVE_WIDTH
-from . import due
+from . import due, sealing
 from .flow_ops import Node, flow_rows, flow_saved
 from .log_lines import LogLine
 from .log_lines import parse as parse_log_line
@@ -386,8 +386,12 @@ def update_data(side: Side[_J], job_id: int | str, data: Any) -> Op[_J]:
     """Replace a waiting or failed job's data (see ``Queue.update_data``)."""
     jid = checks.job_id(job_id)
     data_json = to_json(data, "data")
+    ring = sealing.of(side)
+    if ring is not None:
+        data_json = ring.seal(data_json, "data")
     (keys_text,) = yield read(("HGET", side.keys.job(jid), "searchKeys"))
-    words = " ".join(records.data_words(data, records.search_keys_of(keys_text)))
+    found = records.search_keys_of(keys_text)
+    words = " ".join(records.data_words(data, found, title=ring is None))
     yield calls.edit(side.keys, jid, data_json, words)
     return (yield from get_job(side, jid))
 

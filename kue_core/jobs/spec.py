@@ -8,7 +8,7 @@ from typing import Any, Protocol, Self, TypeVar, overload
 
 from .. import defaults, tracing
 from ..base import checks
-from ..base.errors import InvalidJob, Stopped
+from ..base.errors import CannotDecrypt, InvalidJob, Stopped
 from ..base.states import JobState
 from ..base.values import json_field as _json_field
 from ..base.values import now_ms as _now_ms
@@ -18,7 +18,7 @@ from ..features import pins, records, runs
 from ..features.flows import DependencyOptions
 from ..features.job_records import RecordOptions
 from ..store.lua_source import SAVE_WIDTH
-from . import unique
+from . import sealing, unique
 from .options import JobOptions
 
 __all__ = ["JobSpec"]
@@ -99,6 +99,9 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
     _trace: str | None = None
     # The attempt running this job in a worker of this process, if any.
     _attempt: _Running | None = None
+    #: Why a sealed field of the job as read could not be opened (its key is not among the
+    #: queue's, say), or None: that field holds the stored envelope (see jobs/sealing.py).
+    unopened: CannotDecrypt | None = None
 
     #: The queue that made the job (each client's job knows what it is).
     queue: object
@@ -126,7 +129,7 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
     def _update_fields(self) -> list[Any]:
         """The values ``update.lua`` takes for this job (validated: raises before any write)."""
         return [
-            to_json(self.data, "data"),
+            self._data_json(),
             self._priority,
             self._max_attempts,
             self._backoff_json(),
@@ -195,6 +198,19 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
             raise InvalidJob("the job is not saved yet")
         return self.id
 
+    def _words(self) -> list[str]:
+        """The search words of the job's data: of an encrypted queue's job, only those of the
+        fields its search keys name (its title is not indexed in clear)."""
+        if sealing.of(self.queue) is None:
+            return super()._words()
+        return records.data_words(self.data, self._search_keys or (), title=False)
+
+    def _data_json(self) -> str:
+        """The data as stored: its JSON, sealed when the queue has encryption keys."""
+        text = to_json(self.data, "data")
+        ring = sealing.of(self.queue)
+        return text if ring is None else ring.seal(text, "data")
+
     def _backoff_json(self) -> str:
         return "" if self._backoff is None else to_json(self._backoff, "backoff")
 
@@ -202,7 +218,7 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         """The values ``save.lua`` takes for this job (validated: raises before any write)."""
         row = [
             self.type,
-            to_json(self.data, "data"),
+            self._data_json(),
             self._priority,
             self._delay,
             self._max_attempts,
@@ -233,7 +249,10 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         job.queue = queue
         job.type = h.get("type", "")
         job.id = job_id
-        job.data = _json_field(h.get("data"), {})
+        data = h.get("data")
+        if data is not None and data.startswith(sealing.PREFIX):
+            data = job._opened(data, "data")
+        job.data = _json_field(data, {})
         job.state = h.get("state")
         prio = _num(h.get("priority"))
         job._priority = int(prio) if prio is not None else 0
@@ -260,7 +279,10 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         job._progress = _num(h.get("progress")) or 0
         job.error = h.get("error")
         if "result" in h:
-            job.result = _json_field(h["result"], None)
+            result = h["result"]
+            if result.startswith(sealing.PREFIX):
+                result = job._opened(result, "result")
+            job.result = _json_field(result, None)
             job._has_result = True
         if "progress_data" in h:
             job.progress_data = _json_field(h["progress_data"], None)
@@ -296,6 +318,18 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)
         return job
+
+    def _opened(self, stored: str, field: str) -> str:
+        """A sealed field's JSON; the envelope itself, with ``unopened`` naming its key, when
+        the queue cannot open it (see :mod:`kue_core.jobs.sealing`)."""
+        ring = sealing.of(self.queue)
+        try:
+            if ring is None:
+                raise CannotDecrypt(sealing.key_id_of(stored) or "?", field, missing=True)
+            return ring.open(stored, field)
+        except CannotDecrypt as e:
+            self.unopened = e
+            return stored
 
     def _read_runs(self) -> list[dict[str, Any]]:
         """The runs of this loaded fan-out job, read now (when they were not read with it)."""

@@ -36,6 +36,7 @@ import redis
 from .. import connection
 from ..base.errors import InvalidJob
 from ..jobs.job import Job
+from ..jobs.sealing import Keyring
 from . import middleware as mw
 from .outcome import Failed, Outcome, run
 
@@ -49,6 +50,7 @@ class Owner(Protocol):
 
     prefix: str
     client: redis.Redis
+    keyring: Keyring | None
 
     def close(self) -> None: ...
 
@@ -77,6 +79,8 @@ class _Connect:
     source: tuple[str, str | None, dict[str, Any]] | None
     connection_class: type[redis.connection.AbstractConnection] | None = None
     kwargs: dict[str, Any] | None = None
+    #: The parent's encryption keys, as Queue(encryption_keys=...) takes them ("" for none).
+    sealing: list[str] | str = ""
 
     def __repr__(self) -> str:
         return f"<_Connect prefix={self.prefix!r}>"
@@ -84,13 +88,15 @@ class _Connect:
     @classmethod
     def of(cls, queue: Owner) -> _Connect:
         made_from = connection.source(queue.client)
+        ring = queue.keyring
+        sealing = "" if ring is None else ring.texts()
         if made_from is not None:
-            return cls(queue.prefix, type(queue), made_from)
+            return cls(queue.prefix, type(queue), made_from, sealing=sealing)
         pool = queue.client.connection_pool
         # The connection settings; objects a pool keeps for itself (registries, handlers
         # holding locks) do not pickle, and a new pool makes its own.
         kwargs = {k: v for k, v in pool.connection_kwargs.items() if _picklable(v)}
-        return cls(queue.prefix, type(queue), None, pool.connection_class, kwargs)
+        return cls(queue.prefix, type(queue), None, pool.connection_class, kwargs, sealing)
 
     def queue(self) -> Owner:
         if self.source is not None:
@@ -100,7 +106,7 @@ class _Connect:
             assert self.connection_class is not None and self.kwargs is not None
             pool = redis.ConnectionPool(connection_class=self.connection_class, **self.kwargs)
             client = redis.Redis(connection_pool=pool)
-        return self.make(prefix=self.prefix, client=client)
+        return self.make(prefix=self.prefix, client=client, encryption_keys=self.sealing)
 
 
 def check_handler(handler: Any) -> None:

@@ -69,6 +69,21 @@ def run(call: Callable[..., Any], *args: Any) -> Outcome:
         return failure(e)
 
 
+def unreadable(job: Job) -> Failed | None:
+    """The outcome of a job whose data this worker cannot decrypt (its key is not among the
+    queue's, see kue_core.jobs.sealing): failed at once, naming the key id, its handler not
+    run; None for any other job."""
+    if job.unopened is None:
+        return None
+    return Failed(*describe(job.unopened), no_retry=True)
+
+
+def stored_result(job: Job, result: str) -> str:
+    """A handler's result (JSON) as stored: sealed when the job's queue has keys."""
+    ring = job.queue.keyring
+    return result if ring is None else ring.seal(result, "result")
+
+
 def retry_delay(job: Job, no_retry: bool) -> int:
     """The delay (ms) before the retry of ``job``'s attempt failing now, as its backoff says
     (0: at once), or -1 when it is not to be retried (``NoRetry``)."""

@@ -20,7 +20,7 @@ from ..store import calls
 from ..store.calls import PAUSED, PINS, Claim, Held, Holder, Lease, Next, Waits
 from . import ahead
 from .attempt import Attempt, Reason
-from .outcome import Done, Failed, Limited, Outcome, retry_delay
+from .outcome import Done, Failed, Limited, Outcome, retry_delay, stored_result, unreadable
 from .posting import Posts, Streak
 from .slots import HandlerRunner, Slot, clock
 from .state import Owner, WorkerState
@@ -238,7 +238,7 @@ class Serving:
             slot.attempt = attempt
         if attempt.deadline is not None:
             state.bell.ring()  # the keeper watches the deadline
-        outcome = self._runner.call(slot, attempt, fields, self.queue.middleware)
+        outcome = unreadable(job) or self._runner.call(slot, attempt, fields, self.queue.middleware)
         took = time.monotonic() - attempt.began
         slot.quick = took < ahead.QUICK_S
         with state.lock:  # the handler returned: this thread is not stuck, and it is not running
@@ -274,7 +274,8 @@ class Serving:
             nxt = (self.id, self.lease_ms, order)
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
-            done = calls.complete(keys, job_id, attempt.token, outcome.result, nxt, tallied=True)
+            result = stored_result(job, outcome.result)
+            done = calls.complete(keys, job_id, attempt.token, result, nxt, tallied=True)
             if posting:
                 assert claiming is not None
                 return posts.post_behind(slot, streak, done, job.type, claiming)

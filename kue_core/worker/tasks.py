@@ -41,7 +41,7 @@ from .attempt import Attempt, Reason
 from .dispatch import Dispatcher
 from .handling import handle
 from .loop import EventLoop
-from .outcome import Done, Limited, retry_delay
+from .outcome import Done, Limited, retry_delay, stored_result, unreadable
 from .posting import Posts
 from .serving import Serving, failed_text, held_up, stale, traced, wake_lists
 from .slots import HandlerRunner, Slot, clock
@@ -302,7 +302,9 @@ class LoopServing:
         if line:  # a job waits behind this one: given back if this one turns out slow
             hold = self._loop.loop.call_later(ahead.HOLD_S, self._ahead.slow, slot, line)
         middleware = self.queue.middleware
-        outcome = await handle(self._loop, self._runner, slot, attempt, fields, middleware)
+        outcome = unreadable(job) or await handle(
+            self._loop, self._runner, slot, attempt, fields, middleware
+        )
         took = time.monotonic() - attempt.began
         slot.quick = took < ahead.QUICK_S
         if hold is not None:
@@ -335,7 +337,8 @@ class LoopServing:
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
             pipelined = bool(line and order)
-            report = self._complete(job_id, job.type, attempt.token, outcome.result, order)
+            result = stored_result(job, outcome.result)
+            report = self._complete(job_id, job.type, attempt.token, result, order)
             if pipelined:  # the next job runs while this call is away
                 self._ahead.append(line, report)
                 return None

@@ -539,6 +539,7 @@ def test_help_lists_the_commands_and_exit_codes() -> None:
         "flow",
         "groups",
         "job",
+        "keys",
         "limit",
         "limits",
         "move",

@@ -1,0 +1,165 @@
+"""Encryption at rest (``Queue(encryption_keys=...)``, ``kue_core.jobs.sealing``), read from
+Redis directly: a job's data and result are never stored in clear, both clients and the
+workers read them back, rotation reads the old key and writes the new, the search index holds
+only what a job declares searchable, and a worker without the key fails the job at once,
+naming the key, rather than running its handler on ciphertext."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from kue_core import CannotDecrypt, InvalidEncryptionKeys, Queue
+from kue_core.jobs import sealing
+
+from ..clients import blocking_queue
+from ..conftest import wait_for
+
+K1 = f"k1:{base64.b64encode(os.urandom(32)).decode()}"
+K2 = f"k2:{base64.b64encode(os.urandom(32)).decode()}"
+SECRET = {"email": "ada@example.com", "title": "Quarterly salary of Ada", "card": "4242"}
+
+
+@pytest.fixture(params=["sync", "async"])
+def sealed(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> Iterator[Any]:
+    """Each client in turn, with key k1."""
+    if request.param == "sync":
+        q = Queue(redis_url, prefix=prefix, encryption_keys=[K1])
+        yield q
+        q.close()
+        return
+    with blocking_queue(redis_url, prefix, encryption_keys=[K1]) as aq:
+        yield aq
+
+
+def stored(r: redis.Redis, prefix: str, job_id: int, field: str) -> str:
+    value = r.hget(f"{prefix}:job:{job_id}", field)
+    assert isinstance(value, str)
+    return value
+
+
+def in_clear(r: redis.Redis, prefix: str, *secrets: str) -> list[str]:
+    """The keys under ``prefix`` whose value shows any of ``secrets``."""
+    found = []
+    for k in r.scan_iter(f"{prefix}:*"):
+        dumped = r.dump(k) or b""
+        if any(s.encode() in dumped for s in secrets):
+            found.append(k)
+    return found
+
+
+def test_data_is_stored_sealed_and_read_back(sealed: Any, r: redis.Redis, prefix: str) -> None:
+    job = sealed.create_job("email", SECRET).search_keys("card").save()
+    more = sealed.save_many([sealed.create_job("email", {"email": "bob@example.com"})])
+    text = stored(r, prefix, job.id, "data")
+    assert sealing.key_id_of(text) == "k1"
+    assert in_clear(r, prefix, "ada@example.com", "bob@example.com", "salary") == []
+    assert sealed.get_job(job.id).data == SECRET
+    assert sealed.get_job(more[0].id).data == {"email": "bob@example.com"}
+    # The title is not indexed in clear; a field the job declares searchable is.
+    assert sealed.search("salary") == []
+    assert sealed.search("4242") == [job.id]
+
+
+def test_an_edit_is_sealed_too(sealed: Any, r: redis.Redis, prefix: str) -> None:
+    job = sealed.create_job("email", {"email": "x@example.com"}).save()
+    sealed.update_data(job.id, {"email": "carol@example.com", "title": "Carol's secret"})
+    assert in_clear(r, prefix, "carol@example.com", "secret") == []
+    assert sealed.get_job(job.id).data["email"] == "carol@example.com"
+    assert sealed.search("carol") == []
+
+
+def test_rotation_reads_the_old_key_and_writes_the_new(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as old:
+        first = old.create_job("email", {"n": 1}).save()
+    with Queue(redis_url, prefix=prefix, encryption_keys=f"{K2},{K1}") as new:
+        second = new.create_job("email", {"n": 2}).save()
+        assert new.get_job(first.id).data == {"n": 1}
+        assert sealing.key_id_of(stored(r, prefix, second.id, "data")) == "k2"
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as old:
+        unread = old.get_job(second.id)
+        assert isinstance(unread.unopened, CannotDecrypt) and unread.unopened.key_id == "k2"
+        assert unread.data == json.loads(stored(r, prefix, second.id, "data"))  # the envelope
+
+
+def test_keys_from_the_environment_and_bad_keys(
+    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch, r: redis.Redis
+) -> None:
+    monkeypatch.setenv("KUE_ENCRYPTION_KEYS", K2)
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("email", {"n": 1}).save()
+    assert sealing.key_id_of(stored(r, prefix, job.id, "data")) == "k2"
+    monkeypatch.setenv("KUE_ENCRYPTION_KEYS", "k3:tooshort")
+    with pytest.raises(InvalidEncryptionKeys, match="k3"):
+        Queue(redis_url, prefix=prefix)
+    with Queue(redis_url, prefix=prefix, encryption_keys="") as clear:  # none, whatever the env
+        plain = clear.create_job("email", {"n": 2}).save()
+    assert stored(r, prefix, plain.id, "data") == '{"n":2}'
+
+
+@pytest.mark.parametrize("kind", ["def", "async"])
+def test_a_worker_reads_the_data_and_seals_the_result(
+    kind: str, redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    seen: list[Any] = []
+    with Queue(redis_url, prefix=prefix, encryption_keys=[K1]) as q:
+        if kind == "def":
+
+            def handler(job: Any) -> Any:
+                seen.append(job.data)
+                return {"receipt": "paid-by-ada"}
+
+        else:
+
+            async def handler(job: Any) -> Any:  # type: ignore[misc]
+                seen.append(job.data)
+                return {"receipt": "paid-by-ada"}
+
+        job = q.create_job("email", SECRET).save()
+        q.process("email", 2, handler)
+        wait_for(lambda: q.get_job(job.id).state == "complete")
+        assert seen == [SECRET]
+        assert sealing.key_id_of(stored(r, prefix, job.id, "result")) == "k1"
+        assert in_clear(r, prefix, "paid-by-ada", "ada@example.com") == []
+        assert q.get_job(job.id).result == {"receipt": "paid-by-ada"}
+
+
+def test_a_worker_without_the_key_fails_the_job_naming_it(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    ran: list[Any] = []
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as producer:
+        job = producer.create_job("email", SECRET).attempts(5).save()
+    with Queue(redis_url, prefix=prefix, encryption_keys=K2) as worker:
+        worker.process("email", 1, ran.append)
+        failed = wait_for(lambda: (j := worker.get_job(job.id)).state == "failed" and j)
+    assert ran == []  # the handler never saw the ciphertext
+    assert failed.attempts_made == 1  # no retry: another attempt would fail alike
+    assert "CannotDecrypt" in (failed.error or "") and "'k1'" in (failed.error or "")
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as owner:
+        assert owner.get_job(job.id).data == SECRET  # untouched: retry it with the key
+
+
+def test_flows_and_child_processes_keep_it_sealed(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    from . import isolated_handlers as handlers
+
+    with Queue(redis_url, prefix=prefix, encryption_keys=[K1]) as q:
+        child = q.create_job("calc", {"n": 21})
+        parent = q.flow(q.create_job("report", {"to": "ada@example.com"}), [child])
+        assert in_clear(r, prefix, "ada@example.com") == []
+        assert sealing.key_id_of(stored(r, prefix, child.id, "data")) == "k1"
+        q.process("calc", 1, handlers.double, isolation="process")  # the child opens it
+        wait_for(lambda: q.get_job(child.id).state == "complete", timeout=60)
+        assert q.get_job(child.id).result["n"] == 42
+        assert sealing.key_id_of(stored(r, prefix, child.id, "result")) == "k1"
+        assert q.get_job(parent.id).data == {"to": "ada@example.com"}
