@@ -1,5 +1,5 @@
 """``kue keys``: the encryption keys of a queue (``Queue(encryption_keys=...)``,
-``$KUE_ENCRYPTION_KEYS``; see ``kue_core.jobs.sealing``). ``kue keys new`` prints a new key."""
+``$KUE_ENCRYPTION_KEYS``; see ``kue_core.base.sealing``). ``kue keys new`` prints a new key."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 
 import click
 
-from kue_core import InvalidEncryptionKeys
-from kue_core.jobs import sealing
+from kue_core import InvalidEncryptionKeys, sealing
 
 from . import cli as main
 from .errors import BadUsage

@@ -20,7 +20,7 @@ from typing import Any
 import redis.asyncio
 
 from . import connection, defaults
-from .base import checks
+from .base import checks, sealing
 from .base.keys import Keys
 from .base.states import PROMOTABLE, RETRYABLE
 from .base.values import validate_type
@@ -31,7 +31,7 @@ from .clients.tasks import AioAsyncTask, AioTask
 from .features import control, pins, search, stats
 from .features import feeds as feed_ops
 from .features.search import Found
-from .jobs import ops, sealing
+from .jobs import ops
 from .jobs.aio_job import AsyncJob
 from .jobs.log_lines import LogLine
 from .store import calls
@@ -64,7 +64,7 @@ class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
         self.prefix = connection.queue_prefix(prefix)
         if encryption_keys is None:
             encryption_keys = os.environ.get(defaults.ENCRYPTION_KEYS_ENV)
-        #: The keys its payloads are sealed with, or None (see kue_core.jobs.sealing).
+        #: The keys its payloads are sealed with, or None (see kue_core.base.sealing).
         self.keyring = sealing.keyring(encryption_keys)
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
         self._tasks = {}  # the typed tasks defined on it, by type (see clients/queue_tasks.py)
@@ -212,12 +212,12 @@ class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
 
     async def get_log(self, job_id: int | str) -> list[str]:
         """The job's log lines as its handlers wrote them (empty for an unknown job, as Kue)."""
-        return await self.scripts.drive(ops.get_log(self.keys, job_id))
+        return await self.scripts.drive(ops.get_log(self.keys, job_id, self.keyring))
 
     async def get_log_lines(self, job_id: int | str) -> list[LogLine]:
         """The job's log lines, each with its ``text``, when it was written (``at``, ms) and
         its ``attempt`` (see ``Queue.get_log_lines``)."""
-        return await self.scripts.drive(ops.get_log_lines(self.keys, job_id))
+        return await self.scripts.drive(ops.get_log_lines(self.keys, job_id, self.keyring))
 
     async def ping(self) -> bool:
         """Whether Redis answers."""

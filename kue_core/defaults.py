@@ -13,7 +13,7 @@ PREFIX_ENV = "KUE_PREFIX"
 REDIS_URL_ENV = "KUE_REDIS_URL"
 #: Environment variable with the queue's encryption keys when ``Queue(encryption_keys=...)``
 #: is not given: ``<key id>:<32 bytes in base64>``, comma-separated, the first the one that
-#: encrypts (see :mod:`kue_core.jobs.sealing`).
+#: encrypts (see :mod:`kue_core.base.sealing`).
 ENCRYPTION_KEYS_ENV = "KUE_ENCRYPTION_KEYS"
 #: The environment variable that picks the worker runtime when ``Queue(runtime=...)`` does not.
 RUNTIME_ENV = "KUE_RUNTIME"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import connection, defaults
-from .base import checks
+from .base import checks, sealing
 from .base.errors import InvalidJob
 from .base.keys import Keys
 from .base.states import PROMOTABLE, RETRYABLE
@@ -22,7 +22,7 @@ from .features import feeds as feed_ops
 from .features import pins, stats
 from .features.control import Control
 from .features.limits import LimitMethods
-from .jobs import ops, record_ops, sealing
+from .jobs import ops, record_ops
 from .jobs.flow_ops import Node
 from .jobs.job import Job, validate_type
 from .jobs.log_lines import LogLine
@@ -56,7 +56,7 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
     may have it (:class:`WorkerIdTaken`). By default, one made up: ``host:pid:hex8``.
     ``encryption_keys``: the keys its jobs' data and results are encrypted with in Redis
     (``<key id>:<32 bytes in base64>``, a list or comma-separated; the first encrypts, every
-    one decrypts; see :mod:`kue_core.jobs.sealing`); by default ``$KUE_ENCRYPTION_KEYS``, else
+    one decrypts; see :mod:`kue_core.base.sealing`); by default ``$KUE_ENCRYPTION_KEYS``, else
     none: stored in clear.
     ``runtime``: ``"loop"``, the one worker runtime (every slot a task on one event loop, see
     :mod:`kue_core.worker.loop`); ``"thread"`` was removed. By default ``$KUE_RUNTIME``, else
@@ -81,7 +81,7 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
         prefix = connection.queue_prefix(prefix)
         if encryption_keys is None:
             encryption_keys = os.environ.get(defaults.ENCRYPTION_KEYS_ENV)
-        #: The keys its payloads are sealed with, or None (see kue_core.jobs.sealing).
+        #: The keys its payloads are sealed with, or None (see kue_core.base.sealing).
         self.keyring = sealing.keyring(encryption_keys)
         self._set_up_workers(worker_id, version, lease_ms, stall_limit, runtime)
         self._tasks = {}  # the typed tasks defined on it, by type (see clients/queue_tasks.py)
@@ -160,12 +160,12 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
 
     def get_log(self, job_id: int | str) -> list[str]:
         """The job's log lines as its handlers wrote them (empty for an unknown job, as Kue)."""
-        return self.scripts.drive(ops.get_log(self.keys, job_id))
+        return self.scripts.drive(ops.get_log(self.keys, job_id, self.keyring))
 
     def get_log_lines(self, job_id: int | str) -> list[LogLine]:
         """The job's log lines, each with its ``text``, when it was written (``at``, ms) and
         its ``attempt`` (1 for the first; None for a line written outside one, or by Kue)."""
-        return self.scripts.drive(ops.get_log_lines(self.keys, job_id))
+        return self.scripts.drive(ops.get_log_lines(self.keys, job_id, self.keyring))
 
     def range(
         self, start: int, stop: int, order: str = "asc", *, limit: int | None = None

@@ -27,6 +27,7 @@ from kue_core import (
     WorkerNotFound,
     connection,
 )
+from kue_core import defaults as core_defaults
 
 from . import (
     audit,
@@ -121,7 +122,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
             socket_connect_timeout=timeout,
         )
     replicas = connection.url_options(url).get("replicas", 0) if url else 0
-    app.extensions["kue"] = Queue(prefix=app.config["KUE_PREFIX"], client=client, replicas=replicas)
+    app.extensions["kue"] = Queue(
+        prefix=app.config["KUE_PREFIX"],
+        client=client,
+        replicas=replicas,
+        encryption_keys=app.config[core_defaults.ENCRYPTION_KEYS_ENV] or "",
+    )
     app.extensions["kue_streams"] = stream.Streams()
     if app.config["KUE_HISTORY_SAMPLE"] and not app.config["KUE_READONLY"]:
         sampler = app.extensions["kue_sampler"] = Sampler(app.extensions["kue"])

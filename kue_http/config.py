@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kue_core import InvalidEncryptionKeys, sealing
 from kue_core import defaults as core_defaults
 
 #: Every setting, with its default.
@@ -38,6 +39,10 @@ DEFAULTS: dict[str, Any] = {
     "KUE_HISTORY_SAMPLE": True,
     # Seconds between keep-alive comments on an idle event stream.
     "KUE_SSE_KEEPALIVE": 15.0,
+    # The queue's encryption keys (as ``kue_core.Queue(encryption_keys=...)``, docs/security.md):
+    # "<key id>:<32 bytes in base64>", comma-separated, the first the one that encrypts; None:
+    # none, the jobs are read and written in clear.
+    core_defaults.ENCRYPTION_KEYS_ENV: None,
     # Where the job page links a job's trace: an http(s) URL with {trace_id} in it (Jaeger:
     # "http://jaeger:16686/trace/{trace_id}"); None: the trace id is shown as text.
     "KUE_TRACE_URL": None,
@@ -96,6 +101,8 @@ def _check(name: str, value: Any, default: Any) -> Any:
         return _check_auth(text)
     if name == "KUE_TRACE_URL":
         return _check_trace_url(text)
+    if name == core_defaults.ENCRYPTION_KEYS_ENV:
+        return _check_keys(text)
     if name == "KUE_API_PREFIX" and (not text.startswith("/") or text.endswith("/")):
         raise ConfigError(f"{name} must start with / and not end with one, got {value!r}")
     return text
@@ -108,6 +115,15 @@ def _check_trace_url(text: str) -> str | None:
         raise ConfigError(
             f"KUE_TRACE_URL must be an http(s) URL with {{trace_id}} in it once, got {text!r}"
         )
+    return text
+
+
+def _check_keys(text: str) -> str:
+    """Encryption keys a queue takes; the error says what is wrong, never the keys."""
+    try:
+        sealing.keyring(text)
+    except InvalidEncryptionKeys as e:
+        raise ConfigError(f"{core_defaults.ENCRYPTION_KEYS_ENV}: {e}") from None
     return text
 
 

@@ -35,7 +35,7 @@ class InvalidLimit(InvalidJob):
 
 class InvalidEncryptionKeys(InvalidJob):
     """The encryption keys given are not ``<key id>:<32 bytes in base64>``, comma-separated,
-    each id once (see :mod:`kue_core.jobs.sealing`)."""
+    each id once (see :mod:`kue_core.base.sealing`)."""
 
 
 class CannotDecrypt(KueError):

@@ -10,10 +10,10 @@ from typing import Any, Protocol
 
 from ..base.errors import InvalidJob, JobNotFound
 from ..base.keys import Keys
+from ..base.sealing import Keyring
 from ..store.aio_events import AsyncEvents
 from ..store.aio_transport import AsyncTransport
 from . import ops, waiting
-from .sealing import Keyring
 from .spec import JobSpec
 
 

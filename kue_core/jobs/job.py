@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from ..base.keys import Keys
+from ..base.sealing import Keyring
 from ..base.states import JobState
 from ..base.values import now_ms, parse_priority, parse_state, to_json, validate_type
 from ..base.values import utf8 as _utf8
@@ -17,7 +18,6 @@ from ..store.events import EventBus, EventStream, Receiver
 from ..store.transport import Transport
 from . import log_lines, ops, record_ops, waiting
 from .notes import Notes
-from .sealing import Keyring
 from .spec import JobSpec
 
 __all__ = ["Job", "parse_priority", "parse_state", "to_json", "validate_type"]
@@ -157,6 +157,9 @@ class Job(JobSpec):
         else:
             line = fmt
         _utf8(line, "log")
+        ring = self.queue.keyring
+        if ring is not None:
+            line = ring.seal(line, "log")
         # Stamped with its time and attempt (attempts_made counts the earlier ones), in the
         # line itself: Kue's log is a list of strings (see kue_core.jobs.log_lines).
         attempt = self.attempts_made + 1 if self.state == "active" else None

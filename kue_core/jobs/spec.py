@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Self, TypeVar, overload
 
 from .. import defaults, tracing
-from ..base import checks
+from ..base import checks, sealing
 from ..base.errors import CannotDecrypt, InvalidJob, Stopped
 from ..base.states import JobState
 from ..base.values import json_field as _json_field
@@ -18,7 +18,7 @@ from ..features import pins, records, runs
 from ..features.flows import DependencyOptions
 from ..features.job_records import RecordOptions
 from ..store.lua_source import SAVE_WIDTH
-from . import sealing, unique
+from . import unique
 from .options import JobOptions
 
 __all__ = ["JobSpec"]
@@ -100,7 +100,7 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
     # The attempt running this job in a worker of this process, if any.
     _attempt: _Running | None = None
     #: Why a sealed field of the job as read could not be opened (its key is not among the
-    #: queue's, say), or None: that field holds the stored envelope (see jobs/sealing.py).
+    #: queue's, say), or None: that field holds the stored envelope (see base/sealing.py).
     unopened: CannotDecrypt | None = None
 
     #: The queue that made the job (each client's job knows what it is).
@@ -180,7 +180,11 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         if checks.number(total, "progress total") <= 0:
             raise InvalidJob(f"progress total must be above 0, got {total!r}")
         percent = min(100, int(done * 100 / total))
-        return percent, "" if data is None else to_json(data, "progress data")
+        if data is None:
+            return percent, ""
+        text = to_json(data, "progress data")
+        ring = sealing.of(self.queue)
+        return percent, text if ring is None else ring.seal(text, "progress")
 
     def _progressed(self, percent: int, data: Any) -> None:
         """The job's fields as a report has set them."""
@@ -277,7 +281,10 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
             parsed = _json_field(raw_backoff, None)
             job._backoff = parsed if parsed is True or isinstance(parsed, dict) else None
         job._progress = _num(h.get("progress")) or 0
-        job.error = h.get("error")
+        error = h.get("error")
+        if error is not None and error.startswith(sealing.PREFIX):
+            error = job._opened(error, "error")
+        job.error = error
         if "result" in h:
             result = h["result"]
             if result.startswith(sealing.PREFIX):
@@ -285,7 +292,10 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
             job.result = _json_field(result, None)
             job._has_result = True
         if "progress_data" in h:
-            job.progress_data = _json_field(h["progress_data"], None)
+            progress = h["progress_data"]
+            if progress.startswith(sealing.PREFIX):
+                progress = job._opened(progress, "progress")
+            job.progress_data = _json_field(progress, None)
             job._has_progress_data = True
         if "tags" in h:
             found = _json_field(h["tags"], None)
@@ -321,7 +331,7 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
 
     def _opened(self, stored: str, field: str) -> str:
         """A sealed field's JSON; the envelope itself, with ``unopened`` naming its key, when
-        the queue cannot open it (see :mod:`kue_core.jobs.sealing`)."""
+        the queue cannot open it (see :mod:`kue_core.base.sealing`)."""
         ring = sealing.of(self.queue)
         try:
             if ring is None:
@@ -360,6 +370,8 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         out.update((k, v) for k, v in optional if v is not None)
         if self._unique is not None:
             out["unique"] = {"key": self._unique.key, "mode": self._unique.mode}
+        if self.unopened is not None:
+            out["unopened"] = {"key": self.unopened.key_id, "missing": self.unopened.missing}
         if self._tags:
             out["tags"] = list(self._tags)
         if self._group is not None:

@@ -35,8 +35,8 @@ import redis
 
 from .. import connection
 from ..base.errors import InvalidJob
+from ..base.sealing import Keyring
 from ..jobs.job import Job
-from ..jobs.sealing import Keyring
 from . import middleware as mw
 from .outcome import Failed, Outcome, run
 

@@ -71,7 +71,7 @@ def run(call: Callable[..., Any], *args: Any) -> Outcome:
 
 def unreadable(job: Job) -> Failed | None:
     """The outcome of a job whose data this worker cannot decrypt (its key is not among the
-    queue's, see kue_core.jobs.sealing): failed at once, naming the key id, its handler not
+    queue's, see kue_core.base.sealing): failed at once, naming the key id, its handler not
     run; None for any other job."""
     if job.unopened is None:
         return None
@@ -82,6 +82,21 @@ def stored_result(job: Job, result: str) -> str:
     """A handler's result (JSON) as stored: sealed when the job's queue has keys."""
     ring = job.queue.keyring
     return result if ring is None else ring.seal(result, "result")
+
+
+def logged(job: Job, message: str) -> str:
+    """A handler's error message as the worker's log shows it: not at all for a job of a
+    queue with keys (its message may quote the data, which is never logged then)."""
+    return message if job.queue.keyring is None else "(encrypted)"
+
+
+def stored_failure(job: Job, failed: Failed) -> tuple[str, str]:
+    """A failure's message and text as stored (and published, and logged): sealed when the
+    job's queue has keys (an error's message may quote the data)."""
+    ring = job.queue.keyring
+    if ring is None:
+        return failed.message, failed.text
+    return ring.seal(failed.message, "error"), ring.seal(failed.text, "error")
 
 
 def retry_delay(job: Job, no_retry: bool) -> int:

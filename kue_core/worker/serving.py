@@ -20,7 +20,17 @@ from ..store import calls
 from ..store.calls import PAUSED, PINS, Claim, Held, Holder, Lease, Next, Waits
 from . import ahead
 from .attempt import Attempt, Reason
-from .outcome import Done, Failed, Limited, Outcome, retry_delay, stored_result, unreadable
+from .outcome import (
+    Done,
+    Failed,
+    Limited,
+    Outcome,
+    logged,
+    retry_delay,
+    stored_failure,
+    stored_result,
+    unreadable,
+)
 from .posting import Posts, Streak
 from .slots import HandlerRunner, Slot, clock
 from .state import Owner, WorkerState
@@ -255,7 +265,7 @@ class Serving:
             return posts.next(slot, streak, claiming)
         state.timings.attempt(job.type, waited, round(took * 1000), started_at)
         if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
-            log.info("job %d (%s): %s", job_id, job.type, outcome.message)
+            log.info("job %d (%s): %s", job_id, job.type, logged(job, outcome.message))
             state.may_retry(job_id)
             self.scripts.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
             self._give_back(posts.next(slot, streak, claiming))
@@ -288,12 +298,11 @@ class Serving:
             delay = retry_delay(job, outcome.no_retry)
             if delay >= 0:  # it may come back later: before the report, as a burst reads it
                 state.may_retry(job_id)
-            failed = calls.fail(
-                keys, job_id, attempt.token, outcome.message, outcome.text, delay, nxt
-            )
+            message, text = stored_failure(job, outcome)
+            failed = calls.fail(keys, job_id, attempt.token, message, text, delay, nxt)
             ended = self.scripts.call(failed)
             told = failed_text(job, ended.outcome, delay)
-            log.info("job %d (%s) %s: %s", job_id, job.type, told, outcome.message)
+            log.info("job %d (%s) %s: %s", job_id, job.type, told, logged(job, outcome.message))
         return ended.next_job if claiming is None else posts.next(slot, streak, claiming)
 
 

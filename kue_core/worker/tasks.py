@@ -41,7 +41,15 @@ from .attempt import Attempt, Reason
 from .dispatch import Dispatcher
 from .handling import handle
 from .loop import EventLoop
-from .outcome import Done, Limited, retry_delay, stored_result, unreadable
+from .outcome import (
+    Done,
+    Limited,
+    logged,
+    retry_delay,
+    stored_failure,
+    stored_result,
+    unreadable,
+)
 from .posting import Posts
 from .serving import Serving, failed_text, held_up, stale, traced, wake_lists
 from .slots import HandlerRunner, Slot, clock
@@ -324,7 +332,7 @@ class LoopServing:
         state.timings.attempt(job.type, waited, round(took * 1000), started_at)
         keys = self.queue.keys
         if isinstance(outcome, Limited):  # back to wait, no attempt counted; the type waits
-            log.info("job %d (%s): %s", job_id, job.type, outcome.message)
+            log.info("job %d (%s): %s", job_id, job.type, logged(job, outcome.message))
             state.may_retry(job_id)
             await self._redis.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
             return None
@@ -349,10 +357,11 @@ class LoopServing:
         delay = retry_delay(job, outcome.no_retry)
         if delay >= 0:  # it may come back later: before the report, as a burst reads it
             state.may_retry(job_id)
-        failed = calls.fail(keys, job_id, attempt.token, outcome.message, outcome.text, delay, nxt)
+        message, text = stored_failure(job, outcome)
+        failed = calls.fail(keys, job_id, attempt.token, message, text, delay, nxt)
         ended = await self._redis.call(failed)
         told = failed_text(job, ended.outcome, delay)
-        log.info("job %d (%s) %s: %s", job_id, job.type, told, outcome.message)
+        log.info("job %d (%s) %s: %s", job_id, job.type, told, logged(job, outcome.message))
         return ended.next_job
 
     async def _complete(

@@ -66,6 +66,12 @@ def schemas() -> Schema:
                     }
                 ),
                 "unique": obj({"key": {"type": "string"}, "mode": {"enum": list(UNIQUE_MODES)}}),
+                "unopened": {
+                    **obj({"key": {"type": "string"}, "missing": {"type": "boolean"}}),
+                    "description": "Its data or result is encrypted under key `key`, which this "
+                    "server lacks (missing) or which does not decrypt it: that field is shown as "
+                    "stored (docs/security.md)",
+                },
                 **records.JOB_FIELDS,
                 **flows.JOB_FIELDS,
                 **schedules.JOB_FIELDS,
@@ -73,7 +79,7 @@ def schemas() -> Schema:
                 **runs.JOB_FIELDS,
             },
             optional="result progress_data error created_at promote_at updated_at failed_at "
-            f"started_at duration delay workerId ttl unique {records.JOB_OPTIONAL} "
+            f"started_at duration delay workerId ttl unique unopened {records.JOB_OPTIONAL} "
             + f"{flows.JOB_OPTIONAL} {schedules.JOB_OPTIONAL} {limits.JOB_OPTIONAL} "
             + runs.JOB_OPTIONAL,
         ),

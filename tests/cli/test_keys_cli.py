@@ -5,7 +5,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from kue_cli.cli import cli
-from kue_core.jobs import sealing
+from kue_core import sealing
 
 
 def test_a_new_key_is_one_a_queue_takes_and_never_the_same() -> None:

@@ -1,4 +1,4 @@
-"""Encryption at rest (``Queue(encryption_keys=...)``, ``kue_core.jobs.sealing``), read from
+"""Encryption at rest (``Queue(encryption_keys=...)``, ``kue_core.base.sealing``), read from
 Redis directly: a job's data and result are never stored in clear, both clients and the
 workers read them back, rotation reads the old key and writes the new, the search index holds
 only what a job declares searchable, and a worker without the key fails the job at once,
@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import CannotDecrypt, InvalidEncryptionKeys, Queue
-from kue_core.jobs import sealing
+from kue_core import CannotDecrypt, InvalidEncryptionKeys, Queue, sealing
 
 from ..clients import blocking_queue
-from ..conftest import wait_for
+from ..conftest import heard, wait_for
 
 K1 = f"k1:{base64.b64encode(os.urandom(32)).decode()}"
 K2 = f"k2:{base64.b64encode(os.urandom(32)).decode()}"
@@ -163,3 +162,39 @@ def test_flows_and_child_processes_keep_it_sealed(
         assert q.get_job(child.id).result["n"] == 42
         assert sealing.key_id_of(stored(r, prefix, child.id, "result")) == "k1"
         assert q.get_job(parent.id).data == {"to": "ada@example.com"}
+
+
+@pytest.mark.parametrize("kind", ["def", "async"])
+def test_logs_progress_and_errors_are_sealed_everywhere_they_go(
+    kind: str, redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """Hash fields, log lines, history, the search index, the stats, and the events heard on
+    the queue's channel: nothing of the data, logs, progress or error shows in clear."""
+    from kue_core import NoRetry
+
+    def work(job: Any) -> None:
+        job.log("writing to %s", job.data["email"])
+        job.progress(1, 2, {"seen": job.data["card"]})
+        raise NoRetry(f"card {job.data['card']} refused for {job.data['email']}")
+
+    async def awork(job: Any) -> None:
+        work(job)
+
+    with Queue(redis_url, prefix=prefix, encryption_keys=[K1]) as q:
+        with heard(r, q.keys.events) as events:
+            job = q.create_job("email", SECRET).save()
+            q.process("email", 1, awork if kind == "async" else work)
+            failed = wait_for(lambda: (j := q.get_job(job.id)).state == "failed" and j)
+            wait_for(lambda: any(e.get("event") == "failed" for e in events))
+        assert in_clear(r, prefix, "ada@example.com", "4242", "salary") == []
+        assert not [e for e in events if "ada@example.com" in json.dumps(e)]
+        assert "card 4242 refused for ada@example.com" in (failed.error or "")
+        assert failed.progress_data == {"seen": "4242"}
+        assert q.get_log(job.id) == ["writing to ada@example.com"]
+        assert [line.text for line in q.get_log_lines(job.id)] == ["writing to ada@example.com"]
+        errors = [e["error"] for e in q.history(job.id) if "error" in e]
+        assert errors and errors[-1].startswith("NoRetry: card 4242 refused")
+    with Queue(redis_url, prefix=prefix, encryption_keys=K2) as other:  # another key: as stored
+        unread = other.get_job(job.id)
+        assert unread.unopened is not None and unread.unopened.key_id == "k1"
+        assert sealing.key_id_of(other.get_log(job.id)[0]) == "k1"

@@ -1,5 +1,13 @@
 -- Uses     lib/base, lib/keys, lib/members, lib/type_rules, lib/pins, lib/indexes, lib/events,
 --          lib/attempts, lib/unique, lib/deps, lib/runs, lib/moves, lib/retention
+-- An error text as a history entry keeps it: its first HISTORY_ERROR_LENGTH bytes, or
+-- whole when it is sealed (an encrypted queue's, kue_core/base/sealing.py: a cut one would
+-- not open).
+local function history_error(text)
+  if string.sub(text, 1, 15) == '{"kue:sealed":"' then return text end
+  return string.sub(text, 1, HISTORY_ERROR_LENGTH)
+end
+
 -- Record how a failed attempt ends, for a job already out of active. `f` holds type,
 -- priority, attempts (made, this one included), worker, message (one line), text (kept on
 -- the job), promote_at, group and only (and no_retry: true, kept in its history entry, for a
@@ -18,7 +26,7 @@ local function record_failure(p, id, f, outcome, now)
   redis.call('HSET', k_job(p, id), unpack(fields))
   index_add(p, id, f.type, outcome, f.priority, f.promote_at, 0, now, f.group)
   history(p, id, { state = outcome, at = now, worker = f.worker, attempt = f.attempts,
-    error = string.sub(f.text, 1, HISTORY_ERROR_LENGTH), no_retry = f.no_retry })
+    error = history_error(f.text), no_retry = f.no_retry })
   local msg = cjson.encode(f.message)
   publish(p, id, f.type, 'error', msg)
   if outcome == 'failed' then
@@ -243,7 +251,7 @@ local function run_fail(p, id, key, token, message, text, now)
   run.error = message
   run_end(p, id, w, run, 'failed', now)
   history(p, id, { state = 'active', at = now, worker = w, run = 'failed',
-    error = string.sub(text, 1, HISTORY_ERROR_LENGTH) })
+    error = history_error(text) })
   publish(p, id, redis.call('HGET', key, 'type'), 'run failed',
     cjson.encode(w) .. ',' .. cjson.encode(message))
   local failed = redis.call('HINCRBY', key, 'runs_failed', 1)

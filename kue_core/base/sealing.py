@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..base.errors import CannotDecrypt, InvalidEncryptionKeys
+from .errors import CannotDecrypt, InvalidEncryptionKeys
 
 __all__ = ["PREFIX", "SEALED", "Keyring", "is_sealed", "key_id_of", "keyring", "of"]
 

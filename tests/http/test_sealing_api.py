@@ -1,0 +1,53 @@
+"""The API of a queue with encryption keys (``KUE_ENCRYPTION_KEYS``, docs/security.md): jobs
+it creates are stored encrypted, jobs are shown decrypted, one under a key the server lacks is
+shown as stored with ``unopened`` naming the key, and bad keys stop the app at start-up."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+import redis
+
+from kue_core import Queue, sealing
+from kue_http import ConfigError, create_app
+
+# Fixed keys: the parameters of a test must be the same in every xdist worker.
+K1 = f"k1:{base64.b64encode(bytes(range(32))).decode()}"
+K2 = f"k2:{base64.b64encode(bytes(range(32, 64))).decode()}"
+
+
+def app_with(redis_url: str, prefix: str, keys: str) -> object:
+    return create_app(
+        {"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_ENCRYPTION_KEYS": keys}
+    )
+
+
+def test_created_sealed_and_shown_in_clear(redis_url: str, prefix: str, r: redis.Redis) -> None:
+    client = app_with(redis_url, prefix, K1).test_client()  # type: ignore[attr-defined]
+    made = client.post("/api/job", json={"type": "email", "data": {"to": "ada@example.com"}})
+    assert made.status_code == 200
+    job_id = made.json["id"]
+    stored = r.hget(f"{prefix}:job:{job_id}", "data")
+    assert isinstance(stored, str) and sealing.key_id_of(stored) == "k1"
+    assert "ada@example.com" not in stored
+    shown = client.get(f"/api/job/{job_id}").json
+    assert shown["data"] == {"to": "ada@example.com"} and "unopened" not in shown
+
+
+def test_a_job_under_a_key_the_server_lacks(redis_url: str, prefix: str) -> None:
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as q:
+        job = q.create_job("email", {"to": "ada@example.com"}).save()
+    client = app_with(redis_url, prefix, K2).test_client()  # type: ignore[attr-defined]
+    shown = client.get(f"/api/job/{job.id}").json
+    assert shown["unopened"] == {"key": "k1", "missing": True}
+    assert list(shown["data"]) == [sealing.SEALED]
+    page = client.get(f"/job/{job.id}")
+    assert page.status_code == 200 and b"ada@example.com" not in page.data
+
+
+@pytest.mark.parametrize("keys", ["k1", "k1:short", f"{K1},{K1}"])
+def test_bad_keys_stop_the_app_without_showing_them(redis_url: str, prefix: str, keys: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        app_with(redis_url, prefix, keys)
+    assert "KUE_ENCRYPTION_KEYS" in str(e.value) and K1.split(":")[1] not in str(e.value)
