@@ -4,18 +4,20 @@
 from __future__ import annotations
 
 import base64
+import json
 import secrets
 from datetime import UTC, datetime
 
 import click
 
-from kue_core import InvalidEncryptionKeys, sealing
+from kue_core import InvalidEncryptionKeys, defaults, sealing
 
 from . import cli as main
+from .control import _queue
 from .errors import BadUsage
 
 
-@main.cli.group(short_help="Encryption keys: make a new one.")
+@main.cli.group(short_help="Encryption keys: make a new one, rotate to the newest.")
 def keys() -> None:
     """The keys a queue encrypts its jobs' data and results with. A key is written
     ``<key id>:<32 bytes in base64>``; KUE_ENCRYPTION_KEYS holds them comma-separated, the
@@ -38,3 +40,45 @@ def new(key_id: str | None) -> None:
     except InvalidEncryptionKeys as e:
         raise BadUsage(str(e)) from None
     click.echo(text)
+
+
+@keys.command()
+@click.option(
+    "--batch",
+    default=defaults.ROTATE_BATCH,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Jobs read and re-encrypted a step.",
+)
+@click.option("--from-start", is_flag=True, help="From the first job, not where it stopped.")
+@click.option("--json", "as_json", is_flag=True, help="Print what it did as JSON.")
+@main.redis_options
+def rotate(batch: int, from_start: bool, as_json: bool, redis_url: str | None, prefix: str) -> None:
+    """Re-encrypt every stored job's data, result, error, progress data, log lines and
+    history under the newest key (the first of KUE_ENCRYPTION_KEYS), a batch of jobs at a
+    time. Safe beside running workers; Ctrl-C stops it after its step, and it goes on from
+    there when run again. Values under a key it is not given are left and counted."""
+    jobs = resealed = unopened = 0
+    with _queue(redis_url, prefix) as queue:
+        first = True
+        while True:
+            step = queue.rotate_keys(steps=1, batch=batch, from_start=from_start and first)
+            first = False
+            jobs, resealed = jobs + step.jobs, resealed + step.resealed
+            unopened += step.unopened
+            if not as_json:
+                click.echo(
+                    f"to key {step.key}: job {step.at} of {step.last}, {resealed} values "
+                    f"re-encrypted",
+                    err=True,
+                )
+            if step.done:
+                break
+    summary = {"key": step.key, "jobs": jobs, "resealed": resealed, "unopened": unopened}
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    click.echo(
+        f"{jobs} jobs looked at, {resealed} values re-encrypted under key {step.key}"
+        + (f"; {unopened} under a key not given, left as they are" if unopened else "")
+    )

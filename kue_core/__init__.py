@@ -2,11 +2,12 @@
 
 The names below are its public API (what ``kue_http``, ``kue_cli`` and applications use); the
 modules ``defaults`` (every default, documented), ``connection`` (Redis URLs, the embedded
-Redis) and ``tracing`` (OpenTelemetry, off until enabled) are public too. The asyncio client
+Redis), ``sealing`` (encryption keys, docs/security.md) and ``tracing`` (OpenTelemetry, off
+until enabled) are public too. The asyncio client
 is ``kue_core.aio.AsyncQueue``.
 """
 
-from . import connection, defaults, tracing
+from . import connection, defaults, sealing, tracing
 from .base.errors import (
     BulkCountChanged,
     BulkNotFound,
@@ -125,6 +126,7 @@ __all__ = [
     "parse_priority",
     "parse_state",
     "priority_name",
+    "sealing",
     "tracing",
     "validate_type",
 ]

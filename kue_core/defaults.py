@@ -326,3 +326,7 @@ HISTORY_DEPLOYS = 500
 #: and how long a running one may go without a batch before it reads as interrupted (ms).
 BULK_KEEP_MS = 86_400_000
 BULK_STALE_MS = 60_000
+
+#: Jobs a step of ``kue keys rotate`` (``Queue.rotate_keys``) reads and re-encrypts at once:
+#: one round trip to read them, one to write; an interrupted rotation loses at most a step.
+ROTATE_BATCH = 200

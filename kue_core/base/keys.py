@@ -97,6 +97,9 @@ class Keys:
         #: hash: per type (and ``*`` for all), the cumulative figures the last sample read
         #: (JSON), from which the next one takes the difference.
         self.series_last = f"{prefix}:history:last"
+        #: hash: per encryption key id, the last job id whose values ``kue keys rotate`` put
+        #: under that key (kue_core/features/rotation.py): where a rotation stopped goes on.
+        self.rotation = f"{prefix}:keys:rotation"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .. import defaults
 from ..base.keys import Keys
-from ..features import audit, bulk, history, retention
+from ..features import audit, bulk, history, retention, rotation
+from ..features.rotation import Rotated
 from ..features.search import Found
 from ..jobs import flow_tree as trees
 from ..jobs import record_ops
@@ -29,6 +31,16 @@ class AsyncRecords:
         def _loaded(
             self, job_id: int, h: dict[str, str], runs: dict[str, str] | None
         ) -> AsyncJob: ...
+
+    async def rotate_keys(
+        self,
+        *,
+        steps: int | None = None,
+        batch: int = defaults.ROTATE_BATCH,
+        from_start: bool = False,
+    ) -> Rotated:
+        ring = rotation.ring_of(self, steps, batch, from_start)
+        return await self.scripts.drive(rotation.rotate(self.keys, ring, steps, batch, from_start))
 
     # -- tags and tracking ------------------------------------------------------------------
     async def tagged(self, tag: str, offset: int = 0, count: int = 25) -> Found:

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from .. import defaults
 from ..base.keys import Keys
-from ..features import audit, bulk, history, retention, search
+from ..features import audit, bulk, history, retention, rotation, search
+from ..features.rotation import Rotated
 from ..features.search import Found
 from ..jobs import flow_tree as trees
 from ..jobs import ops, record_ops
@@ -45,6 +47,21 @@ class QueueRecords:
         and tags (see :mod:`kue_core.features.search`); optionally only in ``state`` and of
         ``job_type``. A job id typed as the text comes first. ``.total`` counts them all."""
         return self.scripts.drive(search.query(self.keys, text, state, job_type, offset, count))
+
+    def rotate_keys(
+        self,
+        *,
+        steps: int | None = None,
+        batch: int = defaults.ROTATE_BATCH,
+        from_start: bool = False,
+    ) -> Rotated:
+        """Put every stored job's encrypted values under the queue's newest key (the first of
+        its ``encryption_keys``), ``batch`` jobs a step, up to ``steps`` steps (None: to the
+        last job), going on from where the last rotation to that key stopped (unless
+        ``from_start``). Safe beside running workers and producers, and to interrupt (see
+        :mod:`kue_core.features.rotation`)."""
+        ring = rotation.ring_of(self, steps, batch, from_start)
+        return self.scripts.drive(rotation.rotate(self.keys, ring, steps, batch, from_start))
 
     def history(self, job_id: int | str) -> list[dict[str, Any]]:
         """The job's recent transitions, oldest first: ``{"state", "at", ...}`` each."""

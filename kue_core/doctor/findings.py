@@ -58,6 +58,7 @@ FIXED_TYPES = {
     "ids": "string",
     "awaited": "zset",
     "schedules": "zset",
+    "rotation": "hash",
 }
 
 

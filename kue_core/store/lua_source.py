@@ -26,6 +26,7 @@ SCRIPT_NAMES = (
     "move",
     "pin",
     "edit",
+    "reseal",
     "claim",
     "claim_batch",
     "complete",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base.keys import Keys
-from .call import Call, as_is, flag, integer, ints, nothing, pair
+from .call import Call, as_is, flag, flat, integer, ints, nothing, pair
 
 
 # -- one saved job: each gives its state (or what it says) ------------------------------------
@@ -42,6 +42,20 @@ def move(keys: Keys, job_id: int, to_type: str, force: bool) -> Call[str]:
 
 def edit(keys: Keys, job_id: int, data_json: str, words: str) -> Call[str]:
     return Call("edit", keys.job(job_id), (job_id, data_json, words), as_is)
+
+
+def reseal(
+    keys: Keys,
+    job_id: int,
+    fields: Sequence[tuple[str, str, str]],
+    lines: Sequence[tuple[int, str, str]] = (),
+    entries: Sequence[tuple[int, str, str]] = (),
+) -> Call[int]:
+    """Replace a job's sealed values by the same under a newer key, each only while it holds
+    what was read: ``fields`` (field, read, new), ``lines`` of its log and ``entries`` of its
+    history (index, read, new); how many were replaced."""
+    args = (job_id, len(fields), len(lines), *flat(fields), *flat(lines), *flat(entries))
+    return Call("reseal", keys.job(job_id), args, int)
 
 
 def tag(keys: Keys, job_id: int, what: str, rows: Sequence[str] = ()) -> Call[Any]:

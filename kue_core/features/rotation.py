@@ -1,0 +1,155 @@
+"""Key rotation: every job's encrypted values put under the queue's newest key
+(``Queue.rotate_keys``, ``kue keys rotate``; docs/security.md).
+
+A step reads ``ROTATE_BATCH`` job ids at a time, in order: each job's sealed fields (data,
+result, error, progress data), log lines and history entries; what is sealed under another of
+the queue's keys is opened and sealed again under the newest, and written back by
+``reseal.lua`` only where the value is still what was read (a value written meanwhile is
+left: it is written under whatever key its writer had). Where the rotation got to is kept
+per key in ``<p>:keys:rotation``, after each step: an interrupted rotation goes on from there,
+and a step done twice changes nothing. A value under a key the queue does not have is left
+as it is, and counted. Values stored in clear (jobs saved before the queue had keys) stay so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+
+from ..base import checks
+from ..base.errors import CannotDecrypt, InvalidEncryptionKeys, InvalidJob
+from ..base.keys import Keys
+from ..base.sealing import PREFIX, Keyring, key_id_of, of
+from ..store import calls
+from ..store.calls import Call, Op, read
+
+#: The job's sealed hash fields, with the name each is sealed under.
+FIELDS = {"data": "data", "result": "result", "error": "error", "progress_data": "progress"}
+
+
+@dataclass(frozen=True)
+class Rotated:
+    """What rotating did: the jobs looked at (``jobs``), the values put under the newest key
+    (``resealed``), those under a key the queue lacks (``unopened``, left as they are), the
+    last job id done (``at``) and the last there is (``last``); ``done`` once ``at`` is it."""
+
+    key: str
+    jobs: int
+    resealed: int
+    unopened: int
+    at: int
+    last: int
+
+    @property
+    def done(self) -> bool:
+        return self.at >= self.last
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "key": self.key,
+            "jobs": self.jobs,
+            "resealed": self.resealed,
+            "unopened": self.unopened,
+            "at": self.at,
+            "last": self.last,
+            "done": self.done,
+        }
+
+
+def ring_of(queue: object, steps: int | None, batch: int, from_start: bool) -> Keyring:
+    """The keyring a rotation of ``queue`` puts values under, its arguments checked."""
+    if steps is not None:
+        checks.integer(steps, "steps", 1)
+    checks.integer(batch, "batch", 1, 10_000)
+    if not isinstance(from_start, bool):
+        raise InvalidJob(f"from_start must be true or false, got {from_start!r}")
+    ring = of(queue)
+    if ring is None:
+        raise InvalidEncryptionKeys(
+            "the queue has no encryption keys: there is no key to rotate to"
+        )
+    return ring
+
+
+def rotate(
+    keys: Keys, ring: Keyring, steps: int | None, batch: int, from_start: bool
+) -> Op[Rotated]:
+    """Rotate up to ``steps`` steps of ``batch`` jobs (all of them: None), from where the
+    last rotation to this key stopped, or from the first job."""
+    last_text, at_text = yield read(("GET", keys.ids), ("HGET", keys.rotation, ring.newest))
+    last = int(last_text or 0)
+    at = 0 if from_start else int(at_text or 0)
+    jobs = resealed = unopened = 0
+    step = 0
+    while at < last and (steps is None or step < steps):
+        ids = list(range(at + 1, min(at + batch, last) + 1))
+        replies = yield read(
+            *[("HMGET", keys.job(i), *FIELDS) for i in ids],
+            *[("LRANGE", keys.log(i), 0, -1) for i in ids],
+            *[("LRANGE", keys.history(i), 0, -1) for i in ids],
+        )
+        n = len(ids)
+        writes: list[Call[int]] = []
+        for k, job_id in enumerate(ids):
+            fields, lines, entries = replies[k], replies[n + k], replies[2 * n + k]
+            if all(v is None for v in fields) and not lines:
+                continue  # no such job (removed)
+            jobs += 1
+            change = _Change(ring)
+            new_fields = [
+                (f, v, w)
+                for f, v in zip(FIELDS, fields, strict=True)
+                if v and (w := change.value(v, FIELDS[f]))
+            ]
+            new_lines = [(i, v, w) for i, v in enumerate(lines) if (w := change.line(v))]
+            new_entries = [(i, v, w) for i, v in enumerate(entries) if (w := change.entry(v))]
+            unopened += change.unopened
+            if new_fields or new_lines or new_entries:
+                writes.append(calls.reseal(keys, job_id, new_fields, new_lines, new_entries))
+        if writes:
+            done = yield writes
+            resealed += sum(done)
+        at = ids[-1]
+        yield read(("HSET", keys.rotation, ring.newest, at))
+        step += 1
+    return Rotated(ring.newest, jobs, resealed, unopened, at, last)
+
+
+class _Change:
+    """One job's values under the newest key: each method gives the new value, or None when
+    the value needs no change (in clear, under the newest key) or cannot (a key it lacks)."""
+
+    def __init__(self, ring: Keyring) -> None:
+        self._ring = ring
+        self.unopened = 0
+
+    def value(self, stored: str, name: str) -> str | None:
+        kid = key_id_of(stored)
+        if kid is None or kid == self._ring.newest:
+            return None
+        try:
+            return self._ring.seal(self._ring.open(stored, name), name)
+        except CannotDecrypt:
+            self.unopened += 1
+            return None
+
+    def line(self, stored: str) -> str | None:
+        """A log line: its stamp (time, attempt) in clear, then its text sealed."""
+        at = stored.find(PREFIX)
+        if at < 0:
+            return None
+        new = self.value(stored[at:], "log")
+        return None if new is None else stored[:at] + new
+
+    def entry(self, stored: str) -> str | None:
+        """A history entry (JSON): its error, when sealed."""
+        if PREFIX[:-1].replace('"', '\\"') not in stored:  # the envelope, JSON-escaped
+            return None
+        with contextlib.suppress(ValueError):
+            entry = json.loads(stored)
+            error = entry.get("error") if isinstance(entry, dict) else None
+            if isinstance(error, str) and (new := self.value(error, "error")) is not None:
+                entry["error"] = new
+                return json.dumps(entry, separators=(",", ":"))
+        return None
