@@ -405,6 +405,11 @@ def move(side: Side[_J], job_id: int | str, to_type: str, force: bool) -> Op[_J]
 def update_data(side: Side[_J], job_id: int | str, data: Any) -> Op[_J]:
     """Replace a waiting or failed job's data (see ``Queue.update_data``)."""
     jid = checks.job_id(job_id)
+    if data.__class__ is dict and list(data) == [sealing.SEALED]:
+        raise InvalidJob(
+            "the data given is an encrypted envelope (it was read without its key): "
+            "edit the job where its key is given"
+        )
     data_json = to_json(data, "data")
     ring = sealing.of(side)
     if ring is not None:

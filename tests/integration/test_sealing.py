@@ -198,3 +198,15 @@ def test_logs_progress_and_errors_are_sealed_everywhere_they_go(
         unread = other.get_job(job.id)
         assert unread.unopened is not None and unread.unopened.key_id == "k1"
         assert sealing.key_id_of(other.get_log(job.id)[0]) == "k1"
+
+
+def test_an_envelope_read_without_its_key_cannot_be_saved_back_as_data(
+    sealed: Any, r: redis.Redis, prefix: str
+) -> None:
+    from kue_core import InvalidJob
+
+    job = sealed.create_job("email", {"email": "x@example.com"}).save()
+    before = stored(r, prefix, job.id, "data")
+    with pytest.raises(InvalidJob, match="encrypted envelope"):
+        sealed.update_data(job.id, json.loads(before))
+    assert stored(r, prefix, job.id, "data") == before
