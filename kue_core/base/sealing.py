@@ -78,7 +78,7 @@ class Keyring:
         if cipher is None:
             raise CannotDecrypt(kid, field, missing=True)
         try:
-            raw = base64.b64decode(body, validate=True)
+            raw = binascii.a2b_base64(body)  # what is not base64 fails the tag below
             return cipher.decrypt(raw[:_NONCE], raw[_NONCE:], field.encode()).decode()
         except (InvalidTag, ValueError, binascii.Error):
             raise CannotDecrypt(kid, field, missing=False) from None
@@ -95,11 +95,19 @@ def key_id_of(stored: str) -> str | None:
 
 
 def _parts(stored: str) -> tuple[str, str]:
-    try:
-        inner = json.loads(stored)[SEALED]
-        kid, _, body = inner.partition(":")
-    except (ValueError, KeyError, TypeError, AttributeError):
+    """An envelope's key id and ciphertext (base64); ``("?", "")`` for a text that is not one.
+    The writer's exact form is cut out directly (three times quicker than reading its JSON);
+    another (an escaped copy read back from a history entry, say) is read as JSON."""
+    if stored.endswith('"}') and "\\" not in stored and stored.count('"') == 4:
+        inner = stored[len(PREFIX) : -2]
+    else:
+        try:
+            inner = json.loads(stored)[SEALED]
+        except (ValueError, KeyError, TypeError):
+            return "?", ""
+    if not isinstance(inner, str):
         return "?", ""
+    kid, _, body = inner.partition(":")
     return kid, body
 
 
@@ -135,6 +143,17 @@ def keyring(keys: str | Sequence[str] | None) -> Keyring | None:
             )
         entries.append((kid, key))
     return Keyring(entries) if entries else None
+
+
+def opened_value(ring: Keyring | None, value: Any, field: str) -> Any:
+    """A JSON value as an event carries it (read): an envelope opened under ``ring`` and read
+    (``CannotDecrypt`` when it cannot be), any other value as it is."""
+    if ring is None or value.__class__ is not dict or list(value) != [SEALED]:
+        return value
+    inner = value[SEALED]
+    if not isinstance(inner, str):
+        return value
+    return json.loads(ring.open(f'{PREFIX}{inner}"}}', field))
 
 
 def of(host: Any) -> Keyring | None:

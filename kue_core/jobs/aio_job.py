@@ -137,7 +137,7 @@ class AsyncJob(JobSpec):
                     raise waiting.timed_out(job_id, limit)
                 event = await stream.get(left)
                 if event is not None:
-                    ended = waiting.by_event(event)
+                    ended = waiting.by_event(event, self.queue.keyring)
                     if ended is not None and ended.how == "failed":
                         with contextlib.suppress(JobNotFound):  # removed since: the event tells all
                             ended = waiting.as_stored(ended, await self.queue.get_job(job_id))

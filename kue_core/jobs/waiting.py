@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .. import defaults
-from ..base import checks
+from ..base import checks, sealing
 from ..base.errors import JobFailed, JobNotFound, WaitTimeout
+from ..base.sealing import Keyring
 from ..store.events import Event, EventStream
 
 
@@ -70,10 +71,12 @@ def by_job(job: WaitedJob | None, job_id: int) -> Ended | None:
     return None
 
 
-def by_event(event: Event) -> Ended | None:
-    """The end a job's event tells, or None for an event that is not one."""
+def by_event(event: Event, ring: Keyring | None = None) -> Ended | None:
+    """The end a job's event tells, or None for an event that is not one; a result sealed
+    under the queue's keys (``ring``) opened."""
     if event.name == "complete":
-        return Ended(event.id, "complete", result=event.args[0])
+        result = sealing.opened_value(ring, event.args[0], "result")
+        return Ended(event.id, "complete", result=result)
     if event.name == "failed":
         message = event.args[0]
         return Ended(event.id, "failed", error=None if message is None else str(message))
@@ -120,7 +123,7 @@ def wait(queue: Source, job_id: int, timeout: object) -> Any:
                     raise timed_out(job_id, limit)
             event = stream.next_event(left)
             if event is not None and event.id == job_id:
-                ended = by_event(event)
+                ended = by_event(event, sealing.of(queue))
                 if ended is not None and ended.how == "failed":
                     with contextlib.suppress(JobNotFound):  # removed since: the event tells all
                         ended = as_stored(ended, queue.get_job(job_id))

@@ -18,7 +18,7 @@ import redis
 from kue_core import CannotDecrypt, InvalidEncryptionKeys, Queue, sealing
 
 from ..clients import blocking_queue
-from ..conftest import heard, wait_for
+from ..conftest import heard, on_cluster, wait_for
 
 K1 = f"k1:{base64.b64encode(os.urandom(32)).decode()}"
 K2 = f"k2:{base64.b64encode(os.urandom(32)).decode()}"
@@ -210,3 +210,57 @@ def test_an_envelope_read_without_its_key_cannot_be_saved_back_as_data(
     with pytest.raises(InvalidJob, match="encrypted envelope"):
         sealed.update_data(job.id, json.loads(before))
     assert stored(r, prefix, job.id, "data") == before
+
+
+@pytest.mark.parametrize("side", ["sync", "async"])
+def test_a_typed_task_and_its_wait_on_an_encrypted_queue(
+    side: str, redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """The call's arguments and the result are sealed; ``wait`` gives the result in clear,
+    whether it read the job or heard its completion."""
+    with Queue(redis_url, prefix=prefix, encryption_keys=[K1]) as q:
+
+        @q.task("greet")
+        def greet(name: str) -> dict[str, str]:
+            return {"hello": name}
+
+        if side == "sync":
+            job = greet.enqueue("ada@example.com")
+            q.process_tasks()
+            assert job.wait(30) == {"hello": "ada@example.com"}
+        else:
+            from ..clients import run
+
+            async def go() -> Any:
+                from kue_core.aio import AsyncQueue
+
+                async with AsyncQueue(redis_url, prefix=prefix, encryption_keys=[K1]) as aq:
+                    made = await aq.create_job("greet", {"name": "ada@example.com"}).save()
+                    q.process_tasks()
+                    return await made.wait(30)
+
+            assert run(go()) == {"hello": "ada@example.com"}
+        assert in_clear(r, prefix, "ada@example.com") == []
+
+
+def test_a_wait_that_hears_the_completion_opens_its_result(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """The result as the completion's event carries it (an envelope) is opened: the wait
+    starts while the job runs, so that it learns of the end from the event."""
+    import threading
+
+    if on_cluster(redis_url):
+        pytest.skip("PUBSUB NUMSUB counts one node's subscribers")
+    go, answer = threading.Event(), []
+    with Queue(redis_url, prefix=prefix, encryption_keys=[K1]) as q:
+        job = q.create_job("greet", {"name": "ada"}).save()
+        q.process("greet", 1, lambda j: go.wait(30) and {"hello": j.data["name"]})
+        wait_for(lambda: q.get_job(job.id).state == "active")
+        before = dict(r.pubsub_numsub(q.keys.events))[q.keys.events]
+        waiter = threading.Thread(target=lambda: answer.append(job.wait(30)))
+        waiter.start()
+        wait_for(lambda: dict(r.pubsub_numsub(q.keys.events))[q.keys.events] > before)
+        go.set()
+        waiter.join(30)
+    assert answer == [{"hello": "ada"}]
