@@ -414,3 +414,30 @@ def test_the_doctor_leaves_a_job_a_node_kue_worker_runs_after_a_python_one_faile
     kue.request("release", id=job.id, result={"ok": True})
     wait_for(lambda: queue.get_job(job.id).state == "complete")
     assert queue.get_job(job.id).result == {"ok": True}
+
+
+def test_node_kue_sees_an_encrypted_jobs_payload_as_an_opaque_object(
+    redis_url: str, prefix: str, node_kue: StartKue
+) -> None:
+    """docs/security.md: Kue's JSON API lists an encrypted queue's job, its data, result and
+    log an envelope it does not read, never an error or the payload."""
+    import base64
+
+    key = f"k1:{base64.b64encode(bytes(range(32))).decode()}"
+    with Queue(redis_url, prefix=prefix, encryption_keys=key) as q:
+        job = q.create_job("email", {"to": "ada@example.com"}).save()
+        done = q.create_job("sms", {"to": "+100"}).save()
+        done.log("for %s", "+100")
+        assert finish(q, "sms", ok=True) == done.id
+    port = node_kue().request("serve")["port"]
+    shown = _get(port, f"/job/{job.id}")
+    assert (shown["type"], shown["state"], list(shown["data"])) == (
+        "email",
+        "inactive",
+        ["kue:sealed"],
+    )
+    assert "ada@example.com" not in json.dumps(shown)
+    (listed,) = _get(port, "/jobs/email/inactive/0..10/asc")
+    assert listed["data"] == shown["data"]
+    (line,) = _get(port, f"/job/{done.id}/log")
+    assert "kue:sealed" in line and "+100" not in line
