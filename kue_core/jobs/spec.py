@@ -53,6 +53,9 @@ class _Running(Protocol):
 
 
 _UNSET: Any = object()
+#: How a sealed field's text begins (see kue_core.base.sealing): looked for in every field a
+#: job's read may have sealed.
+_SEALED = sealing.PREFIX
 #: A job of any class (``Job``, ``kue_core.aio.AsyncJob``): option setters return their own.
 _J = TypeVar("_J", bound="JobSpec")
 
@@ -220,9 +223,11 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
 
     def _save_row(self) -> list[Any]:
         """The values ``save.lua`` takes for this job (validated: raises before any write)."""
+        data = to_json(self.data, "data")
+        ring = getattr(self.queue, "keyring", None)  # (sealing.of, inlined: every save)
         row = [
             self.type,
-            self._data_json(),
+            data if ring is None else ring.seal(data, "data"),
             self._priority,
             self._delay,
             self._max_attempts,
@@ -254,7 +259,7 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         job.type = h.get("type", "")
         job.id = job_id
         data = h.get("data")
-        if data is not None and data.startswith(sealing.PREFIX):
+        if data is not None and data.startswith(_SEALED):
             data = job._opened(data, "data")
         job.data = _json_field(data, {})
         job.state = h.get("state")
@@ -282,18 +287,18 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
             job._backoff = parsed if parsed is True or isinstance(parsed, dict) else None
         job._progress = _num(h.get("progress")) or 0
         error = h.get("error")
-        if error is not None and error.startswith(sealing.PREFIX):
+        if error is not None and error.startswith(_SEALED):
             error = job._opened(error, "error")
         job.error = error
         if "result" in h:
             result = h["result"]
-            if result.startswith(sealing.PREFIX):
+            if result.startswith(_SEALED):
                 result = job._opened(result, "result")
             job.result = _json_field(result, None)
             job._has_result = True
         if "progress_data" in h:
             progress = h["progress_data"]
-            if progress.startswith(sealing.PREFIX):
+            if progress.startswith(_SEALED):
                 progress = job._opened(progress, "progress")
             job.progress_data = _json_field(progress, None)
             job._has_progress_data = True
