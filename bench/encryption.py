@@ -28,6 +28,7 @@ import timeit
 
 import psutil
 import redis
+from worker_cpu import _started  # (bench/, on the path when run as a script)
 
 from kue_core import Queue, sealing
 
@@ -62,26 +63,6 @@ took = marks["t1"] - marks["t0"]
 print((n - 1) / took, (marks["c1"] - marks["c0"]) / (n - 1) * 1e6, flush=True)
 os._exit(0)
 """
-
-
-def _server(binary: str, workdir: str) -> tuple[subprocess.Popen[bytes], str]:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            redis.Redis.from_url(url).ping()
-            return proc, url
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 def one(url: str, keys: str, n: int, slots: int, data: dict[str, str]) -> dict[str, float]:
@@ -125,7 +106,7 @@ def main() -> None:
     open_us = min(timeit.repeat(lambda: ring.open(sealed, "data"), number=2000, repeat=5)) / 2000
     figures: dict[str, list[dict[str, float]]] = {"plain": [], "sealed": []}
     with tempfile.TemporaryDirectory() as workdir:
-        server, url = _server(args.redis_server, workdir)
+        server, url = _started(args.redis_server, workdir)
         try:
             for r in range(args.rounds):
                 order = ["plain", "sealed"] if r % 2 == 0 else ["sealed", "plain"]

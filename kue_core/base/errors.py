@@ -46,6 +46,7 @@ class CannotDecrypt(KueError):
     def __init__(self, key_id: str, what: str, missing: bool) -> None:
         self.key_id = key_id
         self.missing = missing
+        self.field = what
         why = "which this process does not have" if missing else "and does not decrypt with it"
         super().__init__(f"the job's {what} is encrypted with key {key_id!r}, {why}")
 

@@ -343,7 +343,8 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
                 raise CannotDecrypt(sealing.key_id_of(stored) or "?", field, missing=True)
             return ring.open(stored, field)
         except CannotDecrypt as e:
-            self.unopened = e
+            if self.unopened is None:  # the data's first: it is read first
+                self.unopened = e
             return stored
 
     def _read_runs(self) -> list[dict[str, Any]]:

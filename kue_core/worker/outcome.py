@@ -73,8 +73,8 @@ def unreadable(job: Job) -> Failed | None:
     """The outcome of a job whose data this worker cannot decrypt (its key is not among the
     queue's, see kue_core.base.sealing): failed at once, naming the key id, its handler not
     run; None for any other job."""
-    if job.unopened is None:
-        return None
+    if job.unopened is None or job.unopened.field != "data":
+        return None  # (a result or an error it cannot read does not stop the handler)
     return Failed(*describe(job.unopened), no_retry=True)
 
 
@@ -91,8 +91,8 @@ def logged(job: Job, message: str) -> str:
 
 
 def stored_failure(job: Job, failed: Failed) -> tuple[str, str]:
-    """A failure's message and text as stored (and published, and logged): sealed when the
-    job's queue has keys (an error's message may quote the data)."""
+    """A failure's message and text as stored (and published): sealed when the job's queue
+    has keys (an error's message may quote the data)."""
     ring = job.queue.keyring
     if ring is None:
         return failed.message, failed.text

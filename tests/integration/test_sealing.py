@@ -264,3 +264,20 @@ def test_a_wait_that_hears_the_completion_opens_its_result(
         go.set()
         waiter.join(30)
     assert answer == [{"hello": "ada"}]
+
+
+def test_only_data_it_cannot_read_stops_a_worker(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """An earlier attempt's error under a key the worker lacks does not keep it from running
+    a job whose data it reads."""
+    lost = sealing.keyring(f"k9:{base64.b64encode(bytes(32)).decode()}")
+    assert lost is not None
+    ran: list[Any] = []
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as q:
+        job = q.create_job("email", {"n": 1}).save()
+        r.hset(f"{prefix}:job:{job.id}", "error", lost.seal("old failure", "error"))
+        assert q.get_job(job.id).unopened.field == "error"  # type: ignore[union-attr]
+        q.process("email", 1, lambda j: ran.append(j.data))
+        wait_for(lambda: q.get_job(job.id).state == "complete")
+    assert ran == [{"n": 1}]
