@@ -1,15 +1,18 @@
 """Encryption at rest: a queue's keys, and the envelope a job's payload is stored in.
 
 A queue given keys (``Queue(encryption_keys=...)``, ``$KUE_ENCRYPTION_KEYS``) stores each
-job's data and result as AES-256-GCM ciphertext, authenticated, under the first of its keys;
-every key it has opens what was stored under it, so a new key goes first and the old ones stay
-until nothing is stored under them. A key is written ``<key id>:<32 bytes in base64>``.
+job's data, result, error, progress data and log lines as AES-256-GCM ciphertext,
+authenticated, under the first of its keys; every key it has opens what was stored under it,
+so a new key goes first and the old ones stay until nothing is stored under them
+(``kue keys rotate``, kue_core/features/rotation.py). A key is written
+``<key id>:<32 bytes in base64>``.
 
 The stored text is JSON, so that Kue's own readers (Node Kue, its UI) see an opaque object
 rather than an error: ``{"kue:sealed":"<key id>:<base64 of nonce, ciphertext and tag>"}``.
-The field's name (``data``, ``result``) is authenticated with it: a ciphertext copied to
-another field does not open. Reading looks at the text's first characters only, so a queue
-without keys pays a prefix comparison per field read, and nothing per write.
+The field's name (``data``, ``result``, ``error``, ``progress``, ``log``) is authenticated
+with it: a ciphertext copied to another field does not open. Reading looks at the text's
+first characters only, so a queue without keys pays a prefix comparison per field read, and
+an attribute read per write.
 
 ``cryptography`` is imported when a queue is first given keys, not before.
 """
@@ -26,7 +29,16 @@ from typing import Any
 
 from .errors import CannotDecrypt, InvalidEncryptionKeys
 
-__all__ = ["PREFIX", "SEALED", "Keyring", "is_sealed", "key_id_of", "keyring", "of"]
+__all__ = [
+    "PREFIX",
+    "SEALED",
+    "Keyring",
+    "is_sealed",
+    "key_id_of",
+    "keyring",
+    "of",
+    "opened_value",
+]
 
 #: The one key of a stored envelope.
 SEALED = "kue:sealed"
