@@ -12,12 +12,13 @@ moment, with no leader and no polling.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from .. import defaults
-from ..base import checks
-from ..base.errors import InvalidJob, InvalidSchedule, ScheduleNotFound
+from ..base import checks, sealing
+from ..base.errors import CannotDecrypt, InvalidJob, InvalidSchedule, ScheduleNotFound
 from ..features import runs
 from ..features import schedule_rules as rules
 from ..store import calls
@@ -192,17 +193,18 @@ def define(
         limit=limit,
         catch_up=catch_up,
     )
-    text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
+    text = _canonical(definition)
     (stored,) = yield read(("HMGET", side.keys.schedule(key), "definition", "anchor", "ended"))
     now = yield from calls.server_now()
-    if stored[0] == text and stored[1] is not None:  # unchanged: keep its timetable
+    same = stored[0] is not None and _canonical(_opened(side, stored[0])) == text
+    if same and stored[1] is not None:  # unchanged: keep its timetable
         definition["anchor"] = int(stored[1])
         due = yield from _due(side, key)
         at = -1 if stored[2] == "1" else (due if due is not None else _first(definition, now))
     else:
         definition["anchor"] = max(now, first or now) + int(definition.get("offset", 0))
         at = _first(definition, now)
-    fields = ["definition", text, "anchor", definition["anchor"]]
+    fields = ["definition", _stored(side, text), "anchor", definition["anchor"]]
     yield calls.schedule(side.keys, "set", key, at, fields)
     return (yield from read_schedule(side, key))
 
@@ -210,7 +212,7 @@ def define(
 def read_schedule(side: Side[JobSpec], key: str) -> Op[dict[str, Any]]:
     """One schedule (see ``Queue.schedule``)."""
     h = yield from _load(side, key)
-    definition = json.loads(h["definition"])
+    definition = _opened(side, h["definition"])
     definition["anchor"] = int(h["anchor"])
     due = yield from _due(side, key)
     last = None
@@ -272,7 +274,7 @@ def pause_schedule(side: Side[JobSpec], key: str) -> Op[dict[str, Any]]:
 def resume_schedule(side: Side[JobSpec], key: str) -> Op[dict[str, Any]]:
     """Make jobs again from the next tick after now (see ``Queue.resume_schedule``)."""
     h = yield from _load(side, key)
-    definition = json.loads(h["definition"])
+    definition = _opened(side, h["definition"])
     definition["anchor"] = int(h["anchor"])
     now = yield from calls.server_now()
     at = -1 if h.get("ended") == "1" else _first(definition, now)
@@ -290,7 +292,7 @@ def remove_schedule(side: Side[JobSpec], key: str) -> Op[None]:
 def trigger(side: Side[_J], key: str) -> Op[_J]:
     """Make one job of the schedule now (see ``Queue.trigger``)."""
     h = yield from _load(side, key)
-    made = _made(side, json.loads(h["definition"]))
+    made = _made(side, _opened(side, h["definition"]))
     now = yield from calls.server_now()
     row = [*made._save_row(), now]
     outcome, ids, held = yield calls.tick(side.keys, key, None, "", -1, [row], made._unique)
@@ -305,10 +307,40 @@ def trigger(side: Side[_J], key: str) -> Op[_J]:
 
 
 def _made(queue: Side[_J], definition: dict[str, Any]) -> _J:
-    """A job as ``definition`` makes them (unsaved)."""
-    return apply_options(
-        queue.create_job(definition["type"], definition["data"]), definition["options"]
-    )
+    """A job as ``definition`` makes them (unsaved); ``CannotDecrypt`` when its data is
+    sealed under a key the queue lacks (the schedule fires where the key is)."""
+    data = definition["data"]
+    if isinstance(data, dict) and list(data) == [sealing.SEALED]:
+        sealing.opened_value(sealing.of(queue), data, "data")  # raises: it could not be opened
+    return apply_options(queue.create_job(definition["type"], data), definition["options"])
+
+
+def _canonical(definition: dict[str, Any]) -> str:
+    """A definition's text, in clear: what tells a changed definition from the same one."""
+    return json.dumps(definition, sort_keys=True, separators=(",", ":"))
+
+
+def _stored(side: Side[JobSpec], text: str) -> str:
+    """A definition's text (canonical) as stored: its data sealed when the queue has keys
+    (see kue_core.base.sealing), the rest in clear (the timetable's, read by the scripts)."""
+    ring = sealing.of(side)
+    if ring is None:
+        return text
+    definition = json.loads(text)
+    data = json.dumps(definition["data"], separators=(",", ":"))
+    definition["data"] = json.loads(ring.seal(data, "data"))
+    return _canonical(definition)
+
+
+def _opened(side: Side[JobSpec], stored: str) -> dict[str, Any]:
+    """A stored definition, its data opened when it is sealed and the queue can (else left
+    as stored: shown so, and refused by ``_made``)."""
+    definition: dict[str, Any] = json.loads(stored)
+    ring = sealing.of(side)
+    if ring is not None and "data" in definition:
+        with contextlib.suppress(CannotDecrypt):
+            definition["data"] = sealing.opened_value(ring, definition["data"], "data")
+    return definition
 
 
 class Timer(Side[JobSpec], Protocol):
@@ -344,7 +376,7 @@ def firing(side: Side[JobSpec], now: int) -> Op[int]:
         if h[0] is None or h[1] is None:
             yield calls.tick(keys, key, int(score), "", -1, [])  # gone: drops it
             continue
-        definition = json.loads(h[0])
+        definition = _opened(side, h[0])
         definition["anchor"] = int(h[1])
         plan = rules.plan(definition, int(score), now, int(h[3] or 0))
         made = _made(side, definition)

@@ -281,3 +281,24 @@ def test_only_data_it_cannot_read_stops_a_worker(
         q.process("email", 1, lambda j: ran.append(j.data))
         wait_for(lambda: q.get_job(job.id).state == "complete")
     assert ran == [{"n": 1}]
+
+
+def test_a_schedules_data_is_sealed_and_its_timetable_kept(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """A schedule's definition keeps its data sealed (the timetable in clear); defining the
+    same schedule again keeps its timetable, though its stored text differs each time; the
+    jobs it makes are the queue's, sealed, and read in clear."""
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as q:
+        first = q.every("daily", 60_000, "report", {"to": "ada@example.com"})
+        again = q.every("daily", 60_000, "report", {"to": "ada@example.com"})
+        assert again["anchor"] == first["anchor"]
+        assert again["data"] == {"to": "ada@example.com"}
+        job = q.trigger("daily")
+        assert q.get_job(job.id).data == {"to": "ada@example.com"}
+        assert in_clear(r, prefix, "ada@example.com") == []
+    with Queue(redis_url, prefix=prefix, encryption_keys=K2) as other:
+        shown = other.schedule("daily")
+        assert list(shown["data"]) == [sealing.SEALED]  # as stored
+        with pytest.raises(CannotDecrypt):
+            other.trigger("daily")
