@@ -307,11 +307,11 @@ def trigger(side: Side[_J], key: str) -> Op[_J]:
 
 
 def _made(queue: Side[_J], definition: dict[str, Any]) -> _J:
-    """A job as ``definition`` makes them (unsaved); ``CannotDecrypt`` when its data is
-    sealed under a key the queue lacks (the schedule fires where the key is)."""
+    """A job as ``definition`` makes them (unsaved); ``CannotDecrypt`` for data sealed under
+    a key the queue lacks (``_opened`` left it so)."""
     data = definition["data"]
-    if isinstance(data, dict) and list(data) == [sealing.SEALED]:
-        sealing.opened_value(sealing.of(queue), data, "data")  # raises: it could not be opened
+    if data.__class__ is dict and list(data) == [sealing.SEALED]:
+        raise CannotDecrypt(str(data[sealing.SEALED]).partition(":")[0], "data", missing=True)
     return apply_options(queue.create_job(definition["type"], data), definition["options"])
 
 
@@ -333,8 +333,7 @@ def _stored(side: Side[JobSpec], text: str) -> str:
 
 
 def _opened(side: Side[JobSpec], stored: str) -> dict[str, Any]:
-    """A stored definition, its data opened when it is sealed and the queue can (else left
-    as stored: shown so, and refused by ``_made``)."""
+    """A stored definition, its sealed data opened where the queue can (else left sealed)."""
     definition: dict[str, Any] = json.loads(stored)
     ring = sealing.of(side)
     if ring is not None and "data" in definition:
@@ -371,6 +370,7 @@ def firing(side: Side[JobSpec], now: int) -> Op[int]:
             defaults.SWEEP_LIMIT,
         )
     )
+    unopened = False
     for key, score in _scored(due):
         (h,) = yield read(("HMGET", keys.schedule(key), "definition", "anchor", "rev", "runs"))
         if h[0] is None or h[1] is None:
@@ -379,14 +379,21 @@ def firing(side: Side[JobSpec], now: int) -> Op[int]:
         definition = _opened(side, h[0])
         definition["anchor"] = int(h[1])
         plan = rules.plan(definition, int(score), now, int(h[3] or 0))
-        made = _made(side, definition)
+        try:
+            made = _made(side, definition)
+        except CannotDecrypt:  # sealed under a key this process lacks: left to one that has it
+            unopened = True
+            continue
         row = made._save_row()
         rows = [[*row, tick] for tick in plan.ticks]
         at = -1 if plan.next is None else plan.next
         yield calls.tick(keys, key, int(score), h[2] or "", at, rows, made._unique)
     (first,) = yield read(("ZRANGE", keys.schedules, 0, 0, "WITHSCORES"))
     scored = _scored(first)
-    return int(scored[0][1]) if scored else -1
+    if not scored:
+        return -1
+    # A schedule left due above is looked at again in a second, not at once and for ever.
+    return max(int(scored[0][1]), now + 1000) if unopened else int(scored[0][1])
 
 
 def _scored(reply: Any) -> list[tuple[str, float]]:

@@ -302,3 +302,21 @@ def test_a_schedules_data_is_sealed_and_its_timetable_kept(
         assert list(shown["data"]) == [sealing.SEALED]  # as stored
         with pytest.raises(CannotDecrypt):
             other.trigger("daily")
+        from kue_core.jobs.schedules import fire_due
+
+        late = other.schedule("daily")["next"] + 1  # due: a process without the key fires none
+        assert fire_due(other, late) >= late + 1000  # and looks again in a second
+        assert other.schedule("daily")["runs"] == 0
+
+
+def test_a_process_without_keys_does_not_fire_a_sealed_schedule(
+    redis_url: str, prefix: str
+) -> None:
+    from kue_core.jobs.schedules import fire_due
+
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as q:
+        q.every("hourly", 3_600_000, "report", {"to": "ada@example.com"})
+    with Queue(redis_url, prefix=prefix, encryption_keys="") as clear:
+        late = clear.schedule("hourly")["next"] + 1
+        assert fire_due(clear, late) >= late + 1000
+        assert clear.schedule("hourly")["runs"] == 0 and clear.count("inactive") == 0
