@@ -33,6 +33,12 @@ def test_created_sealed_and_shown_in_clear(redis_url: str, prefix: str, r: redis
     assert "ada@example.com" not in stored
     shown = client.get(f"/api/job/{job_id}").json
     assert shown["data"] == {"to": "ada@example.com"} and "unopened" not in shown
+    edited = client.put(f"/api/job/{job_id}/data", json={"to": "bob@example.com"})
+    assert edited.status_code == 200
+    assert r.xlen(f"{prefix}:audit") >= 2  # both writes are in the audit log, and no payload:
+    for key in r.scan_iter(f"{prefix}:*"):
+        dumped = r.dump(key) or b""
+        assert b"ada@example.com" not in dumped and b"bob@example.com" not in dumped, key
 
 
 def test_a_job_under_a_key_the_server_lacks(redis_url: str, prefix: str) -> None:
