@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask import Response, current_app, g, jsonify, request
+from flask import Response, g, jsonify, request
 
+from . import security
 from .api import api, int_arg, queue
 from .security import WRITES
 
@@ -49,11 +50,9 @@ def _record(response: Response) -> Response:
 
 
 def _who() -> str:
-    """The authenticated user (basic auth), ``token`` (a bearer token), or empty."""
-    if not current_app.config["KUE_AUTH"] or request.authorization is None:
-        return ""
-    given = request.authorization
-    return "token" if given.type == "bearer" else str(given.username or "")
+    """The authenticated user (a user's name, ``KUE_AUTH``'s basic name or ``token``), or
+    empty without authentication."""
+    return security.user().name
 
 
 def _jobs(response: Response) -> str:

@@ -11,6 +11,8 @@ from typing import Any
 from kue_core import InvalidEncryptionKeys, sealing
 from kue_core import defaults as core_defaults
 
+from . import users
+
 #: Every setting, with its default.
 DEFAULTS: dict[str, Any] = {
     # Redis URL; None: $KUE_REDIS_URL, else the embedded Redis (as ``kue_core.Queue``).
@@ -30,6 +32,10 @@ DEFAULTS: dict[str, Any] = {
     # Who may use the app: "basic:<user>:<password>" (HTTP basic auth), "bearer:<token>"
     # (Authorization: Bearer <token>), or None for no authentication.
     "KUE_AUTH": None,
+    # Users with roles (viewer, operator, admin; see kue_http/users.py): "name:password:role",
+    # comma-separated, and a file of them, one a line. Beside KUE_AUTH, which is one admin.
+    "KUE_USERS": None,
+    "KUE_USERS_FILE": None,
     # Seconds POST /jobs/bulk waits for its action to end before it answers 202, with the
     # progress so far and where to follow it (the action goes on in the server process).
     "KUE_BULK_WAIT": 1.0,
@@ -61,7 +67,8 @@ class ConfigError(ValueError):
 
 
 def load(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The settings: ``config``, then the environment, then :data:`DEFAULTS`, all checked."""
+    """The settings: ``config``, then the environment, then :data:`DEFAULTS`, all checked;
+    ``kue_users`` is the users they name, read (see kue_http/users.py)."""
     given = dict(config or {})
     out: dict[str, Any] = {}
     for name, default in DEFAULTS.items():
@@ -73,6 +80,10 @@ def load(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
             value = default
         out[name] = _check(name, value, default)
     out.update(given)  # other Flask settings pass through
+    try:
+        out["kue_users"] = users.from_settings(out["KUE_USERS"], out["KUE_USERS_FILE"])
+    except users.UsersError as e:
+        raise ConfigError(str(e)) from None
     return out
 
 

@@ -3,6 +3,8 @@
 - **Authentication** (``KUE_AUTH``): HTTP basic auth or a bearer token, compared in constant
   time. The health check stays open, so that a load balancer can probe it; it tells nothing
   but up or down.
+- **Users with roles** (``KUE_USERS``, ``KUE_USERS_FILE``; kue_http/users.py): a ``viewer``'s
+  write answers 403.
 - **Read-only mode** (``KUE_READONLY``): every write method answers 405.
 - **CSRF**: a cross-site page can make a browser send a GET, or a POST with a form or text
   body, but nothing else without a CORS preflight, which this app never approves. So a write
@@ -17,8 +19,10 @@ from __future__ import annotations
 import hmac
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, current_app, jsonify, request
+from flask import Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import Forbidden, MethodNotAllowed, UnsupportedMediaType
+
+from . import users
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -44,32 +48,49 @@ def init_app(app: Flask) -> None:
 
 
 def _guard() -> Response | None:
-    if request.endpoint not in OPEN_ENDPOINTS and not _authenticated():
+    user = _authenticated()
+    if request.endpoint not in OPEN_ENDPOINTS and user is None:
         return _challenge()
+    g.kue_user = user or users.ANYONE
     if request.method in WRITES and request.routing_exception is None:  # 404, 405 first
         if current_app.config["KUE_READONLY"]:
             raise MethodNotAllowed(description="this dashboard is read-only")
+        if not g.kue_user.may("operator"):
+            raise Forbidden(description=f"the {g.kue_user.role} role may only read")
         _check_csrf()
     return None
 
 
-def _authenticated() -> bool:
+def user() -> users.User:
+    """Who makes the request (see kue_http/users.py)."""
+    return g.get("kue_user") or users.ANYONE
+
+
+def _authenticated() -> users.User | None:
+    """Who the credentials are: ``KUE_AUTH``'s admin, one of the users, or nobody (None);
+    anyone an admin when neither is set."""
     setting: str | None = current_app.config["KUE_AUTH"]
-    if not setting:
-        return True
-    scheme, _, secret = setting.partition(":")
+    known = current_app.config["kue_users"]
+    if not setting and not known:
+        return users.ANYONE
     given = request.authorization
-    if given is None or given.type != scheme:
-        return False
-    if scheme == "bearer":
-        supplied = given.token or ""
+    if given is None:
+        return None
+    if given.type == "bearer":
+        name, secret = "", given.token or ""
     else:
-        supplied = f"{given.username or ''}:{given.password or ''}"
-    return hmac.compare_digest(supplied.encode(), secret.encode())
+        name, secret = given.username or "", given.password or ""
+    if setting:
+        scheme, _, expected = setting.partition(":")
+        supplied = secret if scheme == "bearer" else f"{name}:{secret}"
+        if given.type == scheme and hmac.compare_digest(supplied.encode(), expected.encode()):
+            return users.User(name or "token", "admin")
+    return users.signed_in(known, given.type, name, secret)
 
 
 def _challenge() -> Response:
-    scheme = current_app.config["KUE_AUTH"].partition(":")[0]
+    setting = current_app.config["KUE_AUTH"] or ""
+    scheme = "basic" if current_app.config["kue_users"] else setting.partition(":")[0]
     response = jsonify({"error": "authentication required"})
     response.status_code = 401
     response.headers["WWW-Authenticate"] = (

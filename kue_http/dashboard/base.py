@@ -12,6 +12,7 @@ from flask import Blueprint, current_app, render_template, request
 
 from kue_core import PRIORITIES, STATES
 
+from .. import security
 from ..api import queue
 
 
@@ -54,7 +55,8 @@ EDITABLE = ("inactive", "delayed", "failed", "blocked", "pinned")
 @dashboard.app_context_processor
 def _context() -> dict[str, Any]:
     return {
-        "readonly": current_app.config["KUE_READONLY"],
+        # No button that writes for a read-only app, nor for a viewer.
+        "readonly": current_app.config["KUE_READONLY"] or not security.user().may("operator"),
         "labels": LABELS,
         "states": STATES,
         "priorities": PRIORITIES,

@@ -67,8 +67,12 @@ def json_body(schema: Schema, description: str, *, required: bool = True) -> Sch
 #: Status -> (name in components/responses, when it is answered).
 ERRORS: dict[int, tuple[str, str]] = {
     400: ("BadRequest", "Bad input (nothing was written)"),
-    401: ("Unauthorized", "No or wrong credentials (KUE_AUTH)"),
-    403: ("Forbidden", "A write from another site (Origin does not match)"),
+    401: ("Unauthorized", "No or wrong credentials (KUE_AUTH, KUE_USERS)"),
+    403: (
+        "Forbidden",
+        "A write by a user whose role may only read (viewer), or from another site (Origin "
+        "does not match)",
+    ),
     404: ("NotFound", "No job (or worker process) with this id"),
     405: ("ReadOnly", "Read-only mode (KUE_READONLY): no writes"),
     409: ("Conflict", "The job's state does not allow this"),
