@@ -46,10 +46,13 @@ class User:
 ANYONE = User("", "admin")
 
 
-def parse(entries: list[str], where: str) -> dict[str, tuple[str, str]]:
-    """``name -> (password, role)`` of ``entries`` (``name:password:role`` each, blank ones
-    skipped); ``where`` names their source in errors."""
-    users: dict[str, tuple[str, str]] = {}
+def parse(
+    entries: list[str], where: str, known: dict[str, tuple[str, str]] | None = None
+) -> dict[str, tuple[str, str]]:
+    """``name -> (password, role)`` of ``known`` and ``entries`` (``name:password:role``
+    each, blank ones skipped); ``where`` names their source in errors. A name, and a password
+    (a bearer token names one user), is one user's."""
+    users = dict(known or {})
     for n, entry in enumerate(entries, 1):
         entry = entry.strip()
         if not entry:
@@ -67,6 +70,11 @@ def parse(entries: list[str], where: str) -> dict[str, tuple[str, str]]:
             raise UsersError(f"{where}, user {name!r}: the role must be one of {', '.join(ROLES)}")
         if name in users:
             raise UsersError(f"{where}: the user {name!r} is given twice")
+        if any(password == known for known, _ in users.values()):
+            raise UsersError(
+                f"{where}, user {name!r}: another user has the same password (a bearer "
+                "token is a password: it must name one user)"
+            )
         users[name] = (password, role)
     return users
 
@@ -80,10 +88,7 @@ def from_settings(text: str | None, path: str | None) -> dict[str, tuple[str, st
                 lines = [line.split("#", 1)[0] for line in f]
         except OSError as e:
             raise UsersError(f"KUE_USERS_FILE: cannot read {path}: {e.strerror}") from None
-        for name, user in parse(lines, f"KUE_USERS_FILE {path}").items():
-            if name in users:
-                raise UsersError(f"the user {name!r} is in both KUE_USERS and KUE_USERS_FILE")
-            users[name] = user
+        users = parse(lines, f"KUE_USERS_FILE {path}", users)
     return users
 
 

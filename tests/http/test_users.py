@@ -82,6 +82,7 @@ def test_users_from_a_file(redis_url: str, prefix: str, tmp_path: Path) -> None:
         ("a b:pw:admin", "a name of letters"),
         ("ada:pw:root", "the role must be one of"),
         ("ada:pw:admin,ada:pw2:viewer", "given twice"),
+        ("ada:pw:admin,bob:pw:viewer", "the same password"),
     ],
 )
 def test_users_that_cannot_be_read_stop_the_app(
@@ -92,3 +93,12 @@ def test_users_that_cannot_be_read_stop_the_app(
     assert says in str(e.value) and "pw2" not in str(e.value)
     with pytest.raises(ConfigError, match="cannot read"):
         client_with(redis_url, prefix, KUE_USERS_FILE="/nonexistent/users")
+
+
+def test_a_user_in_both_the_variable_and_the_file_is_refused(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "users"
+    path.write_text("ada:other:viewer\n", "utf-8")
+    with pytest.raises(ConfigError, match="given twice"):
+        client_with(redis_url, prefix, KUE_USERS=USERS, KUE_USERS_FILE=str(path))
