@@ -2,9 +2,10 @@
 may do.
 
 A user is written ``<name>:<password>:<role>``: in ``KUE_USERS`` several, comma-separated;
-in the file ``KUE_USERS_FILE`` names, one a line (``#`` starts a comment), so that a password
-may hold a comma. A user signs in with HTTP basic auth (name and password), or sends the
-password as a bearer token. ``KUE_AUTH`` keeps working beside them, as one ``admin``.
+in the file ``KUE_USERS_FILE`` names, one a line (``#`` at a line's start or after a space
+starts a comment), so that a password may hold a comma. A user signs in with HTTP basic auth
+(name and password), or sends the password as a bearer token. ``KUE_AUTH`` keeps working
+beside them, as one ``admin``.
 
 The roles, each allowed what the one before it is:
 
@@ -24,6 +25,9 @@ from dataclasses import dataclass
 
 ROLES = ("viewer", "operator", "admin")
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,64}")
+#: A comment in the users' file: ``#`` at a line's start or after a space (a password may
+#: hold a ``#`` elsewhere).
+_COMMENT = re.compile(r"(?:^|\s)#")
 
 
 class UsersError(ValueError):
@@ -70,7 +74,7 @@ def parse(
             raise UsersError(f"{where}, user {name!r}: the role must be one of {', '.join(ROLES)}")
         if name in users:
             raise UsersError(f"{where}: the user {name!r} is given twice")
-        if any(password == known for known, _ in users.values()):
+        if any(password == other for other, _ in users.values()):
             raise UsersError(
                 f"{where}, user {name!r}: another user has the same password (a bearer "
                 "token is a password: it must name one user)"
@@ -85,7 +89,7 @@ def from_settings(text: str | None, path: str | None) -> dict[str, tuple[str, st
     if path:
         try:
             with open(path, encoding="utf-8") as f:
-                lines = [line.split("#", 1)[0] for line in f]
+                lines = [_COMMENT.split(line, maxsplit=1)[0] for line in f]
         except OSError as e:
             raise UsersError(f"KUE_USERS_FILE: cannot read {path}: {e.strerror}") from None
         users = parse(lines, f"KUE_USERS_FILE {path}", users)
