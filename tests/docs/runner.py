@@ -59,11 +59,22 @@ def _tidy(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A process started while this one ignores SIGINT ignores it too (it was started in the
+    background by a shell, or a test left it so): then a block stopped with Ctrl-C never
+    stops (once in CI: "still running after 30 s", its output 'up' and nothing on stderr).
+    Caught here, the blocks' processes get SIGINT's default, as in a terminal."""
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 class Proc:
     """A block's process, its output read as it comes (so that a text can be waited for)."""
 
     def __init__(self, block: Block, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.block = block
+        _ctrl_c_as_in_a_terminal()
         # A session of its own: SIGINT goes to its process group, as Ctrl-C in a terminal.
         self.popen = subprocess.Popen(
             argv,
