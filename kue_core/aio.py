@@ -31,7 +31,7 @@ from .clients.tasks import AioAsyncTask, AioTask
 from .features import control, pins, search, stats
 from .features import feeds as feed_ops
 from .features.search import Found
-from .jobs import ops
+from .jobs import journal, ops
 from .jobs.aio_job import AsyncJob
 from .jobs.log_lines import LogLine
 from .store import calls
@@ -208,16 +208,16 @@ class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
 
     async def history(self, job_id: int | str) -> list[dict[str, Any]]:
         """The job's recent transitions, oldest first (see ``Queue.history``)."""
-        return await self.scripts.drive(ops.history(self, job_id))
+        return await self.scripts.drive(journal.history(self, job_id))
 
     async def get_log(self, job_id: int | str) -> list[str]:
         """The job's log lines as its handlers wrote them (empty for an unknown job, as Kue)."""
-        return await self.scripts.drive(ops.get_log(self.keys, job_id, self.keyring))
+        return await self.scripts.drive(journal.get_log(self.keys, job_id, self.keyring))
 
     async def get_log_lines(self, job_id: int | str) -> list[LogLine]:
         """The job's log lines, each with its ``text``, when it was written (``at``, ms) and
         its ``attempt`` (see ``Queue.get_log_lines``)."""
-        return await self.scripts.drive(ops.get_log_lines(self.keys, job_id, self.keyring))
+        return await self.scripts.drive(journal.get_log_lines(self.keys, job_id, self.keyring))
 
     async def ping(self) -> bool:
         """Whether Redis answers."""

@@ -22,7 +22,7 @@ from .features import feeds as feed_ops
 from .features import pins, stats
 from .features.control import Control
 from .features.limits import LimitMethods
-from .jobs import ops, record_ops
+from .jobs import journal, ops, record_ops
 from .jobs.flow_ops import Node
 from .jobs.job import Job, validate_type
 from .jobs.log_lines import LogLine
@@ -160,12 +160,12 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
 
     def get_log(self, job_id: int | str) -> list[str]:
         """The job's log lines as its handlers wrote them (empty for an unknown job, as Kue)."""
-        return self.scripts.drive(ops.get_log(self.keys, job_id, self.keyring))
+        return self.scripts.drive(journal.get_log(self.keys, job_id, self.keyring))
 
     def get_log_lines(self, job_id: int | str) -> list[LogLine]:
         """The job's log lines, each with its ``text``, when it was written (``at``, ms) and
         its ``attempt`` (1 for the first; None for a line written outside one, or by Kue)."""
-        return self.scripts.drive(ops.get_log_lines(self.keys, job_id, self.keyring))
+        return self.scripts.drive(journal.get_log_lines(self.keys, job_id, self.keyring))
 
     def range(
         self, start: int, stop: int, order: str = "asc", *, limit: int | None = None

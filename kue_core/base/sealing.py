@@ -33,11 +33,14 @@ __all__ = [
     "PREFIX",
     "SEALED",
     "Keyring",
+    "envelope_key",
     "is_sealed",
     "key_id_of",
     "keyring",
     "of",
+    "opened_text",
     "opened_value",
+    "sealed_value",
 ]
 
 #: The one key of a stored envelope.
@@ -157,15 +160,35 @@ def keyring(keys: str | Sequence[str] | None) -> Keyring | None:
     return Keyring(entries) if entries else None
 
 
+def opened_text(ring: Keyring | None, text: str, field: str) -> str:
+    """``text`` opened when it is sealed and ``ring`` can open it; else as it is (a text in
+    clear, or one under a key the ring lacks: shown as stored)."""
+    if ring is None or not text.startswith(PREFIX):
+        return text
+    try:
+        return ring.open(text, field)
+    except CannotDecrypt:
+        return text
+
+
+def envelope_key(value: Any) -> str | None:
+    """The key id of a JSON value (read) that is an envelope, or None for any other value."""
+    if value.__class__ is not dict or list(value) != [SEALED] or not isinstance(value[SEALED], str):
+        return None
+    return str(value[SEALED]).partition(":")[0]
+
+
+def sealed_value(ring: Keyring, value: Any, field: str) -> Any:
+    """A JSON value as its envelope (read): to keep sealed inside a JSON document."""
+    return json.loads(ring.seal(json.dumps(value, separators=(",", ":")), field))
+
+
 def opened_value(ring: Keyring | None, value: Any, field: str) -> Any:
     """A JSON value as an event carries it (read): an envelope opened under ``ring`` and read
     (``CannotDecrypt`` when it cannot be), any other value as it is."""
-    if ring is None or value.__class__ is not dict or list(value) != [SEALED]:
+    if ring is None or envelope_key(value) is None:
         return value
-    inner = value[SEALED]
-    if not isinstance(inner, str):
-        return value
-    return json.loads(ring.open(f'{PREFIX}{inner}"}}', field))
+    return json.loads(ring.open(f'{PREFIX}{value[SEALED]}"}}', field))
 
 
 def of(host: Any) -> Keyring | None:

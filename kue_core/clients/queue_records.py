@@ -14,7 +14,7 @@ from ..features import audit, bulk, history, retention, rotation, search
 from ..features.rotation import Rotated
 from ..features.search import Found
 from ..jobs import flow_tree as trees
-from ..jobs import ops, record_ops
+from ..jobs import journal, record_ops
 from ..store.transport import Transport
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class QueueRecords:
 
     def history(self, job_id: int | str) -> list[dict[str, Any]]:
         """The job's recent transitions, oldest first: ``{"state", "at", ...}`` each."""
-        return self.scripts.drive(ops.history(self, job_id))  # type: ignore[arg-type]
+        return self.scripts.drive(journal.history(self, job_id))  # type: ignore[arg-type]
 
     # -- records: tags, tracking, retention (see kue_core.features.records) ------------------------
     def tagged(self, tag: str, offset: int = 0, count: int = 25) -> Found:

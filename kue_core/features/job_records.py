@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar, overload
 
+from ..base import sealing
 from ..base.errors import InvalidJob
 from . import pins, records
 from .limits import group_name
@@ -19,6 +20,7 @@ class RecordOptions:
 
     id: int | None
     data: Any
+    queue: object
     _remove_on_complete: bool
     _trace: str | None
     # _records is True once any record is given before the save.
@@ -175,8 +177,11 @@ class RecordOptions:
         return None
 
     def _words(self) -> list[str]:
-        """The search words of the job's data (see ``records.data_words``)."""
-        return records.data_words(self.data, self._search_keys or ())
+        """The search words of the job's data (see ``records.data_words``): of an encrypted
+        queue's job, only those of the fields its search keys name (its title is not indexed
+        in clear, see kue_core.base.sealing)."""
+        title = sealing.of(self.queue) is None
+        return records.data_words(self.data, self._search_keys or (), title=title)
 
     def _extras(self) -> str:
         """The records value of the save row ('' for a plain job without a title)."""

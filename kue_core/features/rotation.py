@@ -45,17 +45,6 @@ class Rotated:
     def done(self) -> bool:
         return self.at >= self.last
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "key": self.key,
-            "jobs": self.jobs,
-            "resealed": self.resealed,
-            "unopened": self.unopened,
-            "at": self.at,
-            "last": self.last,
-            "done": self.done,
-        }
-
 
 def ring_of(queue: object, steps: int | None, batch: int, from_start: bool) -> Keyring:
     """The keyring a rotation of ``queue`` puts values under, its arguments checked."""

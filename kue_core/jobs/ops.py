@@ -11,19 +11,15 @@ I/O of its own.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from .. import defaults, tracing
 from ..base import checks, sealing
-from ..base.errors import CannotDecrypt, InvalidJob, InvalidTransition, JobNotFound
+from ..base.errors import InvalidJob, InvalidTransition, JobNotFound
 from ..base.keys import Keys, job_id_from_zid
-from ..base.sealing import Keyring
 from ..base.states import STATES
-from ..base.values import num, parse_priority, parse_state, to_json, validate_type
+from ..base.values import parse_priority, parse_state, to_json, validate_type
 from ..features import records
 from ..features.control import reason_text
 from ..store import calls
@@ -31,8 +27,6 @@ from ..store.calls import Call, Op, read
 from ..store.lua_source import SAVE_WIDTH
 from . import due
 from .flow_ops import Node, flow_rows, flow_saved
-from .log_lines import LogLine
-from .log_lines import parse as parse_log_line
 from .spec import JobSpec
 
 #: The job class of one client (``Job``, ``AsyncJob``).
@@ -201,30 +195,6 @@ def count(keys: Keys, state: str, job_type: str | None) -> Op[int]:
     return int(n)
 
 
-def get_log(keys: Keys, job_id: int | str, ring: Keyring | None = None) -> Op[list[str]]:
-    """The job's log lines as its handlers wrote them (empty for an unknown job, as Kue)."""
-    lines = yield from get_log_lines(keys, job_id, ring)
-    return [line.text for line in lines]
-
-
-def get_log_lines(keys: Keys, job_id: int | str, ring: Keyring | None = None) -> Op[list[LogLine]]:
-    """The job's log lines with when each was written and in which attempt (see
-    :mod:`kue_core.jobs.log_lines`); a line encrypted under ``ring``'s keys opened (one
-    under a key it lacks stays as stored)."""
-    (lines,) = yield read(("LRANGE", keys.log(checks.job_id(job_id)), 0, -1))
-    parsed = [parse_log_line(str(line)) for line in lines]
-    return [_opened_line(line, ring) for line in parsed]
-
-
-def _opened_line(line: LogLine, ring: Keyring | None) -> LogLine:
-    if ring is None or not line.text.startswith(sealing.PREFIX):
-        return line
-    try:
-        return dataclasses.replace(line, text=ring.open(line.text, "log"))
-    except CannotDecrypt:
-        return line
-
-
 def bulk(keys: Keys, state: str, action: str, job_type: str | None) -> Op[int]:
     """``action`` (a state to move to, or ``remove``) on every job of ``state`` (of one type,
     or all), in batches until the set is empty or until as many jobs were handled as it held
@@ -353,30 +323,6 @@ def types(side: Side[JobSpec]) -> Op[list[str]]:
     return sorted(found)
 
 
-def history(side: Side[JobSpec], job_id: int | str) -> Op[list[dict[str, Any]]]:
-    """The job's recent transitions, oldest first (see ``Queue.history``)."""
-    jid = checks.job_id(job_id)
-    keys = side.keys
-    listed, (created_at, delay, trail, worker) = yield read(
-        ("LRANGE", keys.history(jid), 0, -1),
-        ("HMGET", keys.job(jid), "created_at", "delay", "trail", "workerId"),
-    )
-    entries = [json.loads(e) for e in listed]
-    ring = sealing.of(side)
-    if ring is not None:
-        for entry in entries:
-            if str(entry.get("error", "")).startswith(sealing.PREFIX):
-                with contextlib.suppress(CannotDecrypt):  # one under a key it lacks: as stored
-                    entry["error"] = ring.open(entry["error"], "error")
-    if not entries and created_at is not None:
-        # Saved waiting and not moved since: its save entry is implied (lib/events.lua saved_entry).
-        state = "delayed" if (num(delay) or 0) > 0 else "inactive"
-        entries.append({"state": state, "at": num(created_at)})
-    if trail:
-        entries += records.trail_entries(trail, worker)
-    return entries[-defaults.HISTORY_LENGTH :]
-
-
 # -- control --------------------------------------------------------------------------------
 def cancel(side: Side[_J], job_id: int | str, reason: str) -> Op[_J]:
     """Cancel a job (see ``Queue.cancel``); the job as it is now."""
@@ -405,7 +351,7 @@ def move(side: Side[_J], job_id: int | str, to_type: str, force: bool) -> Op[_J]
 def update_data(side: Side[_J], job_id: int | str, data: Any) -> Op[_J]:
     """Replace a waiting or failed job's data (see ``Queue.update_data``)."""
     jid = checks.job_id(job_id)
-    if data.__class__ is dict and list(data) == [sealing.SEALED]:
+    if sealing.envelope_key(data) is not None:
         raise InvalidJob(
             "the data given is an encrypted envelope (it was read without its key): "
             "edit the job where its key is given"

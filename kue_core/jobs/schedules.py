@@ -310,8 +310,9 @@ def _made(queue: Side[_J], definition: dict[str, Any]) -> _J:
     """A job as ``definition`` makes them (unsaved); ``CannotDecrypt`` for data sealed under
     a key the queue lacks (``_opened`` left it so)."""
     data = definition["data"]
-    if data.__class__ is dict and list(data) == [sealing.SEALED]:
-        raise CannotDecrypt(str(data[sealing.SEALED]).partition(":")[0], "data", missing=True)
+    kid = sealing.envelope_key(data)
+    if kid is not None:
+        raise CannotDecrypt(kid, "data", missing=True)
     return apply_options(queue.create_job(definition["type"], data), definition["options"])
 
 
@@ -327,8 +328,7 @@ def _stored(side: Side[JobSpec], text: str) -> str:
     if ring is None:
         return text
     definition = json.loads(text)
-    data = json.dumps(definition["data"], separators=(",", ":"))
-    definition["data"] = json.loads(ring.seal(data, "data"))
+    definition["data"] = sealing.sealed_value(ring, definition["data"], "data")
     return _canonical(definition)
 
 

@@ -205,17 +205,10 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
             raise InvalidJob("the job is not saved yet")
         return self.id
 
-    def _words(self) -> list[str]:
-        """The search words of the job's data: of an encrypted queue's job, only those of the
-        fields its search keys name (its title is not indexed in clear)."""
-        if sealing.of(self.queue) is None:
-            return super()._words()
-        return records.data_words(self.data, self._search_keys or (), title=False)
-
     def _data_json(self) -> str:
         """The data as stored: its JSON, sealed when the queue has encryption keys."""
         text = to_json(self.data, "data")
-        ring = sealing.of(self.queue)
+        ring = getattr(self.queue, "keyring", None)  # (sealing.of, inlined: every save)
         return text if ring is None else ring.seal(text, "data")
 
     def _backoff_json(self) -> str:
@@ -223,11 +216,9 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
 
     def _save_row(self) -> list[Any]:
         """The values ``save.lua`` takes for this job (validated: raises before any write)."""
-        data = to_json(self.data, "data")
-        ring = getattr(self.queue, "keyring", None)  # (sealing.of, inlined: every save)
         row = [
             self.type,
-            data if ring is None else ring.seal(data, "data"),
+            self._data_json(),
             self._priority,
             self._delay,
             self._max_attempts,
@@ -287,20 +278,12 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
             job._backoff = parsed if parsed is True or isinstance(parsed, dict) else None
         job._progress = _num(h.get("progress")) or 0
         error = h.get("error")
-        if error is not None and error.startswith(_SEALED):
-            error = job._opened(error, "error")
-        job.error = error
+        job.error = None if error is None else job._opened(error, "error")
         if "result" in h:
-            result = h["result"]
-            if result.startswith(_SEALED):
-                result = job._opened(result, "result")
-            job.result = _json_field(result, None)
+            job.result = _json_field(job._opened(h["result"], "result"), None)
             job._has_result = True
         if "progress_data" in h:
-            progress = h["progress_data"]
-            if progress.startswith(_SEALED):
-                progress = job._opened(progress, "progress")
-            job.progress_data = _json_field(progress, None)
+            job.progress_data = _json_field(job._opened(h["progress_data"], "progress"), None)
             job._has_progress_data = True
         if "tags" in h:
             found = _json_field(h["tags"], None)
@@ -335,8 +318,11 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         return job
 
     def _opened(self, stored: str, field: str) -> str:
-        """A sealed field's JSON; the envelope itself, with ``unopened`` naming its key, when
-        the queue cannot open it (see :mod:`kue_core.base.sealing`)."""
+        """A stored field's text: opened when it is sealed; the envelope itself, with
+        ``unopened`` naming its key, when the queue cannot open it (see
+        :mod:`kue_core.base.sealing`)."""
+        if not stored.startswith(_SEALED):
+            return stored
         ring = sealing.of(self.queue)
         try:
             if ring is None:

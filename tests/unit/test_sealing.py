@@ -98,3 +98,12 @@ def test_no_keys_is_no_keyring_and_the_keys_never_show() -> None:
 def test_a_text_that_is_not_an_envelope() -> None:
     assert not sealing.is_sealed('{"kue:sealedx":1}')
     assert sealing.key_id_of('{"a":1}') is None
+
+
+def test_the_scripts_know_an_envelope_by_the_same_prefix() -> None:
+    """lib/finishing.lua keeps a sealed error whole in a history entry, telling it by how it
+    begins: the writer's prefix here."""
+    from pathlib import Path
+
+    lua = Path(sealing.__file__).parent / "scripts" / "lib" / "finishing.lua"
+    assert f"string.sub(text, 1, {len(sealing.PREFIX)}) == '{sealing.PREFIX}'" in lua.read_text()
