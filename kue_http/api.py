@@ -25,6 +25,8 @@ from kue_core import (
     parse_state,
 )
 
+from . import redaction
+
 
 class _Api(Blueprint):
     """Kue's Express router takes ``/job/types/`` for ``/job/types``, and Kue clients send the
@@ -148,6 +150,11 @@ def _range(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def done(message: str, job: Job) -> Response:
+    """A change's answer: what was done, and the job as it is now (as the user may see it)."""
+    return jsonify({"message": message, "job": redaction.job_dict(job)})
+
+
 # -- reading ------------------------------------------------------------------------------
 @api.get("/stats")
 def stats() -> Response:
@@ -183,7 +190,7 @@ def search_args(count: int) -> Found:
 
 @api.get("/job/<job_id>")
 def job(job_id: str) -> Response:
-    return jsonify(queue().get_job(job_id).to_dict())
+    return jsonify(redaction.job_dict(queue().get_job(job_id)))
 
 
 @api.get("/job/<job_id>/log")
@@ -203,7 +210,8 @@ def jobs(rest: str) -> Response:
     if len(parts) == 3 and parts[2] == "stats":
         return jsonify({"count": queue().count(parts[1], parts[0])})
     if by != "queue":
-        return jsonify([j.to_dict() for j in _by_finish(parts, by, limit)])
+        shown = redaction.view()
+        return jsonify([redaction.job_dict(j, shown) for j in _by_finish(parts, by, limit)])
     if _RANGE.match(parts[0]) and len(parts) <= 2:
         start, stop = _range(parts[0])
         found = queue().range(start, stop, _order(parts[1:]), limit=limit)
@@ -220,7 +228,8 @@ def jobs(rest: str) -> Response:
             "a listing is /jobs/<from>..<to>, /jobs/<state>/<from>..<to> or "
             "/jobs/<type>/<state>/<from>..<to>, each with an optional /asc or /desc"
         )
-    return jsonify([j.to_dict() for j in found])
+    shown = redaction.view()
+    return jsonify([redaction.job_dict(j, shown) for j in found])
 
 
 def _by_finish(parts: list[str], by: str, limit: int) -> list[Job]:

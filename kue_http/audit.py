@@ -32,21 +32,34 @@ def _record(response: Response) -> Response:
     # 204: an empty POST /job, which creates nothing (as in Kue); 4xx, 5xx: refused.
     if request.method not in WRITES or status == 204 or status >= 400 or not request.endpoint:
         return response
-    entry = {
-        "action": request.endpoint.rpartition(".")[2],
+    if g.get("audited"):  # recorded by the route, before it answered
+        return response
+    try:
+        queue().add_audit(entry(status, _jobs(response)))
+    except Exception:  # the change is made: its answer goes out whatever the log does
+        log.exception("could not record %s %s in the audit log", request.method, request.path)
+    return response
+
+
+def entry(status: int, jobs: str) -> dict[str, Any]:
+    """The audit entry of the current request, answered ``status``, touching ``jobs``."""
+    return {
+        "action": (request.endpoint or "").rpartition(".")[2],
         "method": request.method,
         "path": request.full_path.rstrip("?"),
         "who": _who(),
         "from": request.remote_addr or "",
         "status": status,
-        "jobs": _jobs(response),
+        "jobs": jobs,
         **g.get("audit", {}),  # what the route says of itself (a bulk action: which, on what)
     }
-    try:
-        queue().add_audit(entry)
-    except Exception:  # the change is made: its answer goes out whatever the log does
-        log.exception("could not record %s %s in the audit log", request.method, request.path)
-    return response
+
+
+def record_first(detail: str) -> None:
+    """Record the current request before it is answered (a reveal: what it shows goes out only
+    once the log holds who saw it); a Redis error fails the request."""
+    queue().add_audit({**entry(200, "1"), "detail": detail})
+    g.audited = True
 
 
 def _who() -> str:

@@ -19,6 +19,7 @@ from flask import Response, current_app, g, jsonify, request, url_for
 
 from kue_core import BULK_FILTER_FIELDS, BulkNotFound, InvalidJob, KueError, Queue
 
+from . import redaction
 from .api import api, queue
 
 log = logging.getLogger(__name__)
@@ -46,12 +47,12 @@ def bulk_match() -> Response:
         raise InvalidJob(f"examples must be a whole number, got {examples!r}")
     q = queue()
     found = q.bulk_match(given, int(examples))
-    shown = []
+    view, listed = redaction.view(), []
     for job in q.get_jobs(found["examples"]):
-        title = job.data.get("title") if isinstance(job.data, dict) else None
+        title = redaction.title(job, view) or None
         title = title[:200] if isinstance(title, str) else None
-        shown.append({"id": job.id, "type": job.type, "title": title})
-    return jsonify({"matched": found["matched"], "filter": given, "examples": shown})
+        listed.append({"id": job.id, "type": job.type, "title": title})
+    return jsonify({"matched": found["matched"], "filter": given, "examples": listed})
 
 
 class _Run:

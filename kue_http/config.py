@@ -11,7 +11,7 @@ from typing import Any
 from kue_core import InvalidEncryptionKeys, sealing
 from kue_core import defaults as core_defaults
 
-from . import users
+from . import redaction, users
 
 #: Every setting, with its default.
 DEFAULTS: dict[str, Any] = {
@@ -36,6 +36,13 @@ DEFAULTS: dict[str, Any] = {
     # comma-separated, and a file of them, one a line. Beside KUE_AUTH, which is one admin.
     "KUE_USERS": None,
     "KUE_USERS_FILE": None,
+    # Payload fields masked for every role, admin included, until revealed (see
+    # kue_http/redaction.py): "<type>:<path>", comma-separated, * for every type, a path of
+    # keys joined by dots ("signup:password,charge:card.number,*:token").
+    "KUE_SENSITIVE_FIELDS": None,
+    # The role from which a user may reveal a job's hidden payload (each reveal recorded in
+    # the audit log): viewer, operator or admin.
+    "KUE_REVEAL_ROLE": "admin",
     # Seconds POST /jobs/bulk waits for its action to end before it answers 202, with the
     # progress so far and where to follow it (the action goes on in the server process).
     "KUE_BULK_WAIT": 1.0,
@@ -82,7 +89,9 @@ def load(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     out.update(given)  # other Flask settings pass through
     try:
         out["kue_users"] = users.from_settings(out["KUE_USERS"], out["KUE_USERS_FILE"])
-    except users.UsersError as e:
+        out["kue_sensitive"] = redaction.parse_sensitive(out["KUE_SENSITIVE_FIELDS"])
+        out["KUE_REVEAL_ROLE"] = redaction.check_role(out["KUE_REVEAL_ROLE"])
+    except (users.UsersError, redaction.SensitiveError) as e:
         raise ConfigError(str(e)) from None
     return out
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from flask import Response, jsonify, request
 
-from kue_core import InvalidJob, Job
+from kue_core import InvalidJob
 
-from .api import api, queue
+from .api import api, done, queue
 
 
-def _object_body(fields: frozenset[str]) -> dict[str, Any]:
+def object_body(fields: frozenset[str]) -> dict[str, Any]:
     """The optional JSON object a POST sends (``{}`` when its body is empty), with no fields
     but ``fields``. The content type is JSON: ``security`` refuses a POST without it."""
     if not request.get_data():
@@ -30,37 +30,33 @@ def _object_body(fields: frozenset[str]) -> dict[str, Any]:
     return body
 
 
-def _done(message: str, job: Job) -> Response:
-    return jsonify({"message": message, "job": job.to_dict()})
-
-
 @api.post("/job/<job_id>/cancel")
 def cancel(job_id: str) -> Response:
     """End a job in any state but complete: it fails at once (``cancelled: <reason>``), is
     not retried, and a running one is stopped in its worker process. Body: ``{"reason":
     "..."}``, optional."""
-    reason = _object_body(frozenset({"reason"})).get("reason", "")
+    reason = object_body(frozenset({"reason"})).get("reason", "")
     if not isinstance(reason, str):
         raise InvalidJob(f"reason must be a string, got {type(reason).__name__}")
     job = queue().cancel(job_id, reason)
-    return _done(f"cancelled job {job.id}", job)
+    return done(f"cancelled job {job.id}", job)
 
 
 @api.post("/job/<job_id>/retry")
 def retry(job_id: str) -> Response:
     """Run a failed or complete job again: it waits now, with its attempts anew. A job in
     another state is refused (409) and left as it is."""
-    _object_body(frozenset())
+    object_body(frozenset())
     job = queue().retry(job_id)
-    return _done(f"retried job {job.id}", job)
+    return done(f"retried job {job.id}", job)
 
 
 @api.post("/job/<job_id>/promote")
 def promote(job_id: str) -> Response:
     """Make a delayed job wait now instead of at its due time; another state is refused (409)."""
-    _object_body(frozenset())
+    object_body(frozenset())
     job = queue().promote(job_id)
-    return _done(f"promoted job {job.id}", job)
+    return done(f"promoted job {job.id}", job)
 
 
 @api.put("/job/<job_id>/type/<rest:to_type>")
@@ -72,7 +68,7 @@ def move(job_id: str, to_type: str) -> Response:
     if force not in ("true", "false"):
         raise InvalidJob(f"force must be true or false, got {force!r}")
     job = queue().move(job_id, to_type, force=force == "true")
-    return _done(f"moved job {job.id} to {job.type}", job)
+    return done(f"moved job {job.id} to {job.type}", job)
 
 
 @api.put("/job/<job_id>/data")
@@ -82,7 +78,7 @@ def update_data(job_id: str) -> Response:
         raise InvalidJob("send the new data as the JSON body")
     data = request.get_json()  # 400 when malformed, 415 when not JSON
     job = queue().update_data(job_id, data)
-    return _done(f"updated the data of job {job.id}", job)
+    return done(f"updated the data of job {job.id}", job)
 
 
 @api.put("/job/<job_id>/only")
@@ -90,12 +86,12 @@ def set_only(job_id: str) -> Response:
     """Change which workers may run a job: body ``{"workers": [ids]}``, or ``{"workers":
     null}`` for any worker. A running job whose worker is no longer allowed is stopped there
     and waits pinned for the new ones; a fan-out job keeps at least k workers."""
-    body = _object_body(frozenset({"workers"}))
+    body = object_body(frozenset({"workers"}))
     if "workers" not in body:
         raise InvalidJob('send {"workers": [worker ids]} or {"workers": null}')
     job = queue().set_only(job_id, body["workers"])
     only = job.only()
-    return _done(f"job {job.id} runs on {', '.join(only) if only else 'any worker'}", job)
+    return done(f"job {job.id} runs on {', '.join(only) if only else 'any worker'}", job)
 
 
 @api.post("/workers/<worker_id>/stop")
@@ -103,7 +99,7 @@ def stop_worker(worker_id: str) -> Response:
     """Ask a live worker process to shut down as on SIGTERM: it claims nothing more, its
     running jobs get ``timeout`` seconds (body ``{"timeout": s}``, optional), the rest go
     back to the queue."""
-    body = _object_body(frozenset({"timeout"}))
+    body = object_body(frozenset({"timeout"}))
     if "timeout" in body:
         queue().stop_worker(worker_id, body["timeout"])
     else:

@@ -15,6 +15,7 @@ from flask import Response, jsonify, request
 from kue_core import FLOW_TREE_CHILDREN, FLOW_TREE_LIMIT, InvalidJob, Job, Queue
 from kue_core import FlowNode as Node
 
+from . import redaction
 from .api import _build, api, int_arg, queue
 
 #: Most jobs one flow saves: the flow is one script call, which blocks Redis while it runs.
@@ -89,7 +90,7 @@ def dependencies(job_id: str) -> Response:
         {
             "dependencies": job.dependencies(),
             "dependents": job.dependents(),
-            "results": {str(k): v for k, v in results.items()},
+            "results": {str(k): v for k, v in redaction.results(results).items()},
         }
     )
 

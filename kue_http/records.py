@@ -8,17 +8,15 @@ from typing import Any
 
 from flask import Response, jsonify, request
 
-from kue_core import InvalidJob, Job
+from kue_core import InvalidJob
 
-from .api import api, int_arg, queue, search_args
+from . import redaction
+from .api import api, done, int_arg, queue, search_args
 
 
 def _jobs(ids: list[int]) -> list[dict[str, Any]]:
-    return [job.to_dict() for job in queue().get_jobs(ids)]
-
-
-def _done(message: str, job: Job) -> Response:
-    return jsonify({"message": message, "job": job.to_dict()})
+    shown = redaction.view()
+    return [redaction.job_dict(job, shown) for job in queue().get_jobs(ids)]
 
 
 @api.get("/search")
@@ -48,31 +46,32 @@ def tagged(tag: str) -> Response:
 @api.put("/job/<job_id>/tags/<tag>")
 def add_tag(job_id: str, tag: str) -> Response:
     job = queue().tag(job_id, tag)
-    return _done(f"tagged job {job.id} {tag}", job)
+    return done(f"tagged job {job.id} {tag}", job)
 
 
 @api.delete("/job/<job_id>/tags/<tag>")
 def remove_tag(job_id: str, tag: str) -> Response:
     job = queue().untag(job_id, tag)
-    return _done(f"untagged job {job.id} {tag}", job)
+    return done(f"untagged job {job.id} {tag}", job)
 
 
 @api.get("/tracked")
 def tracked() -> Response:
     """The tracked jobs, most recently tracked first."""
-    return jsonify([job.to_dict() for job in queue().tracked()])
+    shown = redaction.view()
+    return jsonify([redaction.job_dict(job, shown) for job in queue().tracked()])
 
 
 @api.put("/job/<job_id>/track")
 def track(job_id: str) -> Response:
     job = queue().track(job_id)
-    return _done(f"tracking job {job.id}", job)
+    return done(f"tracking job {job.id}", job)
 
 
 @api.delete("/job/<job_id>/track")
 def untrack(job_id: str) -> Response:
     job = queue().track(job_id, on=False)
-    return _done(f"no longer tracking job {job.id}", job)
+    return done(f"no longer tracking job {job.id}", job)
 
 
 def _retention() -> dict[str, Any]:

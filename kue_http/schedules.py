@@ -17,7 +17,8 @@ from kue_core import SCHEDULE_CATCH_UP as CATCH_UP
 from kue_core import SCHEDULE_LATEST as MAX_TIME
 from kue_core import InvalidJob, Queue
 
-from .api import api, queue
+from . import redaction
+from .api import api, done, queue
 
 #: Job options of a schedule, ``POST /job``'s names -> kue_core's
 #: (``kue_core.jobs.schedules.OPTIONS``).
@@ -88,7 +89,7 @@ def remove_schedule(key: str) -> Response:
 def trigger_schedule(key: str) -> Response:
     """Make one job of the schedule now (even paused); its timetable is unchanged."""
     job = queue().trigger(key)
-    return jsonify({"message": f"triggered schedule {key}: job {job.id}", "job": job.to_dict()})
+    return done(f"triggered schedule {key}: job {job.id}", job)
 
 
 @api.post("/schedules/<key>/pause")
@@ -161,4 +162,5 @@ def _answer(schedule: dict[str, Any]) -> dict[str, Any]:
     """kue_core's schedule with its options under ``POST /job``'s names, so that what is read
     can be sent back."""
     options = {_NAMES.get(name, name): value for name, value in schedule["options"].items()}
-    return {**schedule, "options": options}
+    data = redaction.schedule_data(schedule["data"], schedule["type"])
+    return {**schedule, "data": data, "options": options}

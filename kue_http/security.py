@@ -3,8 +3,9 @@
 - **Authentication** (``KUE_AUTH``): HTTP basic auth or a bearer token, compared in constant
   time. The health check stays open, so that a load balancer can probe it; it tells nothing
   but up or down.
-- **Users with roles** (``KUE_USERS``, ``KUE_USERS_FILE``; kue_http/users.py): a ``viewer``'s
-  write answers 403.
+- **Users with roles** (``KUE_USERS``, ``KUE_USERS_FILE``; kue_http/users.py): a write needs
+  the ``operator`` role, one of :data:`ADMIN_WRITES` the ``admin`` role, a reveal the role of
+  ``KUE_REVEAL_ROLE``; short of it, 403.
 - **Read-only mode** (``KUE_READONLY``): every write method answers 405.
 - **CSRF**: a cross-site page can make a browser send a GET, or a POST with a form or text
   body, but nothing else without a CORS preflight, which this app never approves. So a write
@@ -25,6 +26,23 @@ from werkzeug.exceptions import Forbidden, MethodNotAllowed, UnsupportedMediaTyp
 from . import users
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+#: Writes only an ``admin`` may make: the queue's settings, and a job's data, which a role
+#: below is not shown (kue_http/redaction.py).
+ADMIN_WRITES = frozenset(
+    {
+        "kue_api.set_retention",
+        "kue_api.put_limits",
+        "kue_api.remove_limits",
+        "kue_api.put_schedule",
+        "kue_api.remove_schedule",
+        "kue_api.pause_schedule",
+        "kue_api.resume_schedule",
+        "kue_api.update_data",
+    }
+)
+#: The write whose role is the ``KUE_REVEAL_ROLE`` setting.
+REVEAL = "kue_api.reveal"
 
 #: Endpoints served without authentication.
 OPEN_ENDPOINTS = frozenset({"kue_api.health"})
@@ -55,10 +73,23 @@ def _guard() -> Response | None:
     if request.method in WRITES and request.routing_exception is None:  # 404, 405 first
         if current_app.config["KUE_READONLY"]:
             raise MethodNotAllowed(description="this dashboard is read-only")
-        if not g.kue_user.may("operator"):
-            raise Forbidden(description=f"the {g.kue_user.role} role may only read")
+        needed = needed_role(request.endpoint)
+        if not g.kue_user.may(needed):
+            raise Forbidden(
+                description=f"the {g.kue_user.role} role may only read"
+                if g.kue_user.role == "viewer" and needed != "viewer"
+                else f"this needs the {needed} role; yours is {g.kue_user.role}"
+            )
         _check_csrf()
     return None
+
+
+def needed_role(endpoint: str | None) -> str:
+    """The role a write to ``endpoint`` needs."""
+    if endpoint == REVEAL:
+        role: str = current_app.config["KUE_REVEAL_ROLE"]
+        return role
+    return "admin" if endpoint in ADMIN_WRITES else "operator"
 
 
 def user() -> users.User:

@@ -21,6 +21,7 @@ from flask import Response, current_app, request
 
 from kue_core import EventStream, InvalidJob, validate_type
 
+from . import redaction
 from .api import api, queue
 
 #: Seconds one wait for a message lasts: the granularity of keep-alives.
@@ -63,7 +64,7 @@ def events() -> Response:
     keepalive = current_app.config["KUE_SSE_KEEPALIVE"]
     wanted = _Filter(job_type, int(job_id) if job_id else None)
     streams: Streams = current_app.extensions["kue_streams"]
-    body = _stream(subscription, wanted, keepalive, streams)
+    body = _stream(subscription, wanted, keepalive, streams, redaction.view())
     response = Response(body, mimetype="text/event-stream")
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
     return response
@@ -95,7 +96,11 @@ def _second(args: object) -> object:
 
 
 def _stream(
-    subscription: EventStream, wanted: _Filter, keepalive: float, streams: Streams
+    subscription: EventStream,
+    wanted: _Filter,
+    keepalive: float,
+    streams: Streams,
+    shown: redaction.View,
 ) -> Iterator[str]:
     streams.add(1)
     try:
@@ -110,6 +115,7 @@ def _stream(
                 return
             now = time.monotonic()
             if event is not None and wanted(event):
+                event = redaction.event(event, shown)
                 yield f"data: {json.dumps(event, separators=(',', ':'))}\n\n"
                 last = now
             elif now - last >= keepalive:

@@ -97,6 +97,7 @@
     for (const fresh of page.querySelectorAll("[data-live]")) {
       const old = document.querySelector(`[data-live="${CSS.escape(fresh.dataset.live)}"]`);
       if (!old || (served.get(old) ?? old.innerHTML) === fresh.innerHTML) continue;
+      if (old.hasAttribute("data-revealed")) continue; // a refresh would hide it again
       const busy = (editing && old.contains(editing)) || (pressed && old.contains(pressed));
       if (busy || old.querySelector("form[data-dirty]")) {
         skipped = true;
@@ -414,8 +415,27 @@
     refreshNow();
   }
 
+  // -- reveal (job page) -------------------------------------------------------------------
+  // The payload hidden from the user's view, shown once the server has recorded the reveal
+  // in the audit log; the panel is then left out of refreshes, which would hide it anew.
+  async function reveal(button) {
+    if (!(await send("POST", button.dataset.url))) return;
+    const job = send.answer.job;
+    const shown = { "job-data": "data", "job-result": "result", "job-progress": "progress_data" };
+    for (const [id, name] of Object.entries(shown)) {
+      const pre = document.getElementById(id);
+      if (pre && name in job) pre.textContent = JSON.stringify(job[name], null, 2);
+    }
+    button.closest('[data-live="data"]').setAttribute("data-revealed", "");
+    document.getElementById("hidden-note").hidden = true;
+    const edit = document.getElementById("edit-data");
+    if (edit) edit.hidden = false;
+  }
+
   document.addEventListener("click", (event) => {
-    if (event.target.closest("[data-edit]")) openEditor();
+    const revealing = event.target.closest("[data-reveal]");
+    if (revealing) reveal(revealing);
+    else if (event.target.closest("[data-edit]")) openEditor();
     else if (event.target.closest("[data-discard]")) closeEditor();
   });
 

@@ -12,7 +12,7 @@ from flask import Blueprint, current_app, render_template, request
 
 from kue_core import PRIORITIES, STATES
 
-from .. import security
+from .. import redaction, security
 from ..api import queue
 
 
@@ -54,9 +54,13 @@ EDITABLE = ("inactive", "delayed", "failed", "blocked", "pinned")
 
 @dashboard.app_context_processor
 def _context() -> dict[str, Any]:
+    readonly = current_app.config["KUE_READONLY"] or not security.user().may("operator")
     return {
-        # No button that writes for a read-only app, nor for a viewer.
-        "readonly": current_app.config["KUE_READONLY"] or not security.user().may("operator"),
+        # No button that writes for a read-only app, nor for a viewer; none that changes the
+        # queue's settings or a job's data but for an admin (kue_http/security.py).
+        "readonly": readonly,
+        "configures": not readonly and security.user().may("admin"),
+        "may_reveal": not current_app.config["KUE_READONLY"] and redaction.may_reveal(),
         "labels": LABELS,
         "states": STATES,
         "priorities": PRIORITIES,

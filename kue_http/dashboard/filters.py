@@ -9,6 +9,7 @@ from typing import Any
 
 from kue_core import Job, priority_name
 
+from .. import redaction
 from .base import CANCELLED, dashboard
 
 
@@ -108,8 +109,15 @@ def first_line(text: str | None) -> str:
 
 @dashboard.app_template_filter("job_title")
 def job_title(job: Job) -> Any:
-    """The job's ``data.title`` (Kue's convention for naming a job), or ``""``."""
-    return job.data.get("title", "") if isinstance(job.data, dict) else ""
+    """The job's ``data.title`` (Kue's convention for naming a job) as the user may see it,
+    or ``""``."""
+    return redaction.title(job)
+
+
+@dashboard.app_template_filter("shown")
+def shown(job: Job) -> dict[str, Any]:
+    """The job's JSON as the user may see it (kue_http/redaction.py)."""
+    return redaction.job_dict(job)
 
 
 @dashboard.app_template_filter("cancel_reason")

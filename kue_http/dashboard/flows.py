@@ -15,6 +15,8 @@ from typing import Any
 
 from kue_core import STATES, Job, Queue
 
+from .. import redaction
+
 #: Jobs listed on each side, and children's results shown; beyond, counts only.
 SHOWN = 50
 #: What a job does when a job it depends on fails for good, in words.
@@ -83,7 +85,7 @@ def job_dependencies(q: Queue, job: Job) -> Dependencies:
     deps = [Linked(d["id"], d["state"], d["done"]) for d in found]
     dependents = [Linked(d["id"], d["state"]) for d in waiting]
     _load(q, [*deps[:SHOWN], *dependents[:SHOWN]])
-    results = q.children_results(job.id) if job.depends_count else {}
+    results = redaction.results(q.children_results(job.id)) if job.depends_count else {}
     blocker = next((d for d in deps if d.id == job.blocked_by), None)
     cut = len(deps) > SHOWN or len(dependents) > SHOWN
     ids = [job.id, *(d.id for d in deps), *(d.id for d in dependents)]

@@ -11,6 +11,7 @@ from flask import abort, current_app, request, url_for
 
 from kue_core import BULK_ACTIONS, STATES, Queue, defaults, validate_type
 
+from .. import redaction
 from ..api import queue
 from . import records
 from .base import PAGE_SIZES, choice, dashboard, int_arg, render_page
@@ -120,6 +121,7 @@ def job(job_id: str) -> str:
     found = q.get_job(job_id)  # JobNotFound: the 404 page
     history = q.history(job_id)
     deps = job_dependencies(q, found)
+    info = redaction.job_dict(found)
     # A job linked to others refreshes on their events too (kue.js keeps those it lists).
     events = url_for("kue_api.events") if deps.any else url_for("kue_api.events", id=job_id)
     return render_page(
@@ -127,7 +129,8 @@ def job(job_id: str) -> str:
         events,
         job=found,
         deps=deps,
-        info=found.to_dict(),
+        info=info,
+        data_hidden=any(h.split(".")[0] == "data" for h in info.get("hidden", ())),
         types=[t for t in q.types() if t != found.type],
         history=history,
         attempt_errors=[h for h in history if h.get("error")],

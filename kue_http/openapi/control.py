@@ -87,6 +87,36 @@ def paths() -> Schema:
                 body=json_body({"description": "Any JSON value"}, "The job's new data."),
             ),
         },
+        "/job/{id}/reveal": {
+            "parameters": [JOB_ID],
+            "post": write(
+                "control",
+                "Show a job whole: its payload with nothing hidden (see the Job's hidden). Needs "
+                "the role of KUE_REVEAL_ROLE (admin unless set); recorded in the audit log (who, "
+                "which job, what was hidden) before it is answered",
+                ok(
+                    obj(
+                        {
+                            "message": {"type": "string", "pattern": "^(revealed job|job) "},
+                            "revealed": {
+                                "type": "array",
+                                "items": {"type": "string"},
+                                "description": "What the user's view hides (the Job's hidden)",
+                            },
+                            "job": {"$ref": "#/components/schemas/Job"},
+                        }
+                    )
+                ),
+                400,
+                404,
+                413,
+                body=json_body(
+                    obj({}),
+                    "Empty, or {}; a POST must send JSON (CSRF).",
+                    required=False,
+                ),
+            ),
+        },
         "/workers/{id}/stop": {
             "parameters": [
                 path_param(

@@ -72,6 +72,14 @@ def schemas() -> Schema:
                     "server lacks (missing) or which does not decrypt it: that field is shown as "
                     "stored (docs/security.md)",
                 },
+                "hidden": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "What of its payload is shown as [hidden] to this user: a "
+                    "field (data, result, progress_data, runs.<worker>) for a role that may not "
+                    "see payloads, or a sensitive path in it (data.card.number); POST "
+                    "/job/{id}/reveal shows it whole (docs/security.md)",
+                },
                 **records.JOB_FIELDS,
                 **flows.JOB_FIELDS,
                 **schedules.JOB_FIELDS,
@@ -79,7 +87,7 @@ def schemas() -> Schema:
                 **runs.JOB_FIELDS,
             },
             optional="result progress_data error created_at promote_at updated_at failed_at "
-            f"started_at duration delay workerId ttl unique unopened {records.JOB_OPTIONAL} "
+            f"started_at duration delay workerId ttl unique unopened hidden {records.JOB_OPTIONAL} "
             + f"{flows.JOB_OPTIONAL} {schedules.JOB_OPTIONAL} {limits.JOB_OPTIONAL} "
             + runs.JOB_OPTIONAL,
         ),
@@ -113,8 +121,30 @@ def schemas() -> Schema:
                 "cancelled": {"type": "string", "description": "The reason (may be empty)"},
                 "moved": obj({"from": {"type": "string"}, "to": {"type": "string"}}),
                 "edited": {"const": True},
+                "no_retry": {"const": True, "description": "Its handler raised NoRetry"},
+                "run": {
+                    "enum": [True, "complete", "failed", "lost"],
+                    "description": "A fan-out job's run on worker `worker` started (true) or "
+                    "ended so",
+                },
+                "reset_runs": {"type": "integer", "minimum": 0, "description": "Runs dropped"},
+                "joined": {"type": "string", "description": "A worker that joined a fan-out"},
+                "only": {
+                    "type": ["array", "object"],
+                    "items": {"type": "string"},
+                    "maxProperties": 0,
+                    "description": "The workers it was pinned to (none: [] or {})",
+                },
+                "stopped": {"type": "array", "items": {"type": "string"}},
+                "reason": {"type": "string"},
+                "unblocked": {"const": True},
+                "rate_limited": {"type": "number", "description": "ms it waits for its limit"},
+                "unique": {"type": "string", "description": "The unique key a save met"},
+                "doctor": {"const": True, "description": "Repaired by kue doctor"},
             },
-            optional="from worker attempt duration error stalled released cancelled moved edited",
+            optional="from worker attempt duration error stalled released cancelled moved edited "
+            "no_retry run reset_runs joined only stopped reason unblocked rate_limited unique "
+            "doctor",
         ),
         "Worker": obj(
             {

@@ -323,7 +323,8 @@ def test_detail_shows_the_result(client: FlaskClient, queue: Queue) -> None:
     queue.create_job("t").save()
     jid = finish(queue, "t", ok=True)
     html = page(client, f"/job/{jid}")
-    assert '<pre class="json result">' + str(escape(json.dumps({"ok": True}, indent=2))) in html
+    shown = str(escape(json.dumps({"ok": True}, indent=2)))
+    assert '<pre class="json result" id="job-result">' + shown in html
 
 
 def test_detail_shows_the_unique_key_escaped(client: FlaskClient, queue: Queue) -> None:

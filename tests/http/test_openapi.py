@@ -4,6 +4,7 @@ suite's real Redis, and every answer must be documented and match its schema."""
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections import Counter, defaultdict
@@ -235,7 +236,51 @@ def _shard(path: str) -> str:
 def test_fuzz_the_api_from_its_document(fuzz_schema: BaseSchema, shard: str) -> None:
     """Every operation of ``shard`` but ``/events`` (an endless stream), with valid then
     invalid input; the failures of all its operations are reported together."""
-    results = list(fuzz_schema.get_all_operations())
+    answers = _fuzz(fuzz_schema, shard, {})
+    # The seeded jobs were met: the shapes of real jobs, logs and histories were checked.
+    for label in ("GET /job/{id}", "GET /job/{id}/log", "GET /job/{id}/history"):
+        assert shard != "job" or answers[label][200] > 0, label
+
+
+#: A user who reads the document.
+VIEWER = ("vic", "v-pass")
+
+
+def basic(name: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()}
+
+
+#: Users of the fuzz by role (kue_http/users.py), and fields masked for every role.
+ROLE_SETTINGS = {
+    "KUE_USERS": "ada:a-pass:admin,olga:o-pass:operator,vic:v-pass:viewer",
+    "KUE_SENSITIVE_FIELDS": "*:title,fuzz:step,*:done",
+}
+
+
+@pytest.fixture
+def role_schema(redis_url: str, prefix: str, queue: Queue) -> Iterator[BaseSchema]:
+    app = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, **ROLE_SETTINGS})
+    release = threading.Event()
+    _seed(queue, release)
+    yield schemathesis.openapi.from_wsgi("/api/openapi.json", app, headers=basic(*VIEWER))
+    release.set()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(("user", "role"), [("olga:o-pass", "operator"), ("ada:a-pass", "admin")])
+def test_fuzz_the_job_routes_as_a_role(role_schema: BaseSchema, user: str, role: str) -> None:
+    """The job routes as an operator (payloads hidden, an admin's writes refused) and as an
+    admin (sensitive fields hidden, a reveal recorded) answer as the document says."""
+    answers = _fuzz(role_schema, "job", basic(*user.split(":")))
+    assert answers["GET /job/{id}"][200] > 0
+    refused = answers["PUT /job/{id}/data"][403] + answers["POST /job/{id}/reveal"][403]
+    assert (refused > 0) is (role == "operator")
+
+
+def _fuzz(schema: BaseSchema, shard: str, headers: dict[str, str]) -> dict[str, Counter[int]]:
+    """Fuzz the operations of ``shard`` with ``headers`` on every request; how each answered."""
+    results = list(schema.get_all_operations())
     operations = [result.ok() for result in results if isinstance(result, Ok)]
     assert len(operations) == len(results), "some operations could not be read"
     operations = [op for op in operations if _shard(op.path) == shard and op.path != "/events"]
@@ -260,7 +305,7 @@ def test_fuzz_the_api_from_its_document(fuzz_schema: BaseSchema, shard: str) -> 
                 ],
             )
             def fuzz(case: schemathesis.Case[Any]) -> None:
-                response = case.call_and_validate(checks=CHECKS)
+                response = case.call_and_validate(checks=CHECKS, headers=headers)
                 answers[case.operation.label][response.status_code] += 1
 
             try:
@@ -271,9 +316,7 @@ def test_fuzz_the_api_from_its_document(fuzz_schema: BaseSchema, shard: str) -> 
             except (Exception, FailureGroup) as e:
                 failures.append(f"{operation.label} ({mode.value}): {e}")
     assert not failures, "\n\n".join(failures)
-    # The seeded jobs were met: the shapes of real jobs, logs and histories were checked.
-    for label in ("GET /job/{id}", "GET /job/{id}/log", "GET /job/{id}/history"):
-        assert shard != "job" or answers[label][200] > 0, label
+    return answers
 
 
 REGENERATE = (

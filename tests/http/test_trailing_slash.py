@@ -62,6 +62,7 @@ BODIES = {
     "/jobs/bulk": {"action": "retry", "filter": {"state": "failed", "type": "nobody"}},
     "/job/2/retry": {},
     "/job/3/promote": {},
+    "/reveal": {},
     "/data": {"title": "edited"},
     "/only": {"workers": ["gpu-1"]},
     "/stop": {"timeout": 0},
@@ -161,7 +162,7 @@ def _comparable(data: bytes, worker: str) -> bytes:
         return json.dumps({k: v for k, v in json.loads(data).items() if k not in times}).encode()
     if data.startswith(b'{"key"'):  # a schedule
         return json.dumps(_timeless(json.loads(data))).encode()
-    if not data.startswith(b'{"message"'):
+    if not data.startswith((b'{"message"', b'{"revealed"')):
         return data
     body = json.loads(data)
     if "job" in body:
