@@ -6,5 +6,6 @@ variables (see :mod:`kue_http.config`). ``mount(app, "/kue")`` serves it inside 
 
 from .app import close, create_app, mount
 from .config import ConfigError
+from .users import User
 
-__all__ = ["ConfigError", "close", "create_app", "mount"]
+__all__ = ["ConfigError", "User", "close", "create_app", "mount"]

@@ -3,6 +3,7 @@ then the defaults below. Invalid values stop the app at start-up with a clear me
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from collections.abc import Mapping
@@ -36,6 +37,10 @@ DEFAULTS: dict[str, Any] = {
     # comma-separated, and a file of them, one a line. Beside KUE_AUTH, which is one admin.
     "KUE_USERS": None,
     "KUE_USERS_FILE": None,
+    # Who the request's user is, decided by the app kue is mounted in (see kue_http/users.py):
+    # a function of the request that returns a kue_http.User or None, or "module:function"
+    # naming one; None: kue's own authentication alone.
+    "KUE_AUTHENTICATE": None,
     # Payload fields masked for every role, admin included, until revealed (see
     # kue_http/redaction.py): "<type>:<path>", comma-separated, * for every type, a path of
     # keys joined by dots ("signup:password,charge:card.number,*:token").
@@ -123,6 +128,8 @@ def _check(name: str, value: Any, default: Any) -> Any:
         return _check_trace_url(text)
     if name == core_defaults.ENCRYPTION_KEYS_ENV:
         return _check_keys(text)
+    if name == "KUE_AUTHENTICATE":
+        return _check_hook(value)
     if name == "KUE_API_PREFIX" and (not text.startswith("/") or text.endswith("/")):
         raise ConfigError(f"{name} must start with / and not end with one, got {value!r}")
     return text
@@ -145,6 +152,24 @@ def _check_keys(text: str) -> str:
     except InvalidEncryptionKeys as e:
         raise ConfigError(f"{core_defaults.ENCRYPTION_KEYS_ENV}: {e}") from None
     return text
+
+
+def _check_hook(value: Any) -> Any:
+    """A function of the request, or ``"module:function"`` naming one (imported now)."""
+    if callable(value):
+        return value
+    if not str(value).strip():
+        return None
+    module, colon, attr = str(value).partition(":")
+    if not colon or not module or not attr:
+        raise ConfigError(f"KUE_AUTHENTICATE must be a function or module:function, got {value!r}")
+    try:
+        found = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"KUE_AUTHENTICATE: cannot load {value!r}: {e}") from None
+    if not callable(found):
+        raise ConfigError(f"KUE_AUTHENTICATE: {value!r} is not a function")
+    return found
 
 
 def _check_auth(text: str) -> str | None:

@@ -98,12 +98,19 @@ def user() -> users.User:
 
 
 def _authenticated() -> users.User | None:
-    """Who the credentials are: ``KUE_AUTH``'s admin, one of the users, or nobody (None);
-    anyone an admin when neither is set."""
+    """Who the request's user is: the host app's (``KUE_AUTHENTICATE``), ``KUE_AUTH``'s admin,
+    one of the users, or nobody (None); anyone an admin when none of them is set."""
+    hook = current_app.config["KUE_AUTHENTICATE"]
+    if hook is not None:
+        found = hook(request)
+        if found is not None:
+            if not isinstance(found, users.User) or found.role not in users.ROLES:
+                raise TypeError(f"KUE_AUTHENTICATE returned {found!r}, not a kue_http.User")
+            return found
     setting: str | None = current_app.config["KUE_AUTH"]
     known = current_app.config["kue_users"]
     if not setting and not known:
-        return users.ANYONE
+        return None if hook is not None else users.ANYONE
     given = request.authorization
     if given is None:
         return None
@@ -124,9 +131,10 @@ def _challenge() -> Response:
     scheme = "basic" if current_app.config["kue_users"] else setting.partition(":")[0]
     response = jsonify({"error": "authentication required"})
     response.status_code = 401
-    response.headers["WWW-Authenticate"] = (
-        'Basic realm="kue", charset="UTF-8"' if scheme == "basic" else 'Bearer realm="kue"'
-    )
+    if scheme == "basic":
+        response.headers["WWW-Authenticate"] = 'Basic realm="kue", charset="UTF-8"'
+    elif scheme == "bearer":
+        response.headers["WWW-Authenticate"] = 'Bearer realm="kue"'
     return response
 
 

@@ -9,12 +9,15 @@ beside them, as one ``admin``.
 
 The roles, each allowed what the one before it is:
 
-- ``viewer``: reads (every page and ``GET`` route); a write answers 403, and the dashboard
-  shows no button that writes;
-- ``operator``: the actions on jobs and queues too;
-- ``admin``: everything.
+- ``viewer``: reads (every page and ``GET`` route), payloads hidden; a write answers 403, and
+  the dashboard shows no button that writes;
+- ``operator``: the actions on jobs and queues too, payloads hidden;
+- ``admin``: everything: payloads shown (kue_http/redaction.py), the queue's settings and a
+  job's data changed (kue_http/security.py).
 
-Without ``KUE_AUTH`` and without users, everyone is an ``admin``, as the app has always been.
+An app kue is mounted in may say who the user is itself: ``KUE_AUTHENTICATE``, a function of
+the request returning a :class:`User` or None. Without ``KUE_AUTH``, users or such a function,
+everyone is an ``admin``, as the app has always been.
 """
 
 from __future__ import annotations

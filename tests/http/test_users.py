@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask, session
 
 from kue_core import Queue
-from kue_http import ConfigError, create_app
+from kue_http import ConfigError, User, create_app, mount
 
 USERS = "ada:s3cret:admin,olga:op-pass:operator,vic:view:only:viewer"
 
@@ -102,3 +103,49 @@ def test_a_user_in_both_the_variable_and_the_file_is_refused(
     path.write_text("ada:other:viewer\n", "utf-8")
     with pytest.raises(ConfigError, match="given twice"):
         client_with(redis_url, prefix, KUE_USERS=USERS, KUE_USERS_FILE=str(path))
+
+
+def test_the_host_app_says_who_the_user_is(redis_url: str, prefix: str) -> None:
+    """``KUE_AUTHENTICATE``: a function of the request, here reading the session of the app
+    kue is mounted in; None falls back on kue's own users, then 401."""
+    host = Flask("host")
+    host.secret_key = "host-secret"
+    roles = {"ada": "admin", "vic": "viewer"}
+
+    @host.post("/login/<name>")
+    def login(name: str) -> str:
+        session["user"] = name
+        return "signed in"
+
+    def who(request: Any) -> User | None:
+        found = host.session_interface.open_session(host, request)
+        name = found.get("user") if found is not None else None
+        return User(name, roles[name]) if name in roles else None
+
+    settings = {"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_AUTHENTICATE": who}
+    mount(host, "/kue", {**settings, "KUE_USERS": "olga:o-pass:operator"})
+    client = host.test_client()
+    assert client.get("/kue/api/stats").status_code == 401  # nobody
+    assert client.get("/kue/api/stats", headers=basic("olga", "o-pass")).status_code == 200
+    client.post("/login/vic")
+    assert client.get("/kue/api/stats").status_code == 200
+    refused = client.post("/kue/api/job", json={"type": "a"})
+    assert refused.status_code == 403 and refused.json == {"error": "the viewer role may only read"}
+    client.post("/login/ada")
+    assert client.post("/kue/api/job", json={"type": "a"}).status_code == 200
+    audit = client.get("/kue/api/audit").json
+    assert audit is not None and audit["entries"][0]["who"] == "ada"
+
+
+def test_a_hook_named_by_its_module(redis_url: str, prefix: str) -> None:
+    client = client_with(redis_url, prefix, KUE_AUTHENTICATE="tests.http.test_users:everyone_views")
+    assert client.get("/api/stats").status_code == 200
+    assert client.post("/api/job", json={"type": "a"}).status_code == 403
+    for bad, says in (("nomodule", "module:function"), ("tests.nothing:x", "cannot load")):
+        with pytest.raises(ConfigError, match=says):
+            client_with(redis_url, prefix, KUE_AUTHENTICATE=bad)
+
+
+def everyone_views(request: Any) -> User:
+    """A hook that makes everyone a viewer (named by test_a_hook_named_by_its_module)."""
+    return User("guest", "viewer")
