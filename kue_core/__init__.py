@@ -2,12 +2,13 @@
 
 The names below are its public API (what ``kue_http``, ``kue_cli`` and applications use); the
 modules ``defaults`` (every default, documented), ``connection`` (Redis URLs, the embedded
-Redis), ``sealing`` (encryption keys, docs/security.md) and ``tracing`` (OpenTelemetry, off
+Redis), ``sealing`` (encryption keys, docs/security.md), ``payloads`` (large payloads outside
+Redis, docs/payloads.md) and ``tracing`` (OpenTelemetry, off
 until enabled) are public too. The asyncio client
 is ``kue_core.aio.AsyncQueue``.
 """
 
-from . import connection, defaults, sealing, tracing
+from . import connection, defaults, payloads, sealing, tracing
 from .base.errors import (
     BulkCountChanged,
     BulkNotFound,
@@ -26,6 +27,8 @@ from .base.errors import (
     NoCurrentJob,
     NoRetry,
     NotReplicated,
+    PayloadTooLarge,
+    PayloadUnavailable,
     RateLimited,
     ScheduleNotFound,
     Stopped,
@@ -108,6 +111,8 @@ __all__ = [
     "NoCurrentJob",
     "NoRetry",
     "NotReplicated",
+    "PayloadTooLarge",
+    "PayloadUnavailable",
     "Queue",
     "RateLimited",
     "ScheduleNotFound",
@@ -125,6 +130,7 @@ __all__ = [
     "installed_version",
     "parse_priority",
     "parse_state",
+    "payloads",
     "priority_name",
     "sealing",
     "tracing",

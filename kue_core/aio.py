@@ -20,8 +20,9 @@ from typing import Any
 import redis.asyncio
 
 from . import connection, defaults
-from .base import checks, sealing
+from .base import checks, payloads, sealing
 from .base.keys import Keys
+from .base.payloads import PayloadStore
 from .base.states import PROMOTABLE, RETRYABLE
 from .base.values import validate_type
 from .clients.aio_plans import AsyncPlans
@@ -60,12 +61,19 @@ class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
         client: redis.asyncio.Redis | None = None,
         replicas: int | None = None,
         encryption_keys: str | Sequence[str] | None = None,
+        max_data_bytes: int | None = None,
+        payload_store: str | PayloadStore | None = None,
+        max_payload_bytes: int | None = None,
     ) -> None:
         self.prefix = connection.queue_prefix(prefix)
         if encryption_keys is None:
             encryption_keys = os.environ.get(defaults.ENCRYPTION_KEYS_ENV)
         #: The keys its payloads are sealed with, or None (see kue_core.base.sealing).
         self.keyring = sealing.keyring(encryption_keys)
+        #: Its payload limits and store, or None (see kue_core.base.payloads).
+        self.offload = payloads.offload(
+            self.prefix, max_data_bytes, payload_store, max_payload_bytes
+        )
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)
         self._tasks = {}  # the typed tasks defined on it, by type (see clients/queue_tasks.py)
         self._owns_client = client is None

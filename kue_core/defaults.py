@@ -15,6 +15,26 @@ REDIS_URL_ENV = "KUE_REDIS_URL"
 #: is not given: ``<key id>:<32 bytes in base64>``, comma-separated, the first the one that
 #: encrypts (see :mod:`kue_core.base.sealing`).
 ENCRYPTION_KEYS_ENV = "KUE_ENCRYPTION_KEYS"
+#: Environment variables of a queue's payload limits and store when ``Queue(max_data_bytes=,
+#: payload_store=, max_payload_bytes=)`` do not give them (see :mod:`kue_core.base.payloads`).
+MAX_DATA_BYTES_ENV = "KUE_MAX_DATA_BYTES"
+PAYLOAD_STORE_ENV = "KUE_PAYLOAD_STORE"
+MAX_PAYLOAD_BYTES_ENV = "KUE_MAX_PAYLOAD_BYTES"
+#: With a payload store and no ``max_data_bytes``: the largest value kept in Redis. Redis
+#: serves values of a few KB at memory speed; past tens of KB a value costs more to copy on
+#: every read than a file or an object costs to fetch once.
+OFFLOAD_BYTES = 64 * 1024
+#: The largest payload a queue with limits takes at all, in its store or not: what a worker
+#: holds in memory (its text, then its value) with room to spare.
+MAX_PAYLOAD_BYTES = 256 * 1024 * 1024
+#: Seconds a value in the payload store may go unreferenced before ``kue doctor`` calls it an
+#: orphan: longer than a save takes between writing the value and saving its job.
+PAYLOAD_ORPHAN_AGE = 3600.0
+#: Names the trash of payloads to delete gives a sweep at once.
+PAYLOAD_SWEEP_BATCH = 100
+#: Seconds between a worker's sweeps of that trash: a removed job's payload is deleted
+#: within as long.
+PAYLOAD_SWEEP_EVERY = 5.0
 #: The environment variable that picks the worker runtime when ``Queue(runtime=...)`` does not.
 RUNTIME_ENV = "KUE_RUNTIME"
 #: The worker runtimes: every slot a task on one event loop (the thread runtime, a thread per

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import connection, defaults
-from .base import checks, sealing
+from .base import checks, payloads, sealing
 from .base.errors import InvalidJob
 from .base.keys import Keys
+from .base.payloads import PayloadStore
 from .base.states import PROMOTABLE, RETRYABLE
 from .clients.queue_records import QueueRecords
 from .clients.queue_schedules import ScheduleMethods
@@ -58,6 +59,12 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
     (``<key id>:<32 bytes in base64>``, a list or comma-separated; the first encrypts, every
     one decrypts; see :mod:`kue_core.base.sealing`); by default ``$KUE_ENCRYPTION_KEYS``, else
     none: stored in clear.
+    ``max_data_bytes``, ``payload_store``, ``max_payload_bytes``: a job's data or result larger
+    than ``max_data_bytes`` goes to the payload store (a ``file:///path`` or
+    ``s3://bucket/prefix`` URL) and the job keeps a reference; without a store, or above
+    ``max_payload_bytes``, its save is refused (:class:`PayloadTooLarge`); see
+    :mod:`kue_core.base.payloads`. By default ``$KUE_MAX_DATA_BYTES``, ``$KUE_PAYLOAD_STORE``
+    and ``$KUE_MAX_PAYLOAD_BYTES``, else no limit.
     ``runtime``: ``"loop"``, the one worker runtime (every slot a task on one event loop, see
     :mod:`kue_core.worker.loop`); ``"thread"`` was removed. By default ``$KUE_RUNTIME``, else
     ``"loop"``.
@@ -77,12 +84,17 @@ class Queue(WorkerMethods, TaskMethods, QueueRecords, ScheduleMethods, LimitMeth
         version: str | None = None,
         runtime: str | None = None,
         encryption_keys: str | Sequence[str] | None = None,
+        max_data_bytes: int | None = None,
+        payload_store: str | PayloadStore | None = None,
+        max_payload_bytes: int | None = None,
     ) -> None:
         prefix = connection.queue_prefix(prefix)
         if encryption_keys is None:
             encryption_keys = os.environ.get(defaults.ENCRYPTION_KEYS_ENV)
         #: The keys its payloads are sealed with, or None (see kue_core.base.sealing).
         self.keyring = sealing.keyring(encryption_keys)
+        #: Its payload limits and store, or None (see kue_core.base.payloads).
+        self.offload = payloads.offload(prefix, max_data_bytes, payload_store, max_payload_bytes)
         self._set_up_workers(worker_id, version, lease_ms, stall_limit, runtime)
         self._tasks = {}  # the typed tasks defined on it, by type (see clients/queue_tasks.py)
         url = redis_url or os.environ.get(defaults.REDIS_URL_ENV)

@@ -51,6 +51,28 @@ class CannotDecrypt(KueError):
         super().__init__(f"the job's {what} is encrypted with key {key_id!r}, {why}")
 
 
+class PayloadTooLarge(InvalidJob):
+    """A job's data or result larger than the queue keeps: ``size`` and ``limit`` in bytes."""
+
+    def __init__(self, field: str, size: int, limit: int, why: str) -> None:
+        self.field = field
+        self.size = size
+        self.limit = limit
+        super().__init__(f"the job's {field} is {size:,} bytes, above {why} of {limit:,} bytes")
+
+
+class PayloadUnavailable(KueError):
+    """A job's data or result is in the payload store, and cannot be read from it: the queue
+    has no store (``missing``), or the store has no such value."""
+
+    def __init__(self, name: str, what: str, missing: bool) -> None:
+        self.name = name
+        self.field = what
+        self.missing = missing
+        why = "this process has no payload store" if missing else "the store does not have it"
+        super().__init__(f"the job's {what} is in the payload store as {name!r}, but {why}")
+
+
 class JobNotFound(KueError, LookupError):
     """No job with this id exists."""
 

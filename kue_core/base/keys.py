@@ -100,6 +100,9 @@ class Keys:
         #: hash: per encryption key id, the last job id whose values ``kue keys rotate`` put
         #: under that key (kue_core/features/rotation.py): where a rotation stopped goes on.
         self.rotation = f"{prefix}:keys:rotation"
+        #: list of the names of values in the payload store whose jobs were removed or whose
+        #: data was replaced (kue_core/base/payloads.py): a worker deletes them from the store.
+        self.payload_trash = f"{prefix}:payloads:trash"
 
     def job(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}"

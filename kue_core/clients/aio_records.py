@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
 from ..base.keys import Keys
-from ..features import audit, bulk, history, retention, rotation
+from ..base.payloads import Offload
+from ..features import audit, bulk, history, offloads, retention, rotation
 from ..features.rotation import Rotated
 from ..features.search import Found
 from ..jobs import flow_tree as trees
@@ -25,6 +27,7 @@ class AsyncRecords:
 
     keys: Keys
     scripts: AsyncTransport
+    offload: Offload | None
 
     if TYPE_CHECKING:
 
@@ -123,6 +126,18 @@ class AsyncRecords:
 
     async def add_audit(self, entry: dict[str, Any]) -> str:
         return await self.scripts.drive(audit.add(self.keys, entry))
+
+    async def sweep_payloads(self, batch: int = defaults.PAYLOAD_SWEEP_BATCH) -> int:
+        store = self.offload.store if self.offload is not None else None
+        if store is None:
+            return 0
+        names = await self.scripts.drive(offloads.take(self.keys, batch))
+        try:
+            await asyncio.to_thread(store.delete, names)
+        except BaseException:
+            await self.scripts.drive(offloads.put_back(self.keys, names))
+            raise
+        return len(names)
 
     async def flow_tree(
         self,

@@ -10,7 +10,8 @@ import redis
 
 from .. import defaults
 from ..base.keys import Keys
-from ..features import audit, bulk, history, retention, rotation, search
+from ..base.payloads import Offload
+from ..features import audit, bulk, history, offloads, retention, rotation, search
 from ..features.rotation import Rotated
 from ..features.search import Found
 from ..jobs import flow_tree as trees
@@ -27,6 +28,7 @@ class QueueRecords:
     client: redis.Redis
     keys: Keys
     scripts: Transport
+    offload: Offload | None
 
     if TYPE_CHECKING:  # Queue's
 
@@ -215,6 +217,21 @@ class QueueRecords:
         ``{"count": n, "age": ms}`` (either may be left out), a count, ``None`` to keep every
         job, or ``"default"``. Returns :meth:`retention`."""
         return self.scripts.drive(retention.put(self.keys, policies))
+
+    def sweep_payloads(self, batch: int = defaults.PAYLOAD_SWEEP_BATCH) -> int:
+        """Delete from the payload store up to ``batch`` values no job holds any more (see
+        :mod:`kue_core.features.offloads`; every worker does, every few seconds); how many. A
+        queue without a store deletes nothing."""
+        store = self.offload.store if self.offload is not None else None
+        if store is None:
+            return 0
+        names = self.scripts.drive(offloads.take(self.keys, batch))
+        try:
+            store.delete(names)
+        except BaseException:
+            self.scripts.drive(offloads.put_back(self.keys, names))
+            raise
+        return len(names)
 
     def memory(self) -> dict[str, Any]:
         """Redis memory in use (see :func:`kue_core.features.retention.memory`)."""

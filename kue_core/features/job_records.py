@@ -23,6 +23,7 @@ class RecordOptions:
     queue: object
     _remove_on_complete: bool
     _trace: str | None
+    _stored_data: str | None
     # _records is True once any record is given before the save.
     _records = False
     _tags: list[str] | None = None
@@ -189,6 +190,7 @@ class RecordOptions:
             not self._records
             and self._trace is None
             and not (self.data.__class__ is dict and "title" in self.data)
+            and self._stored_data is None
         ):
             return ""
         return records.save_extras(
@@ -203,4 +205,5 @@ class RecordOptions:
             self._fan_out_value(),
             self._prefer_value(),
             self._trace,
+            self._stored_data,
         )

@@ -190,13 +190,16 @@ def save_extras(
     fan_out: dict[str, Any] | None = None,
     prefer: list[str] | None = None,
     trace: str | None = None,
+    stored_data: str | None = None,
 ) -> str:
     """The last value of a job's save row: '' for a job without records, else a JSON object
     ``save_job`` in ``lib/saving.lua`` reads (see its comment)."""
     given = (data_json_words, job_tags, keys, track, keep_complete, keep_failed, group, only)
-    if not any(given) and not fan_out and not prefer and not trace:
+    if not any(given) and not fan_out and not prefer and not trace and not stored_data:
         return ""
     out: dict[str, Any] = dict(fan_out or ())
+    if stored_data:  # the name of its data in the payload store (kue_core/base/payloads.py)
+        out["stored"] = stored_data
     if trace:
         out["trace"] = trace
     if prefer:

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from ..base.errors import InvalidJob, JobNotFound
 from ..base.keys import Keys
+from ..base.payloads import Offload
 from ..base.sealing import Keyring
 from ..store.aio_events import AsyncEvents
 from ..store.aio_transport import AsyncTransport
@@ -26,6 +27,8 @@ class Host(Protocol):
     def scripts(self) -> AsyncTransport: ...
     @property
     def keyring(self) -> Keyring | None: ...
+    @property
+    def offload(self) -> Offload | None: ...
 
     def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> AsyncJob: ...
     def events(
@@ -137,7 +140,7 @@ class AsyncJob(JobSpec):
                     raise waiting.timed_out(job_id, limit)
                 event = await stream.get(left)
                 if event is not None:
-                    ended = waiting.by_event(event, self.queue.keyring)
+                    ended = waiting.by_event(event, self.queue.keyring, self.queue.offload)
                     if ended is not None and ended.how == "failed":
                         with contextlib.suppress(JobNotFound):  # removed since: the event tells all
                             ended = waiting.as_stored(ended, await self.queue.get_job(job_id))

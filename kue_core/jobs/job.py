@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from ..base.keys import Keys
+from ..base.payloads import Offload
 from ..base.sealing import Keyring
 from ..base.states import JobState
 from ..base.values import now_ms, parse_priority, parse_state, to_json, validate_type
@@ -30,6 +31,7 @@ class Host(Protocol):
     scripts: Transport
     events: EventBus
     keyring: Keyring | None
+    offload: Offload | None
 
     def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> Job: ...
     def get_job(self, job_id: int | str) -> Job: ...

@@ -360,6 +360,9 @@ def update_data(side: Side[_J], job_id: int | str, data: Any) -> Op[_J]:
     ring = sealing.of(side)
     if ring is not None:
         data_json = ring.seal(data_json, "data")
+    offload = getattr(side, "offload", None)
+    if offload is not None:  # (edit.lua puts the name it replaces in the trash)
+        data_json, _ = offload.stored(data_json, "data")
     (keys_text,) = yield read(("HGET", side.keys.job(jid), "searchKeys"))
     found = records.search_keys_of(keys_text)
     words = " ".join(records.data_words(data, found, title=ring is None))

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any, Protocol, Self, TypeVar, overload
 
 from .. import defaults, tracing
-from ..base import checks, sealing
-from ..base.errors import CannotDecrypt, InvalidJob, Stopped
+from ..base import checks, payloads, sealing
+from ..base.errors import CannotDecrypt, InvalidJob, PayloadUnavailable, Stopped
 from ..base.states import JobState
 from ..base.values import json_field as _json_field
 from ..base.values import now_ms as _now_ms
@@ -56,6 +56,9 @@ _UNSET: Any = object()
 #: How a sealed field's text begins (see kue_core.base.sealing): looked for in every field a
 #: job's read may have sealed.
 _SEALED = sealing.PREFIX
+_STORED = payloads.PREFIX
+#: How every envelope and every reference to the payload store begins.
+_MARKED = '{"kue:'
 #: A job of any class (``Job``, ``kue_core.aio.AsyncJob``): option setters return their own.
 _J = TypeVar("_J", bound="JobSpec")
 
@@ -103,8 +106,11 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
     # The attempt running this job in a worker of this process, if any.
     _attempt: _Running | None = None
     #: Why a sealed field of the job as read could not be opened (its key is not among the
-    #: queue's, say), or None: that field holds the stored envelope (see base/sealing.py).
-    unopened: CannotDecrypt | None = None
+    #: queue's, say; see base/sealing.py), or one in the payload store read (the queue has no
+    #: store; see base/payloads.py), or None: that field holds what is stored in Redis.
+    unopened: CannotDecrypt | PayloadUnavailable | None = None
+    # The name its data was put in the payload store under by its save (base/payloads.py).
+    _stored_data: str | None = None
 
     #: The queue that made the job (each client's job knows what it is).
     queue: object
@@ -209,7 +215,12 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         """The data as stored: its JSON, sealed when the queue has encryption keys."""
         text = to_json(self.data, "data")
         ring = getattr(self.queue, "keyring", None)  # (sealing.of, inlined: every save)
-        return text if ring is None else ring.seal(text, "data")
+        if ring is not None:
+            text = ring.seal(text, "data")
+        offload = getattr(self.queue, "offload", None)
+        if offload is not None:
+            text, self._stored_data = offload.stored(text, "data")
+        return text
 
     def _backoff_json(self) -> str:
         return "" if self._backoff is None else to_json(self._backoff, "backoff")
@@ -250,7 +261,7 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         job.type = h.get("type", "")
         job.id = job_id
         data = h.get("data")
-        if data is not None and data.startswith(_SEALED):
+        if data is not None and data.startswith(_MARKED):
             data = job._opened(data, "data")
         job.data = _json_field(data, {})
         job.state = h.get("state")
@@ -321,6 +332,18 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         """A stored field's text: opened when it is sealed; the envelope itself, with
         ``unopened`` naming its key, when the queue cannot open it (see
         :mod:`kue_core.base.sealing`)."""
+        if not stored.startswith(_MARKED):
+            return stored
+        if stored.startswith(_STORED):
+            offload = getattr(self.queue, "offload", None)
+            try:
+                if offload is None:
+                    raise PayloadUnavailable(payloads.name_of(stored) or "?", field, missing=True)
+                stored = offload.loaded(stored, field)
+            except PayloadUnavailable as e:
+                if self.unopened is None:
+                    self.unopened = e
+                return stored
         if not stored.startswith(_SEALED):
             return stored
         ring = sealing.of(self.queue)
@@ -362,8 +385,10 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         out.update((k, v) for k, v in optional if v is not None)
         if self._unique is not None:
             out["unique"] = {"key": self._unique.key, "mode": self._unique.mode}
-        if self.unopened is not None:
+        if isinstance(self.unopened, CannotDecrypt):
             out["unopened"] = {"key": self.unopened.key_id, "missing": self.unopened.missing}
+        elif self.unopened is not None:
+            out["unopened"] = {"payload": self.unopened.name, "missing": self.unopened.missing}
         if self._tags:
             out["tags"] = list(self._tags)
         if self._group is not None:

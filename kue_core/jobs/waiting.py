@@ -8,13 +8,15 @@ the two is heard, one that came before is read.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .. import defaults
-from ..base import checks, sealing
-from ..base.errors import JobFailed, JobNotFound, WaitTimeout
+from ..base import checks, payloads, sealing
+from ..base.errors import JobFailed, JobNotFound, PayloadUnavailable, WaitTimeout
+from ..base.payloads import Offload
 from ..base.sealing import Keyring
 from ..store.events import Event, EventStream
 
@@ -71,11 +73,23 @@ def by_job(job: WaitedJob | None, job_id: int) -> Ended | None:
     return None
 
 
-def by_event(event: Event, ring: Keyring | None = None) -> Ended | None:
-    """The end a job's event tells, or None for an event that is not one; a result sealed
-    under the queue's keys (``ring``) opened."""
+def by_event(
+    event: Event, ring: Keyring | None = None, offload: Offload | None = None
+) -> Ended | None:
+    """The end a job's event tells, or None for an event that is not one; a result in the
+    payload store read from it (``offload``), one sealed under the queue's keys (``ring``)
+    opened."""
     if event.name == "complete":
-        result = sealing.opened_value(ring, event.args[0], "result")
+        result = event.args[0]
+        if isinstance(result, dict) and payloads.STORED in result:
+            text = json.dumps(result, separators=(",", ":"))
+            if offload is None:
+                raise PayloadUnavailable(str(result[payloads.STORED]), "result", missing=True)
+            result = json.loads(offload.loaded(text, "result"))
+            if isinstance(result, dict) and sealing.SEALED in result and ring is not None:
+                result = sealing.opened_value(ring, result, "result")
+            return Ended(event.id, "complete", result=result)
+        result = sealing.opened_value(ring, result, "result")
         return Ended(event.id, "complete", result=result)
     if event.name == "failed":
         message = event.args[0]
@@ -123,7 +137,7 @@ def wait(queue: Source, job_id: int, timeout: object) -> Any:
                     raise timed_out(job_id, limit)
             event = stream.next_event(left)
             if event is not None and event.id == job_id:
-                ended = by_event(event, sealing.of(queue))
+                ended = by_event(event, sealing.of(queue), getattr(queue, "offload", None))
                 if ended is not None and ended.how == "failed":
                     with contextlib.suppress(JobNotFound):  # removed since: the event tells all
                         ended = as_stored(ended, queue.get_job(job_id))

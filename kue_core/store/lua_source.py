@@ -71,6 +71,7 @@ LIB_PARTS = {
     "runs": "fan-out runs, and telling a worker to stop an attempt",
     "moves": "moving a job between states",
     "records": "words, tags and the records saved with a job",
+    "payloads": "the values of a job in the payload store, and their trash",
     "retention": "deleting jobs, and keeping the newest",
     "finishing": "completion and failure of jobs and runs",
     "saving": "saving jobs, unique ones too",

@@ -35,6 +35,7 @@ import redis
 
 from .. import connection
 from ..base.errors import InvalidJob
+from ..base.payloads import Offload
 from ..base.sealing import Keyring
 from ..jobs.job import Job
 from . import middleware as mw
@@ -51,6 +52,7 @@ class Owner(Protocol):
     prefix: str
     client: redis.Redis
     keyring: Keyring | None
+    offload: Offload | None
 
     def close(self) -> None: ...
 
@@ -81,6 +83,9 @@ class _Connect:
     kwargs: dict[str, Any] | None = None
     #: The parent's encryption keys, as Queue(encryption_keys=...) takes them ("" for none).
     sealing: list[str] | str = ""
+    #: The parent's payload limits and store: Queue's max_data_bytes, payload_store (its
+    #: URL) and max_payload_bytes; None: as the environment says.
+    offload: tuple[int, str | None, int] | None = None
 
     def __repr__(self) -> str:
         return f"<_Connect prefix={self.prefix!r}>"
@@ -90,13 +95,18 @@ class _Connect:
         made_from = connection.source(queue.client)
         ring = queue.keyring
         sealing = "" if ring is None else ring.texts()
+        off = queue.offload
+        stored = None
+        if off is not None:
+            url = off.store.url if off.store is not None else None
+            stored = (off.max_data_bytes, url, off.max_payload_bytes)
         if made_from is not None:
-            return cls(queue.prefix, type(queue), made_from, sealing=sealing)
+            return cls(queue.prefix, type(queue), made_from, sealing=sealing, offload=stored)
         pool = queue.client.connection_pool
         # The connection settings; objects a pool keeps for itself (registries, handlers
         # holding locks) do not pickle, and a new pool makes its own.
         kwargs = {k: v for k, v in pool.connection_kwargs.items() if _picklable(v)}
-        return cls(queue.prefix, type(queue), None, pool.connection_class, kwargs, sealing)
+        return cls(queue.prefix, type(queue), None, pool.connection_class, kwargs, sealing, stored)
 
     def queue(self) -> Owner:
         if self.source is not None:
@@ -106,7 +116,11 @@ class _Connect:
             assert self.connection_class is not None and self.kwargs is not None
             pool = redis.ConnectionPool(connection_class=self.connection_class, **self.kwargs)
             client = redis.Redis(connection_pool=pool)
-        return self.make(prefix=self.prefix, client=client, encryption_keys=self.sealing)
+        limits: dict[str, Any] = {}
+        if self.offload is not None:
+            names = ("max_data_bytes", "payload_store", "max_payload_bytes")
+            limits = dict(zip(names, self.offload, strict=True))
+        return self.make(prefix=self.prefix, client=client, encryption_keys=self.sealing, **limits)
 
 
 def check_handler(handler: Any) -> None:

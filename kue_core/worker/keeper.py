@@ -11,6 +11,7 @@ ends it."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -61,6 +62,9 @@ class Keeper:
         self._sweep_every = min(self.lease_ms / 2000, 5.0)
         # When each part of the round is due next (monotonic seconds): all at once at first.
         self._next = dict.fromkeys(("beat", "sweep", "retain", "deps", "tally", "sample"), 0.0)
+        offload = queue.offload
+        if offload is not None and offload.store is not None:  # its trash to empty
+            self._next["payloads"] = 0.0
 
     def _pauses(self) -> Pauses:
         # After a Redis error, try again at least as often as a heartbeat is due, so that a
@@ -89,7 +93,26 @@ class Keeper:
                 self._state.report(e)
                 await self._bell.wait_async(pauses.next())
                 continue
+            if "payloads" in self._next:
+                await self._sweep_payloads(time.monotonic())
             await self._bell.wait_async(self._until(wake))
+
+    async def _sweep_payloads(self, now: float) -> None:
+        """Delete from the payload store what no job holds any more, when due (the store's
+        calls block: in a thread of the loop's pool). A failure is logged; the names wait in
+        the trash for the next sweep (see kue_core.features.offloads)."""
+        if now < self._next["payloads"]:
+            return
+        self._next["payloads"] = now + defaults.PAYLOAD_SWEEP_EVERY
+        try:
+            while (
+                await asyncio.get_running_loop().run_in_executor(None, self.queue.sweep_payloads)
+                == defaults.PAYLOAD_SWEEP_BATCH
+                and not self._closing.is_set()
+            ):
+                pass  # a full batch: more may wait
+        except Exception:
+            log.exception("worker %s: the payload store's trash could not be emptied", self.id)
 
     def _until(self, wake: float | None) -> float:
         """Seconds until the next round is due: the earliest of the parts' due times and

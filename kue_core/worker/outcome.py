@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..base.errors import NoRetry, RateLimited
+from ..base.errors import NoRetry, PayloadTooLarge, RateLimited
 from ..jobs import backoff
 from ..jobs.job import Job, to_json
 
@@ -78,10 +78,24 @@ def unreadable(job: Job) -> Failed | None:
     return Failed(*describe(job.unopened), no_retry=True)
 
 
-def stored_result(job: Job, result: str) -> str:
-    """A handler's result (JSON) as stored: sealed when the job's queue has keys."""
+def stored_result(job: Job, result: str) -> str | Failed:
+    """A handler's result (JSON) as stored: sealed when the job's queue has keys, in the
+    payload store when it is larger than the queue keeps in Redis (see kue_core.base.payloads;
+    but for a fan-out job's, or one others depend on, which they copy: those stay in Redis);
+    or the failure, not retried, of a result larger than the queue takes."""
     ring = job.queue.keyring
-    return result if ring is None else ring.seal(result, "result")
+    if ring is not None:
+        result = ring.seal(result, "result")
+    offload = job.queue.offload
+    if offload is None:
+        return result
+    try:
+        if job.has_dependents or job.fan_out() is not None:
+            offload.check(result, "result")
+            return result
+        return offload.stored(result, "result")[0]
+    except PayloadTooLarge as e:
+        return Failed(*describe(e), no_retry=True)
 
 
 def logged(job: Job, message: str) -> str:

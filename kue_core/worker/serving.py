@@ -273,6 +273,9 @@ class Serving:
         # The report claims the slot's next job in the same call; or, when the next one is
         # claimed already, the one after it, posted while the next one runs (a quick handler,
         # the only slot), or none.
+        stored = stored_result(job, outcome.result) if isinstance(outcome, Done) else None
+        if isinstance(stored, Failed):  # a result larger than the queue takes
+            outcome = stored
         order = [] if state.stopping.is_set() else self._order(slot)
         posting = claiming is not None and isinstance(outcome, Done) and posts.ok(slot)
         nxt: Next | None = None
@@ -284,7 +287,7 @@ class Serving:
             nxt = (self.id, self.lease_ms, order)
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
-            result = stored_result(job, outcome.result)
+            result = stored if isinstance(stored, str) else ""
             done = calls.complete(keys, job_id, attempt.token, result, nxt, tallied=True)
             if posting:
                 assert claiming is not None

@@ -30,6 +30,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import defaults, tracing
+from ..base.payloads import PREFIX as STORED
 from ..base.retry import Pauses
 from ..jobs.job import Job
 from ..jobs.notes import Notes
@@ -43,6 +44,7 @@ from .handling import handle
 from .loop import EventLoop
 from .outcome import (
     Done,
+    Failed,
     Limited,
     logged,
     retry_delay,
@@ -294,7 +296,12 @@ class LoopServing:
         span: Span | None,
     ) -> Claim:
         state = self._state
-        job = Job.from_hash(self.queue, job_id, fields)
+        if fields.get("data", "").startswith(STORED):  # read from the payload store, off the loop
+            job = await self._loop.loop.run_in_executor(
+                None, Job.from_hash, self.queue, job_id, fields
+            )
+        else:
+            job = Job.from_hash(self.queue, job_id, fields)
         job._notes = Notes(self._loop.loop, self._redis, state.report)  # see kue_core.jobs.notes
         grace = defaults.CHILD_START_GRACE if slot.child is not None else 0.0
         attempt = Attempt(job, fields.get("lease", ""), job.ttl(), grace=grace)
@@ -339,13 +346,24 @@ class LoopServing:
         # The report claims the slot's next job in the same call, or, when the next is
         # claimed ahead already and the handler was quick, the one after it. The types'
         # order is asked only for a claim (a round-robin's turn is one a claim).
+        result = ""
+        if isinstance(outcome, Done):  # as stored; a payload store's write is off the loop
+            if self.queue.offload is None:
+                stored = stored_result(job, outcome.result)
+            else:
+                stored = await self._loop.loop.run_in_executor(
+                    None, stored_result, job, outcome.result
+                )
+            if isinstance(stored, Failed):  # larger than the queue takes
+                outcome = stored
+            else:
+                result = stored
         quick = isinstance(outcome, Done) and slot.quick
         claims = not state.stopping.is_set() and (not line or quick)
         order = self._order(slot) if claims else []
         if isinstance(outcome, Done):
             log.debug("job %d (%s) complete", job_id, job.type)
             pipelined = bool(line and order)
-            result = stored_result(job, outcome.result)
             report = self._complete(job_id, job.type, attempt.token, result, order)
             if pipelined:  # the next job runs while this call is away
                 self._ahead.append(line, report)

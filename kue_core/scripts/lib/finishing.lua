@@ -1,5 +1,5 @@
 -- Uses     lib/base, lib/keys, lib/members, lib/type_rules, lib/pins, lib/indexes, lib/events,
---          lib/attempts, lib/unique, lib/deps, lib/runs, lib/moves, lib/retention
+--          lib/attempts, lib/unique, lib/deps, lib/runs, lib/moves, lib/payloads, lib/retention
 -- An error text as a history entry keeps it: its first HISTORY_ERROR_LENGTH bytes, or
 -- whole when it is sealed (an encrypted queue's, kue_core/base/sealing.py: a cut one would
 -- not open).
@@ -97,6 +97,8 @@ local function complete_job(p, id, key, h, result, now, tallied)
     count_outcome(p, jtype, 'complete', now, duration)
   end
   publish(p, id, jtype, 'complete', result)
+  local stored = stored_name(result)  -- its result in the payload store: the job holds it
+  if stored then hold_payload(p, key, 'result', stored) end
   if h[COMPLETE_DEPENDENTS] then deps_complete(p, id, result, now) end
   if h[COMPLETE_REMOVE_ON_COMPLETE] == 'true' then
     delete_job(p, id, jtype, nil)
@@ -132,6 +134,8 @@ local function complete_plain(p, id, key, h, result, now, run)
     release_unique(p, id, h[COMPLETE_UNIQUE], redis.call('HGET', key, 'unique_mode'))
   end
   publish(p, id, jtype, 'complete', result)
+  local stored = stored_name(result)
+  if stored then hold_payload(p, key, 'result', stored) end
   if hash_complete(key, h, result, now, duration, attempt) then
     history(p, id, { state = 'complete', at = now, worker = redis.call('HGET', key, 'workerId'),
       attempt = attempt, duration = duration })

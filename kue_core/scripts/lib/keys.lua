@@ -16,6 +16,7 @@ local function k_worker(p, wid) return p .. ':worker:' .. wid end
 local function k_promote(p) return p .. ':promote' end
 local function k_work_time(p) return p .. ':stats:work-time' end
 local function k_paused(p) return p .. ':paused' end
+local function k_payload_trash(p) return p .. ':payloads:trash' end
 local function k_fence(p) return p .. ':fence' end
 local function k_resumed(p, jtype) return p .. ':' .. jtype .. ':resumed' end
 local function k_totals(p) return p .. ':stats:totals' end

@@ -108,6 +108,7 @@ local function save_records(p, id, rec, now)
   end
   if rec.kc then put('keep_complete', rec.kc) end
   if rec.kf then put('keep_failed', rec.kf) end
+  if rec.stored then put('payloads', cjson.encode({ data = rec.stored })) end
   index_words(p, id, {}, all)
   if #fields > 0 then redis.call('HSET', k_job(p, id), unpack(fields)) end
 end

@@ -1,13 +1,14 @@
 -- Uses     lib/base, lib/keys, lib/members, lib/indexes, lib/events, lib/unique, lib/deps,
---          lib/runs, lib/records
+--          lib/runs, lib/records, lib/payloads
 -- Delete a job, its log and history, and every index entry it may have (the sets of every
 -- state, and of `state` when it is not one of Kue's; its unique key, tags, words, tracking,
 -- dependencies); publish remove. Jobs still blocked waiting for it follow their policy, as
 -- for a job failed for good.
 local function delete_job(p, id, jtype, state)
   local unique, mode, words, tags, tagwords, tracked, depends, dependents, group, fan_out, only,
-    prefer = unpack(redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words', 'tags',
-      'tagwords', 'tracked', 'depends', 'dependents', 'group', 'fan_out', 'only', 'prefer'))
+    prefer, stored = unpack(redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words',
+      'tags', 'tagwords', 'tracked', 'depends', 'dependents', 'group', 'fan_out', 'only',
+      'prefer', 'payloads'))
   release_unique(p, id, unique, mode)
   if mode == 'reuse' and redis.call('HGET', k_unique_jobs(p), unique) == tostring(id) then
     redis.call('HDEL', k_unique_jobs(p), unique)
@@ -37,6 +38,7 @@ local function delete_job(p, id, jtype, state)
   end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))
+  if stored then drop_payloads(p, stored) end
   redis.call('DEL', k_job(p, id), k_log(p, id), k_history(p, id))
   publish(p, id, jtype, 'remove', cjson.encode(jtype))
 end

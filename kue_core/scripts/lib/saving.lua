@@ -1,5 +1,5 @@
 -- Uses     lib/base, lib/keys, lib/members, lib/type_rules, lib/pins, lib/indexes, lib/events,
---          lib/attempts, lib/runs, lib/records, lib/finishing
+--          lib/attempts, lib/runs, lib/records, lib/payloads, lib/finishing
 -- Raises unless the numbers of the job at ARGV[b+1..] are numbers (as tonumber reads them:
 -- Lua's arithmetic reads text the same way, in one call instead of five).
 local function save_row_numbers(b)
@@ -226,8 +226,12 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
     return new_job()  -- it has started: a duplicate is new work
   end
   redis.call('HSET', jkey, 'data', ARGV[b + 2], 'updated_at', int(now))
-  local words = nil  -- the duplicate's data words replace the holder's
-  if ARGV[b + 10] ~= '' then words = cjson.decode(ARGV[b + 10]).words end
+  local words, stored = nil, false  -- the duplicate's data words replace the holder's
+  if ARGV[b + 10] ~= '' then
+    local rec = cjson.decode(ARGV[b + 10])
+    words, stored = rec.words, rec.stored or false
+  end
+  hold_payload(p, jkey, 'data', stored)
   reword(p, holder, jkey, words)
   if job.state == 'active' then
     history(p, holder, { state = 'active', at = now, edited = true, unique = key })
