@@ -27,9 +27,6 @@ OFFLOAD_BYTES = 64 * 1024
 #: The largest payload a queue with limits takes at all, in its store or not: what a worker
 #: holds in memory (its text, then its value) with room to spare.
 MAX_PAYLOAD_BYTES = 256 * 1024 * 1024
-#: Seconds a value in the payload store may go unreferenced before ``kue doctor`` calls it an
-#: orphan: longer than a save takes between writing the value and saving its job.
-PAYLOAD_ORPHAN_AGE = 3600.0
 #: Names the trash of payloads to delete gives a sweep at once.
 PAYLOAD_SWEEP_BATCH = 100
 #: Seconds between a worker's sweeps of that trash: a removed job's payload is deleted

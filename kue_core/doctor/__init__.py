@@ -100,6 +100,9 @@ What is checked (the finding kinds):
 ``old-function``
     a Redis function library an earlier kue version loaded: see
     :mod:`kue_core.doctor.functions`.
+``orphan-payload``, ``missing-payload``, ``payload-store``
+    values in the payload store no job holds, and jobs holding values the store lacks: see
+    :mod:`kue_core.doctor.payloads`.
 ``not-a-hash``, ``wrong-type``
     a job key, or one of Kue's fixed keys, holding another Redis type. A person must look.
 
@@ -115,7 +118,7 @@ from typing import TYPE_CHECKING, cast
 from .. import defaults
 from ..base import checks
 from ..store import calls
-from . import deps, functions, housekeeping, limits, pins, records, runs, schedules
+from . import deps, functions, housekeeping, limits, payloads, pins, records, runs, schedules
 from .checker import Checker
 from .core import Check
 from .findings import REPAIR_ORDER, Action, Finding, Outcome, Report, Status, plural
@@ -176,6 +179,7 @@ def _run(c: Check) -> Report:
     limits.check(c)
     pins.check(c)
     runs.check(c)
+    payloads.check(c)
     for plugged in _plugged_in():
         plugged(c)
     functions.check(c)
@@ -201,6 +205,11 @@ def repair(queue: Queue, findings: Iterable[Finding]) -> list[Outcome]:
         i: "repaired" if deleted else "unchanged"
         for i, deleted in zip(unload, functions.unload(queue.client, names), strict=True)
     }
+    unstore = [i for i in acting if cast(Action, findings[i].action)[0] == payloads.UNSTORE]
+    store = queue.offload.store if queue.offload is not None else None
+    names = [cast(Action, findings[i].action)[1] for i in unstore]
+    for i, deleted in zip(unstore, payloads.unstore(store, names), strict=True):
+        status[i] = "repaired" if deleted else "unchanged"
     todo = sorted(
         (i for i in acting if i not in status),
         key=lambda i: REPAIR_ORDER.index(cast(Action, findings[i].action)[0]),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 import redis
 
 from ..base.keys import Keys, zid
+from ..base.payloads import Offload
 
 if TYPE_CHECKING:
     from ..store.transport import Transport
@@ -22,6 +23,10 @@ class Checker(Protocol):
     keys: Keys
     scripts: Transport
     batch: int
+    #: ms: what was written this recently may be a write in progress, not a finding.
+    grace: int
+    #: The queue's payload limits and store, or None (see kue_core.base.payloads).
+    offload: Offload | None
 
     def add(
         self,

@@ -38,6 +38,7 @@ class Check:
         self.stall_limit = queue.stall_limit
         self.stuck_after = stuck_after_ms
         self.grace = grace_ms
+        self.offload = queue.offload
         self.batch = defaults.DOCTOR_BATCH
         self.per_call = defaults.DOCTOR_JOBS_PER_CALL
         self.report = Report()

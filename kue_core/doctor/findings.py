@@ -59,6 +59,7 @@ FIXED_TYPES = {
     "awaited": "zset",
     "schedules": "zset",
     "rotation": "hash",
+    "payload_trash": "list",
 }
 
 
