@@ -310,22 +310,35 @@ def _save_valid(q: Queue, built: list[Job | InvalidJob], body: list[Any]) -> Non
     call, and each job with dependencies alone, since only its save can tell that a job it
     names does not exist. Such a refusal takes the job's place in ``built``; the others are
     saved all the same."""
-    run: list[Job] = []
+    run: list[tuple[int, Job]] = []
     for i, (job, item) in enumerate(zip(built, body, strict=True)):
         if not isinstance(job, Job):
             continue
         if "depends" not in (item.get("options") or {}):
-            run.append(job)
+            run.append((i, job))
             continue
-        if run:
-            q.save_many(run)
-            run = []
+        _save_run(q, run, built)
+        run = []
         try:
             job.save()
         except InvalidJob as e:
             built[i] = e
-    if run:
-        q.save_many(run)
+    _save_run(q, run, built)
+
+
+def _save_run(q: Queue, run: list[tuple[int, Job]], built: list[Job | InvalidJob]) -> None:
+    """Save a run of jobs (``(index, job)``) in one call; when the save refuses one (its data
+    larger than the queue takes: nothing was written), each alone, the refusals in ``built``."""
+    if not run:
+        return
+    try:
+        q.save_many([job for _, job in run])
+    except InvalidJob:
+        for i, job in run:
+            try:
+                job.save()
+            except InvalidJob as e:
+                built[i] = e
 
 
 def _created(job: Job) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 import redis
 from flask import Flask, Request, Response, jsonify, render_template, request
 from flask.json.provider import DefaultJSONProvider
-from werkzeug.exceptions import BadRequest, HTTPException
+from werkzeug.exceptions import BadRequest, HTTPException, RequestEntityTooLarge
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.wrappers import Response as WerkzeugResponse
 
@@ -22,6 +22,7 @@ from kue_core import (
     InvalidTransition,
     JobNotFound,
     KueError,
+    PayloadTooLarge,
     Queue,
     ScheduleNotFound,
     WorkerNotFound,
@@ -74,6 +75,7 @@ _STATUS: tuple[tuple[type[Exception], int], ...] = (
     (JobNotFound, 404),
     (WorkerNotFound, 404),
     (BulkNotFound, 404),
+    (PayloadTooLarge, 413),
     (ScheduleNotFound, 404),
     (InvalidJob, 400),
     (InvalidTransition, 409),
@@ -124,12 +126,18 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
             socket_connect_timeout=timeout,
         )
     replicas = connection.url_options(url).get("replicas", 0) if url else 0
-    app.extensions["kue"] = Queue(
-        prefix=app.config["KUE_PREFIX"],
-        client=client,
-        replicas=replicas,
-        encryption_keys=app.config[core_defaults.ENCRYPTION_KEYS_ENV] or "",
-    )
+    try:
+        app.extensions["kue"] = Queue(
+            prefix=app.config["KUE_PREFIX"],
+            client=client,
+            replicas=replicas,
+            encryption_keys=app.config[core_defaults.ENCRYPTION_KEYS_ENV] or "",
+            max_data_bytes=app.config[core_defaults.MAX_DATA_BYTES_ENV],
+            payload_store=app.config[core_defaults.PAYLOAD_STORE_ENV],
+            max_payload_bytes=app.config[core_defaults.MAX_PAYLOAD_BYTES_ENV],
+        )
+    except InvalidJob as e:  # a payload limit or store it cannot use
+        raise settings.ConfigError(str(e)) from None
     app.extensions["kue_streams"] = stream.Streams()
     if app.config["KUE_HISTORY_SAMPLE"] and not app.config["KUE_READONLY"]:
         sampler = app.extensions["kue_sampler"] = Sampler(app.extensions["kue"])
@@ -188,6 +196,8 @@ def _error_handlers(app: Flask) -> None:
             return reply(str(error), status, dependents=error.dependents)
         if isinstance(error, BulkCountChanged):  # the count, for the operator to confirm
             return reply(str(error), status, matched=error.matched, expected=error.expected)
+        if isinstance(error, PayloadTooLarge):  # both numbers, for the client to act on
+            return reply(str(error), status, size=error.size, limit=error.limit)
         return reply(str(error), status)
 
     @app.errorhandler(redis.RedisError)
@@ -200,7 +210,15 @@ def _error_handlers(app: Flask) -> None:
         if page():
             return reply(error.description or error.name, error.code or 500)
         response = error.get_response()
-        response.data = jsonify({"error": error.description or error.name}).get_data()
+        body: dict[str, Any] = {"error": error.description or error.name}
+        if isinstance(error, RequestEntityTooLarge):  # both numbers, as for a job's data
+            size, limit = request.content_length, app.config["KUE_MAX_BODY"]
+            body["limit"] = limit
+            body["error"] = f"the body is larger than KUE_MAX_BODY ({limit:,} bytes)"
+            if size:
+                body["size"] = size
+                body["error"] = f"the body is {size:,} bytes, above KUE_MAX_BODY of {limit:,} bytes"
+        response.data = jsonify(body).get_data()
         response.content_type = "application/json"
         return response
 

@@ -61,6 +61,13 @@ DEFAULTS: dict[str, Any] = {
     # "<key id>:<32 bytes in base64>", comma-separated, the first the one that encrypts; None:
     # none, the jobs are read and written in clear.
     core_defaults.ENCRYPTION_KEYS_ENV: None,
+    # The queue's payload limits and store (as kue_core.Queue(max_data_bytes=,
+    # payload_store=, max_payload_bytes=), docs/payloads.md): a job's data larger than the
+    # first goes to the store (a file:///path or s3://bucket/prefix URL), or, without one, is
+    # refused (413); None: as kue_core.Queue reads the environment.
+    core_defaults.MAX_DATA_BYTES_ENV: None,
+    core_defaults.PAYLOAD_STORE_ENV: None,
+    core_defaults.MAX_PAYLOAD_BYTES_ENV: None,
     # Where the job page links a job's trace: an http(s) URL with {trace_id} in it (Jaeger:
     # "http://jaeger:16686/trace/{trace_id}"); None: the trace id is shown as text.
     "KUE_TRACE_URL": None,

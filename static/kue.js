@@ -410,6 +410,9 @@
     }
     setEditError("");
     if (!(await send("PUT", editor.dataset.url, data))) return;
+    // A revealed panel is left out of refreshes: it shows what was saved itself.
+    const revealed = document.querySelector('[data-live="data"][data-revealed]');
+    if (revealed) document.getElementById("job-data").textContent = JSON.stringify(data, null, 2);
     if (retry) await send("POST", editor.dataset.retryUrl);
     closeEditor();
     refreshNow();
@@ -419,7 +422,7 @@
   // The payload hidden from the user's view, shown once the server has recorded the reveal
   // in the audit log; the panel is then left out of refreshes, which would hide it anew.
   async function reveal(button) {
-    if (!(await send("POST", button.dataset.url))) return;
+    if (!(await send("POST", button.dataset.reveal))) return;
     const job = send.answer.job;
     const shown = { "job-data": "data", "job-result": "result", "job-progress": "progress_data" };
     for (const [id, name] of Object.entries(shown)) {
@@ -442,7 +445,10 @@
   if (editor) {
     editor.elements.data.addEventListener("input", () => setEditError(""));
     // (#edit names no element: a fragment naming a hidden one would take the focus away.)
-    if (location.hash === "#edit" && document.getElementById("edit-data")) openEditor();
+    // Not while the data is masked (the Edit button is hidden until Reveal): saving the
+    // editor's text would write "[hidden]" where the sensitive values are.
+    const edit = document.getElementById("edit-data");
+    if (location.hash === "#edit" && edit && !edit.hidden) openEditor();
   }
 
   // -- limits (limits page) ----------------------------------------------------------------

@@ -169,31 +169,49 @@ class Offload:
         where = self.store.url if self.store is not None else "no store"
         return f"<Offload above {self.max_data_bytes} bytes to {where}>"
 
-    def check(self, text: str, field: str) -> None:
+    def check(self, text: str, field: str, why: str = "") -> None:
         """Raise ``PayloadTooLarge`` for a value that is to stay in Redis and is larger than
-        the queue takes at all."""
-        if len(text) > self.max_payload_bytes // 4:
+        the queue takes at all; with ``why``, larger than ``max_data_bytes`` (``why`` says
+        why it cannot go to the store)."""
+        limit = self.max_data_bytes if why else self.max_payload_bytes
+        if len(text) > limit // 4:
             size = len(text.encode())
-            if size > self.max_payload_bytes:
-                raise PayloadTooLarge(field, size, self.max_payload_bytes, "max_payload_bytes")
+            if size > limit:
+                raise PayloadTooLarge(
+                    field, size, limit, f"max_data_bytes ({why})" if why else "max_payload_bytes"
+                )
 
     def stored(self, text: str, field: str) -> tuple[str, str | None]:
         """``text`` (a field's JSON, sealed if the queue seals) as Redis is to hold it, and the
         name it was put in the store under (None: kept in Redis). Raises ``PayloadTooLarge``."""
+        held, put = self.planned(text, field)
+        if put is None:
+            return held, None
+        self.store.put(*put)  # type: ignore[union-attr]  # (planned: there is a store)
+        return held, put[0]
+
+    def planned(self, text: str, field: str) -> tuple[str, tuple[str, bytes] | None]:
+        """As :meth:`stored`, but the value not yet written: what Redis is to hold, and the
+        name and bytes to put in the store first (None: nothing). So that a save of several
+        jobs checks them all before it writes any value."""
         if len(text) <= self.max_data_bytes // 4:  # no character takes more than 4 bytes
             return text, None
-        size = len(text.encode())
-        if size <= self.max_data_bytes:
+        raw = text.encode()
+        if len(raw) <= self.max_data_bytes:
             return text, None
-        if size > self.max_payload_bytes:
-            raise PayloadTooLarge(field, size, self.max_payload_bytes, "max_payload_bytes")
+        if len(raw) > self.max_payload_bytes:
+            raise PayloadTooLarge(field, len(raw), self.max_payload_bytes, "max_payload_bytes")
         if self.store is None:
             raise PayloadTooLarge(
-                field, size, self.max_data_bytes, "max_data_bytes (and no payload store)"
+                field, len(raw), self.max_data_bytes, "max_data_bytes (and no payload store)"
             )
         name = new_name(self.prefix, field)
-        self.store.put(name, text.encode())
-        return reference(name, size), name
+        return reference(name, len(raw)), (name, raw)
+
+    def put(self, planned: tuple[str, bytes]) -> None:
+        """Write a value :meth:`planned` named."""
+        assert self.store is not None
+        self.store.put(*planned)
 
     def loaded(self, stored: str, field: str) -> str:
         """The text a reference stands for (``PayloadUnavailable`` when it cannot be read)."""

@@ -51,7 +51,9 @@ def plain_save(side: Side[JobSpec], job: JobSpec) -> Call[list[int]] | None:
     unique key, no trace to make), else None: then :func:`save` it. A client runs it at once,
     skipping the operation's machinery, which a plain save would otherwise pay for."""
     if job._depends is None and job._unique is None and not tracing.enabled:
-        return calls.save(side.keys, [job._save_row()])
+        row = job._save_row()
+        job._store_data()
+        return calls.save(side.keys, [row])
     return None
 
 
@@ -70,13 +72,17 @@ def _save(side: Side[JobSpec], job: JobSpec) -> Op[None]:
         yield from flow(side, job, [])
         return
     if job._unique is not None:
-        job_id, outcome, state = yield calls.save_unique(side.keys, job._save_row(), *job._unique)
+        row = job._save_row()
+        job._store_data()
+        job_id, outcome, state = yield calls.save_unique(side.keys, row, *job._unique)
         job._saved(job_id)
         job.deduplicated = outcome != "saved"
         if state:
             job.state = state
         return
-    ids = yield calls.save(side.keys, [job._save_row()])
+    row = job._save_row()
+    job._store_data()
+    ids = yield calls.save(side.keys, [row])
     job._saved(ids[0])
 
 
@@ -84,12 +90,16 @@ def flow(side: Side[JobSpec], parent: JobSpec, children: Iterable[Node]) -> Op[l
     """Save ``parent`` and its tree of ``children`` in one call (see ``Queue.flow``)."""
     nodes, rows = flow_rows(side, parent, children)
     if not tracing.enabled or parent._trace is not None:
+        for job, _ in nodes:
+            job._store_data()
         saved = yield calls.flow(side.keys, rows)
         return flow_saved(nodes, saved)
     with tracing.producing([job for job, _ in nodes]):
         # Each row again, now that its job carries the trace context.
         pairs = zip(nodes, rows, strict=True)
         rows = [[*job._save_row(), *row[SAVE_WIDTH:]] for (job, _), row in pairs]
+        for job, _ in nodes:
+            job._store_data()
         saved = yield calls.flow(side.keys, rows)
         return flow_saved(nodes, saved)
 
@@ -111,6 +121,8 @@ def _save_many(side: Side[_J], batch: list[_J]) -> Op[list[_J]]:
         if job.id is not None:
             raise InvalidJob(f"job {job.id} is saved already; use job.update()")
     rows = [job._save_row() for job in batch]  # every job is checked before any is saved
+    for job in batch:
+        job._store_data()
     plain: list[tuple[_J, list[Any]]] = []
     for each, row in [*zip(batch, rows, strict=True), (None, [])]:
         if each is not None and each._unique is None and each._depends is None:

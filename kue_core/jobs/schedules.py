@@ -178,6 +178,7 @@ def define(
     if limit is not None:
         checks.integer(limit, "limit", 1)
     job = apply_options(side.create_job(job_type, data), options)
+    job._offloads = False  # a schedule's data stays in Redis (its jobs share it)
     job._save_row()  # checks the data and options as a save would
     once = job.unique()
     if once is not None:  # stored in one form, ttl in ms
@@ -313,7 +314,9 @@ def _made(queue: Side[_J], definition: dict[str, Any]) -> _J:
     kid = sealing.envelope_key(data)
     if kid is not None:
         raise CannotDecrypt(kid, "data", missing=True)
-    return apply_options(queue.create_job(definition["type"], data), definition["options"])
+    made = apply_options(queue.create_job(definition["type"], data), definition["options"])
+    made._offloads = False  # its jobs share the definition's data: it stays in Redis
+    return made
 
 
 def _canonical(definition: dict[str, Any]) -> str:

@@ -109,8 +109,12 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
     #: queue's, say; see base/sealing.py), or one in the payload store read (the queue has no
     #: store; see base/payloads.py), or None: that field holds what is stored in Redis.
     unopened: CannotDecrypt | PayloadUnavailable | None = None
-    # The name its data was put in the payload store under by its save (base/payloads.py).
+    # The name its data goes into the payload store under, and the value, written by its
+    # save once every job of the save is checked (base/payloads.py); False for a job whose
+    # data stays in Redis whatever its size (a schedule's: its jobs share one definition).
     _stored_data: str | None = None
+    _to_store: tuple[str, bytes] | None = None
+    _offloads = True
 
     #: The queue that made the job (each client's job knows what it is).
     queue: object
@@ -219,8 +223,19 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
             text = ring.seal(text, "data")
         offload = getattr(self.queue, "offload", None)
         if offload is not None:
-            text, self._stored_data = offload.stored(text, "data")
+            if not self._offloads:
+                offload.check(text, "data", "a schedule's data stays in Redis")
+                return text
+            text, self._to_store = offload.planned(text, "data")
+            self._stored_data = self._to_store[0] if self._to_store is not None else None
         return text
+
+    def _store_data(self) -> None:
+        """Write its data to the payload store, when its save row planned so (a save does,
+        after every row is made and before the call that saves them)."""
+        if self._to_store is not None:
+            self.queue.offload.put(self._to_store)  # type: ignore[attr-defined]
+            self._to_store = None
 
     def _backoff_json(self) -> str:
         return "" if self._backoff is None else to_json(self._backoff, "backoff")

@@ -76,7 +76,12 @@ ERRORS: dict[int, tuple[str, str]] = {
     404: ("NotFound", "No job (or worker process) with this id"),
     405: ("ReadOnly", "Read-only mode (KUE_READONLY): no writes"),
     409: ("Conflict", "The job's state does not allow this"),
-    413: ("TooLarge", "The body is larger than KUE_MAX_BODY"),
+    413: (
+        "TooLarge",
+        "The body is larger than KUE_MAX_BODY, or a job's data larger than the queue takes "
+        "(KUE_MAX_DATA_BYTES without a payload store, KUE_MAX_PAYLOAD_BYTES): size and limit "
+        "in bytes",
+    ),
     415: ("NotJson", "A write's body is not application/json, or a POST has none"),
     503: ("Unavailable", "Redis is unavailable"),
 }
@@ -89,10 +94,10 @@ def error_refs(*codes: int) -> Schema:
 
 
 def error_response(code: int) -> Schema:
-    response = json_answer(ERRORS[code][1], ref("Error"))
-    if code == 401:
+    response = json_answer(ERRORS[code][1], ref("TooLarge" if code == 413 else "Error"))
+    if code == 401:  # (none when the host app signs users in: KUE_AUTHENTICATE alone)
         response["headers"] = {
-            "WWW-Authenticate": {"required": True, "schema": {"type": "string"}},
+            "WWW-Authenticate": {"required": False, "schema": {"type": "string"}},
         }
     return response
 

@@ -33,6 +33,14 @@ def schemas() -> Schema:
     )
     return {
         "Error": obj({"error": {"type": "string", "minLength": 1}}),
+        "TooLarge": obj(
+            {
+                "error": {"type": "string", "minLength": 1},
+                "size": {"type": "integer", "minimum": 1, "description": "bytes"},
+                "limit": {"type": "integer", "minimum": 0, "description": "bytes"},
+            },
+            optional="size limit",
+        ),
         "Stats": obj({**{f"{s}Count": COUNT for s in STATES}, "workTime": COUNT}),
         "Job": obj(
             {

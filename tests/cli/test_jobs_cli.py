@@ -200,3 +200,17 @@ def test_pause_refuses_a_bad_type_and_changes_nothing(
     before = snapshot(r, queue.prefix)
     refused(kue(queue, redis_url, "pause", "ok", "bad\ntype"), 2, "type")
     assert written_since(r, queue.prefix, before) == {}
+
+
+def test_create_refuses_data_above_the_queues_limit(
+    queue: Queue, redis_url: str, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``KUE_MAX_DATA_BYTES`` without a payload store (docs/payloads.md): the size and the
+    limit, exit 2, nothing saved."""
+    monkeypatch.setenv("KUE_MAX_DATA_BYTES", "100")
+    before = snapshot(r, queue.prefix)
+    data = json.dumps({"blob": "x" * 200})
+    result = kue(queue, redis_url, "job", "create", "t", "--data", data)
+    refused(result, 2, f"is {len(data) - 1:,} bytes, above max_data_bytes")
+    assert "of 100 bytes" in result.stderr
+    assert written_since(r, queue.prefix, before) == {}
