@@ -75,10 +75,19 @@ def schemas() -> Schema:
                 ),
                 "unique": obj({"key": {"type": "string"}, "mode": {"enum": list(UNIQUE_MODES)}}),
                 "unopened": {
-                    **obj({"key": {"type": "string"}, "missing": {"type": "boolean"}}),
+                    **obj(
+                        {
+                            "key": {"type": "string"},
+                            "payload": {"type": "string"},
+                            "missing": {"type": "boolean"},
+                        },
+                        optional="key payload",
+                    ),
                     "description": "Its data or result is encrypted under key `key`, which this "
-                    "server lacks (missing) or which does not decrypt it: that field is shown as "
-                    "stored (docs/security.md)",
+                    "server lacks (missing) or which does not decrypt it (docs/security.md); or "
+                    "it is in the payload store as `payload`, which this server is not given "
+                    "(missing) or which does not have it (docs/payloads.md): that field is "
+                    "shown as stored",
                 },
                 "hidden": {
                     "type": "array",
