@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from .. import defaults, tracing
-from ..base import checks, sealing
+from ..base import checks, payloads, sealing
 from ..base.errors import InvalidJob, InvalidTransition, JobNotFound
 from ..base.keys import Keys, job_id_from_zid
 from ..base.states import STATES
@@ -367,6 +367,11 @@ def update_data(side: Side[_J], job_id: int | str, data: Any) -> Op[_J]:
         raise InvalidJob(
             "the data given is an encrypted envelope (it was read without its key): "
             "edit the job where its key is given"
+        )
+    if isinstance(data, dict) and payloads.STORED in data:
+        raise InvalidJob(
+            "the data given is a reference to the payload store (it was read without the "
+            "store): edit the job where the store is given"
         )
     data_json = to_json(data, "data")
     ring = sealing.of(side)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import PayloadTooLarge, PayloadUnavailable, Queue, payloads
+from kue_core import InvalidJob, PayloadTooLarge, PayloadUnavailable, Queue, payloads
 
 from ..clients import blocking_queue
 from ..conftest import wait_for
@@ -178,6 +178,8 @@ def test_a_process_without_the_store_cannot_read_the_value(
             "payload": read.data[payloads.STORED],
             "missing": True,
         }
+        with pytest.raises(InvalidJob, match="reference to the payload store"):
+            blind.update_data(job.id, read.data)  # what it read: the reference
         ran: list[Any] = []
         blind.process("email", 1, ran.append)
         failed = wait_for(lambda: (j := blind.get_job(job.id)).state == "failed" and j)
