@@ -19,7 +19,8 @@ from typing import Any
 import redis
 from flask import Response, current_app, request
 
-from kue_core import EventStream, InvalidJob, validate_type
+from kue_core import CannotDecrypt, EventStream, InvalidJob, sealing, validate_type
+from kue_core.sealing import Keyring
 
 from . import redaction
 from .api import api, queue
@@ -64,7 +65,8 @@ def events() -> Response:
     keepalive = current_app.config["KUE_SSE_KEEPALIVE"]
     wanted = _Filter(job_type, int(job_id) if job_id else None)
     streams: Streams = current_app.extensions["kue_streams"]
-    body = _stream(subscription, wanted, keepalive, streams, redaction.view())
+    ring = queue().keyring
+    body = _stream(subscription, wanted, keepalive, streams, redaction.view(), ring)
     response = Response(body, mimetype="text/event-stream")
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
     return response
@@ -90,6 +92,25 @@ class _Filter:
         return True
 
 
+#: Events whose argument at this index is a payload an encrypted queue seals, and its field.
+_SEALED_ARGS = {"complete": (1, "result"), "progress": (2, "progress")}
+
+
+def _opened(event: dict[str, Any], ring: Keyring) -> dict[str, Any]:
+    """An event of an encrypted queue with its result (``complete``) or progress data opened,
+    as the job's page shows them; left sealed when the server lacks its key."""
+    found = _SEALED_ARGS.get(str(event.get("event")))
+    args = event.get("args")
+    if found is None or not isinstance(args, list) or len(args) <= found[0]:
+        return event
+    at, field = found
+    try:
+        value = sealing.opened_value(ring, args[at], field)
+    except CannotDecrypt:
+        return event
+    return {**event, "args": [*args[:at], value, *args[at + 1 :]]}
+
+
 def _second(args: object) -> object:
     """An event's first argument after its name (``args`` is ``[name, ...]``), or None."""
     return args[1] if isinstance(args, list) and len(args) > 1 else None
@@ -101,6 +122,7 @@ def _stream(
     keepalive: float,
     streams: Streams,
     shown: redaction.View,
+    ring: Keyring | None,
 ) -> Iterator[str]:
     streams.add(1)
     try:
@@ -115,7 +137,7 @@ def _stream(
                 return
             now = time.monotonic()
             if event is not None and wanted(event):
-                event = redaction.event(event, shown)
+                event = redaction.event(_opened(event, ring) if ring else event, shown)
                 yield f"data: {json.dumps(event, separators=(',', ':'))}\n\n"
                 last = now
             elif now - last >= keepalive:
