@@ -53,6 +53,10 @@ class PayloadStore(Protocol):
     """Where large payloads go: values by name, written once."""
 
     url: str
+    #: Whether a read may take long (a request over the network): a worker's event loop then
+    #: reads in a thread of its pool; a local file it reads itself (a thread's hand-off costs
+    #: more than the read).
+    slow: bool
 
     def put(self, name: str, value: bytes) -> None: ...
 
@@ -71,7 +75,10 @@ class PayloadStore(Protocol):
 
 class FileStore:
     """A directory (a volume every process of the queue shares): a value is a file, written
-    to a temporary name and renamed, so that a reader never sees half of one."""
+    to a temporary name, flushed to disk and renamed, so that a reader never sees half of one
+    and a value whose job is saved survives a crash of the machine."""
+
+    slow = False
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -165,9 +172,20 @@ class Offload:
         self.store = store
         self.max_payload_bytes = max_payload_bytes
 
+    @property
+    def slow(self) -> bool:
+        """Whether its store's reads may take long (see :class:`PayloadStore`)."""
+        return self.store is not None and self.store.slow
+
     def __repr__(self) -> str:
         where = self.store.url if self.store is not None else "no store"
         return f"<Offload above {self.max_data_bytes} bytes to {where}>"
+
+    def keeps(self, chars: int) -> bool:
+        """Whether a JSON text of ``chars`` characters stays in Redis for sure, sealed or not
+        (at most 4 bytes a character, and sealing's base64 makes 4 of 3, plus its envelope):
+        then nothing of it is to be written to the store."""
+        return 6 * chars + 100 <= self.max_data_bytes
 
     def check(self, text: str, field: str, why: str = "") -> None:
         """Raise ``PayloadTooLarge`` for a value that is to stay in Redis and is larger than

@@ -17,6 +17,8 @@ _DELETE_BATCH = 1000
 class S3Store:
     """Values as objects of ``bucket`` under ``prefix``."""
 
+    slow = True
+
     def __init__(self, bucket: str, prefix: str = "", client: Any = None) -> None:
         if client is None:
             try:

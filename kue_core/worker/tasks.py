@@ -296,7 +296,9 @@ class LoopServing:
         span: Span | None,
     ) -> Claim:
         state = self._state
-        if fields.get("data", "").startswith(STORED):  # read from the payload store, off the loop
+        offload = self.queue.offload
+        if offload is not None and offload.slow and fields.get("data", "").startswith(STORED):
+            # Read from a payload store over the network: off the loop.
             job = await self._loop.loop.run_in_executor(
                 None, Job.from_hash, self.queue, job_id, fields
             )
@@ -348,7 +350,7 @@ class LoopServing:
         # order is asked only for a claim (a round-robin's turn is one a claim).
         result = ""
         if isinstance(outcome, Done):  # as stored; a payload store's write is off the loop
-            if self.queue.offload is None:
+            if offload is None or offload.keeps(len(outcome.result)):
                 stored = stored_result(job, outcome.result)
             else:
                 stored = await self._loop.loop.run_in_executor(
