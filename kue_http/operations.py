@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from flask import Response, current_app, jsonify, request
 
+from . import redaction
 from .api import api, int_arg, queue
 
 
@@ -22,8 +23,10 @@ def history(job_id: str) -> Response:
 
 @api.get("/job/<job_id>/runs")
 def job_runs(job_id: str) -> Response:
-    """A fan-out job's runs, ordered by start ([] for a job that does not fan out)."""
-    return jsonify(queue().get_job(job_id).runs())  # 404 for an unknown job
+    """A fan-out job's runs, ordered by start ([] for a job that does not fan out), their
+    results as the user may see them."""
+    shown = redaction.job_dict(queue().get_job(job_id))  # 404 for an unknown job
+    return jsonify(shown.get("runs", []))
 
 
 # -- bulk actions ----------------------------------------------------------------------------

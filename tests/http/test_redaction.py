@@ -20,6 +20,7 @@ from flask import Flask
 from kue_core import Queue
 from kue_core.store import calls
 from kue_http import ConfigError, create_app
+from tests.conftest import wait_for
 
 USERS = "ada:a-pass:admin,olga:o-pass:operator,vic:v-pass:viewer"
 SENSITIVE = "signup:card.number,*:token,report:title"
@@ -73,7 +74,10 @@ def seeded(redis_url: str, prefix: str) -> dict[str, int]:
         signup = complete(q, "signup", {"token": f"{SECRET}-token", "sent": True})
         later = q.create_job("thanks", {"note": f"{SECRET}-later"}).depends_on(signup).save()
         q.every("nightly", 3_600_000, "signup", {"email": f"{SECRET}-schedule"})
-    return {"signup": signup, "later": later.id}  # type: ignore[dict-item]
+        fan = q.create_job("fan", {"n": 1}).fan_out(1).save()  # a run's result
+        q.process("fan", 1, lambda job: {"token": f"{SECRET}-run"})
+        wait_for(lambda: q.get_job(fan.id).state == "complete")  # type: ignore[arg-type]
+    return {"signup": signup, "later": later.id, "fan": fan.id}  # type: ignore[dict-item]
 
 
 def _filled(rule: str, ids: dict[str, int]) -> str:
@@ -98,8 +102,11 @@ def _reads(app: Flask, ids: dict[str, int]) -> Iterator[str]:
     for rule in app.url_map.iter_rules():
         if "GET" in (rule.methods or ()) and not rule.rule.endswith("/events"):
             yield _filled(rule.rule, ids)
-    later = ids["later"]
+    later, fan = ids["later"], ids["fan"]
     yield from (
+        f"/api/job/{fan}/runs",
+        f"/api/job/{fan}",
+        f"/job/{fan}",
         f"/api/job/{later}/dependencies",
         f"/job/{later}",
         f"/api/flow/{later}",
