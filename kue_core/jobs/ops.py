@@ -165,7 +165,9 @@ def set_priority(side: Side[JobSpec], job: JobSpec, level: str | int) -> Op[None
 def update(side: Side[JobSpec], job: JobSpec) -> Op[None]:
     """Write the changed data and options of a saved job; its state is kept."""
     job_id = job._saved_id()
-    job.state = yield calls.update(side.keys, job_id, job._update_fields())
+    fields = job._update_fields()
+    job._store_data()  # (update.lua puts the value it replaces in the trash)
+    job.state = yield calls.update(side.keys, job_id, fields)
 
 
 # -- reading --------------------------------------------------------------------------------

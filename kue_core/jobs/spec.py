@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Self, TypeVar, overload
 
 from .. import defaults, tracing
-from ..base import checks, payloads, sealing
+from ..base import checks, sealing
 from ..base.errors import CannotDecrypt, InvalidJob, PayloadUnavailable, Stopped
 from ..base.states import JobState
 from ..base.values import json_field as _json_field
@@ -18,7 +18,7 @@ from ..features import pins, records, runs
 from ..features.flows import DependencyOptions
 from ..features.job_records import RecordOptions
 from ..store.lua_source import SAVE_WIDTH
-from . import unique
+from . import stored_fields, unique
 from .options import JobOptions
 
 __all__ = ["JobSpec"]
@@ -55,10 +55,6 @@ class _Running(Protocol):
 _UNSET: Any = object()
 #: How a sealed field's text begins (see kue_core.base.sealing): looked for in every field a
 #: job's read may have sealed.
-_SEALED = sealing.PREFIX
-_STORED = payloads.PREFIX
-#: How every envelope and every reference to the payload store begins.
-_MARKED = '{"kue:'
 #: A job of any class (``Job``, ``kue_core.aio.AsyncJob``): option setters return their own.
 _J = TypeVar("_J", bound="JobSpec")
 
@@ -216,19 +212,8 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         return self.id
 
     def _data_json(self) -> str:
-        """The data as stored: its JSON, sealed when the queue has encryption keys."""
-        text = to_json(self.data, "data")
-        ring = getattr(self.queue, "keyring", None)  # (sealing.of, inlined: every save)
-        if ring is not None:
-            text = ring.seal(text, "data")
-        offload = getattr(self.queue, "offload", None)
-        if offload is not None:
-            if not self._offloads:
-                offload.check(text, "data", "a schedule's data stays in Redis")
-                return text
-            text, self._to_store = offload.planned(text, "data")
-            self._stored_data = self._to_store[0] if self._to_store is not None else None
-        return text
+        """The data as stored (see :func:`kue_core.jobs.stored_fields.data_text`)."""
+        return stored_fields.data_text(self)
 
     def _store_data(self) -> None:
         """Write its data to the payload store, when its save row planned so (a save does,
@@ -276,7 +261,7 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         job.type = h.get("type", "")
         job.id = job_id
         data = h.get("data")
-        if data is not None and data.startswith(_MARKED):
+        if data is not None and data.startswith(stored_fields.MARKED):
             data = job._opened(data, "data")
         job.data = _json_field(data, {})
         job.state = h.get("state")
@@ -344,32 +329,8 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         return job
 
     def _opened(self, stored: str, field: str) -> str:
-        """A stored field's text: opened when it is sealed; the envelope itself, with
-        ``unopened`` naming its key, when the queue cannot open it (see
-        :mod:`kue_core.base.sealing`)."""
-        if not stored.startswith(_MARKED):
-            return stored
-        if stored.startswith(_STORED):
-            offload = getattr(self.queue, "offload", None)
-            try:
-                if offload is None:
-                    raise PayloadUnavailable(payloads.name_of(stored) or "?", field, missing=True)
-                stored = offload.loaded(stored, field)
-            except PayloadUnavailable as e:
-                if self.unopened is None:
-                    self.unopened = e
-                return stored
-        if not stored.startswith(_SEALED):
-            return stored
-        ring = sealing.of(self.queue)
-        try:
-            if ring is None:
-                raise CannotDecrypt(sealing.key_id_of(stored) or "?", field, missing=True)
-            return ring.open(stored, field)
-        except CannotDecrypt as e:
-            if self.unopened is None:  # the data's first: it is read first
-                self.unopened = e
-            return stored
+        """A stored field's text (see :func:`kue_core.jobs.stored_fields.opened`)."""
+        return stored_fields.opened(self, stored, field)
 
     def _read_runs(self) -> list[dict[str, Any]]:
         """The runs of this loaded fan-out job, read now (when they were not read with it)."""

@@ -13,7 +13,8 @@
 -- Errors   KUE_NOT_FOUND, KUE_INVALID.
 -- Uses     lib/base (now_ms, int, STATES), lib/keys (k_jobs, k_state, k_type_state, k_group),
 --          lib/members (zid, state_score), lib/pins (pin_rescore), lib/events (keep_saved),
---          lib/attempts (load_job), lib/records (reword)
+--          lib/attempts (load_job), lib/records (reword), lib/payloads (stored_name,
+--          hold_payload)
 local p, id = ARGV[1], ARGV[2]
 local priority, ttl, delay = tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[9])
 local due_at = tonumber(ARGV[10])
@@ -58,6 +59,7 @@ if delay > 0 or due_at > 0 then
   opt('promote_at', int(promote_at), true)
 end
 redis.call('HSET', KEYS[1], unpack(set))
+hold_payload(p, KEYS[1], 'data', stored_name(ARGV[3]))  -- the data it replaced: to the trash
 if #drop > 0 then redis.call('HDEL', KEYS[1], unpack(drop)) end
 reword(p, id, KEYS[1], ARGV[11])
 

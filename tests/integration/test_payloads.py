@@ -125,10 +125,16 @@ def test_removal_retention_and_edits_empty_the_store(
         old_name = json.loads(stored(r, prefix, edited.id, "data"))[payloads.STORED]
         assert len(files(tmp_path)) == 3
         q.remove(removed.id)
+        updated = q.create_job("keep", {"small": 1}).save()
+        updated.data = BIG
+        updated.update()  # Kue's Job#update: to the store, then out of it
+        assert q.get_job(updated.id).data == BIG and len(files(tmp_path)) == 4
+        updated.data = {"small": 2}
+        updated.update()
         q.update_data(edited.id, {"small": True})
         assert q.get_job(edited.id).data == {"small": True}
         assert not r.hexists(f"{prefix}:job:{edited.id}", "payloads")
-        assert r.llen(f"{prefix}:payloads:trash") == 2
+        assert r.llen(f"{prefix}:payloads:trash") == 3
         q.process("gone", 1, lambda job: {"big": "z" * 2000})
         wait_for(lambda: not r.exists(f"{prefix}:job:{finished.id}"))
         # The worker empties the trash: the finished job's data and result go too.
