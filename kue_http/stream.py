@@ -20,7 +20,6 @@ import redis
 from flask import Response, current_app, request
 
 from kue_core import CannotDecrypt, EventStream, InvalidJob, sealing, validate_type
-from kue_core.sealing import Keyring
 
 from . import redaction
 from .api import api, queue
@@ -96,7 +95,7 @@ class _Filter:
 _SEALED_ARGS = {"complete": (1, "result"), "progress": (2, "progress")}
 
 
-def _opened(event: dict[str, Any], ring: Keyring) -> dict[str, Any]:
+def _opened(event: dict[str, Any], ring: sealing.Keyring) -> dict[str, Any]:
     """An event of an encrypted queue with its result (``complete``) or progress data opened,
     as the job's page shows them; left sealed when the server lacks its key."""
     found = _SEALED_ARGS.get(str(event.get("event")))
@@ -122,7 +121,7 @@ def _stream(
     keepalive: float,
     streams: Streams,
     shown: redaction.View,
-    ring: Keyring | None,
+    ring: sealing.Keyring | None,
 ) -> Iterator[str]:
     streams.add(1)
     try:
