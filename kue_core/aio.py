@@ -26,6 +26,7 @@ from .base.payloads import PayloadStore
 from .base.states import PROMOTABLE, RETRYABLE
 from .base.values import validate_type
 from .clients.aio_plans import AsyncPlans
+from .clients.aio_reads import ReadingTransport
 from .clients.aio_records import AsyncRecords
 from .clients.queue_tasks import AsyncTaskMethods
 from .clients.tasks import AioAsyncTask, AioTask
@@ -85,7 +86,11 @@ class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncPlans):
         else:
             checks.integer(replicas, "replicas", 0)
         self.keys = Keys(self.prefix)
-        self.scripts = AsyncTransport(self.client, self.keys, replicas)
+        # With a slow payload store, the stored values of the jobs an operation reads are read
+        # in threads once it is done (kue_core/clients/aio_reads.py); else nothing more.
+        slow = self.offload is not None and self.offload.slow
+        transport = ReadingTransport if slow else AsyncTransport
+        self.scripts = transport(self.client, self.keys, replicas)
 
     def __repr__(self) -> str:
         return f"<AsyncQueue prefix={self.prefix!r}>"

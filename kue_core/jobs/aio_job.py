@@ -140,7 +140,11 @@ class AsyncJob(JobSpec):
                     raise waiting.timed_out(job_id, limit)
                 event = await stream.get(left)
                 if event is not None:
-                    ended = waiting.by_event(event, self.queue.keyring, self.queue.offload)
+                    ring, offload = self.queue.keyring, self.queue.offload
+                    if offload is not None and offload.slow:  # (S3: read in a thread)
+                        ended = await asyncio.to_thread(waiting.by_event, event, ring, offload)
+                    else:
+                        ended = waiting.by_event(event, ring, offload)
                     if ended is not None and ended.how == "failed":
                         with contextlib.suppress(JobNotFound):  # removed since: the event tells all
                             ended = waiting.as_stored(ended, await self.queue.get_job(job_id))

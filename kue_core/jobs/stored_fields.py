@@ -5,11 +5,12 @@ read and two attribute reads to write."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from ..base import payloads, sealing
 from ..base.errors import CannotDecrypt, PayloadUnavailable
-from ..base.values import to_json
+from ..base.values import json_field, to_json
 
 
 class JobSpec(Protocol):
@@ -21,12 +22,22 @@ class JobSpec(Protocol):
     _offloads: bool
     _to_store: tuple[str, bytes] | None
     _stored_data: str | None
+    result: Any
+    progress_data: Any
+    error: str | None
 
 
 _SEALED = sealing.PREFIX
 _STORED = payloads.PREFIX
 #: How every envelope and every reference to the payload store begins.
 MARKED = '{"kue:'
+
+#: While an asyncio client's operation runs (``kue_core.clients.aio_reads``): the reads from a
+#: slow payload store (S3) its jobs need, made once the operation is done, in a thread, so
+#: that none blocks the event loop. None (elsewhere): a job's fields are read at once.
+DEFERRED: ContextVar[list[tuple[JobSpec, str, str]] | None] = ContextVar(
+    "kue_deferred_reads", default=None
+)
 
 
 def data_text(job: JobSpec) -> str:
@@ -55,6 +66,10 @@ def opened(job: JobSpec, stored: str, field: str) -> str:
         return stored
     if stored.startswith(_STORED):
         offload = getattr(job.queue, "offload", None)
+        deferred = DEFERRED.get()
+        if deferred is not None and offload is not None and offload.slow:
+            deferred.append((job, field, stored))  # read by load(), off the loop
+            return stored
         try:
             if offload is None:
                 raise PayloadUnavailable(payloads.name_of(stored) or "?", field, missing=True)
@@ -74,3 +89,21 @@ def opened(job: JobSpec, stored: str, field: str) -> str:
         if job.unopened is None:
             job.unopened = e
         return stored
+
+
+def load(job: JobSpec, field: str, stored: str) -> None:
+    """A read :data:`DEFERRED` put off: the field's value read from the store, opened, and set
+    on the job as ``from_hash`` would have (run in a thread)."""
+    token = DEFERRED.set(None)
+    try:
+        text = opened(job, stored, field)
+    finally:
+        DEFERRED.reset(token)
+    if field == "data":
+        job.data = json_field(text, {})
+    elif field == "result":
+        job.result = json_field(text, None)
+    elif field == "progress":
+        job.progress_data = json_field(text, None)
+    else:
+        job.error = text

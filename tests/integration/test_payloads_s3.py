@@ -7,10 +7,12 @@ deletes it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +22,7 @@ import pytest
 import redis
 
 from kue_core import Queue, doctor, payloads
+from kue_core.aio import AsyncQueue
 
 from ..conftest import free_port, wait_for
 
@@ -135,3 +138,31 @@ def test_without_boto3_the_error_says_what_to_install(
         env={**os.environ, "PYTHONPATH": os.getcwd()},
     )
     assert "pip install 'kue[s3]'" in out.stdout, out.stderr
+
+
+def test_the_asyncio_client_reads_s3_off_its_loop(s3: Any, redis_url: str, prefix: str) -> None:
+    """An ``AsyncQueue`` with an S3 store reads its jobs' stored values in threads, once the
+    operation that read the jobs is done: the loop's thread makes no request to the store."""
+    store = f"s3://{BUCKET}/kue"
+
+    async def scenario() -> tuple[list[Any], str, set[str]]:
+        threads: set[str] = set()
+        async with AsyncQueue(
+            redis_url, prefix=prefix, max_data_bytes=1000, payload_store=store
+        ) as aq:
+            assert aq.offload is not None
+            real_get = aq.offload.store.get
+
+            def watched_get(name: str) -> bytes:
+                threads.add(threading.current_thread().name)
+                return real_get(name)
+
+            aq.offload.store.get = watched_get  # type: ignore[method-assign]  # a spy: S3 is real
+            job = await aq.create_job("report", BIG).save()
+            read = await aq.get_job(job.id)
+            listed = await aq.range_by_type("report", "inactive", 0, -1)
+            return [read.data, *(j.data for j in listed)], threading.current_thread().name, threads
+
+    seen, loop_thread, readers = asyncio.run(scenario())
+    assert seen == [BIG, BIG]
+    assert readers and loop_thread not in readers
