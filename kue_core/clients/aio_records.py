@@ -43,7 +43,9 @@ class AsyncRecords:
         from_start: bool = False,
     ) -> Rotated:
         ring = rotation.ring_of(self, steps, batch, from_start)
-        return await self.scripts.drive(rotation.rotate(self.keys, ring, steps, batch, from_start))
+        return await self.scripts.drive(
+            rotation.rotate(self.keys, ring, steps, batch, from_start, self.offload)
+        )
 
     # -- tags and tracking ------------------------------------------------------------------
     async def tagged(self, tag: str, offset: int = 0, count: int = 25) -> Found:

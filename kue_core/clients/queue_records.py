@@ -63,7 +63,9 @@ class QueueRecords:
         ``from_start``). Safe beside running workers and producers, and to interrupt (see
         :mod:`kue_core.features.rotation`)."""
         ring = rotation.ring_of(self, steps, batch, from_start)
-        return self.scripts.drive(rotation.rotate(self.keys, ring, steps, batch, from_start))
+        return self.scripts.drive(
+            rotation.rotate(self.keys, ring, steps, batch, from_start, self.offload)
+        )
 
     def history(self, job_id: int | str) -> list[dict[str, Any]]:
         """The job's recent transitions, oldest first: ``{"state", "at", ...}`` each."""

@@ -9,6 +9,10 @@ left: it is written under whatever key its writer had). Where the rotation got t
 per key in ``<p>:keys:rotation``, after each step: an interrupted rotation goes on from there,
 and a step done twice changes nothing. A value under a key the queue does not have is left
 as it is, and counted. Values stored in clear (jobs saved before the queue had keys) stay so.
+A value in the payload store (kue_core/base/payloads.py) is read from it and written again
+under a new name, sealed under the newest key; the job's field then refers to the new name,
+and the old one goes to the store's trash (a new value whose field changed meanwhile goes
+there instead).
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import json
 from dataclasses import dataclass
 
 from ..base import checks
-from ..base.errors import CannotDecrypt, InvalidEncryptionKeys, InvalidJob
+from ..base.errors import CannotDecrypt, InvalidEncryptionKeys, InvalidJob, PayloadUnavailable
 from ..base.keys import Keys
+from ..base.payloads import PREFIX as STORED
+from ..base.payloads import Offload, name_of
 from ..base.sealing import PREFIX, Keyring, key_id_of, of
 from ..store import calls
 from ..store.calls import Call, Op, read
@@ -62,7 +68,12 @@ def ring_of(queue: object, steps: int | None, batch: int, from_start: bool) -> K
 
 
 def rotate(
-    keys: Keys, ring: Keyring, steps: int | None, batch: int, from_start: bool
+    keys: Keys,
+    ring: Keyring,
+    steps: int | None,
+    batch: int,
+    from_start: bool,
+    offload: Offload | None = None,
 ) -> Op[Rotated]:
     """Rotate up to ``steps`` steps of ``batch`` jobs (all of them: None), from where the
     last rotation to this key stopped, or from the first job."""
@@ -85,7 +96,7 @@ def rotate(
             if all(v is None for v in fields) and not lines:
                 continue  # no such job (removed)
             jobs += 1
-            change = _Change(ring)
+            change = _Change(ring, offload)
             new_fields = [
                 (f, v, w)
                 for f, v in zip(FIELDS, fields, strict=True)
@@ -109,11 +120,14 @@ class _Change:
     """One job's values under the newest key: each method gives the new value, or None when
     the value needs no change (in clear, under the newest key) or cannot (a key it lacks)."""
 
-    def __init__(self, ring: Keyring) -> None:
+    def __init__(self, ring: Keyring, offload: Offload | None = None) -> None:
         self._ring = ring
+        self._offload = offload
         self.unopened = 0
 
     def value(self, stored: str, name: str) -> str | None:
+        if stored.startswith(STORED):
+            return self._stored(stored, name)
         kid = key_id_of(stored)
         if kid is None or kid == self._ring.newest:
             return None
@@ -122,6 +136,23 @@ class _Change:
         except CannotDecrypt:
             self.unopened += 1
             return None
+
+    def _stored(self, stored: str, name: str) -> str | None:
+        """A value in the payload store: the reference to a copy under the newest key (or the
+        value itself, when it now fits in Redis), written to the store before it is returned."""
+        try:
+            if self._offload is None:
+                raise PayloadUnavailable(name_of(stored) or "?", name, missing=True)
+            new = self.value(self._offload.loaded(stored, name), name)
+        except PayloadUnavailable:
+            self.unopened += 1
+            return None
+        if new is None:
+            return None
+        held, planned = self._offload.planned(new, name)
+        if planned is not None:
+            self._offload.put(planned)
+        return held
 
     def line(self, stored: str) -> str | None:
         """A log line: its stamp (time, attempt) in clear, then its text sealed."""

@@ -8,7 +8,10 @@
 --          new entry)
 -- Returns  how many values were replaced.
 -- Events   none (the job's payload is the same; only its key changed).
--- Uses     lib/keys (k_log, k_history)
+--          A value in the payload store: the job's payloads field follows (the old name to
+--          the trash); a new value not written, since its field changed, to the trash too.
+-- Uses     lib/keys (k_log, k_history, k_payload_trash), lib/payloads (stored_name,
+--          hold_payload)
 local p, id, n, m = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local replaced = 0
 local at = 5
@@ -16,7 +19,12 @@ for _ = 1, n do
   local field, was, now = ARGV[at], ARGV[at + 1], ARGV[at + 2]
   if redis.call('HGET', KEYS[1], field) == was then
     redis.call('HSET', KEYS[1], field, now)
+    if stored_name(was) or stored_name(now) then
+      hold_payload(p, KEYS[1], field, stored_name(now))
+    end
     replaced = replaced + 1
+  elseif stored_name(now) then  -- written to the store for a value that changed meanwhile
+    redis.call('RPUSH', k_payload_trash(p), stored_name(now))
   end
   at = at + 3
 end

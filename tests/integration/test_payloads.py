@@ -7,6 +7,7 @@ save above the limit without a store, or above the hard limit, is refused and wr
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,15 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, PayloadTooLarge, PayloadUnavailable, Queue, payloads
+from kue_core import (
+    InvalidJob,
+    PayloadTooLarge,
+    PayloadUnavailable,
+    Queue,
+    doctor,
+    payloads,
+    sealing,
+)
 
 from ..clients import blocking_queue
 from ..conftest import wait_for
@@ -211,3 +220,30 @@ def test_settings_from_the_environment(
             m.setenv(name, value)
             with pytest.raises(Exception, match=says):
                 Queue(redis_url, prefix=prefix)
+
+
+def test_rotation_moves_a_stored_value_under_the_new_key(
+    redis_url: str, prefix: str, r: redis.Redis, tmp_path: Path
+) -> None:
+    """An encrypted queue's large value is sealed in the store; ``rotate_keys`` writes a copy
+    under the newest key with a new name, the job refers to it, the old name goes to the trash
+    and a worker's sweep deletes it; then the old key is not needed."""
+    k1 = "k1:" + base64.b64encode(bytes(range(32))).decode()
+    k2 = "k2:" + base64.b64encode(bytes(range(32, 64))).decode()
+    store = {"max_data_bytes": LIMIT, "payload_store": tmp_path.as_uri()}
+    with Queue(redis_url, prefix=prefix, encryption_keys=k1, **store) as q:  # type: ignore[arg-type]
+        job = q.create_job("report", BIG).save()
+    old = json.loads(stored(r, prefix, job.id, "data"))[payloads.STORED]
+    assert sealing.key_id_of((tmp_path / old).read_text()) == "k1"
+    with Queue(redis_url, prefix=prefix, encryption_keys=[k2, k1], **store) as q:  # type: ignore[arg-type]
+        done = q.rotate_keys()
+        assert (done.resealed, done.unopened) == (1, 0)
+        new = json.loads(stored(r, prefix, job.id, "data"))[payloads.STORED]
+        assert new != old and sealing.key_id_of((tmp_path / new).read_text()) == "k2"
+        assert json.loads(stored(r, prefix, job.id, "payloads")) == {"data": new}
+        assert r.lrange(f"{prefix}:payloads:trash", 0, -1) == [old]
+        assert q.sweep_payloads() == 1 and files(tmp_path) == [new]
+        assert q.rotate_keys(from_start=True).resealed == 0  # under k2 already
+    with Queue(redis_url, prefix=prefix, encryption_keys=k2, **store) as q:  # type: ignore[arg-type]
+        assert q.get_job(job.id).data == BIG
+        assert doctor.check(q, grace_ms=0).healthy
