@@ -20,9 +20,3 @@ def put_back(keys: Keys, names: list[str]) -> Op[None]:
     """Names whose deletion failed, back in the trash for a later sweep."""
     if names:
         yield read(("RPUSH", keys.payload_trash, *names))
-
-
-def count(keys: Keys) -> Op[int]:
-    """How many names wait in the trash."""
-    (n,) = yield read(("LLEN", keys.payload_trash))
-    return int(n)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +20,7 @@ from kue_core import Queue
 from kue_core.store import calls
 from kue_http import ConfigError, create_app
 from tests.conftest import wait_for
+from tests.http.streams import listening
 
 USERS = "ada:a-pass:admin,olga:o-pass:operator,vic:v-pass:viewer"
 SENSITIVE = "signup:card.number,*:token,report:title"
@@ -263,32 +263,11 @@ def test_an_admin_only_button_is_not_shown_to_an_operator(
 
 def test_the_event_stream_hides_payloads(redis_url: str, prefix: str) -> None:
     app = app_with(redis_url, prefix)
+    url = "/api/events?type=signup"
     with Queue(redis_url, prefix=prefix) as q:
         q.create_job("signup", {"email": "e"}).save()
-        seen: dict[str, list[dict[str, Any]]] = {}
-        ready = threading.Barrier(3, timeout=10)
-
-        def listen(name: str, headers: dict[str, str]) -> None:
-            res = app.test_client().get("/api/events?type=signup", headers=headers, buffered=False)
-            events, chunks = seen.setdefault(name, []), iter(res.response)
-            next(chunks)  # connected: subscribed
-            ready.wait()
-            for chunk in chunks:
-                for line in chunk.decode().splitlines():
-                    if line.startswith("data: "):
-                        events.append(json.loads(line[6:]))
-                if any(e["event"] == "complete" for e in events):
-                    break
-            res.close()
-
-        threads = [threading.Thread(target=listen, args=a) for a in (("vic", VIC), ("ada", ADA))]
-        for t in threads:
-            t.start()
-        ready.wait()
-        complete(q, "signup", {"token": f"{SECRET}-token", "n": 1})
-        for t in threads:
-            t.join(10)
-            assert not t.is_alive()
+        with listening({"vic": (app, url, VIC), "ada": (app, url, ADA)}) as seen:
+            complete(q, "signup", {"token": f"{SECRET}-token", "n": 1})
     by_event = {name: {e["event"]: e["args"] for e in events} for name, events in seen.items()}
     assert by_event["vic"]["complete"] == ["complete", "[hidden]"]
     assert by_event["vic"]["progress"][2] == "[hidden]"

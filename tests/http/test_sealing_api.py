@@ -5,15 +5,13 @@ shown as stored with ``unopened`` naming the key, and bad keys stop the app at s
 from __future__ import annotations
 
 import base64
-import json
-import threading
-from typing import Any
 
 import pytest
 import redis
 
 from kue_core import Queue, sealing
 from kue_http import ConfigError, create_app
+from tests.http.streams import listening
 
 # Fixed keys: the parameters of a test must be the same in every xdist worker.
 K1 = f"k1:{base64.b64encode(bytes(range(32))).decode()}"
@@ -65,33 +63,16 @@ def test_bad_keys_stop_the_app_without_showing_them(redis_url: str, prefix: str,
 def test_the_event_stream_opens_what_the_queue_sealed(redis_url: str, prefix: str) -> None:
     """On Redis's channel a sealed result; on the stream, the result the job page shows (and
     left sealed by a server without the key)."""
-    apps = {"with": app_with(redis_url, prefix, K1), "without": app_with(redis_url, prefix, K2)}
-    seen: dict[str, list[dict[str, Any]]] = {}
-    ready = threading.Barrier(3, timeout=10)
-
-    def listen(name: str) -> None:
-        res = apps[name].test_client().get("/api/events", buffered=False)  # type: ignore[attr-defined]
-        events, chunks = seen.setdefault(name, []), iter(res.response)
-        next(chunks)  # connected: subscribed
-        ready.wait()
-        for chunk in chunks:
-            for line in chunk.decode().splitlines():
-                if line.startswith("data: "):
-                    events.append(json.loads(line[6:]))
-            if any(e["event"] == "complete" for e in events):
-                break
-        res.close()
-
-    threads = [threading.Thread(target=listen, args=(n,)) for n in apps]
-    for t in threads:
-        t.start()
-    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as q:
-        ready.wait()
+    streams = {
+        "with": (app_with(redis_url, prefix, K1), "/api/events", {}),
+        "without": (app_with(redis_url, prefix, K2), "/api/events", {}),
+    }
+    with (
+        Queue(redis_url, prefix=prefix, encryption_keys=K1) as q,
+        listening(streams) as seen,  # type: ignore[arg-type]
+    ):
         q.process("signup", 1, lambda job: {"sent": job.data["to"]})  # seals its result
         q.create_job("signup", {"to": "ada@example.com"}).save()
-        for t in threads:
-            t.join(10)
-            assert not t.is_alive()
     ended = {n: next(e for e in events if e["event"] == "complete") for n, events in seen.items()}
     assert ended["with"]["args"] == ["complete", {"sent": "ada@example.com"}]
     assert list(ended["without"]["args"][1]) == [sealing.SEALED]
