@@ -16,7 +16,8 @@ import click
 
 from kue_core import STATES, Job
 from kue_core.base.states import priority_name
-from kue_http.dashboard.filters import ago, job_title
+from kue_http.dashboard.filters import ago
+from kue_http.redaction import WHOLE, title
 
 from . import cli as main
 from .control import _queue
@@ -111,7 +112,7 @@ def _row(found: Job) -> tuple[str, ...]:
         "-" if priority is None else priority_name(priority) or str(priority),
         ago(d.get("created_at")) or "-",
         ago(when) or "-",
-        cut(str(job_title(found)) or _compact(d["data"])),
+        cut(str(title(found, WHOLE)) or _compact(d["data"])),
     )
 
 

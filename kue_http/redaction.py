@@ -99,6 +99,10 @@ class View:
         return self.payloads and not self.sensitive
 
 
+#: What a reader without roles sees (the command line: whoever reads Redis reads it all).
+WHOLE = View(payloads=True)
+
+
 def view() -> View:
     """What the user of the current request is shown."""
     return View(
@@ -133,7 +137,9 @@ def job_dict(job: Job, shown: View | None = None) -> dict[str, Any]:
 
 
 def title(job: Job, shown: View | None = None) -> Any:
-    """The job's ``data.title`` as the user may see it (``""`` when it has none)."""
+    """The job's ``data.title`` as the user of the current request may see it (``shown``: as
+    that view shows it; ``WHOLE`` outside a request: the command line's), ``""`` when it has
+    none."""
     data = job.data if isinstance(job.data, dict) else None
     if data is None or "title" not in data:
         return ""

@@ -250,16 +250,20 @@ def basic(name: str, password: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()}
 
 
-#: Users of the fuzz by role (kue_http/users.py), and fields masked for every role.
+#: Users of the fuzz by role (kue_http/users.py), fields masked for every role, and payload
+#: limits (docs/payloads.md): data above 200 bytes goes to a file store, above 5,000 is 413.
 ROLE_SETTINGS = {
     "KUE_USERS": "ada:a-pass:admin,olga:o-pass:operator,vic:v-pass:viewer",
     "KUE_SENSITIVE_FIELDS": "*:title,fuzz:step,*:done",
+    "KUE_MAX_DATA_BYTES": "200",
+    "KUE_MAX_PAYLOAD_BYTES": "5000",
 }
 
 
 @pytest.fixture
-def role_schema(redis_url: str, prefix: str, queue: Queue) -> Iterator[BaseSchema]:
-    app = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, **ROLE_SETTINGS})
+def role_schema(redis_url: str, prefix: str, queue: Queue, tmp_path: Path) -> Iterator[BaseSchema]:
+    settings = {**ROLE_SETTINGS, "KUE_PAYLOAD_STORE": tmp_path.as_uri()}
+    app = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, **settings})
     release = threading.Event()
     _seed(queue, release)
     yield schemathesis.openapi.from_wsgi("/api/openapi.json", app, headers=basic(*VIEWER))
@@ -271,7 +275,8 @@ def role_schema(redis_url: str, prefix: str, queue: Queue) -> Iterator[BaseSchem
 @pytest.mark.parametrize(("user", "role"), [("olga:o-pass", "operator"), ("ada:a-pass", "admin")])
 def test_fuzz_the_job_routes_as_a_role(role_schema: BaseSchema, user: str, role: str) -> None:
     """The job routes as an operator (payloads hidden, an admin's writes refused) and as an
-    admin (sensitive fields hidden, a reveal recorded) answer as the document says."""
+    admin (sensitive fields hidden, a reveal recorded), with payload limits (large data in the
+    store, too large 413), answer as the document says."""
     answers = _fuzz(role_schema, "job", basic(*user.split(":")))
     assert answers["GET /job/{id}"][200] > 0
     refused = answers["PUT /job/{id}/data"][403] + answers["POST /job/{id}/reveal"][403]
