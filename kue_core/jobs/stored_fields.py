@@ -63,6 +63,9 @@ def opened(job: JobSpec, stored: str, field: str) -> str:
     sealed; what is stored, with ``job.unopened`` saying why, when the queue cannot (it lacks
     the store, or the key; the first such field's reason is kept, the data's: read first)."""
     if not stored.startswith(MARKED):
+        if field == "error" and (at := stored.find(_SEALED)) > 0:
+            # A fan-out job's error: "run on <worker> failed: " and its run's sealed error.
+            return stored[:at] + opened(job, stored[at:], field)
         return stored
     if stored.startswith(_STORED):
         offload = getattr(job.queue, "offload", None)

@@ -271,6 +271,7 @@ def role_schema(redis_url: str, prefix: str, queue: Queue, tmp_path: Path) -> It
 
 
 @pytest.mark.slow
+@pytest.mark.single_node  # roles and payload limits are the app's, whatever the Redis
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize(("user", "role"), [("olga:o-pass", "operator"), ("ada:a-pass", "admin")])
 def test_fuzz_the_job_routes_as_a_role(role_schema: BaseSchema, user: str, role: str) -> None:

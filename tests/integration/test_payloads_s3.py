@@ -7,7 +7,6 @@ deletes it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -24,7 +23,11 @@ import redis
 from kue_core import Queue, doctor, payloads
 from kue_core.aio import AsyncQueue
 
+from ..clients import Loop
 from ..conftest import free_port, wait_for
+
+#: The store is the same whatever the Redis: one server is enough.
+pytestmark = pytest.mark.single_node
 
 BUCKET = "kue-jobs"
 BIG = {"rows": ["x" * 100] * 30}
@@ -163,6 +166,10 @@ def test_the_asyncio_client_reads_s3_off_its_loop(s3: Any, redis_url: str, prefi
             listed = await aq.range_by_type("report", "inactive", 0, -1)
             return [read.data, *(j.data for j in listed)], threading.current_thread().name, threads
 
-    seen, loop_thread, readers = asyncio.run(scenario())
+    loop = Loop()  # a loop of its own thread (a test process may run another: Playwright's)
+    try:
+        seen, loop_thread, readers = loop.run(scenario())
+    finally:
+        loop.close()
     assert seen == [BIG, BIG]
     assert readers and loop_thread not in readers

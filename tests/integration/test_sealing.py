@@ -320,3 +320,19 @@ def test_a_process_without_keys_does_not_fire_a_sealed_schedule(
         late = clear.schedule("hourly")["next"] + 1
         assert fire_due(clear, late) >= late + 1000
         assert clear.schedule("hourly")["runs"] == 0 and clear.count("inactive") == 0
+
+
+def test_a_fan_out_jobs_error_is_read_whole(redis_url: str, prefix: str, r: redis.Redis) -> None:
+    """A fan-out job fails with its run's error after the run's worker (in clear): the run's
+    sealed error inside it is opened where it is read, and stays sealed in Redis."""
+    with Queue(redis_url, prefix=prefix, encryption_keys=[K1]) as q:
+        job = q.create_job("fan", SECRET).fan_out(1).save()
+
+        def refuse(j: Any) -> None:
+            raise ValueError(f"no card {j.data['card']}")
+
+        q.process("fan", 1, refuse)
+        failed = wait_for(lambda: (j := q.get_job(job.id)).state == "failed" and j)
+        stored_error = stored(r, prefix, job.id, "error")
+        assert "4242" not in stored_error and sealing.PREFIX in stored_error
+        assert failed.error.startswith("run on ") and "ValueError: no card 4242" in failed.error
