@@ -8,6 +8,7 @@ job model.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import traceback
 from collections.abc import Callable
@@ -96,6 +97,22 @@ def stored_result(job: Job, result: str) -> str | Failed:
         return offload.stored(result, "result")[0]
     except PayloadTooLarge as e:
         return Failed(*describe(e), no_retry=True)
+
+
+async def reported(
+    loop: asyncio.AbstractEventLoop, job: Job, outcome: Done | Failed
+) -> tuple[Done | Failed, str]:
+    """The outcome a loop's slot reports, and its result as stored ('' but for ``Done``): a
+    result that may go to the payload store is written in a thread of the loop's pool; one
+    larger than the queue takes fails the job (see :func:`stored_result`)."""
+    if not isinstance(outcome, Done):
+        return outcome, ""
+    offload = job.queue.offload
+    if offload is None or offload.keeps(len(outcome.result)):
+        stored = stored_result(job, outcome.result)
+    else:
+        stored = await loop.run_in_executor(None, stored_result, job, outcome.result)
+    return (stored, "") if isinstance(stored, Failed) else (outcome, stored)
 
 
 def logged(job: Job, message: str) -> str:

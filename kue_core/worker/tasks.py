@@ -44,12 +44,11 @@ from .handling import handle
 from .loop import EventLoop
 from .outcome import (
     Done,
-    Failed,
     Limited,
     logged,
+    reported,
     retry_delay,
     stored_failure,
-    stored_result,
     unreadable,
 )
 from .posting import Posts
@@ -297,8 +296,11 @@ class LoopServing:
     ) -> Claim:
         state = self._state
         offload = self.queue.offload
-        if offload is not None and offload.slow and fields.get("data", "").startswith(STORED):
-            # Read from a payload store over the network: off the loop.
+        if (
+            offload is not None
+            and offload.slow
+            and any(fields.get(name, "").startswith(STORED) for name in ("data", "result"))
+        ):  # read from a payload store over the network: off the loop
             job = await self._loop.loop.run_in_executor(
                 None, Job.from_hash, self.queue, job_id, fields
             )
@@ -348,18 +350,7 @@ class LoopServing:
         # The report claims the slot's next job in the same call, or, when the next is
         # claimed ahead already and the handler was quick, the one after it. The types'
         # order is asked only for a claim (a round-robin's turn is one a claim).
-        result = ""
-        if isinstance(outcome, Done):  # as stored; a payload store's write is off the loop
-            if offload is None or offload.keeps(len(outcome.result)):
-                stored = stored_result(job, outcome.result)
-            else:
-                stored = await self._loop.loop.run_in_executor(
-                    None, stored_result, job, outcome.result
-                )
-            if isinstance(stored, Failed):  # larger than the queue takes
-                outcome = stored
-            else:
-                result = stored
+        outcome, result = await reported(self._loop.loop, job, outcome)
         quick = isinstance(outcome, Done) and slot.quick
         claims = not state.stopping.is_set() and (not line or quick)
         order = self._order(slot) if claims else []
