@@ -53,8 +53,6 @@ class _Running(Protocol):
 
 
 _UNSET: Any = object()
-#: How a sealed field's text begins (see kue_core.base.sealing): looked for in every field a
-#: job's read may have sealed.
 #: A job of any class (``Job``, ``kue_core.aio.AsyncJob``): option setters return their own.
 _J = TypeVar("_J", bound="JobSpec")
 
