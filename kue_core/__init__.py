@@ -51,6 +51,7 @@ from .features.runs import apply_json as apply_fan_out
 from .features.schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
 from .features.schedule_rules import LATEST as SCHEDULE_LATEST
 from .features.search import Found
+from .features.streams import Part as StreamPart
 from .jobs.current import current_job
 from .jobs.flow_ops import Node as FlowNode
 from .jobs.flow_tree import CHILDREN as FLOW_TREE_CHILDREN
@@ -117,6 +118,7 @@ __all__ = [
     "RateLimited",
     "ScheduleNotFound",
     "Stopped",
+    "StreamPart",
     "Task",
     "WaitTimeout",
     "WorkerIdTaken",

@@ -32,6 +32,12 @@ PAYLOAD_SWEEP_BATCH = 100
 #: Seconds between a worker's sweeps of that trash: a removed job's payload is deleted
 #: within as long.
 PAYLOAD_SWEEP_EVERY = 5.0
+#: A running job's stream of partial output (job.stream(), kue_core/features/streams.py): the
+#: most entries kept (the oldest go first), and the largest part, in bytes of its JSON.
+STREAM_ENTRIES = 10_000
+STREAM_PART_BYTES = 64 * 1024
+#: Seconds a reader of a stream waits for a part before it looks whether the job ended.
+STREAM_POLL = 1.0
 #: The environment variable that picks the worker runtime when ``Queue(runtime=...)`` does not.
 RUNTIME_ENV = "KUE_RUNTIME"
 #: The worker runtimes: every slot a task on one event loop (the thread runtime, a thread per

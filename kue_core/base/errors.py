@@ -229,4 +229,5 @@ SCRIPT_ERRORS: dict[str, type[KueError]] = {
     "KUE_INVALID_TRANSITION": InvalidTransition,
     "KUE_HAS_DEPENDENTS": HasDependents,
     "KUE_INVALID": InvalidJob,
+    "KUE_STOPPED": Stopped,
 }

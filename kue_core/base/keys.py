@@ -31,7 +31,7 @@ def job_id_from_zid(member: str) -> int:
 
 #: The parts of a job's keys: its hash, log, history, its dependencies' keys, and its runs
 #: (a fan-out job's, see kue_core/features/runs.py).
-JOB_PARTS = ("", "log", "history", "deps", "dependents", "results", "runs")
+JOB_PARTS = ("", "log", "history", "deps", "dependents", "results", "runs", "stream")
 
 
 class Keys:
@@ -109,6 +109,10 @@ class Keys:
 
     def log(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}:log"
+
+    def stream(self, job_id: int) -> str:
+        """A Redis stream: the parts of its output a running job streamed (job.stream())."""
+        return f"{self.prefix}:job:{job_id}:stream"
 
     def history(self, job_id: int) -> str:
         return f"{self.prefix}:job:{job_id}:history"
@@ -285,8 +289,8 @@ class Keys:
     def job_key(self, key: str) -> tuple[int, str] | None:
         """``(id, part)`` for a key of one job: part ``""`` for its hash ``<prefix>:job:<id>``,
         ``"log"`` or ``"history"`` for those lists, ``"deps"``, ``"dependents"`` or
-        ``"results"`` for its dependencies' keys, ``"runs"`` for a fan-out job's runs; None for any
-        other key."""
+        ``"results"`` for its dependencies' keys, ``"runs"`` for a fan-out job's runs, ``"stream"``
+        for its stream of partial output; None for any other key."""
         head = f"{self.prefix}:job:"
         if not key.startswith(head):
             return None

@@ -56,7 +56,8 @@ What is checked (the finding kinds):
     complete): repair deletes it, with its log and history. With ``data`` a person must look
     (give it its type, or remove it): repair leaves it.
 ``orphan-log``
-    a job's log or history list without the job. Repair: delete it.
+    a job's log or history list, or its stream of partial output, without the job. Repair:
+    delete it.
 ``gone-worker``
     a worker in ``<p>:workers`` whose registration ``<p>:worker:<id>`` has expired. Repair:
     remove it.

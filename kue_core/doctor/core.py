@@ -387,7 +387,9 @@ class Check:
             if part in deps.PARTS:
                 deps.orphan(self, job_id, part)
                 continue
-            key = self.keys.log(job_id) if part == "log" else self.keys.history(job_id)
+            key = {"log": self.keys.log, "stream": self.keys.stream}.get(part, self.keys.history)(
+                job_id
+            )
             self.add(
                 "orphan-log",
                 key,

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, Protocol
 
 from ..base.errors import InvalidJob, JobNotFound
 from ..base.keys import Keys
 from ..base.payloads import Offload
 from ..base.sealing import Keyring
+from ..features.streams import Part
 from ..store.aio_events import AsyncEvents
 from ..store.aio_transport import AsyncTransport
 from . import ops, waiting
@@ -35,6 +36,9 @@ class Host(Protocol):
         self, *names: str, job_type: str | None = None, job_id: int | str | None = None
     ) -> AsyncEvents: ...
     async def get_job(self, job_id: int | str) -> AsyncJob: ...
+    def stream_parts(
+        self, job_id: int | str, *, after: str | None = None, timeout: float | None = None
+    ) -> AsyncIterator[Part]: ...
     async def remove(self, job_id: int | str, *, cascade: bool = False) -> list[int]: ...
     async def cancel(self, job_id: int | str, reason: str = "") -> AsyncJob: ...
     async def retry(self, job_id: int | str) -> AsyncJob: ...
@@ -177,6 +181,12 @@ class AsyncJob(JobSpec):
 
     def log(self, *args: Any, **kwargs: Any) -> Any:
         raise InvalidJob("log lines are a worker's to write, on its own Job")
+
+    def stream_iter(
+        self, after: str | None = None, timeout: float | None = None
+    ) -> AsyncIterator[Part]:
+        """``Job.stream_iter``, as an asynchronous iterator (``async for``)."""
+        return self.queue.stream_parts(self._saved_id(), after=after, timeout=timeout)
 
     def _retag(self, what: str, tags: list[str] | None = None) -> Any:
         # A saved job's tags and tracking change at once, which is awaited: through the

@@ -4,15 +4,18 @@ its reads and writes through the ``Queue`` that made it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
+from .. import defaults
+from ..base.errors import InvalidJob
 from ..base.keys import Keys
 from ..base.payloads import Offload
 from ..base.sealing import Keyring
 from ..base.states import JobState
 from ..base.values import now_ms, parse_priority, parse_state, to_json, validate_type
 from ..base.values import utf8 as _utf8
+from ..features.streams import Part
 from ..store import calls
 from ..store.calls import Call
 from ..store.events import EventBus, EventStream, Receiver
@@ -36,6 +39,9 @@ class Host(Protocol):
     def _loaded(self, job_id: int, h: dict[str, str], runs: dict[str, str] | None) -> Job: ...
     def get_job(self, job_id: int | str) -> Job: ...
     def event_stream(self) -> EventStream: ...
+    def stream_parts(
+        self, job_id: int | str, *, after: str | None = None, timeout: float | None = None
+    ) -> Iterator[Part]: ...
     def remove(self, job_id: int | str, *, cascade: bool = False) -> list[int]: ...
     def cancel(self, job_id: int | str, reason: str = "") -> Job: ...
     def retry(self, job_id: int | str) -> Job: ...
@@ -145,6 +151,42 @@ class Job(JobSpec):
         await self._awaited(calls.progress(self.queue.keys, self._saved_id(), percent, data_json))
         self._progressed(percent, data)
         return self
+
+    def stream(self, part: Any) -> Job:
+        """Append ``part`` (any JSON value: a token of text, a row) to the job's stream of
+        partial output, which readers follow while the job runs (:meth:`stream_iter`; see
+        kue_core.features.streams). In the handler running the job only; in an ``async def``
+        handler on the worker's event loop it does not wait for Redis (see :meth:`astream`)."""
+        self._write(self._stream_call(part))
+        return self
+
+    async def astream(self, part: Any) -> Job:
+        """:meth:`stream`, awaited: it returns once Redis has the part, and raises what
+        writing it raised (``Stopped`` once the attempt is over), as :meth:`alog` does."""
+        await self._awaited(self._stream_call(part))
+        return self
+
+    def stream_iter(self, after: str | None = None, timeout: float | None = None) -> Iterator[Part]:
+        """The parts of the job's stream, as they come, after entry ``after`` (None: from
+        the first), until the job has ended and every part is read (see
+        :meth:`kue_core.Queue.stream_parts`)."""
+        return self.queue.stream_parts(self._saved_id(), after=after, timeout=timeout)
+
+    def _stream_call(self, part: Any) -> Call[str]:
+        """The script call that appends a part (checked, and the attempt still running)."""
+        self._check_running()
+        if self._attempt is None:
+            raise InvalidJob("a job's stream is written by the handler running it")
+        text = to_json(part, "stream part")
+        most = defaults.STREAM_PART_BYTES
+        if len(text) > most // 4 and len(text.encode()) > most:
+            raise InvalidJob(f"a stream part is at most {most:,} bytes of JSON")
+        ring = self.queue.keyring
+        if ring is not None:
+            text = ring.seal(text, "stream")
+        token, attempt = self._attempt.token, self.attempts_made + 1
+        job_id, entries = self._saved_id(), defaults.STREAM_ENTRIES
+        return calls.stream(self.queue.keys, job_id, token, attempt, text, entries)
 
     def _log_call(self, fmt: Any, args: tuple[Any, ...]) -> Call[int]:
         """The script call that appends a log line (checked, and the attempt still running)."""

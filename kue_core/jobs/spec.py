@@ -51,6 +51,9 @@ class _Running(Protocol):
     @property
     def over(self) -> bool: ...
 
+    #: The fencing token its claim got.
+    token: str
+
 
 _UNSET: Any = object()
 #: A job of any class (``Job``, ``kue_core.aio.AsyncJob``): option setters return their own.

@@ -19,8 +19,8 @@
 --                   inactive, or delayed when it has a delay; one with an unknown state fails.
 --          purge    id, grace ms: delete a hash that has neither type nor data (untouched
 --                   for grace ms), with its log and history.
---          unlog    id, part ('log', 'history', 'deps', 'dependents', 'results' or 'runs'): delete
---                   that key of a job that does not exist.
+--          unlog    id, part ('log', 'history', 'deps', 'dependents', 'results', 'runs' or
+--                   'stream'): delete that key of a job that does not exist.
 --          unblock  id: a job blocked that waits for no job (no member of its deps zset
 --                   scored 0, or none) goes on as lib/deps.lua's unblock moves it: inactive, or
 --                   delayed while its due time is ahead.
@@ -95,8 +95,8 @@
 -- Uses     lib/base (STATES, now_ms, score, int), lib/keys (k_job, k_tokens, k_type_state,
 --          k_leases, k_state, k_promote, k_log, k_history, k_deps, k_dependents, k_runs,
 --          k_unique_jobs, k_tags, k_words, k_schedules, k_limits, k_groups, k_group_active,
---          k_group, k_places, k_run_leases, k_types, k_worker_leases, K), lib/members (zid_id,
---          zid, state_score), lib/type_rules (group_add, rules_read, LANE, set_rule), lib/pins
+--          k_group, k_places, k_run_leases, k_types, k_worker_leases, k_stream, K), lib/members
+--          (zid_id, zid, state_score), lib/type_rules (group_add, rules_read, LANE, set_rule), lib/pins
 --          (waiting, pin_list, pin_add), lib/indexes (index_add), lib/events (history,
 --          publish), lib/attempts (leave_active, count_attempt), lib/deps (unblock,
 --          load_blocked, awaited_ended), lib/runs (runs_offer), lib/moves (move_job),
@@ -333,7 +333,7 @@ local function purge(id, grace)
 end
 
 local PARTS = { log = k_log, history = k_history, deps = k_deps, dependents = k_dependents,
-  results = K.results, runs = k_runs }
+  results = K.results, runs = k_runs, stream = k_stream }
 local function unlog(id, part)
   if not string.match(id, '^[1-9]%d*$') or not PARTS[part] then return 0 end
   if redis.call('EXISTS', k_job(p, id)) == 1 then return 0 end

@@ -4,7 +4,7 @@
 -- KEYS[1]  <p>:jobs (every key read is built from the prefix, same slot)
 -- ARGV[1]  prefix   ARGV[2] set name (its key without '<p>:', '' for none)
 -- ARGV[3]  number of members s; then s members of that set; then pairs of a job id and a part
---          of its keys: 'log', 'history', 'deps', 'dependents', 'results' or 'runs'.
+--          of its keys: 'log', 'history', 'deps', 'dependents', 'results', 'runs' or 'stream'.
 -- Returns  {members, parts}: the members that may not belong, by the set's name (below); the
 --          parts that exist while their job does not, as {id, part, ...}.
 --          An index set ('jobs', 'leases', 'jobs:...'; members '01|7'): those whose job has no
@@ -17,14 +17,15 @@
 --          'blocked' (no such set; members '01|7' of jobs seen blocked): those still blocked
 --            that wait for no job (no member of their deps zset scored 0, as lib/deps.lua counts).
 -- Events   none.
--- Uses     lib/keys (k_log, k_history, k_deps, k_dependents, k_results, k_runs, k_job, k_awaited),
+-- Uses     lib/keys (k_log, k_history, k_deps, k_dependents, k_results, k_runs, k_stream, k_job,
+--          k_awaited),
 --          lib/members (zid_id), lib/events (history)
 local p, name, s = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not s or (#ARGV - 3 - s) % 2 ~= 0 then
   return redis.error_reply('KUE_INVALID screen arguments are malformed')
 end
 local PARTS = { log = k_log, history = k_history, deps = k_deps, dependents = k_dependents,
-  results = k_results, runs = k_runs }
+  results = k_results, runs = k_runs, stream = k_stream }
 
 local function key_type(key) return redis.call('TYPE', key).ok end
 

@@ -21,6 +21,7 @@ SCRIPT_NAMES = (
     "set_priority",
     "progress",
     "log",
+    "stream",
     "remove",
     "cancel",
     "move",

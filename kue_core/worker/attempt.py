@@ -47,10 +47,12 @@ class _Ending:
     and its attempt do not refer to each other: the job of a finished attempt is then freed
     at once, not left to the garbage collector."""
 
-    __slots__ = ("reason",)
+    __slots__ = ("reason", "token")
 
-    def __init__(self) -> None:
+    def __init__(self, token: str) -> None:
         self.reason: Reason | None = None
+        #: The attempt's fencing token: what the job's stream writes under.
+        self.token = token
 
     @property
     def over(self) -> bool:
@@ -86,7 +88,7 @@ class Attempt:
         #: ``time.monotonic()`` when the attempt ended; None while it runs.
         self.ended_at: float | None = None
         self._lock = threading.Lock()
-        self._ending = _Ending()
+        self._ending = _Ending(token)
         self._stop: Callable[[], Any] | None = None
         job._attempt = self._ending  # job.stopping, and Stopped from progress() and log()
 

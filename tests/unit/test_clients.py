@@ -27,8 +27,9 @@ WORKER_ONLY = {
 LISTENING = {"on", "off", "event_stream"}
 #: Parameters about this process's workers, which the async client has none of.
 WORKER_PARAMETERS = {("pause", "local"), ("resume", "local")}
-#: Not awaited on either client: a new job, the iterator of events, and defining a task.
-PLAIN = {"create_job", "events", "task"}
+#: Not awaited on either client: a new job, the iterators of events and of a job's stream,
+#: and defining a task.
+PLAIN = {"create_job", "events", "stream_parts", "task"}
 
 
 def _public(cls: type) -> set[str]:

@@ -2,6 +2,7 @@
 local function k_job(p, id) return p .. ':job:' .. id end
 local function k_log(p, id) return p .. ':job:' .. id .. ':log' end
 local function k_history(p, id) return p .. ':job:' .. id .. ':history' end
+local function k_stream(p, id) return p .. ':job:' .. id .. ':stream' end
 local function k_jobs(p) return p .. ':jobs' end
 local function k_state(p, state) return p .. ':jobs:' .. state end
 local function k_type_state(p, jtype, state) return p .. ':jobs:' .. jtype .. ':' .. state end

@@ -6,9 +6,9 @@
 -- for a job failed for good.
 local function delete_job(p, id, jtype, state)
   local unique, mode, words, tags, tagwords, tracked, depends, dependents, group, fan_out, only,
-    prefer, stored = unpack(redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode', 'words',
-      'tags', 'tagwords', 'tracked', 'depends', 'dependents', 'group', 'fan_out', 'only',
-      'prefer', 'payloads'))
+    prefer, stored, streamed = unpack(redis.call('HMGET', k_job(p, id), 'unique', 'unique_mode',
+      'words', 'tags', 'tagwords', 'tracked', 'depends', 'dependents', 'group', 'fan_out',
+      'only', 'prefer', 'payloads', 'streamed'))
   release_unique(p, id, unique, mode)
   if mode == 'reuse' and redis.call('HGET', k_unique_jobs(p), unique) == tostring(id) then
     redis.call('HDEL', k_unique_jobs(p), unique)
@@ -39,6 +39,7 @@ local function delete_job(p, id, jtype, state)
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))
   if stored then drop_payloads(p, stored) end
+  if streamed then redis.call('DEL', k_stream(p, id)) end
   redis.call('DEL', k_job(p, id), k_log(p, id), k_history(p, id))
   publish(p, id, jtype, 'remove', cjson.encode(jtype))
 end

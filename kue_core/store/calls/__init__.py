@@ -27,6 +27,7 @@ from .changing import (
     resume,
     set_priority,
     set_state,
+    stream,
     tag,
     update,
 )
@@ -143,6 +144,7 @@ __all__ = [
     "server_now",
     "set_priority",
     "set_state",
+    "stream",
     "tag",
     "tick",
     "unblock",

@@ -77,6 +77,12 @@ def log(keys: Keys, job_id: int, line: str) -> Call[int]:
     return Call("log", keys.job(job_id), (job_id, line), integer)
 
 
+def stream(keys: Keys, job_id: int, token: str, attempt: int, part: str, entries: int) -> Call[str]:
+    """Append a part (JSON) to a running job's stream, under its attempt's fencing token,
+    keeping about ``entries``: the part's entry id."""
+    return Call("stream", keys.job(job_id), (job_id, token, attempt, part, entries), str)
+
+
 # -- the jobs of a set ------------------------------------------------------------------------
 def bulk(
     keys: Keys,

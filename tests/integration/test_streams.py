@@ -1,0 +1,160 @@
+"""A running job's stream of partial output (issue 55, first step; kue_core/features/streams.py):
+a handler's ``job.stream(part)`` (both kinds of handler) appends to the job's Redis stream,
+which a reader follows live and resumes after an entry id, to the job's end; a retry's parts
+carry their attempt; a worker whose attempt is over cannot write to the stream (fenced); an
+encrypted queue seals the parts; the stream goes with the job."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import threading
+from typing import Any
+
+import pytest
+import redis
+
+from kue_core import InvalidJob, Job, Queue, Stopped, doctor, sealing
+from kue_core.aio import AsyncQueue
+from kue_core.store import calls
+
+from ..clients import Loop
+from ..conftest import wait_for
+
+K1 = "k1:" + base64.b64encode(bytes(range(32))).decode()
+
+
+@pytest.mark.parametrize("kind", ["def", "async"])
+def test_a_reader_follows_the_parts_as_they_come(
+    kind: str, redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    go = threading.Event()
+    with Queue(redis_url, prefix=prefix) as q:
+        if kind == "def":
+
+            def handler(job: Job) -> Any:
+                job.stream("Once")
+                job.stream({"token": " upon"})
+                go.wait(30)  # the reader has the first two before the rest is written
+                job.stream(" a time")
+                return {"done": True}
+
+        else:
+
+            async def handler(job: Job) -> Any:  # type: ignore[misc]
+                job.stream("Once")  # handed to the loop without waiting
+                await job.astream({"token": " upon"})
+                await asyncio.to_thread(go.wait, 30)
+                await job.astream(" a time")
+                return {"done": True}
+
+        job = q.create_job("tell", {}).save()
+        q.process("tell", 1, handler)
+        seen = []
+        for part in job.stream_iter(timeout=30):
+            seen.append(part)
+            if len(seen) == 2:
+                go.set()
+        assert [p.value for p in seen] == ["Once", {"token": " upon"}, " a time"]
+        assert [p.attempt for p in seen] == [1, 1, 1]
+        assert q.get_job(job.id).state == "complete"  # the iteration ended with the job
+        # A reader resumes after the id of the last part it had.
+        again = [p.value for p in q.stream_parts(job.id, after=seen[0].id)]
+        assert again == [{"token": " upon"}, " a time"]
+        q.remove(job.id)
+        assert not r.exists(f"{prefix}:job:{job.id}:stream")  # the stream went with the job
+
+
+def test_a_retrys_parts_are_told_apart(redis_url: str, prefix: str) -> None:
+    with Queue(redis_url, prefix=prefix) as q:
+        tries = []
+
+        def handler(job: Job) -> Any:
+            tries.append(1)
+            job.stream(f"try {len(tries)}")
+            if len(tries) == 1:
+                raise ValueError("once more")
+            return "ok"
+
+        job = q.create_job("flaky", {}).attempts(2).save()
+        q.process("flaky", 1, handler)
+        parts = list(job.stream_iter(timeout=30))
+        assert [(p.attempt, p.value) for p in parts] == [(1, "try 1"), (2, "try 2")]
+
+
+def test_a_worker_whose_attempt_is_over_cannot_write(redis_url: str, prefix: str) -> None:
+    """The stream is fenced by the attempt's token: a write under another token (a stale
+    worker's, whose job was recovered and claimed again) is refused, and nothing is added."""
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("tell", {}).save()
+        claimed = q.scripts.call(calls.claim(q.keys, "tell", "kue:test:1", 10_000))
+        assert claimed and claimed != "paused"
+        token = claimed[1]["lease"]
+        q.scripts.call(calls.stream(q.keys, job.id, token, 1, '"mine"', 100))  # type: ignore[arg-type]
+        with pytest.raises(Stopped):
+            q.scripts.call(calls.stream(q.keys, job.id, "stale", 1, '"old"', 100))  # type: ignore[arg-type]
+        q.scripts.call(calls.complete(q.keys, job.id, token, "{}", None))  # type: ignore[arg-type]
+        with pytest.raises(Stopped):  # over: complete
+            q.scripts.call(calls.stream(q.keys, job.id, token, 1, '"late"', 100))  # type: ignore[arg-type]
+        assert [p.value for p in q.stream_parts(job.id)] == ["mine"]
+
+
+def test_only_the_running_handler_streams_and_parts_are_bounded(
+    redis_url: str, prefix: str
+) -> None:
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("tell", {}).save()
+        with pytest.raises(InvalidJob, match="handler running it"):
+            job.stream("not from here")
+        errors: list[BaseException] = []
+
+        def handler(j: Job) -> None:
+            try:
+                j.stream("x" * 70_000)
+            except InvalidJob as e:
+                errors.append(e)
+
+        q.process("tell", 1, handler)
+        wait_for(lambda: q.get_job(job.id).state == "complete")  # type: ignore[arg-type]
+        assert errors and "at most 65,536 bytes" in str(errors[0])
+        with pytest.raises(InvalidJob, match="entry id"):
+            next(q.stream_parts(job.id, after="yesterday"))
+
+
+def test_an_encrypted_queue_seals_the_parts(redis_url: str, prefix: str, r: redis.Redis) -> None:
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as q:
+        job = q.create_job("tell", {}).save()
+        q.process("tell", 1, lambda j: j.stream({"card": "4242"}) and None)
+        assert [p.value for p in job.stream_iter(timeout=30)] == [{"card": "4242"}]
+    ((_, fields),) = r.xrange(f"{prefix}:job:{job.id}:stream")
+    assert sealing.key_id_of(fields["d"]) == "k1" and "4242" not in fields["d"]
+
+
+def test_the_asyncio_client_reads_a_stream(redis_url: str, prefix: str) -> None:
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("tell", {}).save()
+        q.process("tell", 1, lambda j: [j.stream(w) for w in ("a", "b")] and None)
+
+        async def read() -> list[Any]:
+            async with AsyncQueue(redis_url, prefix=prefix) as aq:
+                found = await aq.get_job(job.id)  # type: ignore[arg-type]
+                return [p.value async for p in found.stream_iter(timeout=30)]
+
+        loop = Loop()
+        try:
+            assert loop.run(read()) == ["a", "b"]
+        finally:
+            loop.close()
+
+
+def test_the_doctor_finds_a_stream_whose_job_is_gone(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    r.xadd(f"{prefix}:job:777:stream", {"a": "1", "d": '"left"'})  # no job 777
+    with Queue(redis_url, prefix=prefix) as q:
+        report = doctor.check(q)
+        assert [(f.kind, f.key) for f in report.findings] == [
+            ("orphan-log", f"{prefix}:job:777:stream")
+        ]
+        assert [o.status for o in doctor.repair(q, report.findings)] == ["repaired"]
+        assert doctor.check(q).healthy and not r.exists(f"{prefix}:job:777:stream")
