@@ -52,6 +52,7 @@ from .features.schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
 from .features.schedule_rules import LATEST as SCHEDULE_LATEST
 from .features.search import Found
 from .features.streams import Part as StreamPart
+from .features.streams import Reading as StreamReading
 from .jobs.current import current_job
 from .jobs.flow_ops import Node as FlowNode
 from .jobs.flow_tree import CHILDREN as FLOW_TREE_CHILDREN
@@ -119,6 +120,7 @@ __all__ = [
     "ScheduleNotFound",
     "Stopped",
     "StreamPart",
+    "StreamReading",
     "Task",
     "WaitTimeout",
     "WorkerIdTaken",

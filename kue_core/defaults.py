@@ -33,8 +33,10 @@ PAYLOAD_SWEEP_BATCH = 100
 #: within as long.
 PAYLOAD_SWEEP_EVERY = 5.0
 #: A running job's stream of partial output (job.stream(), kue_core/features/streams.py): the
-#: most entries kept (the oldest go first), and the largest part, in bytes of its JSON.
+#: most entries kept and the most bytes of parts kept (past either, the oldest go first, until
+#: nine tenths of both are held), and the largest part, in bytes of its JSON.
 STREAM_ENTRIES = 10_000
+STREAM_BYTES = 8 * 1024 * 1024
 STREAM_PART_BYTES = 64 * 1024
 #: Seconds a reader of a stream waits for a part before it looks whether the job ended.
 STREAM_POLL = 1.0

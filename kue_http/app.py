@@ -35,6 +35,7 @@ from . import (
     bulk,
     control,
     flows,
+    job_stream,
     limits,
     openapi,
     operations,
@@ -67,6 +68,7 @@ _ROUTES = (
     limits,
     rules,
     stream,
+    job_stream,
     openapi,
 )
 

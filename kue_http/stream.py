@@ -27,7 +27,7 @@ from .api import api, queue
 #: Seconds one wait for a message lasts: the granularity of keep-alives.
 _POLL = 0.5
 #: What a browser's EventSource waits before reconnecting after the stream ends (ms).
-_RECONNECT_MS = 2000
+RECONNECT_MS = 2000
 
 
 class Streams:
@@ -125,7 +125,7 @@ def _stream(
 ) -> Iterator[str]:
     streams.add(1)
     try:
-        yield f"retry: {_RECONNECT_MS}\n: connected\n\n"
+        yield f"retry: {RECONNECT_MS}\n: connected\n\n"
         last = time.monotonic()
         while not streams.closing.is_set():
             try:

@@ -3,6 +3,7 @@ stream of partial output live. Part of ``Queue`` and of ``AsyncQueue``."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -15,7 +16,7 @@ from ..base import checks
 from ..base.errors import InvalidJob, WaitTimeout
 from ..base.keys import Keys
 from ..base.sealing import Keyring
-from ..features.streams import ENDED, Part, parts
+from ..features.streams import ENDED, Part, Reading, parts
 
 #: Entries one read takes at most.
 _READ_COUNT = 100
@@ -38,24 +39,34 @@ class StreamMethods:
         whole may take before ``WaitTimeout``. Each part holds its attempt: a retry's parts
         follow the last attempt's."""
         jid, last, limit = _checked(job_id, after, timeout)
-        key, deadline = self.keys.stream(jid), _deadline(limit)
-        block = int(defaults.STREAM_POLL * 1000)
+        deadline = _deadline(limit)
         while True:
-            got: Any = self.client.xread({key: last}, count=_READ_COUNT, block=block)
-            if got:
-                entries = got[key] if isinstance(got, dict) else got[0][1]  # (RESP3, RESP2)
-                for part in parts(entries, self.keyring):
-                    last = part.id
-                    yield part
-                continue
-            if self.client.hget(self.keys.job(jid), "state") in (None, *ENDED):
-                # Ended: what it streamed last came before its end.
-                rest: Any = self.client.xrange(key, f"({last}", "+")
-                for part in parts(rest, self.keyring):
-                    yield part
+            got = self.read_stream(jid, after=last)
+            for part in got.parts:
+                last = part.id
+                yield part
+            if got.ended is not None:
                 return
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(f"job {jid} had not ended after {limit} s")
+            _check(deadline, jid, limit)
+
+    def read_stream(
+        self, job_id: int | str, *, after: str | None = None, block: float = defaults.STREAM_POLL
+    ) -> Reading:
+        """One read of job ``job_id``'s stream: the parts after entry id ``after`` (at most
+        100), waiting ``block`` seconds at most for one; ``ended`` is the job's last state
+        (``complete``, ``failed``, ``removed``) once it has ended and nothing is left to
+        read, None while it may stream more. :meth:`stream_parts` is a loop of these."""
+        jid, last, _ = _checked(job_id, after, None)
+        key = self.keys.stream(jid)
+        got: Any = self.client.xread({key: last}, count=_READ_COUNT, block=_ms(block))
+        if got:
+            return Reading(parts(_entries(got, key), self.keyring), None)
+        state = self.client.hget(self.keys.job(jid), "state")
+        if state not in (None, *ENDED):
+            return Reading([], None)
+        # Ended: what it streamed last came before its end.
+        rest: Any = self.client.xrange(key, f"({last}", "+", count=_READ_COUNT)
+        return Reading(parts(rest, self.keyring), _ended(rest, state))
 
 
 class AsyncStreamMethods:
@@ -70,23 +81,49 @@ class AsyncStreamMethods:
     ) -> AsyncIterator[Part]:
         """``Queue.stream_parts``, as an asynchronous iterator (``async for``)."""
         jid, last, limit = _checked(job_id, after, timeout)
-        key, deadline = self.keys.stream(jid), _deadline(limit)
-        block = int(defaults.STREAM_POLL * 1000)
+        deadline = _deadline(limit)
         while True:
-            got: Any = await self.client.xread({key: last}, count=_READ_COUNT, block=block)
-            if got:
-                entries = got[key] if isinstance(got, dict) else got[0][1]
-                for part in parts(entries, self.keyring):
-                    last = part.id
-                    yield part
-                continue
-            if await self.client.hget(self.keys.job(jid), "state") in (None, *ENDED):
-                rest: Any = await self.client.xrange(key, f"({last}", "+")
-                for part in parts(rest, self.keyring):
-                    yield part
+            got = await self.read_stream(jid, after=last)
+            for part in got.parts:
+                last = part.id
+                yield part
+            if got.ended is not None:
                 return
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(f"job {jid} had not ended after {limit} s")
+            _check(deadline, jid, limit)
+
+    async def read_stream(
+        self, job_id: int | str, *, after: str | None = None, block: float = defaults.STREAM_POLL
+    ) -> Reading:
+        """``Queue.read_stream``, awaited."""
+        jid, last, _ = _checked(job_id, after, None)
+        key = self.keys.stream(jid)
+        got: Any = await self.client.xread({key: last}, count=_READ_COUNT, block=_ms(block))
+        if got:
+            return Reading(parts(_entries(got, key), self.keyring), None)
+        state = await self.client.hget(self.keys.job(jid), "state")
+        if state not in (None, *ENDED):
+            return Reading([], None)
+        rest: Any = await self.client.xrange(key, f"({last}", "+", count=_READ_COUNT)
+        return Reading(parts(rest, self.keyring), _ended(rest, state))
+
+
+def _entries(got: Any, key: str) -> Any:
+    """XREAD's entries of one stream (RESP3 gives a dict, RESP2 a list of pairs)."""
+    return got[key] if isinstance(got, dict) else got[0][1]
+
+
+def _ended(rest: list[Any], state: str | None) -> str | None:
+    """An ended job's last state, once the read after its end left nothing to read."""
+    return None if len(rest) >= _READ_COUNT else state or "removed"
+
+
+def _ms(block: float) -> int:
+    return max(1, int(checks.number(block, "block", 0, 3600, " s") * 1000))
+
+
+def _check(deadline: float | None, jid: int, limit: float | None) -> None:
+    if deadline is not None and time.monotonic() >= deadline:
+        raise WaitTimeout(f"job {jid} had not ended after {limit} s")
 
 
 def _checked(
@@ -105,5 +142,4 @@ def _deadline(limit: float | None) -> float | None:
 
 
 def _entry_id(text: str) -> bool:
-    ms, dash, seq = text.partition("-")
-    return ms.isdigit() and (not dash or seq.isdigit()) and len(text) <= 41
+    return re.fullmatch(r"[0-9]{1,19}(-[0-9]{1,19})?", text) is not None

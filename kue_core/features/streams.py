@@ -30,6 +30,16 @@ class Part:
     value: Any
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One read of a job's stream (``queue.read_stream()``): the parts it found, and the job's
+    last state (``complete``, ``failed``, ``removed``) once it has ended and every part is
+    read (None while it may stream more)."""
+
+    parts: list[Part]
+    ended: str | None
+
+
 def parts(entries: list[Any], ring: Keyring | None) -> list[Part]:
     """Stream entries (``XRANGE``/``XREAD``'s ``[id, {field: value}]``) as parts."""
     out = []

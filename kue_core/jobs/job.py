@@ -185,8 +185,8 @@ class Job(JobSpec):
         if ring is not None:
             text = ring.seal(text, "stream")
         token, attempt = self._attempt.token, self.attempts_made + 1
-        job_id, entries = self._saved_id(), defaults.STREAM_ENTRIES
-        return calls.stream(self.queue.keys, job_id, token, attempt, text, entries)
+        job_id, entries, most = self._saved_id(), defaults.STREAM_ENTRIES, defaults.STREAM_BYTES
+        return calls.stream(self.queue.keys, job_id, token, attempt, text, entries, most)
 
     def _log_call(self, fmt: Any, args: tuple[Any, ...]) -> Call[int]:
         """The script call that appends a log line (checked, and the attempt still running)."""

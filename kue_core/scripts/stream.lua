@@ -3,16 +3,45 @@
 -- KEYS[1]  <p>:job:<id>   (it writes <p>:job:<id>:stream)
 -- ARGV[1]  prefix   ARGV[2] id   ARGV[3] the attempt's fencing token   ARGV[4] the attempt
 --          (its number)   ARGV[5] the part (JSON)   ARGV[6] entries kept at most
+--          ARGV[7] bytes of parts kept at most
 -- Returns  the part's entry id (<ms>-<seq>: where a reader resumes after it).
 -- Events   none (readers block on the stream itself: XREAD).
 -- Errors   KUE_NOT_FOUND; KUE_STOPPED when the job is not active under this token (its
 --          attempt is over: recovered, cancelled, timed out).
 -- Uses     lib/keys (k_stream)
-local p, id, token = ARGV[1], ARGV[2], ARGV[3]
+-- The job's `streamed` field holds the bytes of parts the stream holds (and tells the job's
+-- removal to delete it: delete_job). Past either bound, the oldest parts go until the stream
+-- holds nine tenths of both: each part is dropped once, so trimming costs O(1) a part.
+local p, id, token, part = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 local state, lease = unpack(redis.call('HMGET', KEYS[1], 'state', 'lease'))
 if not state then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
 if state ~= 'active' or lease ~= token then
   return redis.error_reply('KUE_STOPPED the attempt at job ' .. id .. ' is over: its stream is closed to it')
 end
-redis.call('HSET', KEYS[1], 'streamed', '1')  -- the job's removal deletes it (delete_job)
-return redis.call('XADD', k_stream(p, id), 'MAXLEN', '~', ARGV[6], '*', 'a', ARGV[4], 'd', ARGV[5])
+local key, entries, most = k_stream(p, id), tonumber(ARGV[6]), tonumber(ARGV[7])
+local held = redis.call('HINCRBY', KEYS[1], 'streamed', #part)
+local entry = redis.call('XADD', key, '*', 'a', ARGV[4], 'd', part)
+local count = redis.call('XLEN', key)
+if held > most or count > entries then
+  local keep_bytes, keep_count, dropped, after = most * 0.9, entries * 0.9, {}, '-'
+  while held > keep_bytes or count > keep_count do
+    local batch = redis.call('XRANGE', key, after, '+', 'COUNT', 100)
+    local last = #batch
+    for i, e in ipairs(batch) do
+      if e[1] == entry or (held <= keep_bytes and count <= keep_count) then last = i - 1 break end
+      local fields = e[2]
+      for f = 1, #fields, 2 do
+        if fields[f] == 'd' then held = held - #fields[f + 1] end
+      end
+      count = count - 1
+      dropped[#dropped + 1] = e[1]
+    end
+    if last < #batch or #batch == 0 then break end
+    after = '(' .. batch[#batch][1]
+  end
+  for i = 1, #dropped, 500 do
+    redis.call('XDEL', key, unpack(dropped, i, math.min(i + 499, #dropped)))
+  end
+  redis.call('HSET', KEYS[1], 'streamed', held)
+end
+return entry

@@ -20,7 +20,20 @@ from typing import Any
 from flask import Response, current_app, jsonify, request
 
 from ..api import api
-from . import audit, bulk, control, flows, history, jobs, limits, records, rules, runs, schedules
+from . import (
+    audit,
+    bulk,
+    control,
+    flows,
+    history,
+    interactive,
+    jobs,
+    limits,
+    records,
+    rules,
+    runs,
+    schedules,
+)
 from .build import ERRORS, Schema, error_response
 from .schemas import schemas
 
@@ -79,6 +92,7 @@ def document(server: str, settings: Mapping[str, Any]) -> Schema:
             **control.paths(),
             **records.paths(),
             **runs.paths(),
+            **interactive.paths(),
             **flows.paths(),
             **schedules.paths(),
             **limits.paths(),

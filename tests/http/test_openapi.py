@@ -171,6 +171,7 @@ def _seed(queue: Queue, release: threading.Event) -> None:
     def handler(job: Job) -> Any:
         job.log("handling %s", job.id)
         job.progress(1, 2, {"step": "half"})
+        job.stream({"step": "half"})
         if job.data.get("hold"):
             release.wait(60)
         if job.data.get("fail"):
@@ -297,8 +298,10 @@ def _fuzz(schema: BaseSchema, shard: str, headers: dict[str, str]) -> dict[str, 
     failures = []
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            strategy = operation.as_strategy(generation_mode=mode)
+            positive = mode is GenerationMode.POSITIVE
 
-            @given(case=operation.as_strategy(generation_mode=mode))
+            @given(case=strategy.map(lambda c, positive=positive: _ending(c, positive)))
             @settings(
                 max_examples=EXAMPLES,
                 deadline=None,
@@ -323,6 +326,19 @@ def _fuzz(schema: BaseSchema, shard: str, headers: dict[str, str]) -> dict[str, 
                 failures.append(f"{operation.label} ({mode.value}): {e}")
     assert not failures, "\n\n".join(failures)
     return answers
+
+
+def _ending(case: schemathesis.Case[Any], positive: bool) -> schemathesis.Case[Any]:
+    """A job's stream follows a running job to its end: the fuzz reads it ``once`` (a case
+    whose ``once`` is made invalid keeps it, and is refused before any part is sent)."""
+    if case.operation.path == "/job/{id}/stream":
+        query = dict(case.query or {})
+        if positive:
+            query["once"] = "true"
+        else:
+            query.setdefault("once", "true")
+        case.query = query
+    return case
 
 
 REGENERATE = (

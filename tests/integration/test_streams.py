@@ -90,12 +90,12 @@ def test_a_worker_whose_attempt_is_over_cannot_write(redis_url: str, prefix: str
         claimed = q.scripts.call(calls.claim(q.keys, "tell", "kue:test:1", 10_000))
         assert claimed and claimed != "paused"
         token = claimed[1]["lease"]
-        q.scripts.call(calls.stream(q.keys, job.id, token, 1, '"mine"', 100))  # type: ignore[arg-type]
+        q.scripts.call(calls.stream(q.keys, job.id, token, 1, '"mine"', 100, 10_000))  # type: ignore[arg-type]
         with pytest.raises(Stopped):
-            q.scripts.call(calls.stream(q.keys, job.id, "stale", 1, '"old"', 100))  # type: ignore[arg-type]
+            q.scripts.call(calls.stream(q.keys, job.id, "stale", 1, '"old"', 100, 10_000))  # type: ignore[arg-type]
         q.scripts.call(calls.complete(q.keys, job.id, token, "{}", None))  # type: ignore[arg-type]
         with pytest.raises(Stopped):  # over: complete
-            q.scripts.call(calls.stream(q.keys, job.id, token, 1, '"late"', 100))  # type: ignore[arg-type]
+            q.scripts.call(calls.stream(q.keys, job.id, token, 1, '"late"', 100, 10_000))  # type: ignore[arg-type]
         assert [p.value for p in q.stream_parts(job.id)] == ["mine"]
 
 
@@ -119,6 +119,29 @@ def test_only_the_running_handler_streams_and_parts_are_bounded(
         assert errors and "at most 65,536 bytes" in str(errors[0])
         with pytest.raises(InvalidJob, match="entry id"):
             next(q.stream_parts(job.id, after="yesterday"))
+
+
+@pytest.mark.parametrize("bound", ["entries", "bytes"])
+def test_a_stream_past_its_bounds_drops_its_oldest_parts(
+    bound: str, redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """Past the entries or bytes it may hold, the oldest parts go until it holds nine tenths
+    of both; the job's ``streamed`` field counts the bytes held; the newest part stays."""
+    entries, most = (20, 10**6) if bound == "entries" else (10**6, 200)
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("tell", {}).save()
+        claimed = q.scripts.call(calls.claim(q.keys, "tell", "kue:test:1", 10_000))
+        assert claimed and claimed != "paused"
+        token = claimed[1]["lease"]
+        written = [f'"{i:08d}"' for i in range(60)]  # 10 bytes each
+        for part in written:
+            q.scripts.call(calls.stream(q.keys, job.id, token, 1, part, entries, most))  # type: ignore[arg-type]
+        held = [fields["d"] for _, fields in r.xrange(f"{prefix}:job:{job.id}:stream")]
+        assert held == written[-len(held) :]  # the newest, in order
+        assert 0 < len(held) <= min(entries, most // 10)
+        assert int(r.hget(f"{prefix}:job:{job.id}", "streamed")) == sum(map(len, held))  # type: ignore[arg-type]
+        # Trimmed to nine tenths, then filled again: never more than the bound held.
+        assert len(held) > 0.9 * min(entries, most // 10) - 1
 
 
 def test_an_encrypted_queue_seals_the_parts(redis_url: str, prefix: str, r: redis.Redis) -> None:
