@@ -39,10 +39,11 @@ def job_stream(job_id: str) -> Response:
     once = bool_arg("once")
     q = queue()
     job = q.get_job(job_id)  # a 404 before the answer starts
-    first = q.read_stream(job.id, after=after, block=0.001)  # a bad position: a 400
+    jid = int(job_id)  # read by get_job
+    first = q.read_stream(jid, after=after, block=0.001)  # a bad position: a 400
     shown, streams = redaction.view(), current_app.extensions["kue_streams"]
     keepalive = current_app.config["KUE_SSE_KEEPALIVE"]
-    body = _events(q, job.id, job.type, after, first, shown, streams, keepalive, once)
+    body = _events(q, jid, job.type, after, first, shown, streams, keepalive, once)
     response = Response(body, mimetype="text/event-stream")
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each part on at once
     response.headers["Cache-Control"] = "no-store"
