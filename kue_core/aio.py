@@ -28,6 +28,7 @@ from .base.values import validate_type
 from .clients.aio_plans import AsyncPlans
 from .clients.aio_reads import ReadingTransport
 from .clients.aio_records import AsyncRecords
+from .clients.queue_signals import AsyncSignalMethods
 from .clients.queue_streams import AsyncStreamMethods
 from .clients.queue_tasks import AsyncTaskMethods
 from .clients.tasks import AioAsyncTask, AioTask
@@ -45,7 +46,9 @@ from .store.events import wanted_events
 __all__ = ["AioAsyncTask", "AioTask", "AsyncEvents", "AsyncJob", "AsyncQueue"]
 
 
-class AsyncQueue(AsyncTaskMethods, AsyncRecords, AsyncStreamMethods, AsyncPlans):
+class AsyncQueue(
+    AsyncTaskMethods, AsyncRecords, AsyncStreamMethods, AsyncSignalMethods, AsyncPlans
+):
     """A Kue-compatible queue for asyncio code: producing, reading, control and events.
 
     Arguments as :class:`kue_core.Queue`'s (``redis_url`` and ``prefix`` default to

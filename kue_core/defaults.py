@@ -38,6 +38,15 @@ PAYLOAD_SWEEP_EVERY = 5.0
 STREAM_ENTRIES = 10_000
 STREAM_BYTES = 8 * 1024 * 1024
 STREAM_PART_BYTES = 64 * 1024
+#: The deadline (ms) of a wait for a signal without a timeout: its score in the sets of the
+#: suspended state, after every real deadline.
+SIGNAL_FOREVER = 2**53 - 1
+#: The longest wait for a signal (ms, 365 days), and the longest name and payload of a signal.
+SIGNAL_TIMEOUT_MAX = 365 * 86_400_000
+SIGNAL_NAME_MAX = 100
+#: What a signal's name is made of.
+SIGNAL_NAME_RULE = rf"[A-Za-z0-9_.:-]{{1,{SIGNAL_NAME_MAX}}}"
+SIGNAL_PAYLOAD_BYTES = 64 * 1024
 #: Seconds a reader of a stream waits for a part before it looks whether the job ended.
 STREAM_POLL = 1.0
 #: The environment variable that picks the worker runtime when ``Queue(runtime=...)`` does not.

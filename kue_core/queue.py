@@ -17,6 +17,7 @@ from .base.payloads import PayloadStore
 from .base.states import PROMOTABLE, RETRYABLE
 from .clients.queue_records import QueueRecords
 from .clients.queue_schedules import ScheduleMethods
+from .clients.queue_signals import SignalMethods
 from .clients.queue_streams import StreamMethods
 from .clients.queue_tasks import TaskMethods
 from .clients.queue_workers import WorkerMethods
@@ -42,7 +43,15 @@ def _flag(value: object, name: str) -> bool:
     return value
 
 
-class Queue(WorkerMethods, TaskMethods, QueueRecords, StreamMethods, ScheduleMethods, LimitMethods):
+class Queue(
+    WorkerMethods,
+    TaskMethods,
+    QueueRecords,
+    StreamMethods,
+    SignalMethods,
+    ScheduleMethods,
+    LimitMethods,
+):
     """A Kue-compatible job queue on one Redis and one key prefix.
 
     ``redis_url`` defaults to ``$KUE_REDIS_URL``; without either, an embedded Redis keeps its

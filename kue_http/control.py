@@ -1,8 +1,8 @@
 """Job control, on the API blueprint: cancel a job wherever it runs, retry a failed or complete one,
 promote a delayed one, move a job to another type, replace the data of a waiting or failed job,
-change which workers may run it, stop a worker process. Each route checks its input, then makes one
-call to ``kue_core.Queue``, which refuses what the job's state does not allow (409) and an unknown
-job (404) or worker (404)."""
+change which workers may run it, give a job a signal, stop a worker process. Each route checks
+its input, then makes one call to ``kue_core.Queue``, which refuses what the job's state does
+not allow (409) and an unknown job (404) or worker (404)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from flask import Response, jsonify, request
 
 from kue_core import InvalidJob
 
+from . import redaction
 from .api import api, done, queue
 
 
@@ -105,3 +106,23 @@ def stop_worker(worker_id: str) -> Response:
     else:
         queue().stop_worker(worker_id)
     return jsonify({"message": f"asked worker {worker_id} to stop"})
+
+
+@api.post("/job/<job_id>/signal")
+def signal(job_id: str) -> Response:
+    """Give a job a signal: ``{"name": "approval", "payload": ...}`` (the payload optional,
+    any JSON value). A job suspended waiting for it waits for a worker again (``resumed``);
+    otherwise it is kept for the job (``kept``); a second signal of a name changes nothing
+    (``already``). A job that has ended is refused (409)."""
+    body = object_body(frozenset({"name", "payload"}))
+    if "name" not in body:
+        raise InvalidJob('the body names the signal: {"name": ..., "payload": ...}')
+    q = queue()
+    outcome = q.signal(job_id, body["name"], body.get("payload"))
+    job = q.get_job(job_id)
+    told = {
+        "resumed": f"job {job.id} resumed by signal {body['name']}",
+        "kept": f"signal {body['name']} kept for job {job.id}",
+        "already": f"job {job.id} had signal {body['name']} already: nothing changed",
+    }[outcome]
+    return jsonify({"message": told, "outcome": outcome, "job": redaction.job_dict(job)})

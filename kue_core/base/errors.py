@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import timedelta
 
 import redis
 
-from ..defaults import MAX_LIMIT_MS
+from ..defaults import MAX_LIMIT_MS, SIGNAL_NAME_MAX, SIGNAL_NAME_RULE, SIGNAL_TIMEOUT_MAX
 
 
 class KueError(Exception):
@@ -221,6 +222,51 @@ class Stopped(KueError):
     its ttl, lease lost, worker shutting down, cancelled): the handler should return, and
     whatever it returns or raises is dropped. ``job.stopping`` tells the same without raising.
     A handler in a thread cannot be killed, so this is how it learns to stop."""
+
+
+def check_signal_name(name: object) -> str:
+    """A signal's name (``WaitForSignal``, ``queue.signal``), checked."""
+    if not isinstance(name, str) or not re.fullmatch(SIGNAL_NAME_RULE, name):
+        raise InvalidJob(
+            f"a signal's name is 1 to {SIGNAL_NAME_MAX} letters, digits or _.:-, got {name!r:.120}"
+        )
+    return name
+
+
+class WaitForSignal(KueError):
+    """Raise from a handler to end its attempt waiting for signal ``name``: the job leaves
+    ``active`` for ``suspended``, holding no slot and no lease, until ``queue.signal(job_id,
+    name, payload)`` resumes it (a signal sent before is kept, and resumes it at once); its
+    next attempt reads the payload as ``job.signals[name]``. ``timeout`` (ms or a
+    ``timedelta``; None: none): then the job is resumed without the signal
+    (``job.resumed.by == "timeout"``), or fails for good with ``on_timeout="fail"``. No
+    attempt is counted (see :mod:`kue_core.features.signals`)."""
+
+    def __init__(
+        self,
+        name: str,
+        timeout: int | float | timedelta | None = None,
+        *,
+        on_timeout: str = "resume",
+    ) -> None:
+        check_signal_name(name)
+        if isinstance(timeout, timedelta):
+            timeout = timeout.total_seconds() * 1000
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or not 1 <= timeout <= SIGNAL_TIMEOUT_MAX
+        ):
+            raise InvalidJob(
+                f"timeout must be a number of ms from 1 to {SIGNAL_TIMEOUT_MAX}, got {timeout!r}"
+            )
+        if on_timeout not in ("resume", "fail"):
+            raise InvalidJob(f"on_timeout is 'resume' or 'fail', got {on_timeout!r:.60}")
+        self.name = name
+        self.timeout_ms = None if timeout is None else int(timeout)
+        self.on_timeout = on_timeout
+        super().__init__(f"waiting for signal {name}")
 
 
 #: Error codes returned by the Lua scripts (first word of the error reply) -> exception class.

@@ -17,6 +17,8 @@ class JobState(str, Enum):  # noqa: UP042 - StrEnum would change str() of a memb
     BLOCKED = "blocked"
     #: Ours: waiting for one of the workers it is pinned to (see kue_core.features.pins).
     PINNED = "pinned"
+    #: Ours: its handler waits for a signal, holding no slot (see kue_core.features.signals).
+    SUSPENDED = "suspended"
 
     def __str__(self) -> str:
         return self.value

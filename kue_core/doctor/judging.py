@@ -64,7 +64,7 @@ def belongs(job: JobView | None, name: str) -> tuple[bool, float | None]:
     if name == f"jobs:{job.state}":
         if job.state not in STATES or job.state == "active":
             return True, None
-        if job.state == "delayed":
+        if job.state in ("delayed", "suspended"):  # by due time, a wait's deadline
             return True, job.promote_at
         return True, job.priority
     if name == f"jobs:{job.type}:{job.state}":

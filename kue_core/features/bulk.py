@@ -45,7 +45,7 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "retry": ("failed",),
     "promote": ("delayed",),
     "remove": tuple(s for s in STATES if s != "active"),
-    "cancel": ("inactive", "delayed", "active", "blocked", "pinned"),
+    "cancel": ("inactive", "delayed", "active", "blocked", "pinned", "suspended"),
 }
 #: The filter's fields.
 FIELDS = ("state", "type", "tag", "words", "min_age_ms")

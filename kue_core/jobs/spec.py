@@ -14,7 +14,7 @@ from ..base.values import json_field as _json_field
 from ..base.values import now_ms as _now_ms
 from ..base.values import num as _num
 from ..base.values import to_json, validate_type
-from ..features import pins, records, runs
+from ..features import pins, records, runs, signals
 from ..features.flows import DependencyOptions
 from ..features.job_records import RecordOptions
 from ..store.lua_source import SAVE_WIDTH
@@ -60,7 +60,14 @@ _UNSET: Any = object()
 _J = TypeVar("_J", bound="JobSpec")
 
 
-class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, DependencyOptions):
+class JobSpec(
+    JobOptions,
+    runs.FanOutOptions,
+    pins.PinOptions,
+    RecordOptions,
+    DependencyOptions,
+    signals.SignalFields,
+):
     """What a job is, on either client: its options (Kue's fluent API), its fields, and the
     codec of its Redis hash. ``Job`` and ``kue_core.aio.AsyncJob`` add the reads and writes.
 
@@ -324,6 +331,8 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
         if "fan_out" in h:  # a plain job reads nothing more
             job._fan_out = runs.from_hash(h)
             job._runs = job._read_runs() if found_runs is None else runs.parse(found_runs)
+        if signals.has_signals(h):
+            job._signal_state = signals.from_hash(h, job._opened)
         key, mode = h.get("unique"), h.get("unique_mode")
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)
@@ -387,6 +396,7 @@ class JobSpec(JobOptions, runs.FanOutOptions, pins.PinOptions, RecordOptions, De
             if policy:
                 out[name] = policy
         out.update(self._deps_dict())
+        out.update(signals.as_json(self._signal_state))
         if self.schedule_key is not None:
             out["schedule"] = self.schedule_key
             out["tick"] = self.tick

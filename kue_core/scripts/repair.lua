@@ -159,7 +159,7 @@ local function belongs(j, name)
   if j.state == '' then return false end
   if name == 'jobs:' .. j.state then
     if not STATES[j.state] or j.state == 'active' then return true end
-    if j.state == 'delayed' then return true, j.promote_at end
+    if j.state == 'delayed' or j.state == 'suspended' then return true, j.promote_at end
     return true, j.priority
   end
   if name == 'jobs:' .. j.type .. ':' .. j.state then

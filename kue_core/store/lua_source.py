@@ -22,6 +22,8 @@ SCRIPT_NAMES = (
     "progress",
     "log",
     "stream",
+    "suspend",
+    "signal",
     "remove",
     "cancel",
     "move",
@@ -75,6 +77,7 @@ LIB_PARTS = {
     "payloads": "the values of a job in the payload store, and their trash",
     "retention": "deleting jobs, and keeping the newest",
     "finishing": "completion and failure of jobs and runs",
+    "signals": "jobs suspended waiting for a signal, and their resumption",
     "saving": "saving jobs, unique ones too",
     "limits": "rate and concurrency waits",
     "places": "the places of pinned and fan-out jobs",
@@ -125,6 +128,7 @@ LUA_FIELDS: dict[str, tuple[str, ...]] = {
 #: that Python and Lua read one value; the Lua files keep no copy (a test checks it).
 LUA_CONSTANTS = (
     "MAX_ATTEMPTS",
+    "SIGNAL_FOREVER",
     "HISTORY_LENGTH",
     "HISTORY_ERROR_LENGTH",
     "DURATION_BUCKETS_MS",

@@ -1,5 +1,5 @@
-"""How a handler's run ended, as the worker reports it: :class:`Done`, :class:`Failed`, or
-:class:`Limited` (it raised ``RateLimited``).
+"""How a handler's run ended, as the worker reports it: :class:`Done`, :class:`Failed`,
+:class:`Limited` (it raised ``RateLimited``) or :class:`Suspended` (``WaitForSignal``).
 
 Shared by the worker's threads and by a process-isolated handler's child, which sends these
 back over its pipe (they pickle). A leaf of the worker layer: it imports nothing above the
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..base.errors import NoRetry, PayloadTooLarge, RateLimited
+from ..base.errors import NoRetry, PayloadTooLarge, RateLimited, WaitForSignal
 from ..jobs import backoff
 from ..jobs.job import Job, to_json
 
@@ -59,7 +59,17 @@ class Limited:
     message: str
 
 
-Outcome = Done | Failed | Limited
+@dataclass(frozen=True)
+class Suspended:
+    """A handler raised ``WaitForSignal``: the job waits for signal ``name`` (``timeout_ms``
+    at most, None: no bound; then ``on_timeout``), no attempt counted."""
+
+    name: str
+    timeout_ms: int | None
+    on_timeout: str
+
+
+Outcome = Done | Failed | Limited | Suspended
 
 
 def run(call: Callable[..., Any], *args: Any) -> Outcome:
@@ -139,9 +149,11 @@ def retry_delay(job: Job, no_retry: bool) -> int:
     return delay or 0
 
 
-def failure(error: BaseException) -> Failed | Limited:
+def failure(error: BaseException) -> Failed | Limited | Suspended:
     if isinstance(error, RateLimited):
         return Limited(error.retry_in_ms, str(error))
+    if isinstance(error, WaitForSignal):
+        return Suspended(error.name, error.timeout_ms, error.on_timeout)
     return Failed(*describe(error), isinstance(error, NoRetry))
 
 

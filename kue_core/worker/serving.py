@@ -17,7 +17,7 @@ from .. import defaults, tracing
 from ..base.retry import Pauses
 from ..jobs.job import Job
 from ..store import calls
-from ..store.calls import PAUSED, PINS, Claim, Held, Holder, Lease, Next, Waits
+from ..store.calls import PAUSED, PINS, Call, Claim, Held, Holder, Lease, Next, Waits
 from . import ahead
 from .attempt import Attempt, Reason
 from .outcome import (
@@ -25,6 +25,7 @@ from .outcome import (
     Failed,
     Limited,
     Outcome,
+    Suspended,
     logged,
     retry_delay,
     stored_failure,
@@ -270,6 +271,10 @@ class Serving:
             self.scripts.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
             self._give_back(posts.next(slot, streak, claiming))
             return None
+        if isinstance(outcome, Suspended):  # waits for a signal, holding no slot
+            self.scripts.call(suspended(keys, job_id, attempt.token, outcome))
+            self._give_back(posts.next(slot, streak, claiming))
+            return None
         # The report claims the slot's next job in the same call; or, when the next one is
         # claimed already, the one after it, posted while the next one runs (a quick handler,
         # the only slot), or none.
@@ -309,6 +314,12 @@ class Serving:
         return ended.next_job if claiming is None else posts.next(slot, streak, claiming)
 
 
+def suspended(keys: Keys, job_id: int, token: str, outcome: Suspended) -> Call[str]:
+    """The call that ends an attempt waiting for a signal (``WaitForSignal``)."""
+    log.debug("job %d waits for signal %s", job_id, outcome.name)
+    return calls.suspend(keys, job_id, token, outcome.name, outcome.timeout_ms, outcome.on_timeout)
+
+
 def held_up(slot: Slot, lease_ms: int) -> float | None:
     """How long ago ``slot`` asked for the job it got (s), when that is a third of the lease
     or more (see ``Serving._stale``); else None."""
@@ -336,6 +347,8 @@ def traced(span: Span, attempt: Attempt, outcome: Outcome) -> None:
     """Tell the attempt's span how it ended (see :func:`kue_core.tracing.ended`)."""
     if isinstance(outcome, Limited) and attempt.reason == Reason.FAILED:
         tracing.ended(span, "limited")
+    elif isinstance(outcome, Suspended) and attempt.reason == Reason.FAILED:
+        tracing.ended(span, "suspended")
     elif isinstance(outcome, Failed) and attempt.reason == Reason.FAILED:
         tracing.ended(span, str(attempt.reason), outcome.message, outcome.text)
     elif attempt.reason == Reason.DONE:

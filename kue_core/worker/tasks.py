@@ -45,6 +45,7 @@ from .loop import EventLoop
 from .outcome import (
     Done,
     Limited,
+    Suspended,
     logged,
     reported,
     retry_delay,
@@ -52,7 +53,7 @@ from .outcome import (
     unreadable,
 )
 from .posting import Posts
-from .serving import Serving, failed_text, held_up, stale, traced, wake_lists
+from .serving import Serving, failed_text, held_up, stale, suspended, traced, wake_lists
 from .slots import HandlerRunner, Slot, clock
 from .state import Owner, WorkerState
 from .waiting import Waiting
@@ -346,6 +347,9 @@ class LoopServing:
             log.info("job %d (%s): %s", job_id, job.type, logged(job, outcome.message))
             state.may_retry(job_id)
             await self._redis.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
+            return None
+        if isinstance(outcome, Suspended):  # waits for a signal, holding no slot
+            await self._redis.call(suspended(keys, job_id, attempt.token, outcome))
             return None
         # The report claims the slot's next job in the same call, or, when the next is
         # claimed ahead already and the handler was quick, the one after it. The types'

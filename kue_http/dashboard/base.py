@@ -43,13 +43,14 @@ LABELS = {
     "delayed": "Delayed",
     "blocked": "Blocked",
     "pinned": "Pinned",
+    "suspended": "Suspended",
 }
 PAGE_SIZES = (25, 50, 100)
 #: The error of a cancelled job, before ``: <reason>``.
 CANCELLED = "cancelled"
 #: The states whose jobs can be cancelled and whose data can be edited from the dashboard.
-CANCELLABLE = ("inactive", "delayed", "active", "blocked", "pinned")
-EDITABLE = ("inactive", "delayed", "failed", "blocked", "pinned")
+CANCELLABLE = ("inactive", "delayed", "active", "blocked", "pinned", "suspended")
+EDITABLE = ("inactive", "delayed", "failed", "blocked", "pinned", "suspended")
 
 
 @dashboard.app_context_processor

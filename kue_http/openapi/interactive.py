@@ -1,9 +1,45 @@
-"""Interactive jobs (issue 55) in the OpenAPI document: a running job's stream of partial
-output (``GET /job/{id}/stream``); the package merges it in."""
+"""Interactive jobs in the OpenAPI document: a running job's stream of partial output (``GET
+/job/{id}/stream``), signals (``POST /job/{id}/signal``, a job's ``signals``, ``waiting_for``
+and ``resumed``, their history entries); the package merges it in."""
 
 from __future__ import annotations
 
-from .build import JOB_ID, Schema, query_param, read
+from kue_core import defaults
+
+from .build import JOB_ID, MS, Schema, json_body, obj, query_param, read, ref, write
+
+#: A signal's name.
+SIGNAL_NAME: Schema = {"type": "string", "pattern": f"^{defaults.SIGNAL_NAME_RULE}$"}
+_BY: Schema = {"enum": ["signal", "timeout"]}
+#: A job's signal fields (kue_core/features/signals.py).
+JOB_FIELDS: Schema = {
+    "signals": {
+        "type": ["object", "string"],
+        "description": "The signals it was given: name -> payload ([hidden] for a role that "
+        "may not see payloads)",
+    },
+    "waiting_for": {
+        **obj(
+            {
+                "name": SIGNAL_NAME,
+                "until": {"type": ["integer", "null"], "description": "Its deadline (ms)"},
+                "on_timeout": {"enum": ["resume", "fail"]},
+            }
+        ),
+        "description": "The signal a suspended job waits for",
+    },
+    "resumed": {
+        **obj({"name": SIGNAL_NAME, "by": _BY, "at": MS}),
+        "description": "How its last wait for a signal ended",
+    },
+}
+JOB_OPTIONAL = " ".join(JOB_FIELDS)
+#: Fields of history entries of signals.
+HISTORY_FIELDS: Schema = {
+    "signal": {**SIGNAL_NAME, "description": "The signal waited for"},
+    "by": {**_BY, "description": "What ended the wait"},
+    "until": {**MS, "description": "The wait's deadline"},
+}
 
 #: A stream entry id (``<ms>-<seq>``): where a reader resumes after a part.
 ENTRY_ID: Schema = {"type": "string", "pattern": "^[0-9]{1,19}(-[0-9]{1,19})?$"}
@@ -49,6 +85,48 @@ _EVENT: Schema = {
 
 def paths() -> dict[str, Schema]:
     return {
+        "/job/{id}/signal": {
+            "parameters": [JOB_ID],
+            "post": write(
+                "control",
+                "Give a job a signal (its handler reads the payload as job.signals[name]): a "
+                "job suspended waiting for it waits for a worker again (resumed); else it is "
+                "kept for the job (kept); a second signal of a name changes nothing (already). "
+                "A job that has ended: 409",
+                {
+                    "200": {
+                        "description": "What the signal did, and the job as it is now",
+                        "content": {
+                            "application/json": {
+                                "schema": obj(
+                                    {
+                                        "message": {"type": "string"},
+                                        "outcome": {"enum": ["resumed", "kept", "already"]},
+                                        "job": ref("Job"),
+                                    }
+                                )
+                            }
+                        },
+                    }
+                },
+                400,
+                404,
+                409,
+                body=json_body(
+                    obj(
+                        {
+                            "name": SIGNAL_NAME,
+                            "payload": {
+                                "description": "Any JSON value, at most "
+                                f"{defaults.SIGNAL_PAYLOAD_BYTES:,} bytes of JSON"
+                            },
+                        },
+                        optional="payload",
+                    ),
+                    "The signal.",
+                ),
+            ),
+        },
         "/job/{id}/stream": {
             "parameters": [JOB_ID],
             "get": read(

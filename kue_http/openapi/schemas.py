@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kue_core import STATES, defaults
 
-from . import flows, limits, records, rules, runs, schedules
+from . import flows, interactive, limits, records, rules, runs, schedules
 from .build import COUNT, MS, Schema, array, job_type, names, obj, ref
 from .options import JOB_OPTIONS, UNIQUE_MODES
 
@@ -102,11 +102,12 @@ def schemas() -> Schema:
                 **schedules.JOB_FIELDS,
                 **limits.JOB_FIELDS,
                 **runs.JOB_FIELDS,
+                **interactive.JOB_FIELDS,
             },
             optional="result progress_data error created_at promote_at updated_at failed_at "
             f"started_at duration delay workerId ttl unique unopened hidden {records.JOB_OPTIONAL} "
             + f"{flows.JOB_OPTIONAL} {schedules.JOB_OPTIONAL} {limits.JOB_OPTIONAL} "
-            + runs.JOB_OPTIONAL,
+            + f"{runs.JOB_OPTIONAL} {interactive.JOB_OPTIONAL}",
         ),
         "NewJob": new_job,
         **flows.schemas(new_job),
@@ -158,10 +159,11 @@ def schemas() -> Schema:
                 "rate_limited": {"type": "number", "description": "ms it waits for its limit"},
                 "unique": {"type": "string", "description": "The unique key a save met"},
                 "doctor": {"const": True, "description": "Repaired by kue doctor"},
+                **interactive.HISTORY_FIELDS,
             },
             optional="from worker attempt duration error stalled released cancelled moved edited "
             "no_retry run reset_runs joined only stopped reason unblocked rate_limited unique "
-            "doctor",
+            f"doctor {' '.join(interactive.HISTORY_FIELDS)}",
         ),
         "Worker": obj(
             {

@@ -44,6 +44,7 @@ def test_overview_shows_the_counts_of_redis(ui: Watched, queue: Queue) -> None:
         "delayed": 2,
         "blocked": 0,
         "pinned": 0,
+        "suspended": 0,
     }
     page = ui.goto("/")
     for state, n in counts.items():

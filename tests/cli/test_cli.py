@@ -122,6 +122,7 @@ def test_stats_table_counts_each_type_and_the_total(filled: Queue, redis_url: st
         "delayed": 1,
         "blocked": 0,
         "pinned": 0,
+        "suspended": 0,
     }
     video = {
         "inactive": 2,
@@ -131,6 +132,7 @@ def test_stats_table_counts_each_type_and_the_total(filled: Queue, redis_url: st
         "delayed": 1,
         "blocked": 0,
         "pinned": 0,
+        "suspended": 0,
     }
     total = {s: email[s] + video[s] for s in STATES}
     assert rows == {"email": email, "video (paused)": video, "total": total}

@@ -32,6 +32,7 @@ def test_stats_on_a_fresh_queue(client: FlaskClient) -> None:
         "delayedCount",
         "blockedCount",
         "pinnedCount",
+        "suspendedCount",
         "workTime",
     ]
     assert set(res.json.values()) == {0}  # type: ignore[union-attr]

@@ -122,6 +122,7 @@ def test_overview_counts_types_pause_and_chart(client: FlaskClient, queue: Queue
         "delayed": 2,
         "blocked": 0,
         "pinned": 0,
+        "suspended": 0,
     }
     assert queue.counts() == expected
     shown = re.findall(r'data-count="(\w+)"[^>]*>(\d+)<', html)

@@ -105,6 +105,7 @@ def test_counts_types_and_work_time(queue: Queue, r: redis.Redis) -> None:
         "delayed": 1,
         "blocked": 0,
         "pinned": 0,
+        "suspended": 0,
     }
     assert queue.counts("email") == {
         "inactive": 1,
@@ -114,6 +115,7 @@ def test_counts_types_and_work_time(queue: Queue, r: redis.Redis) -> None:
         "delayed": 1,
         "blocked": 0,
         "pinned": 0,
+        "suspended": 0,
     }
     assert queue.count("failed", "video") == 1
     assert queue.types() == ["email", "video"]

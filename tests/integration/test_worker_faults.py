@@ -188,6 +188,7 @@ def test_many_jobs_over_several_processes_run_exactly_once(
         "delayed": 0,
         "blocked": 0,
         "pinned": 0,
+        "suspended": 0,
     }
     assert r.zcard(queue.keys.type_state("t", "complete")) == 10_000
     assert r.zcard(queue.keys.jobs) == 10_000

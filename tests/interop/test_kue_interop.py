@@ -211,6 +211,7 @@ def test_a_node_kue_worker_runs_a_job_created_in_python(queue: Queue, node_kue: 
         "delayed": 0,
         "blocked": 0,
         "pinned": 0,
+        "suspended": 0,
     }
     assert queue.ids("complete", "resize") == [job.id]
 
@@ -264,6 +265,7 @@ def test_node_kue_promotes_runs_and_removes_a_delayed_job_created_in_python(
         "delayed": 0,
         "blocked": 0,
         "pinned": 0,
+        "suspended": 0,
     }
     assert queue.range(0, -1) == []
 

@@ -37,5 +37,5 @@ local function score(n)
 end
 
 local STATES = { inactive = true, active = true, complete = true, failed = true, delayed = true,
-  blocked = true, pinned = true }
+  blocked = true, pinned = true, suspended = true }
 

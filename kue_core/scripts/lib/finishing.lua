@@ -340,21 +340,33 @@ end
 -- An operator cancels a job that is not complete (`job` as load_job read it): it fails at
 -- once, for good, with 'cancelled' or 'cancelled: <reason>' as its error. See cancel.lua's
 -- header for all it does; bulk.lua cancels a batch with it.
+-- Fail a job that is out of its state's sets for good, by hand: hash, index, history
+-- `entry`, counters, its unique key, then the event `first` with `arg` (when given) and
+-- failed [message], its dependents' policy, retention (`kept`: the job itself stays, whatever
+-- its remove_on_fail, as the caller reads it back).
+local function fail_by_hand(p, id, key, job, message, entry, first, arg, kept, now)
+  redis.call('HSET', key, 'state', 'failed', 'error', message, 'failed_at', int(now),
+    'updated_at', int(now))
+  index_add(p, id, job.type, 'failed', job.priority, 0, 0, now)
+  history(p, id, entry)
+  if job.state ~= 'failed' then count_outcome(p, job.type, 'failed', now, nil) end
+  local u = release_unique_of(p, id)
+  local own = u.keep_failed
+  if first then publish(p, id, job.type, first, arg) end
+  publish(p, id, job.type, 'failed', cjson.encode(message))
+  if u.dependents then deps_failed(p, id, now) end
+  if own == 'remove' then
+    if not kept then delete_job(p, id, job.type, 'failed') end
+  else
+    retire(p, 'failed', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
+  end
+end
+
 local function cancel_job(p, id, key, job, reason, now)
   local message = 'cancelled'
   if reason ~= '' then message = message .. ': ' .. reason end
   leave_state(p, id, key, job, message)
-  redis.call('HSET', key, 'state', 'failed', 'error', message, 'failed_at', int(now),
-    'updated_at', int(now))
-  index_add(p, id, job.type, 'failed', job.priority, 0, 0, now)
-  history(p, id, { state = 'failed', at = now, from = job.state, cancelled = reason })
-  if job.state ~= 'failed' then count_outcome(p, job.type, 'failed', now, nil) end
-  local u = release_unique_of(p, id)
-  local own = u.keep_failed
-  publish(p, id, job.type, 'cancelled', cjson.encode(reason))
-  publish(p, id, job.type, 'failed', cjson.encode(message))
-  if u.dependents then deps_failed(p, id, now) end
-  if own ~= 'remove' then  -- the cancelled job is kept: the caller reads it back
-    retire(p, 'failed', own, now, RETIRE_BATCH, own or tonumber(id) % RETIRE_BATCH == 0)
-  end
+  fail_by_hand(p, id, key, job, message,
+    { state = 'failed', at = now, from = job.state, cancelled = reason },
+    'cancelled', cjson.encode(reason), true, now)
 end

@@ -14,7 +14,7 @@ end
 
 -- Score in the global per-state set, as Kue 0.11 computes it.
 local function state_score(state, priority, promote_at, ttl, now)
-  if state == 'delayed' then return promote_at end
+  if state == 'delayed' or state == 'suspended' then return promote_at end
   if state == 'active' then
     if ttl > 0 then return now + ttl end
     if priority < 0 then return priority end

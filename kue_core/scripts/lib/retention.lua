@@ -34,7 +34,10 @@ local function delete_job(p, id, jtype, state)
     redis.call('DEL', k_runs(p, id))
   end
   for s in pairs(STATES) do  -- only a job with workers of its own can be pinned
-    if s ~= 'pinned' or only then index_remove(p, id, jtype, s, group, prefer) end
+    -- (only a job with workers of its own can be pinned, only a suspended one suspended)
+    if (s ~= 'pinned' or only) and (s ~= 'suspended' or state == 'suspended') then
+      index_remove(p, id, jtype, s, group, prefer)
+    end
   end
   if state and not STATES[state] then index_remove(p, id, jtype, state) end
   redis.call('ZREM', k_jobs(p), zid(id))

@@ -27,6 +27,7 @@ from .changing import (
     resume,
     set_priority,
     set_state,
+    signal,
     stream,
     tag,
     update,
@@ -72,6 +73,7 @@ from .working import (
     recover,
     release,
     retain,
+    suspend,
     unblock,
 )
 
@@ -144,7 +146,9 @@ __all__ = [
     "server_now",
     "set_priority",
     "set_state",
+    "signal",
     "stream",
+    "suspend",
     "tag",
     "tick",
     "unblock",

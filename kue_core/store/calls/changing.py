@@ -86,6 +86,12 @@ def stream(
     return Call("stream", keys.job(job_id), args, str)
 
 
+def signal(keys: Keys, job_id: int, name: str, payload: str) -> Call[str]:
+    """Give a job signal ``name`` with ``payload`` (JSON): ``resumed``, ``kept`` or
+    ``already`` (see ``signal.lua``)."""
+    return Call("signal", keys.job(job_id), (job_id, name, payload), str)
+
+
 # -- the jobs of a set ------------------------------------------------------------------------
 def bulk(
     keys: Keys,

@@ -114,6 +114,16 @@ def release(keys: Keys, job_id: int, token: str, rate_limited_ms: int | None = N
     return Call("release", keys.job(job_id), (job_id, token, wait), bool)
 
 
+def suspend(
+    keys: Keys, job_id: int, token: str, name: str, timeout_ms: int | None, on_timeout: str
+) -> Call[str]:
+    """End an attempt waiting for signal ``name`` (``WaitForSignal``): ``suspended``,
+    ``resumed`` (the signal had come: the job waits for a worker again), or ``''`` if the job
+    is not held under ``token``."""
+    wait = "" if timeout_ms is None else timeout_ms
+    return Call("suspend", keys.job(job_id), (job_id, token, name, wait, on_timeout), str)
+
+
 def heartbeat(
     keys: Keys,
     worker_id: str,

@@ -1,0 +1,225 @@
+"""Waiting for a signal without holding a slot (issue 55, second step;
+kue_core/features/signals.py): a handler raising ``WaitForSignal`` suspends its job (no slot,
+no lease, indexed as a state of its own); ``queue.signal`` resumes it, or keeps a signal sent
+before the wait; the next attempt reads ``job.signals``; a wait's timeout resumes the job or
+fails it; one signal of a name counts, whatever is sent at once."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import redis
+
+from kue_core import (
+    InvalidJob,
+    InvalidTransition,
+    Job,
+    JobNotFound,
+    Queue,
+    WaitForSignal,
+    current_job,
+    doctor,
+)
+from kue_core.aio import AsyncQueue
+
+from ..clients import Loop
+from ..conftest import wait_for
+
+
+def approving(runs: list[dict[str, Any]], **wait: Any) -> Any:
+    """A handler that waits for signal ``approval`` and completes with its payload."""
+
+    def handler(job: Job) -> Any:
+        runs.append({"signals": job.signals, "resumed": job.resumed})
+        if "approval" in job.signals:
+            return {"approved": job.signals["approval"]}
+        if job.resumed is not None and job.resumed.by == "timeout":
+            return "expired"
+        raise WaitForSignal("approval", **wait)
+
+    return handler
+
+
+def state(q: Queue, job_id: int) -> str | None:
+    return q.get_job(job_id).state
+
+
+@pytest.mark.parametrize("kind", ["def", "async"])
+def test_a_job_waits_suspended_until_its_signal_resumes_it(
+    kind: str, redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    runs: list[dict[str, Any]] = []
+    sync = approving(runs, timeout=60_000)
+
+    async def handler_async(job: Job) -> Any:
+        return sync(job)
+
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("approve", {"doc": 7}).save()
+        other = q.create_job("approve", {"doc": 8}).save()
+        q.process("approve", 1, sync if kind == "def" else handler_async)  # one slot
+        wait_for(lambda: state(q, job.id) == "suspended" and state(q, other.id) == "suspended")
+        # Both wait and the one slot is free: neither holds it.
+        assert q.counts("approve")["suspended"] == 2 and q.counts("approve")["active"] == 0
+        assert q.ids("suspended", "approve") == [job.id, other.id]
+        waiting = q.get_job(job.id)
+        assert waiting.waiting_for is not None and waiting.waiting_for.name == "approval"
+        assert waiting.attempts_made == 0  # no attempt counted
+        assert all(not w.get("jobs") for w in q.workers())  # nor does its worker hold it
+        assert q.signal(job.id, "approval", {"by": "ann"}) == "resumed"
+        wait_for(lambda: state(q, job.id) == "complete")
+        done = q.get_job(job.id)
+        assert done.result == {"approved": {"by": "ann"}}
+        assert done.resumed is not None and (done.resumed.name, done.resumed.by) == (
+            "approval",
+            "signal",
+        )
+        assert [e["state"] for e in q.history(job.id)] == [
+            "inactive",
+            "active",
+            "suspended",
+            "inactive",
+            "active",
+            "complete",
+        ]
+        assert state(q, other.id) == "suspended"  # still waiting for its own
+        assert doctor.check(q).healthy
+
+
+def test_a_signal_sent_before_the_wait_is_kept_for_it(redis_url: str, prefix: str) -> None:
+    runs: list[dict[str, Any]] = []
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("approve", {}).save()
+        assert q.signal(job.id, "approval", "yes") == "kept"  # it has not run yet
+        assert q.signal(job.id, "approval", "no") == "already"  # the first one counts
+        q.process("approve", 1, approving(runs))
+        wait_for(lambda: state(q, job.id) == "complete")
+        assert q.get_job(job.id).result == {"approved": "yes"}
+        assert len(runs) == 1  # it did not wait at all
+
+
+def test_a_signal_kept_while_the_job_runs_resumes_it_as_it_waits(
+    redis_url: str, prefix: str
+) -> None:
+    running, go = threading.Event(), threading.Event()
+    runs: list[dict[str, Any]] = []
+    inner = approving(runs)
+
+    def handler(job: Job) -> Any:
+        if not runs:
+            running.set()
+            go.wait(30)
+        return inner(job)
+
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("approve", {}).save()
+        q.process("approve", 1, handler)
+        assert running.wait(30)
+        assert q.signal(job.id, "approval", 1) == "kept"
+        go.set()
+        wait_for(lambda: state(q, job.id) == "complete")
+        assert q.get_job(job.id).result == {"approved": 1}
+        assert [e["state"] for e in q.history(job.id)][-4:] == [
+            "suspended",
+            "inactive",
+            "active",
+            "complete",
+        ]
+
+
+@pytest.mark.parametrize("on_timeout", ["resume", "fail"])
+def test_a_wait_past_its_timeout_resumes_or_fails_as_asked(
+    on_timeout: str, redis_url: str, prefix: str
+) -> None:
+    runs: list[dict[str, Any]] = []
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("approve", {}).save()
+        q.process("approve", 1, approving(runs, timeout=300, on_timeout=on_timeout))
+        if on_timeout == "resume":
+            wait_for(lambda: state(q, job.id) == "complete", timeout=15)
+            done = q.get_job(job.id)
+            assert done.result == "expired"
+            assert done.resumed is not None and done.resumed.by == "timeout"
+        else:
+            wait_for(lambda: state(q, job.id) == "failed", timeout=15)
+            assert "timed out waiting for signal approval" in (q.get_job(job.id).error or "")
+            with pytest.raises(InvalidTransition, match="failed"):
+                q.signal(job.id, "approval", "too late")
+        assert q.counts("approve")["suspended"] == 0
+        assert doctor.check(q).healthy
+
+
+def test_one_of_many_signals_sent_at_once_resumes_the_job(redis_url: str, prefix: str) -> None:
+    runs: list[dict[str, Any]] = []
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("approve", {}).save()
+        q.process("approve", 1, approving(runs))
+        wait_for(lambda: state(q, job.id) == "suspended")
+        with ThreadPoolExecutor(8) as pool:
+            told = list(pool.map(lambda n: q.signal(job.id, "approval", n), range(16)))
+        assert sorted(told) == ["already"] * 15 + ["resumed"]
+        wait_for(lambda: state(q, job.id) == "complete")
+        assert len(runs) == 2  # the wait, then one resumption
+        assert q.get_job(job.id).result == {"approved": told.index("resumed")}
+
+
+def test_bad_signals_are_refused_and_change_nothing(redis_url: str, prefix: str) -> None:
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("approve", {}).save()
+        with pytest.raises(JobNotFound):
+            q.signal(999_999, "approval")
+        with pytest.raises(InvalidJob, match="signal's name"):
+            q.signal(job.id, "no spaces", 1)
+        with pytest.raises(InvalidJob, match="at most"):
+            q.signal(job.id, "approval", "x" * 70_000)
+        with pytest.raises(InvalidJob, match="JSON"):
+            q.signal(job.id, "approval", {1, 2})
+        assert q.get_job(job.id).signals == {} and state(q, job.id) == "inactive"
+        with pytest.raises(InvalidJob, match="signal's name"):
+            WaitForSignal("")
+        with pytest.raises(InvalidJob, match="timeout"):
+            WaitForSignal("a", timeout=0)
+        with pytest.raises(InvalidJob, match="on_timeout"):
+            WaitForSignal("a", on_timeout="later")
+
+
+def test_a_suspended_job_can_be_cancelled_or_removed(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    runs: list[dict[str, Any]] = []
+    with Queue(redis_url, prefix=prefix) as q:
+        a = q.create_job("approve", {}).save()
+        b = q.create_job("approve", {}).save()
+        q.process("approve", 1, approving(runs, timeout=60_000))
+        wait_for(lambda: state(q, a.id) == state(q, b.id) == "suspended")
+        q.cancel(a.id, "not needed")
+        q.remove(b.id)
+        assert q.get_job(a.id).state == "failed"
+        assert not r.zcard(f"{prefix}:jobs:suspended")
+        assert not r.zcard(f"{prefix}:jobs:approve:suspended")
+        assert doctor.check(q).healthy
+
+
+def test_the_asyncio_client_and_a_typed_task(redis_url: str, prefix: str) -> None:
+    with Queue(redis_url, prefix=prefix) as q:
+
+        @q.task("sign")
+        def sign(doc: int) -> Any:
+            got = current_job().signals
+            if "approval" not in got:
+                raise WaitForSignal("approval")
+            return {"doc": doc, "by": got["approval"]}
+
+        job = sign.enqueue(3)
+        q.process_tasks()
+        wait_for(lambda: state(q, job.id) == "suspended")
+
+        async def send() -> str:
+            async with AsyncQueue(redis_url, prefix=prefix) as aq:
+                return await aq.signal(job.id, "approval", "ann")
+
+        assert Loop().run(send()) == "resumed"
+        assert sign.result(job, 20) == {"doc": 3, "by": "ann"}
