@@ -47,6 +47,8 @@ SIGNAL_NAME_MAX = 100
 #: What a signal's name is made of.
 SIGNAL_NAME_RULE = rf"[A-Za-z0-9_.:-]{{1,{SIGNAL_NAME_MAX}}}"
 SIGNAL_PAYLOAD_BYTES = 64 * 1024
+#: The largest result of a step (job.step(), kue_core/features/steps.py), in bytes of JSON.
+STEP_RESULT_BYTES = 1024 * 1024
 #: Seconds a reader of a stream waits for a part before it looks whether the job ended.
 STREAM_POLL = 1.0
 #: The environment variable that picks the worker runtime when ``Queue(runtime=...)`` does not.

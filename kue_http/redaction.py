@@ -1,7 +1,7 @@
 """What of a job's payload a user is shown (docs/security.md, "Who sees payloads").
 
 A job's payload is its data, its result, its progress data, its runs' results, the signals it
-was given and the parts it streamed (the error
+was given, its steps' results and the parts it streamed (the error
 and the log lines are what an operator works with, and are shown to every role: a handler
 should keep payloads out of them). Every answer and page that holds a payload passes it
 through here:
@@ -32,7 +32,7 @@ from .users import ROLES
 #: What a hidden value is shown as.
 HIDDEN = "[hidden]"
 #: The fields of a job's JSON that are its payload.
-PAYLOAD = ("data", "result", "progress_data", "signals")
+PAYLOAD = ("data", "result", "progress_data", "signals", "steps")
 #: The role from which payloads are shown unless declared sensitive.
 SEES_PAYLOADS = "admin"
 #: Events on the stream whose arguments after the first are a payload (a result; progress,

@@ -4,7 +4,8 @@ its reads and writes through the ``Queue`` that made it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator
+import inspect
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from .. import defaults
@@ -15,6 +16,7 @@ from ..base.sealing import Keyring
 from ..base.states import JobState
 from ..base.values import now_ms, parse_priority, parse_state, to_json, validate_type
 from ..base.values import utf8 as _utf8
+from ..features import steps
 from ..features.streams import Part
 from ..store import calls
 from ..store.calls import Call
@@ -23,6 +25,9 @@ from ..store.transport import Transport
 from . import log_lines, ops, record_ops, waiting
 from .notes import Notes
 from .spec import JobSpec
+
+#: A step without a recorded result.
+_NONE = object()
 
 __all__ = ["Job", "parse_priority", "parse_state", "to_json", "validate_type"]
 
@@ -187,6 +192,62 @@ class Job(JobSpec):
         token, attempt = self._attempt.token, self.attempts_made + 1
         job_id, entries, most = self._saved_id(), defaults.STREAM_ENTRIES, defaults.STREAM_BYTES
         return calls.stream(self.queue.keys, job_id, token, attempt, text, entries, most)
+
+    def step(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` once for this job: the first attempt that gets here
+        runs it and records its result (JSON) with the job before returning it; a later
+        attempt (a retry, after a signal, after its worker died) gets the recorded result and
+        ``fn`` is not run again (see kue_core.features.steps). In the handler running the
+        job only; an ``async def`` handler awaits :meth:`astep`. ``Stopped`` when the
+        attempt is over before the record is written."""
+        found = self._recorded_step(name)
+        if found is not _NONE:
+            return found
+        if self._notes is not None and self._notes.here():
+            raise InvalidJob("an async def handler records a step with await job.astep(...)")
+        call, value = self._step_call(name, fn(*args, **kwargs))
+        if self._notes is None:
+            self.queue.scripts.call(call)
+        else:
+            self._notes.wait_from_thread(call)
+        return self._remember(name, call, value)
+
+    async def astep(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """:meth:`step` for an ``async def`` handler: ``fn`` may be a coroutine function (it
+        is awaited) or a plain one."""
+        found = self._recorded_step(name)
+        if found is not _NONE:
+            return found
+        result = fn(*args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        call, value = self._step_call(name, result)
+        await self._awaited(call)
+        return self._remember(name, call, value)
+
+    def _recorded_step(self, name: str) -> Any:
+        """A step's recorded result, or ``_NONE`` when it has none yet (checked)."""
+        steps.check_name(name)
+        self._check_running()
+        if self._attempt is None:
+            raise InvalidJob("a job's steps are run by the handler running it")
+        stored = (self._steps or {}).get(name)
+        return _NONE if stored is None else steps.recorded(stored, self.queue.keyring)
+
+    def _step_call(self, name: str, result: Any) -> tuple[Call[bool], Any]:
+        """The call recording a step's result, and the value the step returns."""
+        text, value = steps.stored(result, self.queue.keyring)
+        token = self._attempt.token if self._attempt is not None else ""
+        attempt = self.attempts_made + 1
+        call = calls.step(self.queue.keys, self._saved_id(), token, name, text, attempt)
+        return call, value
+
+    def _remember(self, name: str, call: Call[bool], value: Any) -> Any:
+        """Once a step is recorded: a second call of its name in this attempt returns it."""
+        if self._steps is None:
+            self._steps = {}
+        self._steps[name] = call.args[3]
+        return value
 
     def _log_call(self, fmt: Any, args: tuple[Any, ...]) -> Call[int]:
         """The script call that appends a log line (checked, and the attempt still running)."""

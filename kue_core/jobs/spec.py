@@ -14,7 +14,7 @@ from ..base.values import json_field as _json_field
 from ..base.values import now_ms as _now_ms
 from ..base.values import num as _num
 from ..base.values import to_json, validate_type
-from ..features import pins, records, runs, signals
+from ..features import pins, records, runs, signals, steps
 from ..features.flows import DependencyOptions
 from ..features.job_records import RecordOptions
 from ..store.lua_source import SAVE_WIDTH
@@ -119,6 +119,8 @@ class JobSpec(
     _stored_data: str | None = None
     _to_store: tuple[str, bytes] | None = None
     _offloads = True
+    # The steps it recorded (job.step()): name -> result as stored; None: none.
+    _steps: dict[str, str] | None = None
 
     #: The queue that made the job (each client's job knows what it is).
     queue: object
@@ -333,6 +335,8 @@ class JobSpec(
             job._runs = job._read_runs() if found_runs is None else runs.parse(found_runs)
         if signals.has_signals(h):
             job._signal_state = signals.from_hash(h, job._opened)
+        if "steps" in h:
+            job._steps = steps.from_hash(h)
         key, mode = h.get("unique"), h.get("unique_mode")
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)
@@ -397,6 +401,10 @@ class JobSpec(
                 out[name] = policy
         out.update(self._deps_dict())
         out.update(signals.as_json(self._signal_state))
+        if self._steps:
+            out["steps"] = {
+                k: _json_field(self._opened(v, "step"), None) for k, v in self._steps.items()
+            }
         if self.schedule_key is not None:
             out["schedule"] = self.schedule_key
             out["tick"] = self.tick

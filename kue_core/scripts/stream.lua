@@ -5,18 +5,24 @@
 --          (its number)   ARGV[5] the part (JSON)   ARGV[6] entries kept at most
 --          ARGV[7] bytes of parts kept at most
 -- Returns  the part's entry id (<ms>-<seq>: where a reader resumes after it).
--- Events   none (readers block on the stream itself: XREAD).
+-- Events   none (readers block on the stream itself: XREAD); the first part of an attempt
+--          writes a history entry {state active, streamed: the attempt}.
 -- Errors   KUE_NOT_FOUND; KUE_STOPPED when the job is not active under this token (its
 --          attempt is over: recovered, cancelled, timed out).
--- Uses     lib/keys (k_stream)
+-- Uses     lib/base (now_ms), lib/keys (k_stream), lib/events (history)
 -- The job's `streamed` field holds the bytes of parts the stream holds (and tells the job's
 -- removal to delete it: delete_job). Past either bound, the oldest parts go until the stream
 -- holds nine tenths of both: each part is dropped once, so trimming costs O(1) a part.
 local p, id, token, part = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
-local state, lease = unpack(redis.call('HMGET', KEYS[1], 'state', 'lease'))
+local state, lease, first = unpack(redis.call('HMGET', KEYS[1], 'state', 'lease', 'stream_attempt'))
 if not state then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
 if state ~= 'active' or lease ~= token then
-  return redis.error_reply('KUE_STOPPED the attempt at job ' .. id .. ' is over: its stream is closed to it')
+  return redis.error_reply('KUE_STOPPED the attempt at job ' .. id
+    .. ' is over: its stream is closed to it')
+end
+if first ~= ARGV[4] then  -- the attempt's first part: in the job's timeline
+  redis.call('HSET', KEYS[1], 'stream_attempt', ARGV[4])
+  history(p, id, { state = 'active', at = now_ms(), streamed = tonumber(ARGV[4]) })
 end
 local key, entries, most = k_stream(p, id), tonumber(ARGV[6]), tonumber(ARGV[7])
 local held = redis.call('HINCRBY', KEYS[1], 'streamed', #part)

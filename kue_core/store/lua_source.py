@@ -24,6 +24,7 @@ SCRIPT_NAMES = (
     "stream",
     "suspend",
     "signal",
+    "step",
     "remove",
     "cancel",
     "move",

@@ -33,12 +33,19 @@ JOB_FIELDS: Schema = {
         "description": "How its last wait for a signal ended",
     },
 }
+JOB_FIELDS["steps"] = {
+    "type": ["object", "string"],
+    "description": "The steps it recorded: name -> result ([hidden] for a role that may not "
+    "see payloads)",
+}
 JOB_OPTIONAL = " ".join(JOB_FIELDS)
 #: Fields of history entries of signals.
 HISTORY_FIELDS: Schema = {
     "signal": {**SIGNAL_NAME, "description": "The signal waited for"},
     "by": {**_BY, "description": "What ended the wait"},
     "until": {**MS, "description": "The wait's deadline"},
+    "step": {**SIGNAL_NAME, "description": "A step it recorded (job.step())"},
+    "streamed": {"type": "integer", "minimum": 1, "description": "This attempt streamed"},
 }
 
 #: A stream entry id (``<ms>-<seq>``): where a reader resumes after a part.

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base.keys import Keys
-from .call import Call, as_is, flag, flat, integer, ints, nothing, pair
+from .call import Call, as_is, flag, flat, integer, ints, nothing, pair, written
 
 
 # -- one saved job: each gives its state (or what it says) ------------------------------------
@@ -84,6 +84,12 @@ def stream(
     keeping at most ``entries`` parts and ``most`` bytes of them: the part's entry id."""
     args = (job_id, token, attempt, part, entries, most)
     return Call("stream", keys.job(job_id), args, str)
+
+
+def step(keys: Keys, job_id: int, token: str, name: str, result: str, attempt: int) -> Call[bool]:
+    """Record a running job's step ``name`` and its result (JSON), under its attempt's
+    fencing token: False when the step had a result already (kept)."""
+    return Call("step", keys.job(job_id), (job_id, token, name, result, attempt), written)
 
 
 def signal(keys: Keys, job_id: int, name: str, payload: str) -> Call[str]:
