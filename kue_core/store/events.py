@@ -34,7 +34,9 @@ log = logging.getLogger(__name__)
 #: ``failed(message)``, ``complete(result)``, ``remove(type)``, ``error(message)``; and ours:
 #: ``cancelled(reason)`` (before its ``failed``), ``moved(old type)``, ``edited()``,
 #: ``deduplicated(unique key)`` (a save that found the job holding its key), ``unblocked()``
-#: (the last job it depended on completed), ``pinned(workers or None)`` (``set_only``); a
+#: (the last job it depended on completed), ``pinned(workers or None)`` (``set_only``),
+#: ``suspended(signal)`` (its handler waits for a signal), ``resumed(signal)`` (its wait
+#: ended: the signal came or its timeout passed); a
 #: fan-out job's (see kue_core.features.runs) ``run start(worker)``, ``run complete(worker)``, ``run
 #: failed(worker, message)``, ``run lost(worker)`` (its lease ran out or its worker gave it
 #: back; runs stopped because the job ended or was moved are told by that job's own event).
@@ -54,6 +56,8 @@ ARITY = {
     "deduplicated": 1,
     "unblocked": 0,
     "pinned": 1,
+    "suspended": 1,
+    "resumed": 1,
     "run start": 1,
     "run complete": 1,
     "run failed": 2,
