@@ -98,6 +98,10 @@
       const old = document.querySelector(`[data-live="${CSS.escape(fresh.dataset.live)}"]`);
       if (!old || (served.get(old) ?? old.innerHTML) === fresh.innerHTML) continue;
       if (old.hasAttribute("data-revealed")) continue; // a refresh would hide it again
+      if (old.hasAttribute("data-streaming")) {
+        streamAgain(fresh); // a refresh would empty it
+        continue;
+      }
       const busy = (editing && old.contains(editing)) || (pressed && old.contains(pressed));
       if (busy || old.querySelector("form[data-dirty]")) {
         skipped = true;
@@ -120,6 +124,7 @@
     }
     relativeTimes();
     markStopping();
+    follow();
   }
 
   // -- the event stream --------------------------------------------------------------------
@@ -451,6 +456,106 @@
     if (location.hash === "#edit" && edit && !edit.hidden) openEditor();
   }
 
+  // -- a job's stream (job page) -----------------------------------------------------------
+  // The parts a job streams (job.stream()), from the API's Server-Sent Events as they come: a
+  // string appended as text (a stream of tokens reads as prose), any other value as a line of
+  // JSON, each attempt's after a marker. Text only, never HTML. Once followed, the panel is
+  // left out of refreshes, which would empty it. On "end" the EventSource is closed (else it
+  // reconnects and is told the end again); a refresh showing the job retried follows it anew,
+  // after the last part it had.
+  const ENDED = ["complete", "failed"];
+  let output = null; // {panel, source, last (entry id), attempt, parts, ended (when, in ms)}
+
+  function follow() {
+    const panel = document.getElementById("stream-panel");
+    if (!panel || (output && output.panel === panel)) return;
+    panel.parentElement.setAttribute("data-streaming", "");
+    output = { panel, source: null, last: "", attempt: null, parts: 0, ended: 0 };
+    listen();
+  }
+
+  function listen() {
+    const url = new URL(output.panel.dataset.stream, location.href);
+    if (output.last) url.searchParams.set("after", output.last);
+    const source = new EventSource(url);
+    output.source = source;
+    output.ended = 0;
+    streamStatus("off", "connecting…");
+    streamEmpty("Nothing streamed yet.");
+    source.onopen = () => streamStatus("on", "live");
+    source.addEventListener("part", (message) => {
+      const part = JSON.parse(message.data);
+      output.last = message.lastEventId;
+      addPart(part.attempt, part.value);
+    });
+    source.addEventListener("end", (message) => {
+      source.close();
+      output.ended = Date.now();
+      const { state } = JSON.parse(message.data);
+      streamStatus(state, `ended: ${state}`);
+      streamEmpty("Nothing streamed.");
+    });
+    source.onerror = () => {
+      if (output.source !== source || output.ended) return;
+      streamStatus("off", "reconnecting…");
+      // Refused (the server restarting): try again later; else the browser reconnects.
+      const gone = status && status.dataset.state === "gone";
+      if (source.readyState === EventSource.CLOSED && !gone) {
+        setTimeout(() => output.source === source && listen(), RECONNECT);
+      }
+    };
+  }
+
+  function addPart(attempt, value) {
+    const box = document.getElementById("stream-output");
+    const atEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 8;
+    if (attempt !== output.attempt && (output.attempt !== null || attempt > 1)) {
+      const mark = document.createElement("div");
+      mark.className = "stream-attempt";
+      mark.dataset.attempt = attempt;
+      mark.textContent = `attempt ${attempt}`;
+      box.append(mark);
+    }
+    output.attempt = attempt;
+    // Hidden from the user's role, each part is "[hidden]": one a line.
+    if (typeof value === "string" && !("hidden" in output.panel.dataset)) {
+      let text = box.lastElementChild;
+      if (!text || !text.matches(".stream-text")) {
+        text = document.createElement("span");
+        text.className = "stream-text";
+        box.append(text);
+      }
+      text.append(value); // a text node
+    } else {
+      const line = document.createElement("div");
+      line.className = "stream-value";
+      line.textContent = typeof value === "string" ? value : JSON.stringify(value);
+      box.append(line);
+    }
+    output.parts += 1;
+    box.hidden = false;
+    document.getElementById("stream-empty").hidden = true;
+    if (atEnd) box.scrollTop = box.scrollHeight;
+  }
+
+  // A job retried once its stream ended: followed again. (Only by a page fetched after the
+  // end: one fetched before would show it still running.)
+  function streamAgain(fresh) {
+    const panel = fresh.querySelector("#stream-panel");
+    const after = output && output.ended && output.ended < lastStart;
+    if (after && panel && !ENDED.includes(panel.dataset.state)) listen();
+  }
+
+  function streamStatus(state, text) {
+    const shown = document.getElementById("stream-state");
+    shown.dataset.state = state;
+    shown.textContent = text;
+  }
+
+  function streamEmpty(text) {
+    if (!output.parts) document.getElementById("stream-empty").textContent = text;
+  }
+
   // -- limits (limits page) ----------------------------------------------------------------
   // A form per job type, sent whole as the JSON body of PUT /api/limits/<type>: an empty
   // field is null (that limit removed). A form typed in is not replaced by a refresh (swap)
@@ -715,5 +820,6 @@
 
   relativeTimes();
   setInterval(relativeTimes, 5000);
+  follow();
   connect();
 })();

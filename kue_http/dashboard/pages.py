@@ -137,6 +137,8 @@ def job(job_id: str) -> str:
         last_failure=_last_failure(found.state, history),
         log=q.get_log_lines(job_id),
         trace_url=_trace_url(found.trace_id),
+        streams=_streams(q, job_id, found.state),
+        stream_hidden=not redaction.view().payloads,
     )
 
 
@@ -157,6 +159,15 @@ def _last_failure(state: str | None, history: list[dict[str, Any]]) -> dict[str,
     if state != "failed":
         return {}
     return next((h for h in reversed(history) if h.get("state") == "failed"), {})
+
+
+def _streams(q: Queue, job_id: str, state: str | None) -> bool:
+    """Whether the job's page shows its stream (job.stream()): while it runs, as it may
+    stream at any time, and once the stream holds parts (one short read of it: ``Job`` does
+    not carry its hash's ``streamed`` field)."""
+    if state == "active":
+        return True
+    return bool(q.read_stream(job_id, block=0.001).parts)
 
 
 def _trace_url(trace_id: str | None) -> str | None:
