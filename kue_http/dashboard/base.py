@@ -45,6 +45,9 @@ LABELS = {
     "pinned": "Pinned",
     "suspended": "Suspended",
 }
+#: States shown only while they hold jobs: a queue that never suspends a job (signals) gives
+#: it no room in the header and the overview.
+WHEN_USED = ("suspended",)
 PAGE_SIZES = (25, 50, 100)
 #: The error of a cancelled job, before ``: <reason>``.
 CANCELLED = "cancelled"
@@ -72,8 +75,13 @@ def _context() -> dict[str, Any]:
 
 def render_page(template: str, events: str, **context: Any) -> str:
     """A page, with the counts of every state for its header; ``events`` is the event stream
-    whose events make it refresh."""
-    return render_template(template, nav_counts=queue().counts(), events_url=events, **context)
+    whose events make it refresh. A state of :data:`WHEN_USED` is shown (a tab, a card, a
+    column) only while it holds jobs or is the state of the page's jobs."""
+    counts = queue().counts()
+    job, state = context.get("job"), context.get("state")
+    here = {getattr(job, "state", None), state if isinstance(state, str) else None}
+    states = [s for s in STATES if s not in WHEN_USED or counts.get(s) or s in here]
+    return render_template(template, nav_counts=counts, events_url=events, states=states, **context)
 
 
 def int_arg(name: str, default: int) -> int:
