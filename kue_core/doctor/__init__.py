@@ -101,6 +101,8 @@ What is checked (the finding kinds):
 ``old-function``
     a Redis function library an earlier kue version loaded: see
     :mod:`kue_core.doctor.functions`.
+``lost-wait``
+    a suspended job whose wait for a signal can never end: see :mod:`kue_core.doctor.signals`.
 ``orphan-payload``, ``missing-payload``, ``payload-store``
     values in the payload store no job holds, and jobs holding values the store lacks: see
     :mod:`kue_core.doctor.payloads`.
@@ -119,7 +121,18 @@ from typing import TYPE_CHECKING, cast
 from .. import defaults
 from ..base import checks
 from ..store import calls
-from . import deps, functions, housekeeping, limits, payloads, pins, records, runs, schedules
+from . import (
+    deps,
+    functions,
+    housekeeping,
+    limits,
+    payloads,
+    pins,
+    records,
+    runs,
+    schedules,
+    signals,
+)
 from .checker import Checker
 from .core import Check
 from .findings import REPAIR_ORDER, Action, Finding, Outcome, Report, Status, plural
@@ -180,6 +193,7 @@ def _run(c: Check) -> Report:
     limits.check(c)
     pins.check(c)
     runs.check(c)
+    signals.check(c)
     payloads.check(c)
     for plugged in _plugged_in():
         plugged(c)

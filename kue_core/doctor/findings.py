@@ -45,6 +45,7 @@ REPAIR_ORDER = (
     "runlease",
     "unopen",
     "offer",
+    "resume",  # last: a job resumed waits inactive, in sets the actions before mended
 )
 
 #: Redis types of the fixed keys (a key that does not exist is fine too).

@@ -47,8 +47,8 @@ class Waiting:
 
 @dataclass(frozen=True)
 class Resumed:
-    """How a job's last wait ended: the signal waited for, ``by`` ``signal`` or ``timeout``,
-    and when (ms)."""
+    """How a job's last wait ended: the signal waited for, ``by`` ``signal``, ``timeout`` or
+    ``doctor`` (``kue doctor --repair`` ended a wait that could not end), and when (ms)."""
 
     name: str
     by: str

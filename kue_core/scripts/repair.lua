@@ -81,6 +81,10 @@
 --          unopen   set, member: remove the member from <p>:open:<type> unless it is an active
 --                   fan-out job of that type without workers of its own, or from
 --                   <p>:late:<type> unless it is an unfinished late-joiners job of that type.
+--          Suspended jobs (see kue_core/doctor/signals.py):
+--          resume   id: a suspended job whose wait cannot end (its `suspended` field is gone
+--                   or unreadable) or whose signal is on it already waits for a worker again
+--                   (lib/signals.lua resume_job, by 'doctor').
 --          A grouped job that `index` adds to its type's inactive or active set goes into its
 --          group's set too.
 -- Returns  per action 1 when it changed something, 0 when there was nothing to do (the job
@@ -98,14 +102,14 @@
 --          k_group, k_places, k_run_leases, k_types, k_worker_leases, k_stream, K), lib/members
 --          (zid_id, zid, state_score), lib/type_rules (group_add, rules_read, LANE, set_rule), lib/pins
 --          (waiting, pin_list, pin_add), lib/indexes (index_add), lib/events (history,
---          publish), lib/attempts (leave_active, count_attempt), lib/deps (unblock,
+--          publish), lib/attempts (leave_active, count_attempt, load_job), lib/deps (unblock,
 --          load_blocked, awaited_ended), lib/runs (runs_offer), lib/moves (move_job),
---          lib/records (reword), lib/finishing (record_failure)
+--          lib/records (reword), lib/finishing (record_failure), lib/signals (resume_job)
 local p, n = ARGV[1], tonumber(ARGV[2])
 if not n or #ARGV ~= 2 + n * REPAIR_WIDTH then
   return redis.error_reply('KUE_INVALID repair expects ' .. REPAIR_WIDTH .. ' values per action')
 end
-local ACTIONS = { unindex = true, index = true, types = true, tokens = true, requeue = true,
+local ACTIONS = { resume = true, unindex = true, index = true, types = true, tokens = true, requeue = true,
   settle = true, purge = true, unlog = true, unworker = true, ids = true, ununique = true,
   unrecord = true, recount = true, reword = true, unblock = true, sweep = true,
   undepend = true, unschedule = true, reschedule = true, unlimit = true, hold = true,
@@ -702,6 +706,18 @@ function runs.unopen(name, member)
   return redis.call('ZREM', set, member)
 end
 
+-- A suspended job whose wait cannot end, or whose signal came, waits for a worker again.
+local function resume(id)
+  local key = k_job(p, id)
+  local j = load_job(key)
+  if not j or j.state ~= 'suspended' then return 0 end
+  local ok, w = pcall(cjson.decode, redis.call('HGET', key, 'suspended') or '')
+  local name = ok and type(w) == 'table' and type(w.name) == 'string' and w.name or nil
+  if name and redis.call('HEXISTS', key, 'signal:' .. name) == 0 then return 0 end
+  resume_job(p, id, key, j, name or '', 'doctor', now)
+  return 1
+end
+
 local done = {}
 for i = 0, n - 1 do
   local b = 2 + i * REPAIR_WIDTH
@@ -776,6 +792,8 @@ for i = 0, n - 1 do
     r = runs.offer(a)
   elseif action == 'unopen' then
     r = runs.unopen(a, x)
+  elseif action == 'resume' then
+    r = resume(a)
   end
   done[#done + 1] = r
 end

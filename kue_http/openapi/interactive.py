@@ -10,7 +10,7 @@ from .build import JOB_ID, MS, Schema, json_body, obj, query_param, read, ref, w
 
 #: A signal's name.
 SIGNAL_NAME: Schema = {"type": "string", "pattern": f"^{defaults.SIGNAL_NAME_RULE}$"}
-_BY: Schema = {"enum": ["signal", "timeout"]}
+_BY: Schema = {"enum": ["signal", "timeout", "doctor"]}
 #: A job's signal fields (kue_core/features/signals.py).
 JOB_FIELDS: Schema = {
     "signals": {

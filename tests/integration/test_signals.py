@@ -26,6 +26,9 @@ from kue_core import (
 from kue_core.aio import AsyncQueue
 
 from ..clients import Loop
+
+#: What doctor.repair() answers for one finding it fixed.
+FIXED = ["repaired"]
 from ..conftest import wait_for
 
 
@@ -223,3 +226,30 @@ def test_the_asyncio_client_and_a_typed_task(redis_url: str, prefix: str) -> Non
 
         assert Loop().run(send()) == "resumed"
         assert sign.result(job, 20) == {"doc": 3, "by": "ann"}
+
+
+@pytest.mark.parametrize("broken", ["wait gone", "signal unheard"])
+def test_the_doctor_resumes_a_wait_that_cannot_end(
+    broken: str, redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    runs: list[dict[str, Any]] = []
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("approve", {}).save()
+        q.process("approve", 1, approving(runs))
+        wait_for(lambda: state(q, job.id) == "suspended")
+        key = f"{prefix}:job:{job.id}"
+        if broken == "wait gone":  # a hand edit, a partial restore
+            r.hdel(key, "suspended")
+        else:  # the signal is there, but nothing resumed the job
+            r.hset(key, mapping={"signal:approval": '"late"', "signals": 1})
+        report = doctor.check(q)
+        assert [f.kind for f in report.findings] == ["lost-wait"]
+        assert [o.status for o in doctor.repair(q, report.findings)] == FIXED
+        if broken == "wait gone":  # its handler runs again, and waits again, whole this time
+            wait_for(lambda: len(runs) == 2 and state(q, job.id) == "suspended")
+            assert q.get_job(job.id).waiting_for is not None
+        else:
+            wait_for(lambda: state(q, job.id) == "complete")
+            assert q.get_job(job.id).result == {"approved": "late"}
+        assert any(e.get("by") == "doctor" for e in q.history(job.id))
+        assert doctor.check(q).healthy
