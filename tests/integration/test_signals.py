@@ -26,10 +26,10 @@ from kue_core import (
 from kue_core.aio import AsyncQueue
 
 from ..clients import Loop
+from ..conftest import wait_for
 
 #: What doctor.repair() answers for one finding it fixed.
 FIXED = ["repaired"]
-from ..conftest import wait_for
 
 
 def approving(runs: list[dict[str, Any]], **wait: Any) -> Any:
