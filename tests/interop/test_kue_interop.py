@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kue_core import Job, JobNotFound, Queue, defaults, doctor
+from kue_core import Job, JobNotFound, Queue, WaitForSignal, defaults, doctor
 from kue_core.store import calls
 from tests.conftest import finish, wait_for
 from tests.interop.conftest import REPLY_TIMEOUT, NodeKue
@@ -443,3 +443,28 @@ def test_node_kue_sees_an_encrypted_jobs_payload_as_an_opaque_object(
     assert listed["data"] == shown["data"]
     (line,) = _get(port, f"/job/{done.id}/log")
     assert "kue:sealed" in line and "+100" not in line
+
+
+def test_node_kue_leaves_a_suspended_job_alone_until_its_signal(
+    queue: Queue, node_kue: StartKue
+) -> None:
+    """A job suspended waiting for a signal (docs/signals.md) is in no set of Kue's states: a
+    Node Kue worker of its type runs the jobs behind it and not it, and reads it as it is;
+    once the signal resumes it, it waits inactive, where Node Kue's worker takes it too."""
+
+    def handler(job: Job) -> Any:
+        raise WaitForSignal("approval")
+
+    waiting = queue.create_job("resize", {"n": 1}).save()
+    queue.process("resize", 1, handler)
+    wait_for(lambda: queue.get_job(waiting.id).state == "suspended")  # type: ignore[arg-type]
+    queue.shutdown()
+    other = queue.create_job("resize", {"n": 2}).save()
+    kue = node_kue()
+    assert kue.request("get", id=waiting.id)["job"]["state"] == "suspended"
+    kue.request("process", type="resize", result={"by": "node"})
+    wait_for(lambda: queue.get_job(other.id).state == "complete", timeout=30)  # type: ignore[arg-type]
+    assert queue.get_job(waiting.id).state == "suspended"  # type: ignore[arg-type]
+    assert queue.signal(waiting.id, "approval", "yes") == "resumed"  # type: ignore[arg-type]
+    wait_for(lambda: queue.get_job(waiting.id).state == "complete", timeout=30)  # type: ignore[arg-type]
+    assert queue.get_job(waiting.id).result == {"by": "node"}  # type: ignore[arg-type]
