@@ -40,6 +40,7 @@ Exit codes:
   0  done, or stopped gracefully by SIGTERM, SIGINT (Ctrl-C) or kue stop-worker
   1  failed while running; kue doctor: problems found (and not repaired);
      kue cancel, move, job: the job's state does not allow it;
+     kue job stream: the job failed, or had not ended within --timeout;
      kue remove: jobs are waiting for it (see --cascade)
   2  bad usage: an option, Redis URL, prefix, handler, job or worker id that cannot work
      or does not exist (a job, a worker, a schedule)

@@ -15,6 +15,12 @@ class Refused(click.ClickException):
     exit_code = EXIT_FAILED
 
 
+class Failed(click.ClickException):
+    """What the command followed ended badly (a job it streamed failed): exit 1."""
+
+    exit_code = EXIT_FAILED
+
+
 class BadUsage(click.ClickException):
     """Invalid input: trying again will not help (exit 2)."""
 

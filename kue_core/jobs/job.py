@@ -189,9 +189,8 @@ class Job(JobSpec):
         ring = self.queue.keyring
         if ring is not None:
             text = ring.seal(text, "stream")
-        token, attempt = self._attempt.token, self.attempts_made + 1
         job_id, entries, most = self._saved_id(), defaults.STREAM_ENTRIES, defaults.STREAM_BYTES
-        return calls.stream(self.queue.keys, job_id, token, attempt, text, entries, most)
+        return calls.stream(self.queue.keys, job_id, self._attempt.token, text, entries, most)
 
     def step(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` once for this job: the first attempt that gets here

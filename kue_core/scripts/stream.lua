@@ -1,32 +1,38 @@
 -- stream: append a part of a running job's output to its stream (job.stream(), see
 -- kue_core/features/streams.py), fenced: only the attempt holding the job's lease writes.
 -- KEYS[1]  <p>:job:<id>   (it writes <p>:job:<id>:stream)
--- ARGV[1]  prefix   ARGV[2] id   ARGV[3] the attempt's fencing token   ARGV[4] the attempt
---          (its number)   ARGV[5] the part (JSON)   ARGV[6] entries kept at most
---          ARGV[7] bytes of parts kept at most
+-- ARGV[1]  prefix   ARGV[2] id   ARGV[3] the attempt's fencing token   ARGV[4] the part
+--          (JSON)   ARGV[5] entries kept at most   ARGV[6] bytes of parts kept at most
 -- Returns  the part's entry id (<ms>-<seq>: where a reader resumes after it).
 -- Events   none (readers block on the stream itself: XREAD); the first part of an attempt
---          writes a history entry {state active, streamed: the attempt}.
+--          writes a history entry {state active, streamed: its number}.
 -- Errors   KUE_NOT_FOUND; KUE_STOPPED when the job is not active under this token (its
 --          attempt is over: recovered, cancelled, timed out).
 -- Uses     lib/base (now_ms), lib/keys (k_stream), lib/events (history)
+-- Each entry holds its attempt `a`: 1 for the first claim of the job that streamed, one more
+-- for each later claim that streams (a retry, the recovery of a job whose worker died, the run
+-- after a signal): counted here (`stream_runs`, with the token of the last claim that streamed
+-- in `stream_token`), since Kue's attempts count failures only.
 -- The job's `streamed` field holds the bytes of parts the stream holds (and tells the job's
 -- removal to delete it: delete_job). Past either bound, the oldest parts go until the stream
 -- holds nine tenths of both: each part is dropped once, so trimming costs O(1) a part.
-local p, id, token, part = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
-local state, lease, first = unpack(redis.call('HMGET', KEYS[1], 'state', 'lease', 'stream_attempt'))
+local p, id, token, part = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local state, lease, last, runs = unpack(redis.call('HMGET', KEYS[1], 'state', 'lease',
+  'stream_token', 'stream_runs'))
 if not state then return redis.error_reply('KUE_NOT_FOUND ' .. id) end
 if state ~= 'active' or lease ~= token then
   return redis.error_reply('KUE_STOPPED the attempt at job ' .. id
     .. ' is over: its stream is closed to it')
 end
-if first ~= ARGV[4] then  -- the attempt's first part: in the job's timeline
-  redis.call('HSET', KEYS[1], 'stream_attempt', ARGV[4])
-  history(p, id, { state = 'active', at = now_ms(), streamed = tonumber(ARGV[4]) })
+runs = tonumber(runs) or 0
+if last ~= token then  -- the attempt's first part: in the job's timeline
+  runs = runs + 1
+  redis.call('HSET', KEYS[1], 'stream_token', token, 'stream_runs', runs)
+  history(p, id, { state = 'active', at = now_ms(), streamed = runs })
 end
-local key, entries, most = k_stream(p, id), tonumber(ARGV[6]), tonumber(ARGV[7])
+local key, entries, most = k_stream(p, id), tonumber(ARGV[5]), tonumber(ARGV[6])
 local held = redis.call('HINCRBY', KEYS[1], 'streamed', #part)
-local entry = redis.call('XADD', key, '*', 'a', ARGV[4], 'd', part)
+local entry = redis.call('XADD', key, '*', 'a', runs, 'd', part)
 local count = redis.call('XLEN', key)
 if held > most or count > entries then
   local keep_bytes, keep_count, dropped, after = most * 0.9, entries * 0.9, {}, '-'

@@ -49,9 +49,9 @@ def claim(q: Queue) -> str:
     return str(claimed[1]["lease"])
 
 
-def put(q: Queue, job_id: int, token: str, value: Any, attempt: int = 1) -> str:
+def put(q: Queue, job_id: int, token: str, value: Any) -> str:
     part = json.dumps(value)
-    return q.scripts.call(calls.stream(q.keys, job_id, token, attempt, part, 1000, 10**6))
+    return q.scripts.call(calls.stream(q.keys, job_id, token, part, 1000, 10**6))
 
 
 def complete(q: Queue, job_id: int, token: str) -> None:
@@ -127,8 +127,8 @@ def test_a_retrys_parts_come_under_their_attempt(ui: Watched, redis_url: str, pr
         expect(page.locator("#stream-output")).to_have_text("try 1", timeout=LIVE)
         fail(q, job_id, token)
         token = claim(q)
-        put(q, job_id, token, "try 2", attempt=2)
-        put(q, job_id, token, {"done": True}, attempt=2)
+        put(q, job_id, token, "try 2")  # another claim: its parts are the attempt after
+        put(q, job_id, token, {"done": True})
         expect(page.locator("#stream-output .stream-value")).to_have_count(1, timeout=LIVE)
         assert shown(page) == [
             ["stream-text", "try 1"],
@@ -157,7 +157,11 @@ def test_a_job_retried_after_its_end_is_followed_again(
         put(q, job_id, token, {"run": 2})
         complete(q, job_id, token)
         expect(page.locator("#stream-state")).to_have_text("ended: complete", timeout=LIVE)
-        assert shown(page) == [["stream-text", "first run"], ["stream-value", '{"run":2}']]
+        assert shown(page) == [
+            ["stream-text", "first run"],
+            ["stream-attempt", "attempt 2"],
+            ["stream-value", '{"run":2}'],
+        ]
         again = streams(page)
         assert [s["state"] for s in again] == [2, 2]
         assert "?after=" in again[1]["url"]

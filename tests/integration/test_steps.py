@@ -89,6 +89,7 @@ def test_async_steps_and_a_step_before_a_signal(redis_url: str, prefix: str) -> 
             "signal",  # suspended, waiting for it
             "signal",  # resumed by it
             "active",
+            "streamed",  # the run after the signal streams again: its parts are attempt 2
             "complete",
         ]
 

@@ -90,12 +90,12 @@ def test_a_worker_whose_attempt_is_over_cannot_write(redis_url: str, prefix: str
         claimed = q.scripts.call(calls.claim(q.keys, "tell", "kue:test:1", 10_000))
         assert claimed and claimed != "paused"
         token = claimed[1]["lease"]
-        q.scripts.call(calls.stream(q.keys, job.id, token, 1, '"mine"', 100, 10_000))  # type: ignore[arg-type]
+        q.scripts.call(calls.stream(q.keys, job.id, token, '"mine"', 100, 10_000))  # type: ignore[arg-type]
         with pytest.raises(Stopped):
-            q.scripts.call(calls.stream(q.keys, job.id, "stale", 1, '"old"', 100, 10_000))  # type: ignore[arg-type]
+            q.scripts.call(calls.stream(q.keys, job.id, "stale", '"old"', 100, 10_000))  # type: ignore[arg-type]
         q.scripts.call(calls.complete(q.keys, job.id, token, "{}", None))  # type: ignore[arg-type]
         with pytest.raises(Stopped):  # over: complete
-            q.scripts.call(calls.stream(q.keys, job.id, token, 1, '"late"', 100, 10_000))  # type: ignore[arg-type]
+            q.scripts.call(calls.stream(q.keys, job.id, token, '"late"', 100, 10_000))  # type: ignore[arg-type]
         assert [p.value for p in q.stream_parts(job.id)] == ["mine"]
 
 
@@ -135,7 +135,7 @@ def test_a_stream_past_its_bounds_drops_its_oldest_parts(
         token = claimed[1]["lease"]
         written = [f'"{i:08d}"' for i in range(60)]  # 10 bytes each
         for part in written:
-            q.scripts.call(calls.stream(q.keys, job.id, token, 1, part, entries, most))  # type: ignore[arg-type]
+            q.scripts.call(calls.stream(q.keys, job.id, token, part, entries, most))  # type: ignore[arg-type]
         held = [fields["d"] for _, fields in r.xrange(f"{prefix}:job:{job.id}:stream")]
         assert held == written[-len(held) :]  # the newest, in order
         assert 0 < len(held) <= min(entries, most // 10)
