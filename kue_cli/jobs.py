@@ -1,5 +1,6 @@
-"""Jobs from the command line: ``kue job show|list|stream|create|retry|promote|cancel|remove``
-(list in :mod:`kue_cli.job_list`, stream in :mod:`kue_cli.job_stream`), a group on the ``cli``
+"""Jobs from the command line: ``kue job
+show|list|stream|signal|create|retry|promote|cancel|remove`` (list in :mod:`kue_cli.job_list`,
+stream in :mod:`kue_cli.job_stream`, signal in :mod:`kue_cli.job_signal`), a group on the ``cli``
 group (imported by the package, so that it joins it).
 
 The commands that change jobs take several ids and check them all before changing any: a
@@ -27,6 +28,7 @@ from . import cli as main
 from .control import _queue
 from .errors import BadUsage, Refused
 from .job_list import list_jobs
+from .job_signal import signal
 from .job_stream import stream
 from .records_text import age_ms, age_text
 
@@ -41,15 +43,16 @@ _FROM: dict[str, tuple[str, ...] | None] = {
 
 @main.cli.group(short_help="Show, list, follow, create, retry, cancel or remove jobs.")
 def job() -> None:
-    """Jobs: list those of a state; by id, show them, follow one's streamed output, create
-    one, or retry, promote, cancel or remove several at once. The commands that change jobs
-    check every id first and change nothing when one is unknown (exit 2) or in a state that
-    does not allow it (exit 1)."""
+    """Jobs: list those of a state; by id, show them, follow one's streamed output, give one
+    a signal, create one, or retry, promote, cancel or remove several at once. The commands
+    that change jobs check every id first and change nothing when one is unknown (exit 2) or
+    in a state that does not allow it (exit 1)."""
 
 
 # -- reading --------------------------------------------------------------------------------
 job.add_command(list_jobs)
 job.add_command(stream)
+job.add_command(signal)
 
 
 @job.command(short_help="Show jobs: state, attempts, times, data, error, result.")
