@@ -161,14 +161,20 @@ class Job(JobSpec):
         """Append ``part`` (any JSON value: a token of text, a row) to the job's stream of
         partial output, which readers follow while the job runs (:meth:`stream_iter`; see
         kue_core.features.streams). In the handler running the job only; in an ``async def``
-        handler on the worker's event loop it does not wait for Redis (see :meth:`astream`)."""
-        self._write(self._stream_call(part))
+        handler on the worker's event loop it does not wait for Redis (see :meth:`astream`):
+        the parts written while the loop's last write of parts is away go as one call."""
+        text = self._stream_text(part)
+        notes = self._notes
+        if notes is not None and notes.here():
+            notes.send_part(self._stream_call, text)
+        else:
+            self._write(self._stream_call([text]))
         return self
 
     async def astream(self, part: Any) -> Job:
         """:meth:`stream`, awaited: it returns once Redis has the part, and raises what
         writing it raised (``Stopped`` once the attempt is over), as :meth:`alog` does."""
-        await self._awaited(self._stream_call(part))
+        await self._awaited(self._stream_call([self._stream_text(part)]))
         return self
 
     def stream_iter(self, after: str | None = None, timeout: float | None = None) -> Iterator[Part]:
@@ -177,8 +183,8 @@ class Job(JobSpec):
         :meth:`kue_core.Queue.stream_parts`)."""
         return self.queue.stream_parts(self._saved_id(), after=after, timeout=timeout)
 
-    def _stream_call(self, part: Any) -> Call[str]:
-        """The script call that appends a part (checked, and the attempt still running)."""
+    def _stream_text(self, part: Any) -> str:
+        """A part as stored (checked, sealed with the queue's keys; the attempt running)."""
         self._check_running()
         if self._attempt is None:
             raise InvalidJob("a job's stream is written by the handler running it")
@@ -187,10 +193,13 @@ class Job(JobSpec):
         if len(text) > most // 4 and len(text.encode()) > most:
             raise InvalidJob(f"a stream part is at most {most:,} bytes of JSON")
         ring = self.queue.keyring
-        if ring is not None:
-            text = ring.seal(text, "stream")
+        return text if ring is None else ring.seal(text, "stream")
+
+    def _stream_call(self, texts: list[str]) -> Call[str]:
+        """The script call that appends parts (as :meth:`_stream_text` gives them)."""
+        token = self._attempt.token if self._attempt is not None else ""
         job_id, entries, most = self._saved_id(), defaults.STREAM_ENTRIES, defaults.STREAM_BYTES
-        return calls.stream(self.queue.keys, job_id, self._attempt.token, text, entries, most)
+        return calls.stream(self.queue.keys, job_id, token, texts, entries, most)
 
     def step(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` once for this job: the first attempt that gets here

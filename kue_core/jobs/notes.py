@@ -36,7 +36,7 @@ class Notes:
     """The progress reports and log lines of one attempt on a worker's event loop (see the
     module doc). ``report`` is told of each write that failed with nobody awaiting it."""
 
-    __slots__ = ("_loop", "_pending", "_redis", "_report")
+    __slots__ = ("_loop", "_parts", "_pending", "_redis", "_report")
 
     def __init__(
         self,
@@ -48,6 +48,8 @@ class Notes:
         self._redis = transport
         self._report = report
         self._pending: set[asyncio.Task[Any]] = set()
+        # Stream parts written while the last call of parts is away (None: none is away).
+        self._parts: list[str] | None = None
 
     def here(self) -> bool:
         """Whether the caller runs on the loop (where a blocking call would hold it up)."""
@@ -62,13 +64,36 @@ class Notes:
         self._pending.add(task)
         task.add_done_callback(self._sent)
 
+    def send_part(self, build: Callable[[list[str]], Call[Any]], text: str) -> None:
+        """Write a stream part without waiting (on the loop): at once when no call of parts is
+        away, else with the others written meanwhile, in one call (``build(texts)``) once it is
+        back. Parts keep their order; a failure goes to ``report``."""
+        if self._parts is not None:
+            self._parts.append(text)
+        else:
+            self._send_parts(build, [text])
+
+    def _send_parts(self, build: Callable[[list[str]], Call[Any]], texts: list[str]) -> None:
+        self._parts = []  # a call of parts is away: those written meanwhile wait for it
+        task = self._loop.create_task(self._redis.call(build(texts)))
+        self._pending.add(task)
+
+        def back(done: asyncio.Task[Any]) -> None:
+            self._sent(done)
+            waiting, self._parts = self._parts, None
+            if waiting:
+                self._send_parts(build, waiting)
+
+        task.add_done_callback(back)
+
     async def wait(self, call: Call[Any]) -> Any:
         """Write ``call`` once the writes handed over before it have their replies, and wait
         for its own; its error raises here. A caller cancelled meanwhile (its attempt
         stopped) leaves the write to finish."""
-        if self._pending:
+        while self._pending:
             # Those went out first, but one whose script Redis had to load first went out
-            # again after: this one lands after it all the same.
+            # again after: this one lands after it all the same. (Parts waiting for a call
+            # of parts to come back go out as it does: waited for too.)
             await asyncio.wait(list(self._pending))
         task = self._loop.create_task(self._redis.call(call))
         self._pending.add(task)
@@ -95,7 +120,7 @@ class Notes:
 
     async def sent(self) -> None:
         """Wait until every write handed over so far has its reply (failures reported)."""
-        if self._pending:
+        while self._pending:
             await asyncio.wait(list(self._pending))
 
     def _sent(self, task: asyncio.Task[Any]) -> None:

@@ -51,7 +51,7 @@ def claim(q: Queue) -> str:
 
 def put(q: Queue, job_id: int, token: str, value: Any) -> str:
     part = json.dumps(value)
-    return q.scripts.call(calls.stream(q.keys, job_id, token, part, 1000, 10**6))
+    return q.scripts.call(calls.stream(q.keys, job_id, token, [part], 1000, 10**6))
 
 
 def complete(q: Queue, job_id: int, token: str) -> None:

@@ -47,7 +47,7 @@ def running(q: Queue, job_type: str = "tell") -> tuple[int, str]:
 
 
 def put(q: Queue, job_id: int, token: str, value: Any) -> str:
-    return q.scripts.call(calls.stream(q.keys, job_id, token, json.dumps(value), 1000, 10**6))
+    return q.scripts.call(calls.stream(q.keys, job_id, token, [json.dumps(value)], 1000, 10**6))
 
 
 def test_the_parts_come_live_and_the_stream_ends_with_the_job(

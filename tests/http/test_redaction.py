@@ -57,7 +57,7 @@ def complete(q: Queue, job_type: str, result: Any) -> int:
     job_id, fields = claimed
     q.get_job(job_id).progress(1, 2, {"step": f"{SECRET}-progress"})
     part = json.dumps({"token": f"{SECRET}-streamed"})
-    q.scripts.call(calls.stream(q.keys, int(job_id), fields["lease"], part, 100, 10**6))
+    q.scripts.call(calls.stream(q.keys, int(job_id), fields["lease"], [part], 100, 10**6))
     q.scripts.call(calls.complete(q.keys, job_id, fields["lease"], json.dumps(result), None))
     return int(job_id)
 

@@ -90,12 +90,12 @@ def test_a_worker_whose_attempt_is_over_cannot_write(redis_url: str, prefix: str
         claimed = q.scripts.call(calls.claim(q.keys, "tell", "kue:test:1", 10_000))
         assert claimed and claimed != "paused"
         token = claimed[1]["lease"]
-        q.scripts.call(calls.stream(q.keys, job.id, token, '"mine"', 100, 10_000))  # type: ignore[arg-type]
+        q.scripts.call(calls.stream(q.keys, job.id, token, ['"mine"'], 100, 10_000))  # type: ignore[arg-type]
         with pytest.raises(Stopped):
-            q.scripts.call(calls.stream(q.keys, job.id, "stale", '"old"', 100, 10_000))  # type: ignore[arg-type]
+            q.scripts.call(calls.stream(q.keys, job.id, "stale", ['"old"'], 100, 10_000))  # type: ignore[arg-type]
         q.scripts.call(calls.complete(q.keys, job.id, token, "{}", None))  # type: ignore[arg-type]
         with pytest.raises(Stopped):  # over: complete
-            q.scripts.call(calls.stream(q.keys, job.id, token, '"late"', 100, 10_000))  # type: ignore[arg-type]
+            q.scripts.call(calls.stream(q.keys, job.id, token, ['"late"'], 100, 10_000))  # type: ignore[arg-type]
         assert [p.value for p in q.stream_parts(job.id)] == ["mine"]
 
 
@@ -135,7 +135,7 @@ def test_a_stream_past_its_bounds_drops_its_oldest_parts(
         token = claimed[1]["lease"]
         written = [f'"{i:08d}"' for i in range(60)]  # 10 bytes each
         for part in written:
-            q.scripts.call(calls.stream(q.keys, job.id, token, part, entries, most))  # type: ignore[arg-type]
+            q.scripts.call(calls.stream(q.keys, job.id, token, [part], entries, most))  # type: ignore[arg-type]
         held = [fields["d"] for _, fields in r.xrange(f"{prefix}:job:{job.id}:stream")]
         assert held == written[-len(held) :]  # the newest, in order
         assert 0 < len(held) <= min(entries, most // 10)
@@ -181,3 +181,29 @@ def test_the_doctor_finds_a_stream_whose_job_is_gone(
         ]
         assert [o.status for o in doctor.repair(q, report.findings)] == ["repaired"]
         assert doctor.check(q).healthy and not r.exists(f"{prefix}:job:777:stream")
+
+
+@pytest.mark.single_node  # counts the server's script calls
+def test_parts_written_while_a_call_is_away_go_as_one(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """An ``async def`` handler's parts, not awaited, go in few calls (those written while
+    one call is away, together once it is back), in order, all before the completion."""
+
+    def calls_made() -> int:
+        stats = r.info("commandstats")
+        scripts = ("cmdstat_fcall", "cmdstat_evalsha")
+        return sum(v["calls"] for k, v in stats.items() if k in scripts)
+
+    async def handler(job: Job) -> str:
+        for n in range(300):
+            job.stream(n)
+        return "done"
+
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("tell", {}).save()
+        before = calls_made()
+        q.process("tell", 1, handler)
+        assert [p.value for p in job.stream_iter(timeout=30)] == list(range(300))
+        assert q.get_job(job.id).state == "complete"  # type: ignore[arg-type]
+        assert calls_made() - before < 60  # not one a part

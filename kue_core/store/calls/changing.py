@@ -77,10 +77,13 @@ def log(keys: Keys, job_id: int, line: str) -> Call[int]:
     return Call("log", keys.job(job_id), (job_id, line), integer)
 
 
-def stream(keys: Keys, job_id: int, token: str, part: str, entries: int, most: int) -> Call[str]:
-    """Append a part (JSON) to a running job's stream, under its attempt's fencing token,
-    keeping at most ``entries`` parts and ``most`` bytes of them: the part's entry id."""
-    args = (job_id, token, part, entries, most)
+def stream(
+    keys: Keys, job_id: int, token: str, parts: list[str], entries: int, most: int
+) -> Call[str]:
+    """Append parts (JSON each) to a running job's stream, under its attempt's fencing
+    token, keeping at most ``entries`` parts and ``most`` bytes of them: the last part's
+    entry id."""
+    args = (job_id, token, entries, most, *parts)
     return Call("stream", keys.job(job_id), args, str)
 
 
