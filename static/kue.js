@@ -434,15 +434,50 @@
       const pre = document.getElementById(id);
       if (pre && name in job) pre.textContent = JSON.stringify(job[name], null, 2);
     }
+    for (const name of ["signals", "steps"]) {
+      const shownPairs = document.getElementById(`job-${name}`);
+      if (shownPairs && name in job) shownPairs.replaceWith(pairs(job[name], shownPairs.id));
+    }
     button.closest('[data-live="data"]').setAttribute("data-revealed", "");
     document.getElementById("hidden-note").hidden = true;
     const edit = document.getElementById("edit-data");
     if (edit) edit.hidden = false;
   }
 
+  // A job's signals or steps as the page shows them (the pairs macro of _macros.html): a
+  // list of name -> value, or one value ("[hidden]"). Text only.
+  function pairs(value, id) {
+    const pretty = (v) => {
+      const pre = document.createElement("pre");
+      pre.className = "json";
+      pre.textContent = JSON.stringify(v, null, 2);
+      return pre;
+    };
+    if (value === null || typeof value !== "object" || Array.isArray(value)) {
+      const pre = pretty(value);
+      pre.id = id;
+      return pre;
+    }
+    const list = document.createElement("dl");
+    list.className = "pairs";
+    list.id = id;
+    for (const [name, v] of Object.entries(value)) {
+      const term = document.createElement("dt");
+      term.className = "mono";
+      term.textContent = name;
+      const detail = document.createElement("dd");
+      detail.append(pretty(v));
+      list.append(term, detail);
+    }
+    return list;
+  }
+
   document.addEventListener("click", (event) => {
     const revealing = event.target.closest("[data-reveal]");
+    const signalling = event.target.closest("[data-signal]");
     if (revealing) reveal(revealing);
+    else if (signalling) openSignal(signalling);
+    else if (event.target.closest("[data-signal-close]")) closeSignal();
     else if (event.target.closest("[data-edit]")) openEditor();
     else if (event.target.closest("[data-discard]")) closeEditor();
   });
@@ -454,6 +489,69 @@
     // editor's text would write "[hidden]" where the sensitive values are.
     const edit = document.getElementById("edit-data");
     if (location.hash === "#edit" && edit && !edit.hidden) openEditor();
+  }
+
+  // -- a signal (job page) ----------------------------------------------------------------
+  // Signal opens a small form in a dialog (outside the live parts): the signal's name, filled
+  // with the one the job waits for when it waits, and an optional payload. Text that is not
+  // JSON is told in the form and nothing is sent. Once sent, the page refreshes at once.
+  const signalDialog = document.getElementById("signal-dialog");
+
+  function openSignal(button) {
+    if (!signalDialog) return;
+    const form = document.getElementById("signal-form");
+    if (button.dataset.signal) form.elements.name.value = button.dataset.signal;
+    setSignalError("");
+    signalDialog.showModal();
+    (form.elements.name.value ? form.elements.payload : form.elements.name).focus();
+  }
+
+  function closeSignal() {
+    signalDialog.close();
+  }
+
+  // `field`: the field at fault, marked invalid and focused.
+  function setSignalError(text, field = null) {
+    const form = document.getElementById("signal-form");
+    document.getElementById("signal-error").textContent = text;
+    for (const f of [form.elements.name, form.elements.payload]) {
+      if (f === field) f.setAttribute("aria-invalid", "true");
+      else f.removeAttribute("aria-invalid");
+    }
+    if (field) field.focus();
+  }
+
+  async function sendSignal(form) {
+    const name = form.elements.name.value.trim();
+    const text = form.elements.payload.value.trim();
+    if (!name) return setSignalError("Name the signal: nothing was sent.", form.elements.name);
+    const body = { name };
+    if (text) {
+      try {
+        body.payload = JSON.parse(text);
+      } catch (error) {
+        const told = `Not valid JSON, nothing was sent: ${error.message}`;
+        return setSignalError(told, form.elements.payload);
+      }
+    }
+    setSignalError("");
+    const button = document.getElementById("signal-send");
+    button.disabled = true;
+    send.answer = null; // not an earlier answer, when this one never comes
+    const ok = await send("POST", form.dataset.url, body);
+    button.disabled = false;
+    if (!ok) {
+      // Told in the form too: the message behind the dialog's backdrop is dimmed.
+      return setSignalError((send.answer && send.answer.error) || "The signal was not sent.");
+    }
+    form.reset();
+    signalDialog.close();
+    refreshNow();
+  }
+
+  if (signalDialog) {
+    const form = document.getElementById("signal-form");
+    form.addEventListener("input", () => setSignalError(""));
   }
 
   // -- a job's stream (job page) -----------------------------------------------------------
@@ -725,10 +823,12 @@
 
   document.addEventListener("submit", async (event) => {
     const form = event.target.closest(
-      "form.priority, form.move, form.only, form.edit-data, form.add-tag, form.limits, form.bulk-filter"
+      "form.priority, form.move, form.only, form.edit-data, form.add-tag, form.limits, " +
+        "form.bulk-filter, form.signal"
     );
     if (!form) return;
     event.preventDefault();
+    if (form.matches(".signal")) return sendSignal(form);
     if (form.matches(".bulk-filter")) return bulkApply(form);
     if (form.matches(".limits")) return saveLimits(form);
     if (form.matches(".move")) return move(form);

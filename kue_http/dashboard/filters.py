@@ -85,6 +85,14 @@ def iso(ms: int | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
 
+@dashboard.app_template_filter("utc")
+def utc(ms: int | None) -> str:
+    """A timestamp (ms) as a date and time to the second, in UTC: ``2026-12-01 14:05:09 UTC``."""
+    if not ms:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
+
+
 @dashboard.app_template_filter("clock")
 def clock(ms: int) -> str:
     """The time of day (UTC) to the millisecond: a log line's."""

@@ -139,6 +139,7 @@ def job(job_id: str) -> str:
         trace_url=_trace_url(found.trace_id),
         streams=_streams(q, job_id, found.state),
         stream_hidden=not redaction.view().payloads,
+        signal_name_max=defaults.SIGNAL_NAME_MAX,
     )
 
 
