@@ -362,9 +362,11 @@ def stats(
     rows = [(t + (" (paused)" if t in paused else ""), counts) for t, counts in by_type.items()]
     rows.append(("total", total))
     width = max(len(name) for name, _ in rows)
-    click.echo("type".ljust(width) + "".join(f"{s:>10}" for s in STATES))
+    # As the dashboard: a column for suspended jobs (signals) only while there are some.
+    shown = [s for s in STATES if s != "suspended" or total.get(s)]
+    click.echo("type".ljust(width) + "".join(f"{s:>10}" for s in shown))
     for name, counts in rows:
-        click.echo(name.ljust(width) + "".join(f"{counts.get(s, 0):>10}" for s in STATES))
+        click.echo(name.ljust(width) + "".join(f"{counts.get(s, 0):>10}" for s in shown))
     click.echo(f"workers: {workers} live worker process{'' if workers == 1 else 'es'}")
     for line in records_text.stats_lines(kept, memory):
         click.echo(line)

@@ -24,6 +24,9 @@ def test_a_signal_from_the_command_line_resumes_a_suspended_job(
     queue.process("approve", 1, handler)
     try:
         wait_for(lambda: queue.get_job(job.id).state == "suspended")  # type: ignore[arg-type]
+        stats = kue(queue, redis_url, "stats")
+        header, approve = stats.stdout.splitlines()[:2]
+        assert header.split()[-1] == "suspended" and approve.split()[-1] == "1"
         result = kue(
             queue, redis_url, "job", "signal", str(job.id), "approval", "--data", '{"by": "ann"}'
         )

@@ -63,6 +63,7 @@ BODIES = {
     "/job/2/retry": {},
     "/job/3/promote": {},
     "/reveal": {},
+    "/signal": {"name": "approval", "payload": {"by": "ann"}},
     "/data": {"title": "edited"},
     "/only": {"workers": ["gpu-1"]},
     "/stop": {"timeout": 0},
