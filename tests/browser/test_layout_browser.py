@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kue_core import Job, Queue
+from kue_core.store import calls
 from tests.browser.conftest import ARTIFACTS, Watched, watched
 from tests.conftest import Server, finish, wait_for
 from tests.http.test_rules_api import handled, push, rules_running
@@ -41,8 +42,8 @@ ROWS = r"""
 @pytest.fixture
 def filled(queue: Queue) -> Iterator[dict[str, Any]]:
     """Data on every page: jobs in every state with long titles and errors, tags, a flow,
-    a pinned job, schedules, limits with groups, a worker running a job, a rules watcher, an
-    audit entry with a long path, a minute of history."""
+    a pinned job, a suspended one, schedules, limits with groups, a worker running a job, a
+    rules watcher, an audit entry with a long path, a minute of history."""
     for n, who in enumerate(("ada", "grace", "linus", "margaret", "barbara")):
         queue.create_job("email", {"title": f"welcome {who}@example.com", "to": who}).tag(
             f"tenant-{n}", "newsletter"
@@ -63,6 +64,13 @@ def filled(queue: Queue) -> Iterator[dict[str, Any]]:
     first = queue.create_job("report", {"title": "gather the monthly figures"}).save()
     last = queue.create_job("report", {"title": "send the report"}).depends_on(first).save()
     queue.create_job("video", {"title": "transcode keynote.mov"}).only(["gpu-1"]).save()
+    # A job suspended waiting for a signal: its state's tab, card and column are shown too.
+    waiting = queue.create_job("approval", {"title": "publish the post"}).save()
+    claimed = queue.scripts.call(calls.claim(queue.keys, "approval", "kue:test:9", 60_000))
+    assert isinstance(claimed, tuple) and claimed[0] == waiting.id
+    queue.scripts.call(
+        calls.suspend(queue.keys, waiting.id, claimed[1]["lease"], "approval", None, "resume")
+    )  # type: ignore[arg-type]
     queue.every("hourly-digest", 3_600_000, "email", {"title": "digest"})
     queue.cron("nightly-report", "0 3 * * *", "report", tz="Europe/Paris")
     queue.every("heartbeat", 10_000, "webhook", limit=1000)
