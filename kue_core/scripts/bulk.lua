@@ -33,7 +33,7 @@ elseif not STATES[state] or state == 'active' then
 end
 local moves = action ~= 'remove' and action ~= 'cancel'
 if moves and (not STATES[action] or action == 'active' or action == 'blocked'
-    or action == 'pinned' or action == state or (state == 'pinned' and action == 'inactive')) then
+    or action == 'pinned' or action == 'suspended' or action == state or (state == 'pinned' and action == 'inactive')) then
   return redis.error_reply('KUE_INVALID cannot move ' .. state .. ' jobs to ' .. action)
 end
 if not limit or limit < 1 then return redis.error_reply('KUE_INVALID limit must be positive') end

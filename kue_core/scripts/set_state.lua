@@ -8,7 +8,8 @@
 --          delayed); its due time on <p>:promote when it moves to delayed.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID for an unknown state; KUE_INVALID_TRANSITION for
 --          'active' (only a worker's claim makes a job active, with a lease) and for
---          'blocked' (only a save with dependencies blocks a job), and for 'pinned' for a job
+--          'blocked' (only a save with dependencies blocks a job), for 'suspended' (only a
+--          handler's WaitForSignal suspends a job), and for 'pinned' for a job
 --          without workers of its own, and for a job outside the states of ARGV[4]. A pinned
 --          job moved to inactive stays pinned.
 -- Uses     lib/base (STATES, now_ms), lib/pins (waiting), lib/attempts (load_job),
@@ -41,6 +42,10 @@ if state == 'active' then
 end
 if state == 'blocked' then
   return redis.error_reply('KUE_INVALID_TRANSITION only a save with dependencies blocks a job')
+end
+if state == 'suspended' then
+  return redis.error_reply('KUE_INVALID_TRANSITION only a handler waiting for a signal '
+    .. '(WaitForSignal) suspends a job')
 end
 move_job(p, id, KEYS[1], job, state, now_ms())
 return job.state

@@ -149,6 +149,15 @@ def retry_delay(job: Job, no_retry: bool) -> int:
     return delay or 0
 
 
+def suspendable(job: Job, outcome: Suspended) -> Suspended | Failed:
+    """A ``WaitForSignal``'s outcome, or the failure (not retried) of a fan-out job's: its
+    runs are not suspended."""
+    if job.fan_out() is None:
+        return outcome
+    message = "InvalidJob: a fan-out job cannot wait for a signal"
+    return Failed(message, message, no_retry=True)
+
+
 def failure(error: BaseException) -> Failed | Limited | Suspended:
     if isinstance(error, RateLimited):
         return Limited(error.retry_in_ms, str(error))

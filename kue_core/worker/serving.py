@@ -30,6 +30,7 @@ from .outcome import (
     retry_delay,
     stored_failure,
     stored_result,
+    suspendable,
     unreadable,
 )
 from .posting import Posts, Streak
@@ -271,6 +272,8 @@ class Serving:
             self.scripts.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
             self._give_back(posts.next(slot, streak, claiming))
             return None
+        if isinstance(outcome, Suspended):
+            outcome = suspendable(job, outcome)
         if isinstance(outcome, Suspended):  # waits for a signal, holding no slot
             self.scripts.call(suspended(keys, job_id, attempt.token, outcome))
             self._give_back(posts.next(slot, streak, claiming))

@@ -50,6 +50,7 @@ from .outcome import (
     reported,
     retry_delay,
     stored_failure,
+    suspendable,
     unreadable,
 )
 from .posting import Posts
@@ -348,6 +349,8 @@ class LoopServing:
             state.may_retry(job_id)
             await self._redis.call(calls.release(keys, job_id, attempt.token, outcome.retry_in_ms))
             return None
+        if isinstance(outcome, Suspended):
+            outcome = suspendable(job, outcome)
         if isinstance(outcome, Suspended):  # waits for a signal, holding no slot
             await self._redis.call(suspended(keys, job_id, attempt.token, outcome))
             return None

@@ -253,3 +253,19 @@ def test_the_doctor_resumes_a_wait_that_cannot_end(
             assert q.get_job(job.id).result == {"approved": "late"}
         assert any(e.get("by") == "doctor" for e in q.history(job.id))
         assert doctor.check(q).healthy
+
+
+def test_only_a_handler_suspends_a_job_and_a_fan_out_job_cannot(
+    redis_url: str, prefix: str
+) -> None:
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("approve", {}).save()
+        with pytest.raises(InvalidTransition, match="WaitForSignal"):
+            job.set_state("suspended")
+        with pytest.raises(InvalidJob, match="suspended"):
+            q.bulk("suspended", {"state": "inactive"})
+        assert state(q, job.id) == "inactive"  # type: ignore[arg-type]
+        fan = q.create_job("fan", {}).fan_out(1).save()
+        q.process("fan", 1, lambda j: (_ for _ in ()).throw(WaitForSignal("approval")))
+        wait_for(lambda: state(q, fan.id) == "failed")  # type: ignore[arg-type]
+        assert "a fan-out job cannot wait for a signal" in (q.get_job(fan.id).error or "")  # type: ignore[arg-type]
