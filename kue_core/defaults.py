@@ -38,6 +38,9 @@ PAYLOAD_SWEEP_EVERY = 5.0
 STREAM_ENTRIES = 10_000
 STREAM_BYTES = 8 * 1024 * 1024
 STREAM_PART_BYTES = 64 * 1024
+#: The most parts one call writes (an async def handler's parts written while a call was away
+#: go together; past this, in the next call): 100 parts of 64 KiB are 6.4 MB of arguments.
+STREAM_PARTS_PER_CALL = 100
 #: The deadline (ms) of a wait for a signal without a timeout: its score in the sets of the
 #: suspended state, after every real deadline.
 SIGNAL_FOREVER = 2**53 - 1

@@ -82,8 +82,8 @@ class SignalFields:
 
     @property
     def resumed(self) -> Resumed | None:
-        """How its last wait for a signal ended (``by`` ``signal`` or ``timeout``); None for a
-        job that never waited, or whose wait ended as it began (the signal was there)."""
+        """How its last wait for a signal ended (``by`` ``signal``, ``timeout`` or ``doctor``);
+        None for a job that never waited."""
         return self._signal_state.resumed if self._signal_state else None
 
 

@@ -188,6 +188,8 @@ class Job(JobSpec):
         self._check_running()
         if self._attempt is None:
             raise InvalidJob("a job's stream is written by the handler running it")
+        if self._fan_out is not None:
+            raise InvalidJob("a fan-out job's runs do not stream (each run is its own)")
         text = to_json(part, "stream part")
         most = defaults.STREAM_PART_BYTES
         if len(text) > most // 4 and len(text.encode()) > most:
@@ -239,6 +241,8 @@ class Job(JobSpec):
         self._check_running()
         if self._attempt is None:
             raise InvalidJob("a job's steps are run by the handler running it")
+        if self._fan_out is not None:
+            raise InvalidJob("a fan-out job's runs do not record steps (each run is its own)")
         stored = (self._steps or {}).get(name)
         return _NONE if stored is None else steps.recorded(stored, self.queue.keyring)
 

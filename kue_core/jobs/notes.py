@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import defaults
-from ..base.errors import ConnectionFailed
+from ..base.errors import ConnectionFailed, Stopped
 from ..store.aio_transport import AsyncTransport
 from ..store.calls import Call
 
@@ -74,14 +74,18 @@ class Notes:
             self._send_parts(build, [text])
 
     def _send_parts(self, build: Callable[[list[str]], Call[Any]], texts: list[str]) -> None:
-        self._parts = []  # a call of parts is away: those written meanwhile wait for it
-        task = self._loop.create_task(self._redis.call(build(texts)))
+        # A call of parts is away: those written meanwhile wait for it (the parts past one
+        # call's share wait for the next).
+        most = defaults.STREAM_PARTS_PER_CALL
+        self._parts = texts[most:]
+        task = self._loop.create_task(self._redis.call(build(texts[:most])))
         self._pending.add(task)
 
         def back(done: asyncio.Task[Any]) -> None:
             self._sent(done)
             waiting, self._parts = self._parts, None
-            if waiting:
+            stopped = not done.cancelled() and isinstance(done.exception(), Stopped)
+            if waiting and not stopped:  # (the attempt is over: the rest would be refused)
                 self._send_parts(build, waiting)
 
         task.add_done_callback(back)

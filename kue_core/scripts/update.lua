@@ -51,6 +51,8 @@ if delay > 0 or due_at > 0 then
     promote_at = due_at
   elseif job.state == 'blocked' then
     promote_at = 0  -- a blocked job's delay counts from its release (see lib/deps.lua unblock)
+  elseif job.state == 'suspended' then
+    promote_at = job.promote_at  -- its wait's deadline stays (lib/signals.lua)
   else
     promote_at = base + delay
   end

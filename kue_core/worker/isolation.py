@@ -157,6 +157,7 @@ def _child_main(conn: Connection, handler: Any, connect: _Connect) -> None:
                 return
             job_id, fields, middleware = message
             job = Job.from_hash(queue, job_id, fields)
+            job._attempt = _ChildAttempt(fields.get("lease", ""))  # its steps and stream
             conn.send(_STARTED)
             if not is_async:
                 conn.send(run(mw.wrap(middleware, handler), job))
@@ -276,3 +277,14 @@ def _exit_reason(code: int | None) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit code {code}"
+
+
+class _ChildAttempt:
+    """The attempt as a child process sees it: the token its claim got, which the scripts of
+    its steps and stream parts are fenced by (whether the attempt is over is the parent's to
+    know: it stops the child)."""
+
+    over = False
+
+    def __init__(self, token: str) -> None:
+        self.token = token

@@ -150,11 +150,18 @@ def retry_delay(job: Job, no_retry: bool) -> int:
 
 
 def suspendable(job: Job, outcome: Suspended) -> Suspended | Failed:
-    """A ``WaitForSignal``'s outcome, or the failure (not retried) of a fan-out job's: its
-    runs are not suspended."""
-    if job.fan_out() is None:
+    """A ``WaitForSignal``'s outcome; or the failure (not retried) of a fan-out job's (its
+    runs are not suspended), or of a wait for a signal the job has (it would be resumed at
+    once, again and again)."""
+    if job.fan_out() is not None:
+        message = "InvalidJob: a fan-out job cannot wait for a signal"
+    elif outcome.name in job.signals:
+        message = (
+            f"InvalidJob: the job waits for signal {outcome.name}, which it has "
+            f"(job.signals[{outcome.name!r}]): test `name in job.signals` before waiting"
+        )
+    else:
         return outcome
-    message = "InvalidJob: a fan-out job cannot wait for a signal"
     return Failed(message, message, no_retry=True)
 
 

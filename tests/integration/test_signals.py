@@ -269,3 +269,38 @@ def test_only_a_handler_suspends_a_job_and_a_fan_out_job_cannot(
         q.process("fan", 1, lambda j: (_ for _ in ()).throw(WaitForSignal("approval")))
         wait_for(lambda: state(q, fan.id) == "failed")  # type: ignore[arg-type]
         assert "a fan-out job cannot wait for a signal" in (q.get_job(fan.id).error or "")  # type: ignore[arg-type]
+
+
+def test_a_wait_ends_with_a_hand_move_and_an_update_keeps_it(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    runs: list[dict[str, Any]] = []
+    with Queue(redis_url, prefix=prefix) as q:
+        a = q.create_job("approve", {}).delay(1).save()
+        b = q.create_job("approve", {}).save()
+        c = q.create_job("approve", {}).save()
+        q.process("approve", 1, approving(runs, timeout=3_600_000))
+        wait_for(lambda: all(state(q, j.id) == "suspended" for j in (a, b, c)))  # type: ignore[arg-type]
+        deadline = q.get_job(a.id).waiting_for.until  # type: ignore[arg-type, union-attr]
+        # An update (Kue's Job#update) keeps the wait's deadline, delay or not.
+        q.get_job(a.id).priority("high").save()  # type: ignore[arg-type]
+        assert r.zscore(f"{prefix}:jobs:suspended", f"0{len(str(a.id))}|{a.id}") == deadline
+        assert q.get_job(a.id).waiting_for.until == deadline  # type: ignore[arg-type, union-attr]
+        # Moved by hand to delayed: the wait ends, due now (not at the wait's deadline).
+        q.get_job(b.id).set_state("delayed")  # type: ignore[arg-type]
+        wait_for(lambda: len([s for s in runs if s["resumed"] is None]) >= 4)
+        # Cancelled: its wait ends with it.
+        q.cancel(c.id)  # type: ignore[arg-type]
+        cancelled = q.get_job(c.id)  # type: ignore[arg-type]
+        assert cancelled.waiting_for is None and cancelled.promote_at < deadline  # type: ignore[operator]
+        assert doctor.check(q).healthy
+
+
+def test_waiting_again_for_a_signal_it_has_fails_the_job(redis_url: str, prefix: str) -> None:
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("approve", {}).attempts(3).save()
+        q.signal(job.id, "approval", None)  # type: ignore[arg-type]
+        # A handler that tests the payload rather than the name: it would wait again and again.
+        q.process("approve", 1, lambda j: (_ for _ in ()).throw(WaitForSignal("approval")))
+        wait_for(lambda: state(q, job.id) == "failed")  # type: ignore[arg-type]
+        assert "which it has" in (q.get_job(job.id).error or "")  # type: ignore[arg-type]

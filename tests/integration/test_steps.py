@@ -160,3 +160,18 @@ def test_an_encrypted_queue_seals_step_results(redis_url: str, prefix: str, r: r
         assert q.get_job(job.id).to_dict()["steps"] == {"card": {"last4": "4242"}}  # type: ignore[arg-type]
     stored = r.hget(f"{prefix}:job:{job.id}", "step:card")
     assert stored and sealing.key_id_of(stored) == "k1" and "4242" not in stored  # type: ignore[arg-type]
+
+
+def test_an_isolated_handler_records_steps_and_streams(redis_url: str, prefix: str) -> None:
+    """A handler in a child process has its attempt's token: its steps and parts are fenced
+    and written as a worker's own handler's are."""
+    from . import task_functions
+
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("isolated-steps", {"n": 2}).attempts(2).save()
+        q.process("isolated-steps", 1, task_functions.steps_then_fail_once, isolation="process")
+        assert [p.value for p in job.stream_iter(timeout=60)] == ["fetched 3", "fetched 3"]
+        done = q.get_job(job.id)  # type: ignore[arg-type]
+        assert done.state == "complete" and done.result == 30
+        assert done.to_dict()["steps"] == {"fetch": 3}
+        assert q.client.get(f"{prefix}:fetched") == "1"  # the step ran once, in the first child

@@ -19,6 +19,11 @@ local function move_job(p, id, key, job, state, now)
     index_remove(p, id, job.type, job.state, job.group, job.prefer)
   end
   local fields = { 'state', state, 'updated_at', int(now) }
+  if job.state == 'suspended' then  -- its wait ends: its deadline is no due time
+    redis.call('HDEL', key, 'suspended')
+    job.promote_at = now
+    fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(now)
+  end
   if state == 'delayed' and job.promote_at == 0 then
     job.promote_at = now
     fields[#fields + 1] = 'promote_at'; fields[#fields + 1] = int(now)
@@ -55,6 +60,10 @@ end
 -- Take a job out of the sets of its state before it changes state or type by hand (`job` as
 -- load_job gives it); a running job's worker is told its attempt is over (see tell_worker).
 local function leave_state(p, id, key, job, reason)
+  if job.state == 'suspended' then  -- its wait ends (cancelled, moved to another type)
+    redis.call('HDEL', key, 'suspended')
+    redis.call('HSET', key, 'promote_at', int(now_ms()))
+  end
   if job.fan_out then runs_leave(p, id, job, reason, now_ms()) end
   if job.fan_out and job.state == 'active' then
     leave_active(p, id, job.type, job.group)  -- its runs were told (runs_leave)
