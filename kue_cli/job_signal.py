@@ -12,16 +12,11 @@ from typing import Any
 
 import click
 
+from kue_core.features import signals
+
 from . import cli as main
 from .control import _queue
 from .errors import BadUsage
-
-#: What each outcome says.
-_TOLD = {
-    "resumed": "job {id} resumed by signal {name}",
-    "kept": "signal {name} kept for job {id}: it resumes the job when the job waits for it",
-    "already": "job {id} had signal {name} already: nothing changed",
-}
 
 
 @click.command("signal", short_help="Give a job a signal (resumes a suspended job).")
@@ -53,4 +48,4 @@ def signal(
     if as_json:
         click.echo(json.dumps({"outcome": outcome, "job": job.to_dict()}))
     else:
-        click.echo(_TOLD[outcome].format(id=job.id, name=name))
+        click.echo(signals.TOLD[outcome].format(id=job.id, name=name))

@@ -11,6 +11,7 @@ from typing import Any
 from flask import Response, jsonify, request
 
 from kue_core import InvalidJob
+from kue_core.features import signals
 
 from . import redaction
 from .api import api, done, queue
@@ -120,9 +121,5 @@ def signal(job_id: str) -> Response:
     q = queue()
     outcome = q.signal(job_id, body["name"], body.get("payload"))
     job = q.get_job(job_id)
-    told = {
-        "resumed": f"job {job.id} resumed by signal {body['name']}",
-        "kept": f"signal {body['name']} kept for job {job.id}",
-        "already": f"job {job.id} had signal {body['name']} already: nothing changed",
-    }[outcome]
+    told = signals.TOLD[outcome].format(id=job.id, name=body["name"])
     return jsonify({"message": told, "outcome": outcome, "job": redaction.job_dict(job)})

@@ -31,8 +31,23 @@ FIELD = "signal:"
 #: How ``queue.signal()`` went: the job waited for it and waits for a worker now; it is kept
 #: until the job waits for it; the job had that signal already (nothing changed).
 OUTCOMES = ("resumed", "kept", "already")
+#: What each outcome tells a person (the API's message, the command line's line).
+TOLD = {
+    "resumed": "job {id} resumed by signal {name}",
+    "kept": "signal {name} kept for job {id}",
+    "already": "job {id} had signal {name} already: nothing changed",
+}
 
-__all__ = ["FIELD", "OUTCOMES", "Resumed", "SignalFields", "SignalState", "Waiting", "check_name"]
+__all__ = [
+    "FIELD",
+    "OUTCOMES",
+    "TOLD",
+    "Resumed",
+    "SignalFields",
+    "SignalState",
+    "Waiting",
+    "check_name",
+]
 
 
 @dataclass(frozen=True)
