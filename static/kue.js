@@ -560,7 +560,8 @@
   // JSON, each attempt's after a marker. Text only, never HTML. Once followed, the panel is
   // left out of refreshes, which would empty it. On "end" the EventSource is closed (else it
   // reconnects and is told the end again); a refresh showing the job retried follows it anew,
-  // after the last part it had.
+  // after the last part it had. A suspended job (waiting for a signal, maybe for days) is
+  // read once, not followed: a refresh showing it running again follows it.
   const ENDED = ["complete", "failed"];
   let output = null; // {panel, source, last (entry id), attempt, parts, ended (when, in ms)}
 
@@ -569,12 +570,13 @@
     if (!panel || (output && output.panel === panel)) return;
     panel.parentElement.setAttribute("data-streaming", "");
     output = { panel, source: null, last: "", attempt: null, parts: 0, ended: 0 };
-    listen();
+    listen(panel.dataset.state);
   }
 
-  function listen() {
+  function listen(state) {
     const url = new URL(output.panel.dataset.stream, location.href);
     if (output.last) url.searchParams.set("after", output.last);
+    if (state === "suspended") url.searchParams.set("once", "true");
     const source = new EventSource(url);
     output.source = source;
     output.ended = 0;
@@ -590,6 +592,10 @@
       source.close();
       output.ended = Date.now();
       const { state } = JSON.parse(message.data);
+      if (state === "suspended") {
+        streamStatus(state, "paused: waiting for a signal");
+        return;
+      }
       streamStatus(state, `ended: ${state}`);
       streamEmpty("Nothing streamed.");
     });
@@ -641,7 +647,8 @@
   function streamAgain(fresh) {
     const panel = fresh.querySelector("#stream-panel");
     const after = output && output.ended && output.ended < lastStart;
-    if (after && panel && !ENDED.includes(panel.dataset.state)) listen();
+    const state = panel && panel.dataset.state;
+    if (after && panel && !ENDED.includes(state) && state !== "suspended") listen(state);
   }
 
   function streamStatus(state, text) {

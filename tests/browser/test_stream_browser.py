@@ -191,3 +191,37 @@ def test_a_viewer_sees_each_part_hidden(
             assert shown(page) == [["stream-value", "[hidden]"]] * 2  # one a line
             expect(page.locator("#stream-hidden-note")).to_be_visible()
             assert SECRET not in page.content()
+
+
+def test_a_suspended_job_is_read_once_and_followed_again_once_it_runs(
+    ui: Watched, redis_url: str, prefix: str
+) -> None:
+    """A job waiting for a signal may wait for days: its page reads what it streamed and
+    closes its stream rather than hold a server thread; once the signal resumes it and a
+    worker runs it, the page follows it again, after the last part it had."""
+    with Queue(redis_url, prefix=prefix) as q:
+        job_id, token = running(q)
+        put(q, job_id, token, "asked for approval")
+        q.scripts.call(calls.suspend(q.keys, job_id, token, "approval", None, "resume"))
+        ui.page.add_init_script(SOURCES)
+        page = ui.goto(f"/job/{job_id}")
+        expect(page.locator("#stream-state")).to_have_text(
+            "paused: waiting for a signal", timeout=LIVE
+        )
+        expect(page.locator("#stream-output")).to_have_text("asked for approval")
+        assert [s["state"] for s in streams(page)] == [2]  # closed
+        assert q.signal(job_id, "approval", "yes") == "resumed"
+        token = claim(q)
+        expect(page.locator("h1 .badge")).to_have_text("Active", timeout=LIVE)
+        expect(page.locator("#stream-state")).to_have_text("live", timeout=LIVE)
+        put(q, job_id, token, {"approved": True})
+        expect(page.locator("#stream-output .stream-value")).to_have_text(
+            '{"approved":true}', timeout=LIVE
+        )
+        complete(q, job_id, token)
+        expect(page.locator("#stream-state")).to_have_text("ended: complete", timeout=LIVE)
+        assert shown(page) == [
+            ["stream-text", "asked for approval"],
+            ["stream-attempt", "attempt 2"],
+            ["stream-value", '{"approved":true}'],
+        ]
