@@ -55,7 +55,8 @@ def test_stats_counts_blocked_jobs(chain: Queue, redis_url: str) -> None:
     result = kue(chain, redis_url, "stats")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["type", *STATES] and "blocked" in STATES
+    # (the suspended jobs' column only while there are some)
+    assert lines[0].split() == ["type", *(s for s in STATES if s != "suspended")]
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:5]}
     blocked = STATES.index("blocked")
     assert {t: int(rows[t][blocked]) for t in ("a", "c", "d", "total")} == {
