@@ -131,6 +131,7 @@ def _healthy(queue: Queue) -> None:
     wait_for(lambda: doctor.check(queue).findings == [], timeout=15)
 
 
+@pytest.mark.single_node  # the fence is one script: test_streams.py runs it on Cluster
 def test_a_reader_follows_a_stream_across_a_killed_workers_recovery(
     queue: Queue, workers: Workers, redis_url: str, prefix: str
 ) -> None:
@@ -162,6 +163,7 @@ def test_a_reader_follows_a_stream_across_a_killed_workers_recovery(
     _healthy(queue)
 
 
+@pytest.mark.single_node  # the fence is one script: test_streams.py runs it on Cluster
 def test_a_worker_woken_past_its_lease_cannot_stream_into_the_recovery(
     queue: Queue, workers: Workers, redis_url: str, prefix: str
 ) -> None:
