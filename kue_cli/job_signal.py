@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kue_core.features import signals
+from kue_core import SIGNAL_MESSAGES
 
 from . import cli as main
 from .control import _queue
@@ -48,4 +48,4 @@ def signal(
     if as_json:
         click.echo(json.dumps({"outcome": outcome, "job": job.to_dict()}))
     else:
-        click.echo(signals.TOLD[outcome].format(id=job.id, name=name))
+        click.echo(SIGNAL_MESSAGES[outcome].format(id=job.id, name=name))

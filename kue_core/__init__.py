@@ -52,6 +52,7 @@ from .features.runs import apply_json as apply_fan_out
 from .features.schedule_rules import CATCH_UP as SCHEDULE_CATCH_UP
 from .features.schedule_rules import LATEST as SCHEDULE_LATEST
 from .features.search import Found
+from .features.signals import TOLD as SIGNAL_MESSAGES
 from .features.streams import Part as StreamPart
 from .features.streams import Reading as StreamReading
 from .jobs.current import current_job
@@ -85,6 +86,7 @@ __all__ = [
     "PRIORITY_LIMIT",
     "SCHEDULE_CATCH_UP",
     "SCHEDULE_LATEST",
+    "SIGNAL_MESSAGES",
     "STATES",
     "TASK_OPTIONS",
     "WORKER_ID_RULE",

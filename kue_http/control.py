@@ -10,8 +10,7 @@ from typing import Any
 
 from flask import Response, jsonify, request
 
-from kue_core import InvalidJob
-from kue_core.features import signals
+from kue_core import SIGNAL_MESSAGES, InvalidJob
 
 from . import redaction
 from .api import api, done, queue
@@ -121,5 +120,5 @@ def signal(job_id: str) -> Response:
     q = queue()
     outcome = q.signal(job_id, body["name"], body.get("payload"))
     job = q.get_job(job_id)
-    told = signals.TOLD[outcome].format(id=job.id, name=body["name"])
+    told = SIGNAL_MESSAGES[outcome].format(id=job.id, name=body["name"])
     return jsonify({"message": told, "outcome": outcome, "job": redaction.job_dict(job)})
