@@ -40,11 +40,21 @@ def _slow_notes(monkeypatch: pytest.MonkeyPatch) -> None:
     (the loop serves others meanwhile), slept on the blocking one (its thread waits, as on a
     slow round trip)."""
     real_async, real = AsyncTransport.call, Transport.call
+    # The slow writes go on to Redis in the order they were made, as real slow round trips
+    # would (timers of equal deadlines alone would not promise it).
+    turns = {"made": 0, "sent": 0}
 
     async def async_call(self: AsyncTransport, c: Any) -> Any:
-        if c.name in ("progress", "log"):
-            await asyncio.sleep(SLOW_S)
-        return await real_async(self, c)
+        if c.name not in ("progress", "log"):
+            return await real_async(self, c)
+        turn, turns["made"] = turns["made"], turns["made"] + 1
+        await asyncio.sleep(SLOW_S)
+        while turns["sent"] != turn:
+            await asyncio.sleep(0.001)
+        sending = asyncio.ensure_future(real_async(self, c))
+        await asyncio.sleep(0)  # it starts (and writes) before the next turn's
+        turns["sent"] += 1
+        return await sending
 
     def call(self: Transport, c: Any) -> Any:
         if c.name in ("progress", "log"):
