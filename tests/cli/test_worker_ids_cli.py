@@ -133,7 +133,9 @@ def test_a_refused_or_invalid_id_exits_2_naming_why(
 def test_processes_get_numbered_ids_and_stop_worker_addresses_them(
     run: list[Kue], redis_url: str, prefix: str, queue: Queue
 ) -> None:
-    supervisor = start(run, redis_url, prefix, "--id", "gpu", "--processes", "2")
+    # A lease of 1 s (registrations kept 3 s): under a loaded CI machine a 0.3 s lease's
+    # registration once lapsed between two heartbeats while the test read the workers.
+    supervisor = start(run, redis_url, prefix, "--id", "gpu", "--processes", "2", lease="1")
     ids = wait_for(lambda: len(registered(queue)) == 2 and registered(queue), timeout=30)
     assert set(ids) == {"gpu-1", "gpu-2"}
     result = CliRunner().invoke(
@@ -142,10 +144,10 @@ def test_processes_get_numbered_ids_and_stop_worker_addresses_them(
     assert result.exit_code == 0, result.output
     wait_for(lambda: set(registered(queue)) == {"gpu-2"}, timeout=30)
     # Its id is free at once: a process of its own may have it.
-    alone = start(run, redis_url, prefix, "--id", "gpu-1")
+    alone = start(run, redis_url, prefix, "--id", "gpu-1", lease="1")
     started(alone, "gpu-1")
     # And one holding gpu-2 already makes a supervisor with that id stop (exit 2).
-    other = start(run, redis_url, prefix, "--id", "gpu", "--processes", "2")
+    other = start(run, redis_url, prefix, "--id", "gpu", "--processes", "2", lease="1")
     assert other.wait() == 2, other.output
     assert re.search(r"Error: worker id 'gpu-[12]' is in use by ", other.output), other.output
     assert registered(queue) == {"gpu-1": alone.proc.pid, "gpu-2": ids["gpu-2"]}
