@@ -224,13 +224,19 @@ class Stopped(KueError):
     A handler in a thread cannot be killed, so this is how it learns to stop."""
 
 
-def check_signal_name(name: object) -> str:
-    """A signal's name (``WaitForSignal``, ``queue.signal``), checked."""
+def check_field_name(what: str, name: object) -> str:
+    """The name of a signal or a step (``what``), checked: 1 to SIGNAL_NAME_MAX letters, digits
+    or ``_.:-`` (it ends a hash field's name, ``signal:<name>``, ``step:<name>``)."""
     if not isinstance(name, str) or not re.fullmatch(SIGNAL_NAME_RULE, name):
         raise InvalidJob(
-            f"a signal's name is 1 to {SIGNAL_NAME_MAX} letters, digits or _.:-, got {name!r:.120}"
+            f"a {what}'s name is 1 to {SIGNAL_NAME_MAX} letters, digits or _.:-, got {name!r:.120}"
         )
     return name
+
+
+def check_signal_name(name: object) -> str:
+    """A signal's name (``WaitForSignal``, ``queue.signal``), checked."""
+    return check_field_name("signal", name)
 
 
 class WaitForSignal(KueError):

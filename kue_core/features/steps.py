@@ -14,11 +14,10 @@ least once, as every job is); the record itself is never lost once ``step()`` re
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from .. import defaults
-from ..base.errors import InvalidJob
+from ..base.errors import InvalidJob, check_field_name
 from ..base.sealing import Keyring, opened_text
 from ..base.values import to_json
 
@@ -35,12 +34,7 @@ def from_hash(h: dict[str, str]) -> dict[str, str]:
 
 def check_name(name: object) -> str:
     """A step's name: as a signal's (letters, digits and ``_.:-``)."""
-    if not isinstance(name, str) or not re.fullmatch(defaults.SIGNAL_NAME_RULE, name):
-        raise InvalidJob(
-            f"a step's name is 1 to {defaults.SIGNAL_NAME_MAX} letters, digits or _.:-, "
-            f"got {name!r:.120}"
-        )
-    return name
+    return check_field_name("step", name)
 
 
 def recorded(stored: str, ring: Keyring | None) -> Any:

@@ -228,12 +228,25 @@ class Job(JobSpec):
         found = self._recorded_step(name)
         if found is not _NONE:
             return found
-        result = fn(*args, **kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-        call, value = self._step_call(name, result)
-        await self._awaited(call)
-        return self._remember(name, call, value)
+        stepping = self._stepping = self._stepping or {}
+        running = stepping.get(name)
+        if running is not None:  # the same step awaited twice at once: fn runs once
+            await running.wait()
+            found = self._recorded_step(name)
+            if found is _NONE:
+                raise InvalidJob(f"step {name!r} failed in a concurrent call of it")
+            return found
+        stepping[name] = done = asyncio.Event()
+        try:
+            result = fn(*args, **kwargs)
+            if inspect.isawaitable(result):
+                result = await result
+            call, value = self._step_call(name, result)
+            await self._awaited(call)
+            return self._remember(name, call, value)
+        finally:
+            del stepping[name]
+            done.set()
 
     def _recorded_step(self, name: str) -> Any:
         """A step's recorded result, or ``_NONE`` when it has none yet (checked)."""

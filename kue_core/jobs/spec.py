@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Protocol, Self, TypeVar, overload
 
 from .. import defaults, tracing
@@ -121,6 +122,8 @@ class JobSpec(
     _offloads = True
     # The steps it recorded (job.step()): name -> result as stored; None: none.
     _steps: dict[str, str] | None = None
+    # The steps an async handler runs now (job.astep()): name -> done once it is recorded.
+    _stepping: dict[str, asyncio.Event] | None = None
 
     #: The queue that made the job (each client's job knows what it is).
     queue: object

@@ -104,7 +104,7 @@
 --          (waiting, pin_list, pin_add), lib/indexes (index_add), lib/events (history,
 --          publish), lib/attempts (leave_active, count_attempt, load_job), lib/deps (unblock,
 --          load_blocked, awaited_ended), lib/runs (runs_offer), lib/moves (move_job),
---          lib/records (reword), lib/finishing (record_failure), lib/signals (resume_job)
+--          lib/records (reword), lib/finishing (record_failure), lib/signals (wait_of, resume_job)
 local p, n = ARGV[1], tonumber(ARGV[2])
 if not n or #ARGV ~= 2 + n * REPAIR_WIDTH then
   return redis.error_reply('KUE_INVALID repair expects ' .. REPAIR_WIDTH .. ' values per action')
@@ -711,8 +711,8 @@ local function resume(id)
   local key = k_job(p, id)
   local j = load_job(key)
   if not j or j.state ~= 'suspended' then return 0 end
-  local ok, w = pcall(cjson.decode, redis.call('HGET', key, 'suspended') or '')
-  local name = ok and type(w) == 'table' and type(w.name) == 'string' and w.name or nil
+  local name = wait_of(key).name
+  if type(name) ~= 'string' then name = nil end
   if name and redis.call('HEXISTS', key, 'signal:' .. name) == 0 then return 0 end
   resume_job(p, id, key, j, name or '', 'doctor', now)
   return 1

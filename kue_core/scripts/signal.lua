@@ -7,7 +7,7 @@
 -- Events   resumed [name] and enqueue [type] when it resumes the job.
 -- Errors   KUE_NOT_FOUND; KUE_INVALID_TRANSITION for a job that has ended (complete, failed)
 --          without that signal ('already' when it has it: a sender may send again).
--- Uses     lib/base (now_ms), lib/attempts (load_job), lib/signals (resume_job)
+-- Uses     lib/base (now_ms), lib/attempts (load_job), lib/signals (wait_of, resume_job)
 -- Exactly one signal of a name counts: of two sent at once, one resumes the job (or is
 -- kept), and the other is told 'already'.
 local p, id, name, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -21,7 +21,6 @@ end
 redis.call('HSET', KEYS[1], 'signal:' .. name, payload)
 redis.call('HINCRBY', KEYS[1], 'signals', 1)  -- how many: tells a reader to look for them
 if job.state ~= 'suspended' then return 'kept' end
-local ok, w = pcall(cjson.decode, redis.call('HGET', KEYS[1], 'suspended') or '')
-if not ok or type(w) ~= 'table' or w.name ~= name then return 'kept' end
+if wait_of(KEYS[1]).name ~= name then return 'kept' end
 resume_job(p, id, KEYS[1], job, name, 'signal', now_ms())
 return 'resumed'

@@ -5,6 +5,7 @@ and sealed on an encrypted queue; steps, streamed output and signals are in the 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections import Counter
 from typing import Any
@@ -92,6 +93,44 @@ def test_async_steps_and_a_step_before_a_signal(redis_url: str, prefix: str) -> 
             "streamed",  # the run after the signal streams again: its parts are attempt 2
             "complete",
         ]
+
+
+def test_one_step_awaited_twice_at_once_runs_once(redis_url: str, prefix: str) -> None:
+    """Two ``astep`` calls of one name at once (gathered): the second waits for the first and
+    returns its record, so ``fn`` runs once; a step that raises makes its concurrent twin
+    raise too, and records nothing."""
+    ran: Counter[str] = Counter()
+    gate = asyncio.Event()
+
+    async def reserve(n: int) -> int:
+        ran["reserve"] += 1
+        await gate.wait()  # the second call arrives while the first runs
+        return n * 2
+
+    async def broken() -> int:
+        ran["broken"] += 1
+        await asyncio.sleep(0)
+        raise RuntimeError("the supplier is down")
+
+    async def handler(job: Job) -> Any:
+        first = asyncio.ensure_future(job.astep("reserve", reserve, 3))
+        second = asyncio.ensure_future(job.astep("reserve", reserve, 3))
+        await asyncio.sleep(0.05)
+        gate.set()
+        got = await asyncio.gather(first, second)
+        errors = await asyncio.gather(
+            job.astep("broken", broken), job.astep("broken", broken), return_exceptions=True
+        )
+        return {"got": got, "errors": [type(e).__name__ for e in errors]}
+
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("book", {}).save()
+        q.process("book", 1, handler)
+        wait_for(lambda: q.get_job(job.id).state == "complete")  # type: ignore[arg-type]
+        done = q.get_job(job.id)  # type: ignore[arg-type]
+        assert done.result == {"got": [6, 6], "errors": ["RuntimeError", "InvalidJob"]}
+        assert ran == {"reserve": 1, "broken": 1}
+        assert done.to_dict()["steps"] == {"reserve": 6}
 
 
 def test_a_typed_task_records_steps_through_current_job(redis_url: str, prefix: str) -> None:

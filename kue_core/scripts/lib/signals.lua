@@ -8,6 +8,14 @@
 -- for it or not; the one it waits for resumes it, once. A job resumed (by its signal, or its
 -- wait's timeout) has `resumed` {"name", "by", "at"}.
 
+-- What the suspended job at `key` waits for: its `suspended` field decoded, {} when it is
+-- gone or unreadable (its `name`, `until`, `on_timeout` are then nil).
+local function wait_of(key)
+  local ok, w = pcall(cjson.decode, redis.call('HGET', key, 'suspended') or '')
+  if ok and type(w) == 'table' then return w end
+  return {}
+end
+
 -- A suspended job (`job` as load_job gives it, stored at `key`) waits for a worker again:
 -- resumed by signal `name`, `by` 'signal' or 'timeout'.
 local function resume_job(p, id, key, job, name, by, now)
@@ -25,8 +33,7 @@ end
 -- A suspended job whose wait's deadline passed: resumed, or failed for good, as its handler
 -- chose (the `on_timeout` of its `suspended` field).
 local function wait_timed_out(p, id, key, job, now)
-  local ok, w = pcall(cjson.decode, redis.call('HGET', key, 'suspended') or '')
-  if not ok or type(w) ~= 'table' then w = {} end
+  local w = wait_of(key)
   local name = tostring(w.name or '')
   if w.on_timeout ~= 'fail' then return resume_job(p, id, key, job, name, 'timeout', now) end
   index_remove(p, id, job.type, 'suspended', job.group, job.prefer)
