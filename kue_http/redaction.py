@@ -10,7 +10,8 @@ through here:
   :data:`HIDDEN`;
 - fields declared sensitive (``KUE_SENSITIVE_FIELDS``: ``<type>:<path>``, comma-separated,
   ``*`` for every type, a path of keys joined by dots) are :data:`HIDDEN` for every role,
-  ``admin`` included, wherever the path leads in the data, the result or the progress data;
+  ``admin`` included, wherever the path leads in the data, the result, the progress data, a
+  signal's payload, a step's result or a streamed part;
 - a job's JSON names what it hides in ``"hidden"`` (``["data"]``, ``["data.card.number"]``);
 - ``POST /job/<id>/reveal`` shows it whole to a role from ``KUE_REVEAL_ROLE`` (``admin``
   unless set), and records who, which job and when in the audit log first.
@@ -33,6 +34,9 @@ from .users import ROLES
 HIDDEN = "[hidden]"
 #: The fields of a job's JSON that are its payload.
 PAYLOAD = ("data", "result", "progress_data", "signals", "steps")
+#: Those of them that map names to payloads (a signal's, a step's result): a sensitive path
+#: leads into each payload, as into the data.
+BY_NAME = ("signals", "steps")
 #: The role from which payloads are shown unless declared sensitive.
 SEES_PAYLOADS = "admin"
 #: Events on the stream whose arguments after the first are a payload (a result; progress,
@@ -126,8 +130,16 @@ def job_dict(job: Job, shown: View | None = None) -> dict[str, Any]:
         return out
     hidden: list[str] = []
     for name in PAYLOAD:
-        if name in out:
-            out[name] = shown.value(out[name], name, job.type, hidden)
+        if name not in out:
+            continue
+        value = out[name]
+        if name in BY_NAME and shown.payloads and isinstance(value, dict):
+            # Each signal's payload, each step's result, is masked as data is.
+            out[name] = {
+                k: shown.value(v, f"{name}.{k}", job.type, hidden) for k, v in value.items()
+            }
+        else:
+            out[name] = shown.value(value, name, job.type, hidden)
     for run in out.get("runs", ()):
         if "result" in run:
             where = f"runs.{run.get('worker')}"

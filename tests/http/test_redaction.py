@@ -166,6 +166,32 @@ def test_an_admin_sees_payloads_but_the_sensitive_fields(
         assert res.status_code == 200 and SECRET.encode() not in res.data, url
 
 
+def test_a_sensitive_path_leads_into_each_signal_and_step(redis_url: str, prefix: str) -> None:
+    """``signals`` and ``steps`` map names to payloads: a sensitive path is masked inside each
+    payload (not read as the map's own keys), and ``hidden`` names where."""
+    with Queue(redis_url, prefix=prefix) as q:
+        q.create_job("signup", {}).save()
+        claimed = q.scripts.call(calls.claim(q.keys, "signup", "kue:test:1", 10_000))
+        assert claimed and claimed != "paused"
+        job_id, fields = int(claimed[0]), claimed[1]
+        card = json.dumps({"card": {"number": f"{SECRET}-signal", "brand": "visa"}})
+        assert q.scripts.call(calls.signal(q.keys, job_id, "approval", card)) == "kept"
+        charge = json.dumps({"token": f"{SECRET}-step", "amount": 40})
+        q.scripts.call(calls.step(q.keys, job_id, fields["lease"], "charge", charge, 1))
+        q.scripts.call(calls.step(q.keys, job_id, fields["lease"], "card", '"plain"', 1))
+    client = app_with(redis_url, prefix).test_client()
+    job = client.get(f"/api/job/{job_id}", headers=ADA).json
+    assert job["signals"] == {"approval": {"card": {"number": "[hidden]", "brand": "visa"}}}
+    assert job["steps"] == {"charge": {"token": "[hidden]", "amount": 40}, "card": "plain"}
+    assert sorted(job["hidden"]) == ["signals.approval.card.number", "steps.charge.token"]
+    page = client.get(f"/job/{job_id}", headers=ADA)
+    assert page.status_code == 200 and SECRET.encode() not in page.data
+    shown = client.get(f"/api/job/{job_id}", headers=VIC).json
+    assert shown["signals"] == shown["steps"] == "[hidden]"
+    revealed = client.post(f"/api/job/{job_id}/reveal", json={}, headers=ADA).json
+    assert revealed["job"]["steps"]["charge"]["token"] == f"{SECRET}-step"
+
+
 def test_without_users_everyone_sees_everything_as_before(
     redis_url: str, prefix: str, seeded: dict[str, int]
 ) -> None:
