@@ -15,14 +15,11 @@ import pytest
 
 from kue_core import Job, Queue, doctor
 from tests.conftest import wait_for
+from tests.integration.processes import Processes
 
 
-class Workers:
+class Workers(Processes):
     """Worker subprocesses (``tests/integration/control_worker.py``); killed at the end."""
-
-    def __init__(self, redis_url: str, prefix: str) -> None:
-        self.redis_url, self.prefix = redis_url, prefix
-        self.procs: list[subprocess.Popen[str]] = []
 
     def start(
         self,
@@ -34,16 +31,7 @@ class Workers:
         argv = [sys.executable, "-m", "tests.integration.control_worker", self.redis_url]
         argv += [self.prefix, kind, str(n), *types]
         env = {**os.environ, "CONTROL_WORKER_LEASE_MS": str(lease_ms)}
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
-        self.procs.append(proc)
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        return proc
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=10)
+        return self.launch(argv, env=env)
 
 
 @pytest.fixture

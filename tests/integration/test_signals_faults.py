@@ -16,6 +16,7 @@ import pytest
 
 from kue_core import Queue, doctor
 from tests.conftest import wait_for
+from tests.integration.processes import Processes
 
 LEASE_MS = 500
 
@@ -53,23 +54,10 @@ queue.close()
 """
 
 
-class Workers:
-    def __init__(self, redis_url: str, prefix: str) -> None:
-        self.redis_url, self.prefix = redis_url, prefix
-        self.procs: list[subprocess.Popen[str]] = []
-
+class Workers(Processes):
     def start(self, mode: str) -> subprocess.Popen[str]:
         argv = [sys.executable, "-c", textwrap.dedent(WORKER), self.redis_url, self.prefix]
-        proc = subprocess.Popen([*argv, str(LEASE_MS), mode], stdout=subprocess.PIPE, text=True)
-        self.procs.append(proc)
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        return proc
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=10)
+        return self.launch([*argv, str(LEASE_MS), mode])
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import pytest
 
 from kue_core import Queue, StreamPart, doctor
 from tests.conftest import wait_for
+from tests.integration.processes import Processes
 
 LEASE_MS = 500
 #: Parts the recovering worker streams before it completes the job.
@@ -57,27 +58,10 @@ queue.close()
 """
 
 
-class Workers:
-    """Worker subprocesses for one test; every one is killed (and woken first) at the end."""
-
-    def __init__(self, redis_url: str, prefix: str) -> None:
-        self.redis_url, self.prefix = redis_url, prefix
-        self.procs: list[subprocess.Popen[str]] = []
-
+class Workers(Processes):
     def start(self, mode: str) -> subprocess.Popen[str]:
         args = [self.redis_url, self.prefix, str(LEASE_MS), mode, str(PARTS)]
-        argv = [sys.executable, "-c", textwrap.dedent(WORKER), *args]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-        self.procs.append(proc)
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        return proc
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)  # a stopped process dies of SIGKILL too
-                proc.kill()
-            proc.wait(timeout=10)
+        return self.launch([sys.executable, "-c", textwrap.dedent(WORKER), *args])
 
 
 @pytest.fixture

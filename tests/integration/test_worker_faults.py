@@ -17,6 +17,7 @@ import redis
 
 from kue_core import Job, Queue, doctor
 from tests.conftest import REDIS_SERVER, free_port, wait_for
+from tests.integration.processes import Processes
 
 LEASE_MS = 500
 
@@ -50,12 +51,8 @@ queue.close()
 """
 
 
-class Workers:
+class Workers(Processes):
     """Worker subprocesses for one test; every one is killed at the end."""
-
-    def __init__(self, redis_url: str, prefix: str) -> None:
-        self.redis_url, self.prefix = redis_url, prefix
-        self.procs: list[subprocess.Popen[str]] = []
 
     def start(
         self, n: int = 1, processes: int = 1, lease_ms: int = LEASE_MS
@@ -63,19 +60,7 @@ class Workers:
         """Start ``processes`` workers of ``n`` slots each, together; return the last."""
         script = textwrap.dedent(WORKER)
         argv = [sys.executable, "-c", script, self.redis_url, self.prefix, str(n), str(lease_ms)]
-        started = [
-            subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) for _ in range(processes)
-        ]
-        self.procs.extend(started)
-        for proc in started:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        return started[-1]
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=10)
+        return self.launch(*[argv] * processes)
 
 
 @pytest.fixture
