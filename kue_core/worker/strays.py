@@ -21,7 +21,7 @@ from ..store.calls import Op, read, server_now
 def strays(
     keys: Keys, worker_id: str, running: Collection[int], older_ms: int
 ) -> Op[list[tuple[int, str]]]:
-    """The (job id, token) of the active jobs claimed for ``worker_id`` more than
+    """The (job id, token) of the active jobs claimed for ``worker_id`` at least
     ``older_ms`` ago that are not among ``running`` (an operation: two plain reads)."""
     now = yield from server_now()
     (members,) = yield read(("ZRANGE", keys.state("active"), 0, -1))
@@ -35,6 +35,9 @@ def strays(
     for job_id, (worker, token, started, fan_out) in zip(ids, rows, strict=True):
         if worker is None or token is None or fan_out is not None or job_id in running:
             continue  # a fan-out job's runs have leases of their own
-        if text(worker) == worker_id and int(text(started or "0")) < now - older_ms:
+        # At least ``older_ms`` ago (not more): both times are whole ms of the server's clock,
+        # and a keeper that looks a lease after the failure, to the ms, sees a claim made just
+        # before it as exactly a lease old; it looks once.
+        if text(worker) == worker_id and int(text(started or "0")) <= now - older_ms:
             found.append((job_id, text(token)))
     return found
