@@ -216,6 +216,9 @@ def test_cancel_a_running_process_isolated_handler(wq: Queue, other: Queue) -> N
     after = wq.create_job("t", {"n": 2}).save()
     wait_for(lambda: wq.get_log(after.id), timeout=30)  # the slot took the next job  # type: ignore[arg-type]
     assert wq.get_job(job.id).error == "cancelled: killed"  # type: ignore[arg-type]
+    # The next job hangs too: cancelled, so that the worker's shutdown does not wait for it.
+    other.cancel(after.id)  # type: ignore[arg-type]
+    wait_for(lambda: _state(wq, after) == "failed")
 
 
 def _alive(pid: int) -> bool:

@@ -155,13 +155,20 @@ def attribute(owner: object, name: str) -> object:
     for cls in owner.__mro__:
         if name in getattr(cls, "__annotations__", {}) or name in getattr(cls, "__slots__", ()):
             return name
-        try:
-            source = inspect.getsource(cls)
-        except (OSError, TypeError):
-            continue
-        if re.search(rf"\bself\.{name}\b\s*(?::[^=\n]*)?=", source):
+        if name in _assigned(cls):
             return name
     raise AttributeError(name)
+
+
+@functools.cache
+def _assigned(cls: type) -> frozenset[str]:
+    """The names a class's source assigns as ``self.name = ...`` (read once a class: reading
+    a class's source parses its whole module)."""
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return frozenset()
+    return frozenset(re.findall(r"\bself\.(\w+)\b\s*(?::[^=\n]*)?=", source))
 
 
 def lookup(dotted: str) -> object:
@@ -285,7 +292,7 @@ def test_every_cited_path_exists() -> None:
 
 
 @pytest.mark.filterwarnings("ignore")
-# Imports every module cited: 15 s alone, past a minute under coverage on a loaded CI.
+# Imports every module cited: a few seconds alone, longer under coverage on a loaded CI.
 @pytest.mark.timeout(300)
 def test_every_cited_name_resolves() -> None:
     stale = [
