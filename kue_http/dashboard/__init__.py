@@ -6,6 +6,8 @@ something happens, fetches the page again and swaps in the parts marked ``data-l
 most about once a second however many events arrive. Actions are ``fetch`` calls to the JSON
 API, which checks them (read-only mode, CSRF) as it checks any client: retry, remove,
 priority, pause, and job control (cancel, move, edit a job's data, stop a worker process).
+The job page's own parts (its data editor, reveal, signal dialog and stream of output) are
+``static/job.js``, which only that page loads.
 The package: ``base`` (the blueprint, shared helpers), ``filters``, ``pages`` (overview,
 lists, a job), and one module per part: ``flows`` (a job's dependencies), ``records``
 (tags, search), ``limits``, ``schedules``, ``rules``, ``audit``, ``history`` (charts of

@@ -636,16 +636,27 @@ def test_mounted_under_a_path(redis_url: str, prefix: str) -> None:
     ("name", "mimetypes"),
     [
         ("kue.js", {"text/javascript", "application/javascript"}),
+        ("job.js", {"text/javascript", "application/javascript"}),
         ("kue.css", {"text/css"}),
         ("favicon.svg", {"image/svg+xml"}),
     ],
 )
 def test_static_files(client: FlaskClient, name: str, mimetypes: set[str]) -> None:
-    """The script, style sheet and icon are served whole, with their types."""
+    """The scripts, style sheet and icon are served whole, with their types."""
     res = client.get(f"/static/{name}")
     assert res.status_code == 200 and res.mimetype in mimetypes
     assert res.data == (Path(str(dashboard.static_folder)) / name).read_bytes()
     res.close()
+
+
+def test_the_job_page_alone_loads_its_own_script(client: FlaskClient, queue: Queue) -> None:
+    """static/job.js (the editor, reveal, signal dialog and stream) after static/kue.js, on
+    the job page only."""
+    job = queue.create_job("t").save()
+    html = page(client, f"/job/{job.id}")
+    scripts = re.findall(r'<script src="([^"]+)" defer>', html)
+    assert [s.split("?")[0] for s in scripts] == ["/static/kue.js", "/static/job.js"]
+    assert "job.js" not in page(client, "/") and "job.js" not in page(client, "/jobs/inactive")
 
 
 # -- Queue.page ----------------------------------------------------------------------------
