@@ -26,7 +26,8 @@ end
 local now = now_ms()
 local state = job.state
 leave_state(p, id, KEYS[1], job, 'moved to ' .. to)
-if state == 'active' then state = waiting(job.only) end
+-- A running job's attempt stops; a suspended job's wait ends (leave_state): both wait again.
+if state == 'active' or state == 'suspended' then state = waiting(job.only) end
 redis.call('HSET', KEYS[1], 'type', to, 'state', state, 'updated_at', int(now))
 redis.call('SADD', k_types(p), to)
 if job.fan_out then  -- the new type's claims look at its places; unfinished, it starts over

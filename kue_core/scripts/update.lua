@@ -48,11 +48,13 @@ if delay > 0 or due_at > 0 then
   local base = tonumber(at[1]) or tonumber(at[2]) or now
   if due_at > 0 then
     delay = math.max(0, due_at - base)  -- Kue's reading: promote_at = base + delay
+  end
+  if job.state == 'suspended' then
+    promote_at = job.promote_at  -- its wait's deadline stays, whatever the due time (lib/signals.lua)
+  elseif due_at > 0 then
     promote_at = due_at
   elseif job.state == 'blocked' then
     promote_at = 0  -- a blocked job's delay counts from its release (see lib/deps.lua unblock)
-  elseif job.state == 'suspended' then
-    promote_at = job.promote_at  -- its wait's deadline stays (lib/signals.lua)
   else
     promote_at = base + delay
   end

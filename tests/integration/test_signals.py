@@ -296,6 +296,36 @@ def test_a_wait_ends_with_a_hand_move_and_an_update_keeps_it(
         assert doctor.check(q).healthy
 
 
+def test_a_move_to_another_type_a_due_time_and_a_reused_key(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """Moved to another type, a suspended job waits for a worker there (not left suspended
+    with its wait gone); an update giving a due time keeps the wait's deadline; a duplicate
+    of its ``reuse`` key gives it the new data and it keeps waiting."""
+    runs: list[dict[str, Any]] = []
+    with Queue(redis_url, prefix=prefix) as q:
+        a = q.create_job("approve", {}).save()
+        b = q.create_job("approve", {}).attempts(2).save()
+        c = q.create_job("approve", {"v": 1}).unique("doc:7", "reuse").save()
+        q.process("approve", 1, approving(runs, timeout=3_600_000, on_timeout="fail"))
+        ids = (a.id, b.id, c.id)
+        wait_for(lambda: all(state(q, j) == "suspended" for j in ids))  # type: ignore[arg-type]
+        deadline = q.get_job(b.id).waiting_for.until  # type: ignore[arg-type, union-attr]
+        q.move(a.id, "other")  # type: ignore[arg-type]
+        moved = q.get_job(a.id)  # type: ignore[arg-type]
+        assert (moved.type, moved.state, moved.waiting_for) == ("other", "inactive", None)
+        assert q.ids("inactive", "other") == [a.id] and q.ids("suspended") == [b.id, c.id]
+        q.get_job(b.id).delay(1000).save()  # type: ignore[arg-type]
+        zid = f"0{len(str(b.id))}|{b.id}"
+        assert r.zscore(f"{prefix}:jobs:suspended", zid) == deadline
+        assert q.get_job(b.id).promote_at == deadline  # type: ignore[arg-type]
+        dup = q.create_job("approve", {"v": 2}).unique("doc:7", "reuse").save()
+        assert dup.id == c.id
+        held = q.get_job(c.id)  # type: ignore[arg-type]
+        assert (held.state, held.data, held.waiting_for.name) == ("suspended", {"v": 2}, "approval")  # type: ignore[union-attr]
+        assert doctor.check(q).healthy
+
+
 def test_waiting_again_for_a_signal_it_has_fails_the_job(redis_url: str, prefix: str) -> None:
     with Queue(redis_url, prefix=prefix) as q:
         job = q.create_job("approve", {}).attempts(3).save()

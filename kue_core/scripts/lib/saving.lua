@@ -233,9 +233,11 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   end
   hold_payload(p, jkey, 'data', stored)
   reword(p, holder, jkey, words)
-  if job.state == 'active' then
-    history(p, holder, { state = 'active', at = now, edited = true, unique = key })
-    return held('reused', 'active')  -- reuse of a running job: it has the new data next time
+  if job.state == 'active' or job.state == 'suspended' then
+    -- Reuse of a running job: it has the new data next time; of a suspended one: it keeps
+    -- waiting for its signal (a duplicate does not skip the wait), with the new data.
+    history(p, holder, { state = job.state, at = now, edited = true, unique = key })
+    return held('reused', job.state)
   end
   local state = waiting(job.only)
   if delay > 0 then state = 'delayed' end
