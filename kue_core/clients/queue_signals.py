@@ -16,8 +16,8 @@ from ..store.transport import Transport
 
 def _call(keys: Keys, ring: Keyring | None, job_id: int | str, name: str, payload: Any) -> Any:
     jid = checks.job_id(job_id)
-    text = signals.payload_text(payload, ring)
-    return calls.signal(keys, jid, signals.check_name(name), text)
+    name = signals.check_name(name)
+    return calls.signal(keys, jid, name, signals.payload_text(name, payload, ring))
 
 
 class SignalMethods:

@@ -2,7 +2,8 @@
 (``Queue.rotate_keys``, ``kue keys rotate``; docs/security.md).
 
 A step reads ``ROTATE_BATCH`` job ids at a time, in order: each job's sealed fields (data,
-result, error, progress data), log lines and history entries; what is sealed under another of
+result, error, progress data, its signals' payloads and its steps' results), log lines,
+history entries and the parts it streamed; what is sealed under another of
 the queue's keys is opened and sealed again under the newest, and written back by
 ``reseal.lua`` only where the value is still what was read (a value written meanwhile is
 left: it is written under whatever key its writer had). Where the rotation got to is kept
@@ -32,6 +33,11 @@ from ..store.calls import Call, Op, read
 
 #: The job's sealed hash fields, with the name each is sealed under.
 FIELDS = {"data": "data", "result": "result", "error": "error", "progress_data": "progress"}
+#: The hash fields that tell a job has more sealed values: signals' payloads and steps'
+#: results (fields ``signal:<name>``, ``step:<name>``, each sealed under its field's name),
+#: and parts streamed (``<p>:job:<id>:stream``, each entry's ``d`` sealed as ``stream``).
+MORE = ("signals", "steps", "streamed")
+NAMED = ("signal:", "step:")
 
 
 @dataclass(frozen=True)
@@ -85,28 +91,31 @@ def rotate(
     while at < last and (steps is None or step < steps):
         ids = list(range(at + 1, min(at + batch, last) + 1))
         replies = yield read(
-            *[("HMGET", keys.job(i), *FIELDS) for i in ids],
+            *[("HMGET", keys.job(i), *FIELDS, *MORE) for i in ids],
             *[("LRANGE", keys.log(i), 0, -1) for i in ids],
             *[("LRANGE", keys.history(i), 0, -1) for i in ids],
         )
         n = len(ids)
+        named, parts = yield from _more(keys, ids, [r[len(FIELDS) :] for r in replies[:n]])
         writes: list[Call[int]] = []
         for k, job_id in enumerate(ids):
-            fields, lines, entries = replies[k], replies[n + k], replies[2 * n + k]
-            if all(v is None for v in fields) and not lines:
+            fields, lines, entries = replies[k][: len(FIELDS)], replies[n + k], replies[2 * n + k]
+            if all(v is None for v in replies[k]) and not lines:
                 continue  # no such job (removed)
             jobs += 1
             change = _Change(ring, offload)
-            new_fields = [
-                (f, v, w)
-                for f, v in zip(FIELDS, fields, strict=True)
-                if v and (w := change.value(v, FIELDS[f]))
-            ]
+            held = [*zip(FIELDS.items(), fields, strict=True), *named.get(job_id, ())]
+            new_fields = [(f, v, w) for (f, as_), v in held if v and (w := change.value(v, as_))]
             new_lines = [(i, v, w) for i, v in enumerate(lines) if (w := change.line(v))]
             new_entries = [(i, v, w) for i, v in enumerate(entries) if (w := change.entry(v))]
+            new_parts = [
+                (e, v, w) for e, v in parts.get(job_id, ()) if (w := change.value(v, "stream"))
+            ]
             unopened += change.unopened
-            if new_fields or new_lines or new_entries:
-                writes.append(calls.reseal(keys, job_id, new_fields, new_lines, new_entries))
+            if new_fields or new_lines or new_entries or new_parts:
+                writes.append(
+                    calls.reseal(keys, job_id, new_fields, new_lines, new_entries, new_parts)
+                )
         if writes:
             done = yield writes
             resealed += sum(done)
@@ -114,6 +123,37 @@ def rotate(
         yield read(("HSET", keys.rotation, ring.newest, at))
         step += 1
     return Rotated(ring.newest, jobs, resealed, unopened, at, last)
+
+
+def _more(
+    keys: Keys, ids: list[int], more: list[list[str | None]]
+) -> Op[tuple[dict[int, list[tuple[tuple[str, str], str]]], dict[int, list[tuple[str, str]]]]]:
+    """The signals' payloads and steps' results (``((field, sealed as), value)``) and the
+    streamed parts (``(entry id, value)``) of the jobs that have any (``more``: each job's
+    fields of :data:`MORE`): read only for those."""
+    named_ids = [i for i, (sig, st, _) in zip(ids, more, strict=True) if sig or st]
+    stream_ids = [i for i, (_, _, streamed) in zip(ids, more, strict=True) if streamed]
+    if not named_ids and not stream_ids:
+        return {}, {}
+    replies = yield read(
+        *[("HKEYS", keys.job(i)) for i in named_ids],
+        *[("XRANGE", keys.stream(i), "-", "+") for i in stream_ids],
+    )
+    hkeys = replies[: len(named_ids)]
+    found = [
+        (i, [f for f in r if f.startswith(NAMED)]) for i, r in zip(named_ids, hkeys, strict=True)
+    ]
+    found = [(i, fields) for i, fields in found if fields]
+    values = (yield read(*[("HMGET", keys.job(i), *f) for i, f in found])) if found else []
+    named = {
+        i: [((f, f), v) for f, v in zip(fields, vals, strict=True)]
+        for (i, fields), vals in zip(found, values, strict=True)
+    }
+    parts = {
+        i: [(e, kv.get("d") or "") for e, kv in entries]
+        for i, entries in zip(stream_ids, replies[len(named_ids) :], strict=True)
+    }
+    return named, parts
 
 
 class _Change:

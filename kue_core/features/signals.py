@@ -112,7 +112,7 @@ def from_hash(h: dict[str, str], opened: Any) -> SignalState:
     received = {}
     for key, text in h.items():
         if key.startswith(FIELD):
-            received[key[len(FIELD) :]] = _json(opened(text, "signal"), text)
+            received[key[len(FIELD) :]] = _json(opened(text, key), text)
     wait = _json(h.get("suspended"), None)
     waiting = None
     if isinstance(wait, dict):
@@ -142,14 +142,15 @@ def as_json(state: SignalState | None) -> dict[str, Any]:
     return out
 
 
-def payload_text(payload: Any, ring: Keyring | None) -> str:
-    """A signal's payload as stored: JSON, at most ``SIGNAL_PAYLOAD_BYTES``, sealed when the
-    queue has keys."""
+def payload_text(name: str, payload: Any, ring: Keyring | None) -> str:
+    """Signal ``name``'s payload as stored: JSON, at most ``SIGNAL_PAYLOAD_BYTES``, sealed
+    when the queue has keys (under its field's name: a payload copied to another signal's
+    field does not open)."""
     text = to_json(payload, "signal payload")
     most = defaults.SIGNAL_PAYLOAD_BYTES
     if len(text.encode()) > most:
         raise InvalidJob(f"a signal's payload is at most {most:,} bytes of JSON")
-    return text if ring is None else ring.seal(text, "signal")
+    return text if ring is None else ring.seal(text, FIELD + name)
 
 
 def _json(text: str | None, default: Any) -> Any:

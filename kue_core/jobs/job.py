@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .. import defaults
 from ..base.errors import InvalidJob
@@ -28,6 +29,8 @@ from .spec import JobSpec
 
 #: A step without a recorded result.
 _NONE = object()
+#: Held while a def handler's step finds or makes the lock of its name (Job.step).
+_STEPPING = threading.Lock()
 
 __all__ = ["Job", "parse_priority", "parse_state", "to_json", "validate_type"]
 
@@ -215,12 +218,19 @@ class Job(JobSpec):
             return found
         if self._notes is not None and self._notes.here():
             raise InvalidJob("an async def handler records a step with await job.astep(...)")
-        call, value = self._step_call(name, fn(*args, **kwargs))
-        if self._notes is None:
-            self.queue.scripts.call(call)
-        else:
-            self._notes.wait_from_thread(call)
-        return self._remember(name, call, value)
+        with _STEPPING:  # one lock a step's name: two threads of the handler run fn once
+            stepping = self._stepping = self._stepping or {}
+            lock = stepping.setdefault(name, threading.Lock())
+        with cast(threading.Lock, lock):
+            found = self._recorded_step(name)  # recorded by another thread meanwhile
+            if found is not _NONE:
+                return found
+            call, text = self._step_call(name, fn(*args, **kwargs))
+            if self._notes is None:
+                self.queue.scripts.call(call)
+            else:
+                self._notes.wait_from_thread(call)
+            return self._remember(name, text)
 
     async def astep(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """:meth:`step` for an ``async def`` handler: ``fn`` may be a coroutine function (it
@@ -231,7 +241,7 @@ class Job(JobSpec):
         stepping = self._stepping = self._stepping or {}
         running = stepping.get(name)
         if running is not None:  # the same step awaited twice at once: fn runs once
-            await running.wait()
+            await cast(asyncio.Event, running).wait()
             found = self._recorded_step(name)
             if found is _NONE:
                 raise InvalidJob(f"step {name!r} failed in a concurrent call of it")
@@ -241,9 +251,9 @@ class Job(JobSpec):
             result = fn(*args, **kwargs)
             if inspect.isawaitable(result):
                 result = await result
-            call, value = self._step_call(name, result)
+            call, text = self._step_call(name, result)
             await self._awaited(call)
-            return self._remember(name, call, value)
+            return self._remember(name, text)
         finally:
             del stepping[name]
             done.set()
@@ -256,23 +266,24 @@ class Job(JobSpec):
             raise InvalidJob("a job's steps are run by the handler running it")
         if self._fan_out is not None:
             raise InvalidJob("a fan-out job's runs do not record steps (each run is its own)")
-        stored = (self._steps or {}).get(name)
-        return _NONE if stored is None else steps.recorded(stored, self.queue.keyring)
+        text = (self._steps or {}).get(name)
+        return _NONE if text is None else steps.recorded(text)
 
-    def _step_call(self, name: str, result: Any) -> tuple[Call[bool], Any]:
-        """The call recording a step's result, and the value the step returns."""
-        text, value = steps.stored(result, self.queue.keyring)
+    def _step_call(self, name: str, result: Any) -> tuple[Call[bool], str]:
+        """The call recording a step's result, and the result's JSON."""
+        sealed, text = steps.stored(name, result, self.queue.keyring)
         token = self._attempt.token if self._attempt is not None else ""
         attempt = self.attempts_made + 1
-        call = calls.step(self.queue.keys, self._saved_id(), token, name, text, attempt)
-        return call, value
+        call = calls.step(self.queue.keys, self._saved_id(), token, name, sealed, attempt)
+        return call, text
 
-    def _remember(self, name: str, call: Call[bool], value: Any) -> Any:
-        """Once a step is recorded: a second call of its name in this attempt returns it."""
+    def _remember(self, name: str, text: str) -> Any:
+        """Once a step is recorded (``text``, its JSON): a second call of its name in this
+        attempt returns it. The value the step returns, read back from that JSON."""
         if self._steps is None:
             self._steps = {}
-        self._steps[name] = call.args[3]
-        return value
+        self._steps[name] = text
+        return steps.recorded(text)
 
     def _log_call(self, fmt: Any, args: tuple[Any, ...]) -> Call[int]:
         """The script call that appends a log line (checked, and the attempt still running)."""

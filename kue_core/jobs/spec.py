@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any, Protocol, Self, TypeVar, overload
 
 from .. import defaults, tracing
@@ -120,10 +121,11 @@ class JobSpec(
     _stored_data: str | None = None
     _to_store: tuple[str, bytes] | None = None
     _offloads = True
-    # The steps it recorded (job.step()): name -> result as stored; None: none.
+    # The steps it recorded (job.step()): name -> result as JSON (opened); None: none.
     _steps: dict[str, str] | None = None
-    # The steps an async handler runs now (job.astep()): name -> done once it is recorded.
-    _stepping: dict[str, asyncio.Event] | None = None
+    # The steps running now: name -> set once it is recorded (job.astep()), or held while
+    # it runs (job.step(), from any of the handler's threads).
+    _stepping: dict[str, asyncio.Event | threading.Lock] | None = None
 
     #: The queue that made the job (each client's job knows what it is).
     queue: object
@@ -339,7 +341,7 @@ class JobSpec(
         if signals.has_signals(h):
             job._signal_state = signals.from_hash(h, job._opened)
         if "steps" in h:
-            job._steps = steps.from_hash(h)
+            job._steps = steps.from_hash(h, job._opened)
         key, mode = h.get("unique"), h.get("unique_mode")
         if key is not None and mode in unique.MODES:
             job._unique = unique.Unique(key, mode, 0)
@@ -405,9 +407,7 @@ class JobSpec(
         out.update(self._deps_dict())
         out.update(signals.as_json(self._signal_state))
         if self._steps:
-            out["steps"] = {
-                k: _json_field(self._opened(v, "step"), None) for k, v in self._steps.items()
-            }
+            out["steps"] = {k: _json_field(v, None) for k, v in self._steps.items()}
         if self.schedule_key is not None:
             out["schedule"] = self.schedule_key
             out["tick"] = self.tick

@@ -61,7 +61,8 @@ def data_text(job: JobSpec) -> str:
 def opened(job: JobSpec, stored: str, field: str) -> str:
     """A stored field's text: read from the payload store when it is there, opened when it is
     sealed; what is stored, with ``job.unopened`` saying why, when the queue cannot (it lacks
-    the store, or the key; the first such field's reason is kept, the data's: read first)."""
+    the store, or the key; the first such field's reason is kept, but for one the handler
+    reads, data, a signal or a step, whose reason takes the place of another's)."""
     if not stored.startswith(MARKED):
         if field == "error" and (at := stored.find(_SEALED)) > 0:
             # A fan-out job's error: "run on <worker> failed: " and its run's sealed error.
@@ -78,8 +79,7 @@ def opened(job: JobSpec, stored: str, field: str) -> str:
                 raise PayloadUnavailable(payloads.name_of(stored) or "?", field, missing=True)
             stored = offload.loaded(stored, field)
         except PayloadUnavailable as e:
-            if job.unopened is None:
-                job.unopened = e
+            _unopened(job, e)
             return stored
     if not stored.startswith(_SEALED):
         return stored
@@ -89,9 +89,21 @@ def opened(job: JobSpec, stored: str, field: str) -> str:
             raise CannotDecrypt(sealing.key_id_of(stored) or "?", field, missing=True)
         return ring.open(stored, field)
     except CannotDecrypt as e:
-        if job.unopened is None:
-            job.unopened = e
+        _unopened(job, e)
         return stored
+
+
+def read_by_handler(field: str) -> bool:
+    """Whether a field (as named when opened) is what a handler reads: its data, a signal's
+    payload or a step's result; a worker does not run a job with one it cannot open."""
+    return field == "data" or field.startswith(("signal:", "step:"))
+
+
+def _unopened(job: JobSpec, e: CannotDecrypt | PayloadUnavailable) -> None:
+    if job.unopened is None or (
+        read_by_handler(e.field) and not read_by_handler(job.unopened.field)
+    ):
+        job.unopened = e
 
 
 def load(job: JobSpec, field: str, stored: str) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import NoRetry, PayloadTooLarge, RateLimited, WaitForSignal
-from ..jobs import backoff
+from ..jobs import backoff, stored_fields
 from ..jobs.job import Job, to_json
 
 #: Source files of the worker machinery, whose frames a kept traceback leaves out.
@@ -81,10 +81,11 @@ def run(call: Callable[..., Any], *args: Any) -> Outcome:
 
 
 def unreadable(job: Job) -> Failed | None:
-    """The outcome of a job whose data this worker cannot decrypt (its key is not among the
-    queue's, see kue_core.base.sealing): failed at once, naming the key id, its handler not
-    run; None for any other job."""
-    if job.unopened is None or job.unopened.field != "data":
+    """The outcome of a job whose data, a signal's payload or a step's result this worker
+    cannot decrypt (its key is not among the queue's, see kue_core.base.sealing) or read
+    from the payload store: failed at once, naming the key id, its handler not run; None for
+    any other job."""
+    if job.unopened is None or not stored_fields.read_by_handler(job.unopened.field):
         return None  # (a result or an error it cannot read does not stop the handler)
     return Failed(*describe(job.unopened), no_retry=True)
 

@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidEncryptionKeys, InvalidJob, NoRetry, Queue, doctor, sealing
+from kue_core import (
+    InvalidEncryptionKeys,
+    InvalidJob,
+    NoRetry,
+    Queue,
+    WaitForSignal,
+    doctor,
+    sealing,
+)
 from kue_core.store import calls
 
 from ..clients import blocking_queue
@@ -92,6 +100,66 @@ def test_every_value_goes_under_the_newest_key(
     again = rotating.rotate_keys(from_start=True)  # nothing left to do
     assert again.resealed == 0 and again.jobs == len(ids)
     assert doctor.check(Queue(redis_url, prefix=prefix, encryption_keys="")).healthy
+
+
+def test_signals_steps_and_streamed_parts_go_under_the_newest_key_too(
+    redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """A job with a step, the signal that resumed it and a part it streamed, all under k1:
+    rotated to k2, a worker given k2 alone resumes it (the step not run again, the signal
+    read) and a reader with k2 alone reads every part, under the entry ids it had."""
+    ran: list[str] = []
+
+    def handler(job: Any) -> Any:
+        charge = job.step("charge", lambda: ran.append("charge") or {"id": "ch_1"})
+        job.stream({"part": len(ran)})
+        if "approval" not in job.signals:
+            raise WaitForSignal("approval")
+        return {"charge": charge, "by": job.signals["approval"]}
+
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as q:
+        job_id = q.create_job("order", {"n": 1}).save().id
+        q.process("order", 1, handler)
+        wait_for(lambda: q.get_job(job_id).state == "suspended")  # type: ignore[arg-type]
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as q:
+        assert q.signal(job_id, "approval", {"who": "ann"}) == "resumed"  # type: ignore[arg-type]
+    stream = f"{prefix}:job:{job_id}:stream"
+    ids_before = [e for e, _ in r.xrange(stream)]
+    streamed = int(r.hget(f"{prefix}:job:{job_id}", "streamed"))  # type: ignore[arg-type]
+    with Queue(redis_url, prefix=prefix, encryption_keys=f"{K2},{K1}") as q:
+        rotated = q.rotate_keys()
+        assert (rotated.resealed, rotated.unopened) == (4, 0)  # data, step, signal, a part
+    held = r.hgetall(f"{prefix}:job:{job_id}")
+    assert all("k1:" not in v for k, v in held.items() if k.startswith(("step:", "signal:")))
+    assert [e for e, _ in r.xrange(stream)] == ids_before
+    assert all(f["d"].startswith('{"kue:sealed":"k2:') for _, f in r.xrange(stream))
+    assert int(held["streamed"]) == streamed  # k1 and k2: ids of one length
+    with Queue(redis_url, prefix=prefix, encryption_keys=K2) as q:
+        assert [p.value for p in q.read_stream(job_id).parts] == [{"part": 1}]  # type: ignore[arg-type]
+        q.process("order", 1, handler)
+        wait_for(lambda: q.get_job(job_id).state == "complete")  # type: ignore[arg-type]
+        done = q.get_job(job_id)  # type: ignore[arg-type]
+        assert done.result == {"charge": {"id": "ch_1"}, "by": {"who": "ann"}}
+        assert ran == ["charge"]
+        assert doctor.check(q).healthy
+
+
+def test_a_signal_or_step_a_worker_cannot_open_fails_the_job_unrun(
+    redis_url: str, prefix: str
+) -> None:
+    """Never run on ciphertext: a job whose signal's payload (or step's result) is under a
+    key the worker lacks fails at once, naming the field and the key, as one whose data is."""
+    ran: list[Any] = []
+    with Queue(redis_url, prefix=prefix, encryption_keys=K2) as q:
+        job_id = q.create_job("order", {"n": 1}).save().id
+    with Queue(redis_url, prefix=prefix, encryption_keys=K1) as q1:  # a sender still on k1
+        assert q1.signal(job_id, "approval", {"who": "ann"}) == "kept"  # type: ignore[arg-type]
+    with Queue(redis_url, prefix=prefix, encryption_keys=K2) as q:
+        q.process("order", 1, lambda job: ran.append(job.signals))
+        wait_for(lambda: q.get_job(job_id).state == "failed")  # type: ignore[arg-type]
+        error = q.get_job(job_id).error or ""  # type: ignore[arg-type]
+        assert "signal:approval is encrypted with key 'k1'" in error, error
+        assert ran == []
 
 
 def test_it_goes_on_where_it_stopped(redis_url: str, prefix: str, r: redis.Redis) -> None:

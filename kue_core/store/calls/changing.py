@@ -50,11 +50,14 @@ def reseal(
     fields: Sequence[tuple[str, str, str]],
     lines: Sequence[tuple[int, str, str]] = (),
     entries: Sequence[tuple[int, str, str]] = (),
+    parts: Sequence[tuple[str, str, str]] = (),
 ) -> Call[int]:
     """Replace a job's sealed values by the same under a newer key, each only while it holds
     what was read: ``fields`` (field, read, new), ``lines`` of its log and ``entries`` of its
-    history (index, read, new); how many were replaced."""
-    args = (job_id, len(fields), len(lines), *flat(fields), *flat(lines), *flat(entries))
+    history (index, read, new), ``parts`` of its stream (entry id, read, new); how many were
+    replaced."""
+    counts = (len(fields), len(lines), len(entries))
+    args = (job_id, *counts, *flat(fields), *flat(lines), *flat(entries), *flat(parts))
     return Call("reseal", keys.job(job_id), args, int)
 
 
