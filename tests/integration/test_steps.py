@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import threading
 from collections import Counter
 from typing import Any
 
@@ -131,6 +132,40 @@ def test_one_step_awaited_twice_at_once_runs_once(redis_url: str, prefix: str) -
         assert done.result == {"got": [6, 6], "errors": ["RuntimeError", "InvalidJob"]}
         assert ran == {"reserve": 1, "broken": 1}
         assert done.to_dict()["steps"] == {"reserve": 6}
+
+
+def test_one_step_called_from_two_threads_runs_once(redis_url: str, prefix: str) -> None:
+    """A def handler's threads calling one step at once: fn runs once and both get its
+    record."""
+    ran: Counter[str] = Counter()
+    inside = threading.Event()
+
+    def charge() -> str:
+        ran["charge"] += 1
+        inside.set()
+        wait_for(lambda: ran["waiting"] >= 1, timeout=5)  # the other thread is at the step
+        return f"ch_{ran['charge']}"
+
+    def handler(job: Job) -> Any:
+        got: list[Any] = []
+
+        def second() -> None:
+            inside.wait(5)
+            ran["waiting"] += 1
+            got.append(job.step("charge", charge))
+
+        t = threading.Thread(target=second)
+        t.start()
+        got.append(job.step("charge", charge))
+        t.join()
+        return got
+
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("order", {}).save()
+        q.process("order", 1, handler)
+        wait_for(lambda: q.get_job(job.id).state == "complete")  # type: ignore[arg-type]
+        assert q.get_job(job.id).result == ["ch_1", "ch_1"]  # type: ignore[arg-type]
+        assert ran["charge"] == 1
 
 
 def test_a_typed_task_records_steps_through_current_job(redis_url: str, prefix: str) -> None:
