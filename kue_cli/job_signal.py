@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kue_core import SIGNAL_MESSAGES
+from kue_core import SIGNAL_MESSAGES, JobNotFound
 
 from . import cli as main
 from .control import _queue
@@ -44,8 +44,11 @@ def signal(
             raise BadUsage(f"--data is not JSON: {e}") from None
     with _queue(redis_url, prefix) as queue:
         outcome = queue.signal(job_id, name, payload)
-        job = queue.get_job(job_id)
+        try:
+            job: dict[str, object] | None = queue.get_job(job_id).to_dict()
+        except JobNotFound:  # resumed, run and removed on completion before this read
+            job = None
     if as_json:
-        click.echo(json.dumps({"outcome": outcome, "job": job.to_dict()}))
+        click.echo(json.dumps({"outcome": outcome, "job": job}))
     else:
-        click.echo(SIGNAL_MESSAGES[outcome].format(id=job.id, name=name))
+        click.echo(SIGNAL_MESSAGES[outcome].format(id=int(job_id), name=name))

@@ -10,7 +10,7 @@ from typing import Any
 
 from flask import Response, jsonify, request
 
-from kue_core import SIGNAL_MESSAGES, InvalidJob
+from kue_core import SIGNAL_MESSAGES, InvalidJob, JobNotFound
 
 from . import redaction
 from .api import api, done, queue
@@ -119,6 +119,9 @@ def signal(job_id: str) -> Response:
         raise InvalidJob('the body names the signal: {"name": ..., "payload": ...}')
     q = queue()
     outcome = q.signal(job_id, body["name"], body.get("payload"))
-    job = q.get_job(job_id)
-    told = SIGNAL_MESSAGES[outcome].format(id=job.id, name=body["name"])
-    return jsonify({"message": told, "outcome": outcome, "job": redaction.job_dict(job)})
+    try:
+        shown = redaction.job_dict(q.get_job(job_id))
+    except JobNotFound:  # resumed, run and removed on completion before this read: done
+        shown = None
+    told = SIGNAL_MESSAGES[outcome].format(id=int(job_id), name=body["name"])
+    return jsonify({"message": told, "outcome": outcome, "job": shown})

@@ -102,14 +102,17 @@ def paths() -> dict[str, Schema]:
                 "A job that has ended: 409",
                 {
                     "200": {
-                        "description": "What the signal did, and the job as it is now",
+                        "description": (
+                            "What the signal did, and the job as it is now (null when it "
+                            "was removed meanwhile: it ran and was removed on completion)"
+                        ),
                         "content": {
                             "application/json": {
                                 "schema": obj(
                                     {
                                         "message": {"type": "string"},
                                         "outcome": {"enum": ["resumed", "kept", "already"]},
-                                        "job": ref("Job"),
+                                        "job": {"anyOf": [ref("Job"), {"type": "null"}]},
                                     }
                                 )
                             }

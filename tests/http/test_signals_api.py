@@ -85,3 +85,28 @@ def test_roles_and_redaction_of_signals(redis_url: str, prefix: str) -> None:
             "approval": {"pin": "1234"}
         }
         assert b"1234" not in client.get(f"/api/job/{job_id}", headers=VIC).data
+
+
+def test_a_signal_that_resumed_a_job_removed_at_once_is_still_told(
+    app: Flask, redis_url: str, prefix: str
+) -> None:
+    """A job resumed by the signal may run and be removed on completion before the answer is
+    made: the answer is still the signal's outcome (200, ``"job": null``), never a 404 for a
+    signal that was delivered."""
+    client = app.test_client()
+
+    def handler(job: Job) -> Any:
+        if "approval" not in job.signals:
+            raise WaitForSignal("approval")
+        return None
+
+    with Queue(redis_url, prefix=prefix) as q:
+        ids = [q.create_job("quick", {}).remove_on_complete(True).save().id for _ in range(30)]
+        q.process("quick", 4, handler)
+        wait_for(lambda: q.count("suspended", "quick") == 30)
+        for job_id in ids:
+            res = client.post(f"/api/job/{job_id}/signal", json={"name": "approval"})
+            assert res.status_code == 200, res.json
+            assert res.json["outcome"] == "resumed" and f"job {job_id} " in res.json["message"]
+            assert res.json["job"] is None or res.json["job"]["id"] == job_id
+        wait_for(lambda: q.count("complete", "quick") + len(q.ids("inactive", "quick")) == 0)
