@@ -261,11 +261,11 @@ class WaitForSignal(KueError):
         if timeout is not None and (
             isinstance(timeout, bool)
             or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or not 1 <= timeout <= SIGNAL_TIMEOUT_MAX
+            or not 1 <= timeout <= SIGNAL_TIMEOUT_MAX  # (false for a NaN; no float of 10**400)
         ):
             raise InvalidJob(
-                f"timeout must be a number of ms from 1 to {SIGNAL_TIMEOUT_MAX}, got {timeout!r}"
+                f"timeout must be a number of ms from 1 to {SIGNAL_TIMEOUT_MAX}, "
+                f"got {timeout!r:.60}"
             )
         if on_timeout not in ("resume", "fail"):
             raise InvalidJob(f"on_timeout is 'resume' or 'fail', got {on_timeout!r:.60}")

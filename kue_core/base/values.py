@@ -66,6 +66,8 @@ def to_json(value: Any, field: str) -> str:
         return _JSON.encode(value)
     except (TypeError, ValueError) as e:
         raise InvalidJob(f"{field} must be JSON-serialisable: {e}") from None
+    except RecursionError:
+        raise InvalidJob(f"{field} is nested too deeply to be JSON") from None
 
 
 def parse_priority(level: object) -> int:

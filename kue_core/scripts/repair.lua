@@ -712,7 +712,7 @@ local function resume(id)
   local j = load_job(key)
   if not j or j.state ~= 'suspended' then return 0 end
   local name = wait_of(key).name
-  if type(name) ~= 'string' then name = nil end
+  if type(name) ~= 'string' or name == '' then name = nil end
   if name and redis.call('HEXISTS', key, 'signal:' .. name) == 0 then return 0 end
   resume_job(p, id, key, j, name or '', 'doctor', now)
   return 1

@@ -183,8 +183,14 @@ def test_bad_signals_are_refused_and_change_nothing(redis_url: str, prefix: str)
         assert q.get_job(job.id).signals == {} and state(q, job.id) == "inactive"
         with pytest.raises(InvalidJob, match="signal's name"):
             WaitForSignal("")
-        with pytest.raises(InvalidJob, match="timeout"):
-            WaitForSignal("a", timeout=0)
+        for timeout in (0, 10**400, float("nan"), float("inf")):
+            with pytest.raises(InvalidJob, match="timeout"):
+                WaitForSignal("a", timeout=timeout)
+        deep: list[Any] = []
+        for _ in range(100_000):
+            deep = [deep]
+        with pytest.raises(InvalidJob, match="nested too deeply"):
+            q.signal(job.id, "approval", deep)
         with pytest.raises(InvalidJob, match="on_timeout"):
             WaitForSignal("a", on_timeout="later")
 
@@ -228,7 +234,7 @@ def test_the_asyncio_client_and_a_typed_task(redis_url: str, prefix: str) -> Non
         assert sign.result(job, 20) == {"doc": 3, "by": "ann"}
 
 
-@pytest.mark.parametrize("broken", ["wait gone", "signal unheard"])
+@pytest.mark.parametrize("broken", ["wait gone", "wait unnamed", "signal unheard"])
 def test_the_doctor_resumes_a_wait_that_cannot_end(
     broken: str, redis_url: str, prefix: str, r: redis.Redis
 ) -> None:
@@ -240,12 +246,14 @@ def test_the_doctor_resumes_a_wait_that_cannot_end(
         key = f"{prefix}:job:{job.id}"
         if broken == "wait gone":  # a hand edit, a partial restore
             r.hdel(key, "suspended")
+        elif broken == "wait unnamed":
+            r.hset(key, "suspended", '{"name": "", "until": null, "on_timeout": "resume"}')
         else:  # the signal is there, but nothing resumed the job
             r.hset(key, mapping={"signal:approval": '"late"', "signals": 1})
         report = doctor.check(q)
         assert [f.kind for f in report.findings] == ["lost-wait"]
         assert [o.status for o in doctor.repair(q, report.findings)] == FIXED
-        if broken == "wait gone":  # its handler runs again, and waits again, whole this time
+        if broken != "signal unheard":  # its handler runs again, and waits again, whole
             wait_for(lambda: len(runs) == 2 and state(q, job.id) == "suspended")
             assert q.get_job(job.id).waiting_for is not None
         else:
