@@ -30,6 +30,9 @@ from .stream import RECONNECT_MS, Streams
 
 #: Seconds one read of the stream waits for a part: the granularity of keep-alives.
 _POLL = 0.5
+#: The states after which a job streams nothing more (a read of the stream tells them itself,
+#: with what is left to read).
+_FINAL = ("complete", "failed", "removed")
 
 
 @api.get("/job/<job_id>/stream")
@@ -73,7 +76,10 @@ def _events(
                 after, last = part.id, time.monotonic()
             ended = got.ended
             if ended is None and once and not got.parts:
+                # Nothing more now: its state ends the answer, but for a final one, which the
+                # next read tells with the parts written just before it (none may be missed).
                 ended = _state(q, job_id)
+                ended = None if ended in _FINAL else ended
             if ended is not None:
                 yield f"event: end\ndata: {json.dumps({'state': ended})}\n\n"
                 return
@@ -93,8 +99,11 @@ def _events(
         streams.add(-1)
 
 
-def _state(q: Queue, job_id: int) -> str:
+def _state(q: Queue, job_id: int) -> str | None:
+    """The job's state now (None when Redis does not answer: the next read tells)."""
     try:
         return str(q.get_job(job_id).state)
     except JobNotFound:
         return "removed"
+    except redis.RedisError:
+        return None

@@ -53,12 +53,14 @@ class StreamMethods:
         self, job_id: int | str, *, after: str | None = None, block: float = defaults.STREAM_POLL
     ) -> Reading:
         """One read of job ``job_id``'s stream: the parts after entry id ``after`` (at most
-        100), waiting ``block`` seconds at most for one; ``ended`` is the job's last state
+        100), waiting ``block`` seconds at most for one (and half the connection's socket
+        timeout at most: a longer wait would be cut as a timeout); ``ended`` is the job's last state
         (``complete``, ``failed``, ``removed``) once it has ended and nothing is left to
         read, None while it may stream more. :meth:`stream_parts` is a loop of these."""
         jid, last, _ = _checked(job_id, after, None)
         key = self.keys.stream(jid)
-        got: Any = self.client.xread({key: last}, count=_READ_COUNT, block=_ms(block))
+        wait = _wait_ms(self.client, block)
+        got: Any = self.client.xread({key: last}, count=_READ_COUNT, block=wait)
         if got:
             return Reading(parts(_entries(got, key), self.keyring), None)
         state = self.client.hget(self.keys.job(jid), "state")
@@ -97,7 +99,8 @@ class AsyncStreamMethods:
         """``Queue.read_stream``, awaited."""
         jid, last, _ = _checked(job_id, after, None)
         key = self.keys.stream(jid)
-        got: Any = await self.client.xread({key: last}, count=_READ_COUNT, block=_ms(block))
+        wait = _wait_ms(self.client, block)
+        got: Any = await self.client.xread({key: last}, count=_READ_COUNT, block=wait)
         if got:
             return Reading(parts(_entries(got, key), self.keyring), None)
         state = await self.client.hget(self.keys.job(jid), "state")
@@ -117,8 +120,14 @@ def _ended(rest: list[Any], state: str | None) -> str | None:
     return None if len(rest) >= _READ_COUNT else state or "removed"
 
 
-def _ms(block: float) -> int:
-    return max(1, int(checks.number(block, "block", 0, 3600, " s") * 1000))
+def _wait_ms(client: Any, block: float) -> int:
+    """``block`` in ms (checked), kept to half the client's socket timeout at most: Redis
+    answers a blocked read only once it ends, and a socket timeout shorter than the wait
+    would cut it as a failure."""
+    ms = max(1, int(checks.number(block, "block", 0, 3600, " s") * 1000))
+    pool = getattr(client, "connection_pool", None)
+    timeout = (getattr(pool, "connection_kwargs", None) or {}).get("socket_timeout")
+    return max(1, min(ms, int(timeout * 500))) if timeout else ms
 
 
 def _check(deadline: float | None, jid: int, limit: float | None) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -91,6 +92,56 @@ def test_once_sends_what_is_held_and_names_the_state(
         got = list(events(iter([res.data])))
         assert [e.get("id") for e in got[:-1]] == ids
         assert got[-1] == {"event": "end", "data": {"state": "active"}}
+
+
+def test_once_never_ends_before_the_last_parts_of_a_job_ending_meanwhile(
+    app: Flask, redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job writes its last part and completes between the read that found nothing and
+    the reading of its state (forced here at that very point, with real writes): the answer
+    holds that part before ``end``."""
+    from kue_http import job_stream
+
+    real = job_stream._state
+    with Queue(redis_url, prefix=prefix) as q:
+        job_id, token = running(q)
+        first = put(q, job_id, token, "first")
+
+        def late(queue: Queue, jid: int) -> str | None:
+            put(q, job_id, token, "last words")
+            q.scripts.call(calls.complete(q.keys, str(job_id), token, '"done"', None))
+            monkeypatch.setattr(job_stream, "_state", real)
+            return real(queue, jid)
+
+        monkeypatch.setattr(job_stream, "_state", late)
+        res = app.test_client().get(f"/api/job/{job_id}/stream?once=true&after={first}")
+        got = list(events(iter([res.data])))
+        assert [e["data"] for e in got] == [
+            {"attempt": 1, "value": "last words"},
+            {"state": "complete"},
+        ]
+
+
+def test_a_socket_timeout_shorter_than_a_read_s_wait_is_no_failure(
+    redis_url: str, prefix: str
+) -> None:
+    """A blocked read waits half the connection's socket timeout at most: with a timeout of
+    0.3 s (KUE_REDIS_TIMEOUT), a job's stream is followed, not ended by a timeout error."""
+    app = create_app({"KUE_REDIS_URL": redis_url, "KUE_PREFIX": prefix, "KUE_REDIS_TIMEOUT": 0.3})
+    with Queue(redis_url, prefix=prefix) as q:
+        job_id, token = running(q)
+        res = app.test_client().get(f"/api/job/{job_id}/stream", buffered=False)
+        body = res.response
+        assert b"connected" in next(body)
+        put(q, job_id, token, "late")  # after a few reads that found nothing
+        seen = next(events(body))
+        assert seen["event"] == "part" and seen["data"]["value"] == "late"
+        res.close()
+        # And from Python: a read asked to wait 30 s on that client returns with nothing.
+        start = time.monotonic()
+        short: Queue = app.extensions["kue"]
+        assert short.read_stream(job_id, after=seen["id"], block=30).parts == []  # type: ignore[arg-type]
+        assert time.monotonic() - start < 5
 
 
 @pytest.mark.parametrize(
