@@ -153,7 +153,9 @@ class _Printer:
 
     def _write(self, text: str) -> None:
         if text:
-            click.echo(text, file=self.out, nl=False)  # flushed: each part shows at once
+            # Flushed: each part shows at once. color=True: click would strip ANSI escapes
+            # going into a pipe, and the text goes there exactly as streamed.
+            click.echo(text, file=self.out, nl=False, color=True)
             self.open_line = not text.endswith("\n")
 
 

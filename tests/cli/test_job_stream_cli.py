@@ -40,13 +40,14 @@ def ended(queue: Queue, job: Job, state: str = "complete") -> None:
 def test_text_is_written_as_it_is_and_other_values_a_line_each(
     queue: Queue, redis_url: str, worker: Callable[[Callable[[Job], Any]], None]
 ) -> None:
-    parts: list[Any] = ["Once", {"n": 1}, " upon", [1, 2], " a time", "\n", "é"]
+    parts: list[Any] = ["Once", {"n": 1}, " upon", [1, 2], " a time", "\n", "é", "\x1b[1m!"]
     job = queue.create_job("tell").save()
     worker(lambda j: [j.stream(p) for p in parts] and None)
     ended(queue, job)
     result = kue(queue, redis_url, "job", "stream", str(job.id))
     assert result.exit_code == 0, result.output
-    assert result.stdout == 'Once\n{"n":1}\n upon\n[1,2]\n a time\né'
+    # Into a pipe, exactly as streamed: an ANSI escape included (click would strip it).
+    assert result.stdout == 'Once\n{"n":1}\n upon\n[1,2]\n a time\né\x1b[1m!'
     assert result.stderr == ""  # one attempt: nothing announced
 
 
