@@ -217,7 +217,7 @@ class Check:
             if f.has_data:
                 repair, action = f"give it its type (HSET {key} type <type>) or delete it", None
             else:
-                repair = "delete it, with its log and history"
+                repair = "delete it, with its log, history and stream"
                 action = ("purge", str(job_id), str(self.grace), "")
             what = "with data" if f.has_data else "without data (left by writes to a removed job)"
             self.add("no-type", key, f"{key} has no type, {what}", repair, job_id, action)

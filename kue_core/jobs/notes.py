@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import defaults
-from ..base.errors import ConnectionFailed, Stopped
+from ..base.errors import ConnectionFailed, JobNotFound, Stopped
 from ..store.aio_transport import AsyncTransport
 from ..store.calls import Call
 
@@ -84,8 +84,8 @@ class Notes:
         def back(done: asyncio.Task[Any]) -> None:
             self._sent(done)
             waiting, self._parts = self._parts, None
-            stopped = not done.cancelled() and isinstance(done.exception(), Stopped)
-            if waiting and not stopped:  # (the attempt is over: the rest would be refused)
+            over = not done.cancelled() and isinstance(done.exception(), Stopped | JobNotFound)
+            if waiting and not over:  # (the attempt is over, the job gone: refused likewise)
                 self._send_parts(build, waiting)
 
         task.add_done_callback(back)

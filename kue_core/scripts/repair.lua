@@ -18,7 +18,7 @@
 --          settle   id, grace ms: a job with no state (untouched for grace ms) becomes
 --                   inactive, or delayed when it has a delay; one with an unknown state fails.
 --          purge    id, grace ms: delete a hash that has neither type nor data (untouched
---                   for grace ms), with its log and history.
+--                   for grace ms), with its log, history and stream.
 --          unlog    id, part ('log', 'history', 'deps', 'dependents', 'results', 'runs' or
 --                   'stream'): delete that key of a job that does not exist.
 --          unblock  id: a job blocked that waits for no job (no member of its deps zset
@@ -332,7 +332,7 @@ local function purge(id, grace)
   if h[1] or h[2] then return 0 end
   local at = last_write(key)
   if at and now - at <= grace then return 0 end
-  redis.call('DEL', key, k_log(p, id), k_history(p, id))
+  redis.call('DEL', key, k_log(p, id), k_history(p, id), k_stream(p, id))
   return 1
 end
 

@@ -464,6 +464,7 @@ def test_hashes_without_a_type(queue: Queue, r: redis.Redis, k: Keys) -> None:
     r.zadd(k.state("complete"), {zid(7): 0})
     r.zadd(k.type_state("email", "complete"), {zid(7): 0})
     r.rpush(k.log(7), "done")
+    r.xadd(k.stream(7), {"a": 1, "d": '"a part"'})  # a worker's stream of the removed job
     r.hset(k.job(8), mapping={"data": "{}", "state": "inactive", "updated_at": old})
     r.hset(k.job(9), mapping={"progress": "50", "updated_at": now_ms(r)})  # being written
     r.set(k.ids, 9)
@@ -478,7 +479,7 @@ def test_hashes_without_a_type(queue: Queue, r: redis.Redis, k: Keys) -> None:
         (o.finding.kind, o.finding.job_id): o.status for o in doctor.repair(queue, report.findings)
     }
     assert outcomes[("no-type", 8)] == "manual" and outcomes[("no-type", 7)] == "repaired"
-    assert not r.exists(k.job(7), k.log(7), k.state("complete"))
+    assert not r.exists(k.job(7), k.log(7), k.stream(7), k.state("complete"))
     assert r.hgetall(k.job(8))["data"] == "{}"
     assert found(check(queue, r)) == {("no-type", k.job(8), 8)}
 

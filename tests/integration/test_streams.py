@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import redis
 
-from kue_core import InvalidJob, Job, Queue, Stopped, doctor, sealing
+from kue_core import InvalidJob, Job, JobNotFound, Queue, Stopped, doctor, sealing
 from kue_core.aio import AsyncQueue
 from kue_core.store import calls
 
@@ -207,3 +207,29 @@ def test_parts_written_while_a_call_is_away_go_as_one(
         assert [p.value for p in job.stream_iter(timeout=30)] == list(range(300))
         assert q.get_job(job.id).state == "complete"  # type: ignore[arg-type]
         assert calls_made() - before < 60  # not one a part
+
+
+def test_parts_of_a_job_removed_meanwhile_are_not_sent_again_and_again(
+    redis_url: str, prefix: str
+) -> None:
+    """Parts waiting for a call of parts that comes back told the job is gone (removed while
+    it ran) are dropped, as after the end of its attempt: one refused call (one error
+    reported), not one a batch of the parts written meanwhile."""
+    errors: list[Exception] = []
+    with Queue(redis_url, prefix=prefix) as q, Queue(redis_url, prefix=prefix) as other:
+        q.on("error", errors.append)
+        q.create_job("tell", {}).save()
+        done = threading.Event()
+
+        async def handler(job: Job) -> str:
+            other.remove(job.id)  # type: ignore[arg-type]  # (blocks the loop: a test's shortcut)
+            for n in range(300):  # the first goes at once, the rest wait for it: 3 batches
+                job.stream(n)
+            done.set()
+            return "done"
+
+        q.process("tell", 1, handler)
+        assert done.wait(15)
+        wait_for(lambda: any(isinstance(e, JobNotFound) for e in errors))
+        wait_for(lambda: q.workers() and not q.workers()[0]["jobs"])
+        assert sum(isinstance(e, JobNotFound) for e in errors) == 1, errors
