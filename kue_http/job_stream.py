@@ -6,11 +6,13 @@ reconnects, or ``?after=``), ending with the job.
 Each part is an event ``part`` whose id is the part's entry id and whose data is
 ``{"attempt": n, "value": ...}``; once the job has ended and every part is sent, one event
 ``end`` with ``{"state": "complete" | "failed" | "removed"}`` closes the stream (a browser
-should close its ``EventSource`` on it, or it reconnects and is told again). With
+should close its ``EventSource`` on it, or it reconnects and is told again). A job suspended
+waiting for a signal (it may wait for days) ends it too, with ``{"state": "suspended"}``,
+found at a keep-alive: follow it again once it runs, after the last part had. With
 ``?once=true`` it sends the parts held now and ends, ``end`` naming the job's state then. A
-part is a
-payload: a role that may not see payloads gets ``"[hidden]"`` (kue_http/redaction.py).
-Like ``/events``, a stream holds a thread of the server while it is open.
+part is a payload: a role that may not see payloads gets ``"[hidden]"``
+(kue_http/redaction.py). Like ``/events``, a stream holds a thread of the server while it is
+open.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def _events(
     try:
         yield f"retry: {RECONNECT_MS}\n: connected\n\n"
         last = time.monotonic()
+        look = True  # read the job's state at the next read that finds nothing
         while True:
             for part in got.parts:
                 value = shown.value(part.value, "stream", job_type, [])
@@ -75,11 +78,14 @@ def _events(
                 yield f"id: {part.id}\nevent: part\ndata: {data}\n\n"
                 after, last = part.id, time.monotonic()
             ended = got.ended
-            if ended is None and once and not got.parts:
-                # Nothing more now: its state ends the answer, but for a final one, which the
-                # next read tells with the parts written just before it (none may be missed).
-                ended = _state(q, job_id)
-                ended = None if ended in _FINAL else ended
+            if ended is None and look and not got.parts:
+                # Nothing more now: its state ends the answer (once; followed: suspended), but
+                # for a final one, which the next read tells with the parts written just
+                # before it (none may be missed).
+                state = _state(q, job_id)
+                if (once and state not in _FINAL) or state == "suspended":
+                    ended = state
+                look = once
             if ended is not None:
                 yield f"event: end\ndata: {json.dumps({'state': ended})}\n\n"
                 return
@@ -87,7 +93,7 @@ def _events(
                 return
             if time.monotonic() - last >= keepalive:
                 yield ": keep-alive\n\n"
-                last = time.monotonic()
+                last, look = time.monotonic(), True
             try:
                 got = q.read_stream(job_id, after=after, block=0.001 if once else _POLL)
             except redis.RedisError:

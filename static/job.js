@@ -191,15 +191,28 @@
   // left out of refreshes, which would empty it. On "end" the EventSource is closed (else it
   // reconnects and is told the end again); a refresh showing the job retried follows it anew,
   // after the last part it had. A suspended job (waiting for a signal, maybe for days) is
-  // read once, not followed: a refresh showing it running again follows it.
+  // read once, not followed, and a followed job that comes to wait ends its stream (the
+  // server says so): a refresh showing it running again follows it.
   const ENDED = ["complete", "failed"];
-  let output = null; // {panel, source, last (entry id), attempt, parts, ended (when, in ms)}
+  // {panel, source, state (the job's when listened to), last (entry id), attempt, parts,
+  // ended (when, in ms), refused (connections refused in a row)}
+  let output = null;
+  const MOST_WAIT = 60000; // ms between two tries at most
 
   function follow() {
     const panel = document.getElementById("stream-panel");
     if (!panel || (output && output.panel === panel)) return;
     panel.parentElement.setAttribute("data-streaming", "");
-    output = { panel, source: null, last: "", attempt: null, parts: 0, ended: 0 };
+    output = {
+      panel,
+      source: null,
+      state: null,
+      last: "",
+      attempt: null,
+      parts: 0,
+      ended: 0,
+      refused: 0,
+    };
     listen(panel.dataset.state);
   }
 
@@ -209,10 +222,14 @@
     if (state === "suspended") url.searchParams.set("once", "true");
     const source = new EventSource(url);
     output.source = source;
+    output.state = state;
     output.ended = 0;
     streamStatus("off", "connecting…");
     streamEmpty("Nothing streamed yet.");
-    source.onopen = () => streamStatus("on", "live");
+    source.onopen = () => {
+      output.refused = 0;
+      streamStatus("on", "live");
+    };
     source.addEventListener("part", (message) => {
       const part = JSON.parse(message.data);
       output.last = message.lastEventId;
@@ -232,11 +249,14 @@
     source.onerror = () => {
       if (output.source !== source || output.ended) return;
       streamStatus("off", "reconnecting…");
-      // Refused (the server restarting): try again later; else the browser reconnects.
+      // Refused (the server restarting, a session that expired): try again later, a little
+      // later each time; else the browser reconnects by itself.
       const status = document.getElementById("live-status");
       const gone = status && status.dataset.state === "gone";
       if (source.readyState === EventSource.CLOSED && !gone) {
-        setTimeout(() => output.source === source && listen(), RECONNECT);
+        const wait = Math.min(RECONNECT * 2 ** output.refused, MOST_WAIT);
+        output.refused += 1;
+        setTimeout(() => output.source === source && listen(output.state), wait);
       }
     };
   }

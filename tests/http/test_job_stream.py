@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from kue_core import Job, Queue
+from kue_core import Job, Queue, WaitForSignal
 from kue_core.store import calls
 from kue_http import create_app
 
@@ -142,6 +142,39 @@ def test_a_socket_timeout_shorter_than_a_read_s_wait_is_no_failure(
         short: Queue = app.extensions["kue"]
         assert short.read_stream(job_id, after=seen["id"], block=30).parts == []  # type: ignore[arg-type]
         assert time.monotonic() - start < 5
+
+
+def test_a_followed_job_that_comes_to_wait_for_a_signal_ends_its_stream(
+    app: Flask, redis_url: str, prefix: str
+) -> None:
+    """A job may wait for days: its stream ends with ``end`` ``suspended`` (found at a
+    keep-alive) rather than hold a server thread; followed again after its last part, once
+    the signal resumed it, the stream goes on to the end."""
+
+    def handler(job: Job) -> str:
+        job.stream("asked")
+        if "go" not in job.signals:
+            raise WaitForSignal("go")
+        job.stream(" and answered")
+        return "done"
+
+    with Queue(redis_url, prefix=prefix) as q:
+        job = q.create_job("ask", {}).save()
+        client = app.test_client()
+        res = client.get(f"/api/job/{job.id}/stream", buffered=False)
+        q.process("ask", 1, handler)
+        got = list(events(res.response))
+        assert [e["data"] for e in got] == [
+            {"attempt": 1, "value": "asked"},
+            {"state": "suspended"},
+        ]
+        assert q.signal(job.id, "go") == "resumed"  # type: ignore[arg-type]
+        again = client.get(f"/api/job/{job.id}/stream", headers={"Last-Event-ID": got[0]["id"]})
+        assert [e["data"] for e in events(iter([again.data]))] == [
+            {"attempt": 2, "value": "asked"},  # the run after the signal starts over
+            {"attempt": 2, "value": " and answered"},
+            {"state": "complete"},
+        ]
 
 
 @pytest.mark.parametrize(
