@@ -71,6 +71,7 @@ def _events(
         yield f"retry: {RECONNECT_MS}\n: connected\n\n"
         last = time.monotonic()
         look = True  # read the job's state at the next read that finds nothing
+        seen = None  # a state read that ends the answer, after one more read
         while True:
             for part in got.parts:
                 value = shown.value(part.value, "stream", job_type, [])
@@ -78,13 +79,15 @@ def _events(
                 yield f"id: {part.id}\nevent: part\ndata: {data}\n\n"
                 after, last = part.id, time.monotonic()
             ended = got.ended
-            if ended is None and look and not got.parts:
-                # Nothing more now: its state ends the answer (once; followed: suspended), but
-                # for a final one, which the next read tells with the parts written just
-                # before it (none may be missed).
+            if ended is None and seen is not None:
+                ended = seen  # with the parts written before the state was read
+            elif ended is None and look and not got.parts:
+                # Nothing more now: its state ends the answer (once; followed: suspended)
+                # after one more read, for the parts written between the last read and the
+                # state; a final state is left to that read, which tells it with them.
                 state = _state(q, job_id)
                 if (once and state not in _FINAL) or state == "suspended":
-                    ended = state
+                    seen = state
                 look = once
             if ended is not None:
                 yield f"event: end\ndata: {json.dumps({'state': ended})}\n\n"
@@ -95,7 +98,8 @@ def _events(
                 yield ": keep-alive\n\n"
                 last, look = time.monotonic(), True
             try:
-                got = q.read_stream(job_id, after=after, block=0.001 if once else _POLL)
+                quick = once or seen is not None
+                got = q.read_stream(job_id, after=after, block=0.001 if quick else _POLL)
             except redis.RedisError:
                 # Redis went away: end the stream; the browser reconnects by itself, after
                 # the last part it had.
