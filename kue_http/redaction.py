@@ -34,8 +34,9 @@ from .users import ROLES
 HIDDEN = "[hidden]"
 #: The fields of a job's JSON that are its payload.
 PAYLOAD = ("data", "result", "progress_data", "signals", "steps")
-#: Those of them that map names to payloads (a signal's, a step's result): a sensitive path
-#: leads into each payload, as into the data.
+#: Those of them that map names to payloads (a signal's, a step's result; so does a fan-out
+#: job's result, worker -> its run's result): a sensitive path leads into each payload, as
+#: into the data.
 BY_NAME = ("signals", "steps")
 #: The role from which payloads are shown unless declared sensitive.
 SEES_PAYLOADS = "admin"
@@ -133,8 +134,10 @@ def job_dict(job: Job, shown: View | None = None) -> dict[str, Any]:
         if name not in out:
             continue
         value = out[name]
-        if name in BY_NAME and shown.payloads and isinstance(value, dict):
-            # Each signal's payload, each step's result, is masked as data is.
+        by_name = name in BY_NAME or (name == "result" and "fanOut" in out)
+        if by_name and shown.payloads and isinstance(value, dict):
+            # Each signal's payload, each step's result, a fan-out job's result of each
+            # worker, is masked as data is.
             out[name] = {
                 k: shown.value(v, f"{name}.{k}", job.type, hidden) for k, v in value.items()
             }

@@ -395,7 +395,7 @@ class JobSpec(
         if self._fan_out is not None:
             out["fanOut"] = dict(self._fan_out)
             if self.id is not None:
-                out["runs"] = list(self._runs or ())
+                out["runs"] = [dict(run) for run in self._runs or ()]  # the caller's to change
         if self.tracked:
             out["tracked"] = True
         for name, policy in (  # Kue's option names, as POST /job takes them

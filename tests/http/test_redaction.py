@@ -192,6 +192,22 @@ def test_a_sensitive_path_leads_into_each_signal_and_step(redis_url: str, prefix
     assert revealed["job"]["steps"]["charge"]["token"] == f"{SECRET}-step"
 
 
+def test_a_fan_out_job_s_result_is_masked_per_worker_and_revealed_whole(
+    redis_url: str, prefix: str, seeded: dict[str, int]
+) -> None:
+    """A fan-out job's result maps each worker to its run's result: a sensitive path leads
+    into each; a reveal shows the runs' results whole too (they were masked in place)."""
+    client = app_with(redis_url, prefix).test_client()
+    job = client.get(f"/api/job/{seeded['fan']}", headers=ADA).json
+    (worker,) = job["result"]
+    assert job["result"] == {worker: {"token": "[hidden]"}}
+    assert job["runs"][0]["result"] == {"token": "[hidden]"}
+    assert sorted(job["hidden"]) == [f"result.{worker}.token", f"runs.{worker}.token"]
+    revealed = client.post(f"/api/job/{seeded['fan']}/reveal", json={}, headers=ADA).json
+    assert revealed["job"]["result"][worker]["token"] == f"{SECRET}-run"
+    assert revealed["job"]["runs"][0]["result"]["token"] == f"{SECRET}-run"
+
+
 def test_without_users_everyone_sees_everything_as_before(
     redis_url: str, prefix: str, seeded: dict[str, int]
 ) -> None:
