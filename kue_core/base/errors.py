@@ -64,13 +64,21 @@ class PayloadTooLarge(InvalidJob):
 
 class PayloadUnavailable(KueError):
     """A job's data or result is in the payload store, and cannot be read from it: the queue
-    has no store (``missing``), or the store has no such value."""
+    has no store (``missing``), or the store has no such value, or (``failure``: the store's
+    own error, as text) the store failed to answer, which may pass (``transient``)."""
 
-    def __init__(self, name: str, what: str, missing: bool) -> None:
+    def __init__(self, name: str, what: str, missing: bool, failure: str | None = None) -> None:
         self.name = name
         self.field = what
         self.missing = missing
-        why = "this process has no payload store" if missing else "the store does not have it"
+        self.transient = failure is not None
+        why = (
+            "this process has no payload store"
+            if missing
+            else f"the store failed: {failure}"
+            if failure is not None
+            else "the store does not have it"
+        )
         super().__init__(f"the job's {what} is in the payload store as {name!r}, but {why}")
 
 

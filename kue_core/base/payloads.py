@@ -236,10 +236,15 @@ class Offload:
         name = name_of(stored) or "?"
         if self.store is None:
             raise PayloadUnavailable(name, field, missing=True)
+        if not name.startswith(self.prefix + "/"):  # another queue's, or no name of ours
+            raise PayloadUnavailable(name, field, missing=False)
         try:
             return self.store.get(name).decode()
-        except KeyError:
+        except (KeyError, InvalidJob):  # not there, or a name the store refuses (../)
             raise PayloadUnavailable(name, field, missing=False) from None
+        except Exception as e:  # the store's own failure (a file system's, S3's): may pass
+            failure = f"{type(e).__name__}: {e}"[:200]
+            raise PayloadUnavailable(name, field, missing=False, failure=failure) from None
 
 
 def offload(

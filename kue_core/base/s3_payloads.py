@@ -45,9 +45,18 @@ class S3Store:
         return body
 
     def delete(self, names: list[str]) -> None:
+        """Delete ``names``; ``OSError`` when S3 refused some (DeleteObjects answers each
+        key's failure in its reply rather than raising): the sweep then puts them all back
+        in the trash, to be deleted again (deleting a deleted key is no error)."""
+        failed: list[str] = []
         for start in range(0, len(names), _DELETE_BATCH):
             batch = [{"Key": self.prefix + n} for n in names[start : start + _DELETE_BATCH]]
-            self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+            answer = self._s3.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True}
+            )
+            failed += [f"{e.get('Key')}: {e.get('Code')}" for e in answer.get("Errors") or ()]
+        if failed:
+            raise OSError(f"S3 did not delete {len(failed)} values: {', '.join(failed[:3])}")
 
     def names(self, prefix: str) -> Iterator[tuple[str, float]]:
         pages = self._s3.get_paginator("list_objects_v2").paginate(

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from .. import defaults, tracing
-from ..base import checks, payloads, sealing
+from ..base import checks, sealing
 from ..base.errors import InvalidJob, InvalidTransition, JobNotFound
 from ..base.keys import Keys, job_id_from_zid
 from ..base.states import STATES
@@ -25,7 +25,7 @@ from ..features.control import reason_text
 from ..store import calls
 from ..store.calls import Call, Op, read
 from ..store.lua_source import SAVE_WIDTH
-from . import due
+from . import due, stored_fields
 from .flow_ops import Node, flow_rows, flow_saved
 from .spec import JobSpec
 
@@ -365,16 +365,7 @@ def move(side: Side[_J], job_id: int | str, to_type: str, force: bool) -> Op[_J]
 def update_data(side: Side[_J], job_id: int | str, data: Any) -> Op[_J]:
     """Replace a waiting or failed job's data (see ``Queue.update_data``)."""
     jid = checks.job_id(job_id)
-    if sealing.envelope_key(data) is not None:
-        raise InvalidJob(
-            "the data given is an encrypted envelope (it was read without its key): "
-            "edit the job where its key is given"
-        )
-    if isinstance(data, dict) and payloads.STORED in data:
-        raise InvalidJob(
-            "the data given is a reference to the payload store (it was read without the "
-            "store): edit the job where the store is given"
-        )
+    stored_fields.check_unmarked(data)
     data_json = to_json(data, "data")
     ring = sealing.of(side)
     if ring is not None:

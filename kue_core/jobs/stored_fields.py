@@ -9,7 +9,7 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 from ..base import payloads, sealing
-from ..base.errors import CannotDecrypt, PayloadUnavailable
+from ..base.errors import CannotDecrypt, InvalidJob, PayloadUnavailable
 from ..base.values import json_field, to_json
 
 
@@ -45,6 +45,8 @@ def data_text(job: JobSpec) -> str:
     reference when it goes to the payload store (then ``job._to_store`` holds the value, which
     the save writes once every job of it is checked: ``JobSpec._store_data``)."""
     text = to_json(job.data, "data")
+    if text.startswith(MARKED):
+        check_unmarked(job.data)
     ring = getattr(job.queue, "keyring", None)  # (sealing.of, inlined: every save)
     if ring is not None:
         text = ring.seal(text, "data")
@@ -56,6 +58,22 @@ def data_text(job: JobSpec) -> str:
         text, job._to_store = offload.planned(text, "data")
         job._stored_data = job._to_store[0] if job._to_store is not None else None
     return text
+
+
+def check_unmarked(data: Any) -> None:
+    """Refuse as a job's data an encrypted envelope or a reference to the payload store (read
+    without the key or the store, and given back): stored as it is, it would be read as the
+    value it stands for, another job's, and held by neither."""
+    if sealing.envelope_key(data) is not None:
+        raise InvalidJob(
+            "the data given is an encrypted envelope (it was read without its key): "
+            "save or edit the job where its key is given"
+        )
+    if isinstance(data, dict) and payloads.STORED in data:
+        raise InvalidJob(
+            "the data given is a reference to the payload store (it was read without the "
+            "store): save or edit the job where the store is given"
+        )
 
 
 def opened(job: JobSpec, stored: str, field: str) -> str:

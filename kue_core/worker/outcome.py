@@ -87,7 +87,10 @@ def unreadable(job: Job) -> Failed | None:
     any other job."""
     if job.unopened is None or not stored_fields.read_by_handler(job.unopened.field):
         return None  # (a result or an error it cannot read does not stop the handler)
-    return Failed(*describe(job.unopened), no_retry=True)
+    # Retried when the payload store failed to answer (it may answer next time); not when
+    # the value or the key is not there.
+    transient = getattr(job.unopened, "transient", False)
+    return Failed(*describe(job.unopened), no_retry=not transient)
 
 
 def stored_result(job: Job, result: str) -> str | Failed:

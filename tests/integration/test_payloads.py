@@ -195,11 +195,47 @@ def test_a_process_without_the_store_cannot_read_the_value(
         }
         with pytest.raises(InvalidJob, match="reference to the payload store"):
             blind.update_data(job.id, read.data)  # what it read: the reference
+        with pytest.raises(InvalidJob, match="reference to the payload store"):
+            blind.create_job("email", read.data).save()  # nor saved again as a new job's
         ran: list[Any] = []
         blind.process("email", 1, ran.append)
         failed = wait_for(lambda: (j := blind.get_job(job.id)).state == "failed" and j)
         assert ran == [] and failed.attempts_made == 1  # its handler never saw the reference
         assert "PayloadUnavailable" in (failed.error or "")
+
+
+def test_a_reference_that_is_not_this_queue_s_or_a_store_that_fails_is_unavailable(
+    redis_url: str, prefix: str, tmp_path: Path, r: redis.Redis
+) -> None:
+    """A reference outside the queue's names (another queue's, a path out of the store) is
+    never read; a store that fails to answer (here: a name the file store refuses, or a
+    folder where the value should be) gives PayloadUnavailable naming the failure, and a
+    worker retries the job (the store may answer next time) without running its handler."""
+    options = {"payload_store": tmp_path.as_uri(), "max_data_bytes": LIMIT}
+    with Queue(redis_url, prefix=prefix, **options) as q:  # type: ignore[arg-type]
+        (tmp_path / "other").mkdir()
+        (tmp_path / "other" / "secret").write_text('{"theirs": true}')
+        job = q.create_job("email", BIG).attempts(2).save()
+        key = f"{prefix}:job:{job.id}"
+        for name in ("other/secret", f"{prefix}/../other/secret"):
+            r.hset(key, "data", _reference(name))
+            read = q.get_job(job.id)
+            assert isinstance(read.unopened, PayloadUnavailable) and not read.unopened.missing
+            assert read.data == {payloads.STORED: name, "bytes": 16}  # not theirs
+        broken = f"{prefix}/data/" + "0" * 32
+        (tmp_path / broken).mkdir(parents=True)  # a read fails: a folder, not a file
+        r.hset(key, "data", _reference(broken))
+        read = q.get_job(job.id)
+        assert isinstance(read.unopened, PayloadUnavailable) and read.unopened.transient
+        assert "the store failed" in str(read.unopened)
+        ran: list[Any] = []
+        q.process("email", 1, ran.append)
+        failed = wait_for(lambda: (j := q.get_job(job.id)).state == "failed" and j, timeout=30)
+        assert ran == [] and failed.attempts_made == 2  # retried once, as the store may recover
+
+
+def _reference(name: str) -> str:
+    return json.dumps({payloads.STORED: name, "bytes": 16}, separators=(",", ":"))
 
 
 def test_settings_from_the_environment(

@@ -173,3 +173,30 @@ def test_the_asyncio_client_reads_s3_off_its_loop(s3: Any, redis_url: str, prefi
         loop.close()
     assert seen == [BIG, BIG]
     assert readers and loop_thread not in readers
+
+
+def test_a_value_s3_refused_to_delete_goes_back_to_the_trash(
+    s3: Any, redis_url: str, prefix: str, r: redis.Redis
+) -> None:
+    """DeleteObjects answers a key it could not delete in its reply (``Errors``), without
+    raising: the sweep puts the names back in the trash rather than lose them. The refusal is
+    injected into the real server's reply (S3 refuses so under a bucket policy or an object
+    lock, which moto does not enforce)."""
+    store = f"s3://{BUCKET}/kue"
+    with Queue(redis_url, prefix=prefix, max_data_bytes=1000, payload_store=store) as q:
+        job = q.create_job("report", BIG).save()
+        q.remove(job.id)  # type: ignore[arg-type]
+        trash = f"{prefix}:payloads:trash"
+        assert r.llen(trash) == 1
+        client = q.offload.store._s3  # type: ignore[union-attr]
+
+        def refuse(parsed: dict[str, Any], **_: Any) -> None:
+            parsed["Errors"] = [{"Key": "kue/x", "Code": "AccessDenied", "Message": "denied"}]
+
+        client.meta.events.register("after-call.s3.DeleteObjects", refuse)
+        with pytest.raises(OSError, match="AccessDenied"):
+            q.sweep_payloads()
+        assert r.llen(trash) == 1  # back, to be deleted again
+        client.meta.events.unregister("after-call.s3.DeleteObjects", refuse)
+        assert q.sweep_payloads() == 1 and r.llen(trash) == 0
+        assert objects(s3, f"kue/{prefix}/") == []
