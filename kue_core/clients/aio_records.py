@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
+from ..base import payloads
 from ..base.keys import Keys
 from ..base.payloads import Offload
 from ..features import audit, bulk, history, offloads, retention, rotation
@@ -83,7 +84,11 @@ class AsyncRecords:
         return await self.scripts.drive(record_ops.dependents(self.keys, job_id))
 
     async def children_results(self, job_id: int | str) -> dict[int, Any]:
-        return await self.scripts.drive(record_ops.children_results(self.keys, job_id))
+        stored = await self.scripts.drive(record_ops.children_results(self.keys, job_id))
+        slow = self.offload is not None and self.offload.slow  # (S3: read off the loop)
+        if slow and any(v.startswith(payloads.PREFIX) for v in stored.values()):
+            return await asyncio.to_thread(record_ops.results_of, stored, self)
+        return record_ops.results_of(stored, self)
 
     async def bulk_count(self, filter: dict[str, Any]) -> int:
         return await self.scripts.drive(bulk.count(self.keys, filter))

@@ -117,7 +117,8 @@ class QueueRecords:
 
     def children_results(self, job_id: int | str) -> dict[int, Any]:
         """``{id: result}`` of the completed jobs that job ``job_id`` depends on."""
-        return self.scripts.drive(record_ops.children_results(self.keys, job_id))
+        stored = self.scripts.drive(record_ops.children_results(self.keys, job_id))
+        return record_ops.results_of(stored, self)
 
     def flow_tree(
         self,

@@ -16,6 +16,7 @@ from ..features.pins import new_workers
 from ..features.search import Found
 from ..store import calls
 from ..store.calls import Op, hash_reply, read
+from . import stored_fields
 from .ops import Side, get_job, get_jobs
 from .spec import JobSpec
 
@@ -101,22 +102,27 @@ def dependents(keys: Keys, job_id: int | str) -> Op[list[dict[str, Any]]]:
     return [{"id": i, "state": s} for i, s in zip(ids, states, strict=True)]
 
 
-def children_results(keys: Keys, job_id: int | str) -> Op[dict[int, Any]]:
-    """``{id: result}`` of the completed jobs that job ``job_id`` depends on."""
+def children_results(keys: Keys, job_id: int | str) -> Op[dict[int, str]]:
+    """``{id: result as stored}`` of the completed jobs that job ``job_id`` depends on (a
+    result sealed, or in the payload store, as its job held it: see :func:`results_of`)."""
     jid = checks.job_id(job_id)
     (found,) = yield read(("HGETALL", keys.results(jid)))
     items = hash_reply(found)
-    return {int(k): json_field(v, None) for k, v in sorted(items.items(), key=_by_id)}
+    return dict(sorted((int(k), v) for k, v in items.items()))
+
+
+def results_of(stored: dict[int, str], queue: object) -> dict[int, Any]:
+    """The results :func:`children_results` read, each read from the payload store and
+    opened with ``queue``'s keys (as stored when this process cannot)."""
+    return {
+        k: json_field(stored_fields.value_text(queue, v, "result"), None) for k, v in stored.items()
+    }
 
 
 def _states(keys: Keys, ids: Sequence[int]) -> Op[list[str | None]]:
     if not ids:
         return []
     return list((yield read(*(("HGET", keys.job(i), "state") for i in ids))))
-
-
-def _by_id(item: tuple[str, str]) -> int:
-    return int(item[0])
 
 
 # -- runs and pins --------------------------------------------------------------------------

@@ -92,23 +92,38 @@ def opened(job: JobSpec, stored: str, field: str) -> str:
         if deferred is not None and offload is not None and offload.slow:
             deferred.append((job, field, stored))  # read by load(), off the loop
             return stored
-        try:
-            if offload is None:
-                raise PayloadUnavailable(payloads.name_of(stored) or "?", field, missing=True)
-            stored = offload.loaded(stored, field)
-        except PayloadUnavailable as e:
-            _unopened(job, e)
-            return stored
-    if not stored.startswith(_SEALED):
-        return stored
-    ring = sealing.of(job.queue)
     try:
-        if ring is None:
-            raise CannotDecrypt(sealing.key_id_of(stored) or "?", field, missing=True)
-        return ring.open(stored, field)
-    except CannotDecrypt as e:
+        return _open(job.queue, stored, field)
+    except (PayloadUnavailable, CannotDecrypt) as e:
         _unopened(job, e)
         return stored
+
+
+def value_text(queue: object, stored: str, field: str) -> str:
+    """A stored value's text outside its job (a dependency's result, as its dependents are
+    handed it): read from the payload store, opened; as stored when this process cannot."""
+    if not stored.startswith(MARKED):
+        return stored
+    try:
+        return _open(queue, stored, field)
+    except (PayloadUnavailable, CannotDecrypt):
+        return stored
+
+
+def _open(queue: object, stored: str, field: str) -> str:
+    """A marked value's text: read from the payload store when it is there, opened when it
+    is sealed; ``PayloadUnavailable`` or ``CannotDecrypt`` when this process cannot."""
+    if stored.startswith(_STORED):
+        offload = getattr(queue, "offload", None)
+        if offload is None:
+            raise PayloadUnavailable(payloads.name_of(stored) or "?", field, missing=True)
+        stored = offload.loaded(stored, field)
+    if not stored.startswith(_SEALED):
+        return stored
+    ring = sealing.of(queue)
+    if ring is None:
+        raise CannotDecrypt(sealing.key_id_of(stored) or "?", field, missing=True)
+    return ring.open(stored, field)
 
 
 def read_by_handler(field: str) -> bool:

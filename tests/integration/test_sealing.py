@@ -162,6 +162,11 @@ def test_flows_and_child_processes_keep_it_sealed(
         assert q.get_job(child.id).result["n"] == 42
         assert sealing.key_id_of(stored(r, prefix, child.id, "result")) == "k1"
         assert q.get_job(parent.id).data == {"to": "ada@example.com"}
+        # The parent's copy of the result stays sealed in Redis; it is handed over opened.
+        assert in_clear(r, prefix, '"n":42') == []
+        result = q.get_job(child.id).result
+        assert q.children_results(parent.id) == {child.id: result}
+        assert q.get_job(parent.id).children_results() == {child.id: result}
 
 
 @pytest.mark.parametrize("kind", ["def", "async"])
@@ -210,6 +215,8 @@ def test_an_envelope_read_without_its_key_cannot_be_saved_back_as_data(
     with pytest.raises(InvalidJob, match="encrypted envelope"):
         sealed.update_data(job.id, json.loads(before))
     assert stored(r, prefix, job.id, "data") == before
+    with pytest.raises(InvalidJob, match="encrypted envelope"):
+        sealed.create_job("email", json.loads(before)).save()  # nor as a new job's data
 
 
 @pytest.mark.parametrize("side", ["sync", "async"])
