@@ -14,8 +14,8 @@
 -- Events   complete [result]; remove [type] when removeOnComplete, and for each job retention
 --          removes; start [type] for the claim; unblocked, then enqueue [type] (or nothing
 --          more when delayed), for each job that waited only for this one.
--- Uses     lib/base (now_ms), lib/finishing (load_for_complete, run_complete, complete_job),
---          lib/claims (claim_after)
+-- Uses     lib/base (now_ms), lib/payloads (unheld_payload), lib/finishing
+--          (load_for_complete, run_complete, complete_job), lib/claims (claim_after)
 -- The job's unique key is released (until_done, debounce); retention removes at most
 -- RETIRE_BATCH older completed jobs (see lib/retention.lua retire).
 -- The jobs that depend on it no longer wait for it, and get its result (see lib/deps.lua
@@ -28,7 +28,10 @@ local p, id, token, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local tallied = ARGV[5] == '1'
 local h = load_for_complete(KEYS[1])
 local jtype = h[COMPLETE_TYPE]
-if not jtype then return tallied and { '', '', 'refused' } or { 'refused' } end
+if not jtype then
+  unheld_payload(p, result)  -- the job was removed meanwhile
+  return tallied and { '', '', 'refused' } or { 'refused' }
+end
 local now = now_ms()
 local outcome, duration = 'refused', ''
 if h[COMPLETE_FAN_OUT] then
@@ -45,4 +48,5 @@ if tallied then
   out[#out + 1] = duration
 end
 out[#out + 1] = outcome
+if outcome == 'refused' then unheld_payload(p, result) end
 return out

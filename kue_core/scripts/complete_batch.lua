@@ -20,7 +20,7 @@
 --          for jobs that waited only for it; remove [type] for each job retention removes;
 --          start [type] for each claim.
 -- Uses     lib/base (now_ms), lib/keys (k_job), lib/type_rules (rule_of),
---          lib/events (events_coming),
+--          lib/events (events_coming), lib/payloads (unheld_payload),
 --          lib/finishing (load_for_complete, run_complete, complete_job, complete_plain,
 --          plain_flush, runs_rewake),
 --          lib/claims (claim_first, claim_up_to)
@@ -66,6 +66,7 @@ for i = 3, 2 + 3 * k, 3 do
       duration, run = complete_plain(p, id, key, h, result, now, run)
     end
   end
+  if outcome == 'refused' then unheld_payload(p, result) end
   reports[i - 2] = at
   reports[i - 1] = duration
   reports[i] = outcome

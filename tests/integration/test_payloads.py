@@ -234,6 +234,36 @@ def test_a_reference_that_is_not_this_queue_s_or_a_store_that_fails_is_unavailab
         assert ran == [] and failed.attempts_made == 2  # retried once, as the store may recover
 
 
+def test_a_result_written_for_a_refused_completion_goes_to_the_trash(
+    redis_url: str, prefix: str, tmp_path: Path, r: redis.Redis
+) -> None:
+    """The worker writes a large result to the store before the completion, which is refused
+    when the job is gone (removed while it ran) or its attempt is over: the value goes to the
+    trash rather than stay in the store, held by no job."""
+    options = {"payload_store": tmp_path.as_uri(), "max_data_bytes": LIMIT}
+    with Queue(redis_url, prefix=prefix, **options) as q:  # type: ignore[arg-type]
+        removed = q.create_job("report", {}).save()
+        q.create_job("report", {}).save()  # cancelled while it runs
+
+        written: list[int] = []
+
+        def handler(job: Any) -> Any:
+            if job.id == removed.id:
+                q.remove(job.id)
+            else:
+                q.cancel(job.id)
+            written.append(job.id)
+            return {"rows": ["y" * 100] * 30}  # about 3 KB: to the store
+
+        q.process("report", 1, handler)
+        wait_for(lambda: len(written) == 2, timeout=15)
+        # Both results were written to the store (its folder made), and the worker's sweep
+        # (every PAYLOAD_SWEEP_EVERY s) deletes what is in the trash: none is left held by
+        # no job.
+        wait_for(lambda: (tmp_path / prefix / "result").is_dir() and files(tmp_path) == [], 20)
+        assert r.llen(f"{prefix}:payloads:trash") == 0
+
+
 def _reference(name: str) -> str:
     return json.dumps({payloads.STORED: name, "bytes": 16}, separators=(",", ":"))
 

@@ -39,3 +39,10 @@ local function drop_payloads(p, text)
     if type(name) == 'string' then redis.call('RPUSH', k_payload_trash(p), name) end
   end
 end
+
+-- A value written to the store for a write that was refused (a completion whose attempt was
+-- over, say): no job holds it, so its name goes to the trash.
+local function unheld_payload(p, text)
+  local name = stored_name(text)
+  if name then redis.call('RPUSH', k_payload_trash(p), name) end
+end
