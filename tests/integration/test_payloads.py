@@ -264,6 +264,24 @@ def test_a_result_written_for_a_refused_completion_goes_to_the_trash(
         assert r.llen(f"{prefix}:payloads:trash") == 0
 
 
+@pytest.mark.parametrize("mode", ["until_done", "throttle"])
+def test_a_deduplicated_save_leaves_nothing_in_the_store(
+    mode: str, redis_url: str, prefix: str, tmp_path: Path, r: redis.Redis
+) -> None:
+    """A duplicate's large data is written to the store before its save finds the key held:
+    deduplicated, that value goes to the trash (the holder keeps its own)."""
+    options = {"payload_store": tmp_path.as_uri(), "max_data_bytes": LIMIT}
+    with Queue(redis_url, prefix=prefix, **options) as q:  # type: ignore[arg-type]
+        first = q.create_job("report", BIG).unique("k1", mode, ttl=60_000).save()
+        again = q.create_job("report", BIG).unique("k1", mode, ttl=60_000).save()
+        assert again.id == first.id
+        assert r.llen(f"{prefix}:payloads:trash") == 1
+        assert q.sweep_payloads() == 1
+        held = json.loads(stored(r, prefix, first.id, "data"))[payloads.STORED]  # type: ignore[arg-type]
+        assert files(tmp_path) == [held]
+        assert q.get_job(first.id).data == BIG  # type: ignore[arg-type]
+
+
 def _reference(name: str) -> str:
     return json.dumps({payloads.STORED: name, "bytes": 16}, separators=(",", ":"))
 

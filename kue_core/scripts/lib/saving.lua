@@ -198,7 +198,16 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
     return { id, 'saved', redis.call('HGET', k_job(p, id), 'state') }
   end
 
+  -- A duplicate's data written to the payload store goes to the trash: no job holds it.
+  local function dropped()
+    local rec = ARGV[b + 10] ~= '' and cjson.decode(ARGV[b + 10])
+    if rec and type(rec.stored) == 'string' then
+      redis.call('RPUSH', k_payload_trash(p), rec.stored)
+    end
+  end
+
   local function held(outcome, state)
+    if outcome == 'deduplicated' then dropped() end
     -- reset_runs (the records' `reset`): an active fan-out holder's failed runs go.
     if state == 'active' and job.fan_out and ARGV[b + 10] ~= ''
       and cjson.decode(ARGV[b + 10]).reset then
@@ -209,7 +218,10 @@ local function save_unique(p, ids_key, b, key, mode, key_ttl, now, extra)
   end
 
   if mode == 'throttle' and holder then  -- blocks for its ttl, whatever became of the job
-    if not job then return { tonumber(holder), 'deduplicated', false } end
+    if not job then
+      dropped()
+      return { tonumber(holder), 'deduplicated', false }
+    end
     return held('deduplicated', job.state)
   end
   if not job then return new_job() end  -- a key left by a job deleted without our scripts
