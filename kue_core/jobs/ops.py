@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from .. import defaults, tracing
 from ..base import checks, sealing
-from ..base.errors import InvalidJob, InvalidTransition, JobNotFound
+from ..base.errors import InvalidJob, InvalidTransition, JobNotFound, KueError
 from ..base.keys import Keys, job_id_from_zid
 from ..base.states import STATES
 from ..base.values import parse_priority, parse_state, to_json, validate_type
@@ -32,6 +32,7 @@ from .spec import JobSpec
 #: The job class of one client (``Job``, ``AsyncJob``).
 _J = TypeVar("_J", bound=JobSpec)
 _J_co = TypeVar("_J_co", bound=JobSpec, covariant=True)
+_R = TypeVar("_R")
 
 
 class Side(Protocol[_J_co]):
@@ -74,7 +75,8 @@ def _save(side: Side[JobSpec], job: JobSpec) -> Op[None]:
     if job._unique is not None:
         row = job._save_row()
         job._store_data()
-        job_id, outcome, state = yield calls.save_unique(side.keys, row, *job._unique)
+        call = calls.save_unique(side.keys, row, *job._unique)
+        job_id, outcome, state = yield from _refusable(side.keys, [job], call)
         job._saved(job_id)
         job.deduplicated = outcome != "saved"
         if state:
@@ -82,25 +84,26 @@ def _save(side: Side[JobSpec], job: JobSpec) -> Op[None]:
         return
     row = job._save_row()
     job._store_data()
-    ids = yield calls.save(side.keys, [row])
+    ids = yield from _refusable(side.keys, [job], calls.save(side.keys, [row]))
     job._saved(ids[0])
 
 
 def flow(side: Side[JobSpec], parent: JobSpec, children: Iterable[Node]) -> Op[list[JobSpec]]:
     """Save ``parent`` and its tree of ``children`` in one call (see ``Queue.flow``)."""
     nodes, rows = flow_rows(side, parent, children)
+    jobs = [job for job, _ in nodes]
     if not tracing.enabled or parent._trace is not None:
-        for job, _ in nodes:
+        for job in jobs:
             job._store_data()
-        saved = yield calls.flow(side.keys, rows)
+        saved = yield from _refusable(side.keys, jobs, calls.flow(side.keys, rows))
         return flow_saved(nodes, saved)
     with tracing.producing([job for job, _ in nodes]):
         # Each row again, now that its job carries the trace context.
         pairs = zip(nodes, rows, strict=True)
         rows = [[*job._save_row(), *row[SAVE_WIDTH:]] for (job, _), row in pairs]
-        for job, _ in nodes:
+        for job in jobs:
             job._store_data()
-        saved = yield calls.flow(side.keys, rows)
+        saved = yield from _refusable(side.keys, jobs, calls.flow(side.keys, rows))
         return flow_saved(nodes, saved)
 
 
@@ -167,7 +170,7 @@ def update(side: Side[JobSpec], job: JobSpec) -> Op[None]:
     job_id = job._saved_id()
     fields = job._update_fields()
     job._store_data()  # (update.lua puts the value it replaces in the trash)
-    job.state = yield calls.update(side.keys, job_id, fields)
+    job.state = yield from _refusable(side.keys, [job], calls.update(side.keys, job_id, fields))
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -370,14 +373,33 @@ def update_data(side: Side[_J], job_id: int | str, data: Any) -> Op[_J]:
     ring = sealing.of(side)
     if ring is not None:
         data_json = ring.seal(data_json, "data")
-    offload = getattr(side, "offload", None)
-    if offload is not None:  # (edit.lua puts the name it replaces in the trash)
-        data_json, _ = offload.stored(data_json, "data")
     (keys_text,) = yield read(("HGET", side.keys.job(jid), "searchKeys"))
     found = records.search_keys_of(keys_text)
     words = " ".join(records.data_words(data, found, title=ring is None))
-    yield calls.edit(side.keys, jid, data_json, words)
+    offload, name = getattr(side, "offload", None), None
+    if offload is not None:  # (edit.lua puts the name it replaces in the trash)
+        data_json, name = offload.stored(data_json, "data")
+    yield from _refused_trashed(side.keys, [name], calls.edit(side.keys, jid, data_json, words))
     return (yield from get_job(side, jid))
+
+
+def _refusable(keys: Keys, jobs: Iterable[JobSpec], call: Call[_R]) -> Op[_R]:
+    """``call``, which saves ``jobs`` (see :func:`_refused_trashed`)."""
+    return (yield from _refused_trashed(keys, [j._stored_data for j in jobs], call))
+
+
+def _refused_trashed(keys: Keys, names: Sequence[str | None], call: Call[_R]) -> Op[_R]:
+    """``call``'s reply; when its script refuses it (a ``KueError``: an unknown job, a state
+    it cannot take, a dependency that is no job), the values written to the payload store
+    for it (``names``; None for none) go to the trash: no job holds them."""
+    try:
+        reply: _R = yield call
+    except KueError:
+        written = [n for n in names if n]
+        if written:
+            yield read(("RPUSH", keys.payload_trash, *written))
+        raise
+    return reply
 
 
 def remove(side: Side[JobSpec], job_id: int | str, cascade: bool) -> Op[list[int]]:

@@ -18,6 +18,8 @@ import redis
 
 from kue_core import (
     InvalidJob,
+    InvalidTransition,
+    JobNotFound,
     PayloadTooLarge,
     PayloadUnavailable,
     Queue,
@@ -280,6 +282,26 @@ def test_a_deduplicated_save_leaves_nothing_in_the_store(
         held = json.loads(stored(r, prefix, first.id, "data"))[payloads.STORED]  # type: ignore[arg-type]
         assert files(tmp_path) == [held]
         assert q.get_job(first.id).data == BIG  # type: ignore[arg-type]
+
+
+def test_a_refused_edit_or_flow_leaves_nothing_in_the_store(
+    redis_url: str, prefix: str, tmp_path: Path, r: redis.Redis
+) -> None:
+    """Large data is written to the store before the script that would hold it; when that
+    script refuses (a job that ended, an unknown id, a dependency that is no job), the value
+    goes to the trash."""
+    options = {"payload_store": tmp_path.as_uri(), "max_data_bytes": LIMIT}
+    with Queue(redis_url, prefix=prefix, **options) as q:  # type: ignore[arg-type]
+        done = q.create_job("report", {}).save()
+        q.get_job(done.id).set_state("complete")  # type: ignore[arg-type]
+        with pytest.raises(InvalidTransition):
+            q.update_data(done.id, BIG)  # type: ignore[arg-type]
+        with pytest.raises(JobNotFound):
+            q.update_data(999_999, BIG)
+        with pytest.raises(InvalidJob, match="12345"):
+            q.create_job("report", BIG).depends_on(12345).save()
+        assert r.llen(f"{prefix}:payloads:trash") == 3
+        assert q.sweep_payloads() == 3 and files(tmp_path) == []
 
 
 def _reference(name: str) -> str:
