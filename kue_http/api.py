@@ -11,6 +11,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 from flask.sansio.blueprints import BlueprintSetupState
 from flask.typing import RouteCallable
+from werkzeug.exceptions import Forbidden
 from werkzeug.routing import PathConverter
 
 from kue_core import (
@@ -25,7 +26,7 @@ from kue_core import (
     parse_state,
 )
 
-from . import redaction
+from . import redaction, security
 
 
 class _Api(Blueprint):
@@ -55,7 +56,19 @@ def _unique(job: Job, value: Any) -> Job:
     ``Job.unique`` checks the values."""
     if not isinstance(value, dict) or "key" not in value or set(value) - {"key", "mode", "ttl"}:
         raise InvalidJob('unique is {"key": str, "mode": str, "ttl": ms}, mode and ttl optional')
-    return job.unique(value["key"], value.get("mode", "until_done"), value.get("ttl"))
+    mode = value.get("mode", "until_done")
+    if mode in CHANGES_HOLDER and not security.user().may("admin"):
+        # A duplicate in these modes replaces the data of the job holding the key: a data
+        # edit, which is an admin's (kue_http/security.py ADMIN_WRITES).
+        raise Forbidden(
+            description=f"a unique key in mode {mode} replaces a job's data: this needs the "
+            f"admin role; yours is {security.user().role}"
+        )
+    return job.unique(value["key"], mode, value.get("ttl"))
+
+
+#: The unique modes in which a duplicate changes the job holding the key.
+CHANGES_HOLDER = ("reuse", "debounce")
 
 
 def _strings(setter: Callable[..., Job], name: str) -> Callable[[Job, Any], Job]:

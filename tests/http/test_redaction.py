@@ -333,3 +333,20 @@ def test_settings_that_cannot_be_read_stop_the_app(
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(says)):
         app_with(redis_url, prefix, **settings)
+
+
+def test_only_an_admin_saves_a_unique_job_whose_duplicate_replaces_data(
+    redis_url: str, prefix: str
+) -> None:
+    """A duplicate of a ``reuse`` or ``debounce`` key replaces the holder's data: an edit of a
+    job's data, which is an admin's write; an operator saves the other modes."""
+    client = app_with(redis_url, prefix).test_client()
+    for mode in ("reuse", "debounce"):
+        body = {"type": "t", "data": {"v": 1}, "options": {"unique": {"key": "k", "mode": mode}}}
+        refused = client.post("/api/job", json=body, headers=OLGA)
+        assert refused.status_code == 403 and "admin role" in refused.json["error"]
+        assert client.post("/api/job", json=body, headers=ADA).status_code == 200
+    plain = {"type": "t", "data": {}, "options": {"unique": {"key": "other"}}}
+    assert client.post("/api/job", json=plain, headers=OLGA).status_code == 200
+    with Queue(redis_url, prefix=prefix) as q:
+        assert q.count("inactive", "t") + q.count("delayed", "t") == 3  # none from olga's
