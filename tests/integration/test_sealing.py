@@ -22,7 +22,7 @@ from ..conftest import heard, on_cluster, wait_for
 
 K1 = f"k1:{base64.b64encode(os.urandom(32)).decode()}"
 K2 = f"k2:{base64.b64encode(os.urandom(32)).decode()}"
-SECRET = {"email": "ada@example.com", "title": "Quarterly salary of Ada", "card": "4242"}
+SECRET = {"email": "ada@example.com", "title": "Quarterly salary of Ada", "card": "4242-x9"}
 
 
 @pytest.fixture(params=["sync", "async"])
@@ -63,7 +63,7 @@ def test_data_is_stored_sealed_and_read_back(sealed: Any, r: redis.Redis, prefix
     assert sealed.get_job(more[0].id).data == {"email": "bob@example.com"}
     # The title is not indexed in clear; a field the job declares searchable is.
     assert sealed.search("salary") == []
-    assert sealed.search("4242") == [job.id]
+    assert sealed.search("4242-x9") == [job.id]
 
 
 def test_an_edit_is_sealed_too(sealed: Any, r: redis.Redis, prefix: str) -> None:
@@ -191,14 +191,14 @@ def test_logs_progress_and_errors_are_sealed_everywhere_they_go(
             q.process("email", 1, awork if kind == "async" else work)
             failed = wait_for(lambda: (j := q.get_job(job.id)).state == "failed" and j)
             wait_for(lambda: any(e.get("event") == "failed" for e in events))
-        assert in_clear(r, prefix, "ada@example.com", "4242", "salary") == []
+        assert in_clear(r, prefix, "ada@example.com", "4242-x9", "salary") == []
         assert not [e for e in events if "ada@example.com" in json.dumps(e)]
-        assert "card 4242 refused for ada@example.com" in (failed.error or "")
-        assert failed.progress_data == {"seen": "4242"}
+        assert "card 4242-x9 refused for ada@example.com" in (failed.error or "")
+        assert failed.progress_data == {"seen": "4242-x9"}
         assert q.get_log(job.id) == ["writing to ada@example.com"]
         assert [line.text for line in q.get_log_lines(job.id)] == ["writing to ada@example.com"]
         errors = [e["error"] for e in q.history(job.id) if "error" in e]
-        assert errors and errors[-1].startswith("NoRetry: card 4242 refused")
+        assert errors and errors[-1].startswith("NoRetry: card 4242-x9 refused")
     with Queue(redis_url, prefix=prefix, encryption_keys=K2) as other:  # another key: as stored
         unread = other.get_job(job.id)
         assert unread.unopened is not None and unread.unopened.key_id == "k1"
@@ -341,5 +341,5 @@ def test_a_fan_out_jobs_error_is_read_whole(redis_url: str, prefix: str, r: redi
         q.process("fan", 1, refuse)
         failed = wait_for(lambda: (j := q.get_job(job.id)).state == "failed" and j)
         stored_error = stored(r, prefix, job.id, "error")
-        assert "4242" not in stored_error and sealing.PREFIX in stored_error
+        assert "4242-x9" not in stored_error and sealing.PREFIX in stored_error
         assert failed.error.startswith("run on ") and "ValueError: no card 4242" in failed.error
