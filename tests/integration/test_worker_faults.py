@@ -295,7 +295,13 @@ def test_a_worker_says_an_outage_once_with_a_count(tmp_path: Path, prefix: str) 
             job = q.create_job("t").save()
             wait_for(lambda: q.get_job(job.id).state == "complete", timeout=20)
         wait_for(lambda: "Redis answers again" in log_path.read_text(), timeout=20)
-        lines = log_path.read_text().splitlines()
+        # (Under a loaded machine, a job claimed after the outage may wait past a lease for
+        # its slot: the keeper's look for lost claims rightly gives it back, and says so.)
+        lines = [
+            line
+            for line in log_path.read_text().splitlines()
+            if "the reply was lost (Redis was cut off): given back to wait" not in line
+        ]
         said = [line for line in lines if "Redis unreachable" in line]
         assert said == lines[:-1] and 2 <= len(said) <= 3, lines
         assert re.search(r"Redis answers again \(after \d+ errors in \d+\.\d s\)$", lines[-1]), (
